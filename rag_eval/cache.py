@@ -1,0 +1,36 @@
+"""Where rag-eval keeps what it can reuse across runs (embeddings, LLM responses, models)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+def cache_root(configured: str | None = None) -> Path:
+    """``RAG_EVAL_CACHE_DIR``, else the config's ``cache_dir``, else ``~/.cache/rag-eval``."""
+    root = os.environ.get("RAG_EVAL_CACHE_DIR") or configured or Path.home() / ".cache" / "rag-eval"
+    return Path(root).expanduser()
+
+
+def load_array(path: Path) -> np.ndarray | None:
+    """An array saved by :func:`save_array`, or None if absent or unreadable."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+
+
+def save_array(path: Path, array: np.ndarray) -> None:
+    """Write atomically, so that a crash or a concurrent run never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

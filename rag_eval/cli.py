@@ -1,0 +1,90 @@
+"""The ``rag-eval`` command line. Exit status: 0 ok, 1 a gate failed, 2 bad config or data, 3 internal error."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from rag_eval import __version__
+from rag_eval.errors import RagEvalError
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from rag_eval.config import load_config
+    from rag_eval.runner import load_inputs
+
+    cfg = load_config(args.config)
+    inputs = load_inputs(cfg)
+    n_ans = sum(q.answerable for q in inputs.questions)
+    print(
+        f"{args.config}: ok. Corpus: {len(inputs.corpus)} chunks ({inputs.corpus.source}). "
+        f"Test set: {len(inputs.questions)} questions, {n_ans} answerable, "
+        f"{len(inputs.questions) - n_ans} unanswerable."
+    )
+    return 0
+
+
+def _retrieval(args: argparse.Namespace) -> int:
+    from rag_eval.config import load_config
+    from rag_eval.report.markdown import fmt
+    from rag_eval.runner import run_retrieval
+
+    cfg = load_config(args.config)
+    run_dir = run_retrieval(cfg, out=args.out)
+    import json
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    from rag_eval.report.build import table_metrics
+
+    cols = [m for m in table_metrics(cfg.retrieval.k) if m in next(iter(summary["retrieval"].values()))]
+    print(f"{'retriever':<12}" + "".join(f"{m:>24}" for m in cols))
+    for name, figs in summary["retrieval"].items():
+        print(f"{name:<12}" + "".join(f"{fmt(figs[m]):>24}" for m in cols))
+    for pairs in summary["retrieval_comparison"].values():
+        for pair in pairs.values():
+            print(f"- {pair['verdict']}")
+    print(f"run folder: {run_dir}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag-eval", description="Audit a RAG system stage by stage.")
+    parser.add_argument("--version", action="version", version=f"rag-eval {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or status lines")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("validate", help="check the config, the corpus and the test set's labels; no retrieval")
+    p.add_argument("config")
+    p.set_defaults(func=_validate)
+
+    p = sub.add_parser("retrieval", help="run the retrieval stage only (no LLM)")
+    p.add_argument("config")
+    p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
+    p.set_defaults(func=_retrieval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from rag_eval import progress
+
+    progress.set_enabled(not args.quiet)
+    try:
+        return args.func(args)
+    except RagEvalError as exc:
+        print(f"rag-eval: {exc.render()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("rag-eval: interrupted; finished records are in the run folder", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print(
+            "rag-eval: internal error (a bug in rag-eval): please report it with the traceback above", file=sys.stderr
+        )
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""The audit configuration: pydantic models, YAML loading and error messages with line numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rag_eval.errors import ConfigError, Problem, did_you_mean
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChunkerConfig(_Model):
+    """How a folder of documents is split into chunks."""
+
+    type: Literal["heading", "fixed"] = "heading"
+    size: int = Field(1500, gt=0, description="fixed: characters per chunk; heading: split longer sections")
+    overlap: int = Field(200, ge=0)
+    max_chars: int | None = Field(None, gt=0, description="heading: split sections longer than this")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkerConfig:
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
+
+
+class CorpusFields(_Model):
+    """Which columns of a JSON/CSV/Parquet corpus hold each field."""
+
+    id: str = "id"
+    text: str = "text"
+    title: str = "title"
+    doc_id: str = "doc_id"
+
+
+class CorpusConfig(_Model):
+    """Where the chunks come from: exactly one of source, path or folder."""
+
+    source: Literal["python-docs"] | None = None
+    path: str | None = None
+    folder: str | None = None
+    chunker: ChunkerConfig = ChunkerConfig()
+    extensions: list[str] = [".md", ".markdown", ".txt", ".rst"]
+    fields: CorpusFields = CorpusFields()
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CorpusConfig:
+        given = [k for k in ("source", "path", "folder") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of source (python-docs), path (a JSON, JSONL, CSV or Parquet file) "
+                f"or folder (a folder of documents); got {', '.join(given) or 'none'}"
+            )
+        return self
+
+
+class TestSetConfig(_Model):
+    path: str
+
+
+class Bm25Config(_Model):
+    type: Literal["bm25"]
+    tokenizer: str = Field(r"[a-z0-9_]+", description="regular expression whose matches are the tokens")
+    lowercase: bool = True
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
+
+
+class DenseConfig(_Model):
+    type: Literal["dense"]
+    model: str = "all-MiniLM-L6-v2"
+    batch_size: int = Field(32, gt=0)
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+class HybridConfig(_Model):
+    type: Literal["hybrid"]
+    of: list[str] = Field(min_length=1)
+    rrf_k: float = Field(60, gt=0)
+    weights: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> HybridConfig:
+        if self.weights is not None and len(self.weights) != len(self.of):
+            raise ValueError(f"weights has {len(self.weights)} entries but of names {len(self.of)} retrievers")
+        return self
+
+
+class RerankConfig(_Model):
+    type: Literal["rerank"]
+    of: str
+    model: str
+    top_n: int = Field(50, gt=0)
+    batch_size: int = Field(32, gt=0)
+
+
+class CallableConfig(_Model):
+    type: Literal["callable"]
+    function: str = Field(description="package.module:function(question, k) -> [(chunk_id, score)]")
+
+
+class LangchainConfig(_Model):
+    type: Literal["langchain"]
+    factory: str = Field(description="package.module:function() -> a LangChain BaseRetriever")
+    id_key: str = Field("id", description="the Document.metadata key that holds the chunk id")
+
+
+class RunFileConfig(_Model):
+    type: Literal["run"]
+    path: str
+
+
+RetrieverConfig = Annotated[
+    Bm25Config | DenseConfig | HybridConfig | RerankConfig | CallableConfig | LangchainConfig | RunFileConfig,
+    Field(discriminator="type"),
+]
+RETRIEVER_TYPES = ("bm25", "dense", "hybrid", "rerank", "callable", "langchain", "run")
+
+
+class RetrievalConfig(_Model):
+    k: list[int] = [1, 5, 10]
+    retrievers: dict[str, RetrieverConfig] = Field(min_length=1)
+    depth: int = Field(100, gt=0, description="how many chunks each retriever ranks per question")
+    metrics: list[str] | None = Field(None, description="metrics to report; default: every metric at every k")
+    compare_on: list[str] | None = Field(None, description="metrics on which retrievers are compared pairwise")
+    miss_k: int | None = Field(None, gt=0, description="a question is a miss when nothing relevant is in this top k")
+
+    @field_validator("k")
+    @classmethod
+    def _positive_ks(cls, ks: list[int]) -> list[int]:
+        if not ks or any(k < 1 for k in ks):
+            raise ValueError("k must be a non-empty list of positive integers, e.g. [1, 5, 10]")
+        return sorted(set(ks))
+
+    @model_validator(mode="after")
+    def _check_references(self) -> RetrievalConfig:
+        from rag_eval.metrics import parse_metric
+
+        names = list(self.retrievers)
+        for name, r in self.retrievers.items():
+            refs = r.of if isinstance(r, HybridConfig) else [r.of] if isinstance(r, RerankConfig) else []
+            for ref in refs:
+                if ref not in self.retrievers or ref == name:
+                    raise ValueError(
+                        f"retriever '{name}' uses '{ref}', which is not another retriever here; "
+                        + did_you_mean(ref, [n for n in names if n != name])
+                    )
+        for metric in (self.metrics or []) + (self.compare_on or []):
+            parse_metric(metric)
+        if self.depth < max(self.k):
+            raise ValueError(f"depth ({self.depth}) must be at least the largest k ({max(self.k)})")
+        return self
+
+
+class StatsConfig(_Model):
+    seed: int = 0
+    bootstrap_resamples: int = Field(10_000, ge=100)
+    permutation_resamples: int = Field(10_000, ge=100)
+    confidence: float = Field(0.95, gt=0, lt=1)
+    alpha: float = Field(0.05, gt=0, lt=1)
+
+
+class ReportConfig(_Model):
+    out: str = "runs/"
+
+
+class AuditConfig(_Model):
+    """One audit, as written in a YAML file."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    corpus: CorpusConfig
+    test_set: TestSetConfig
+    retrieval: RetrievalConfig
+    stats: StatsConfig = StatsConfig()
+    report: ReportConfig = ReportConfig()
+    cache_dir: str | None = None
+
+    # Set by load_config, not by the user.
+    config_path: str | None = Field(None, exclude=True)
+
+    def resolve_path(self, value: str) -> Path:
+        """A path from the config: relative to the working folder, else to the config's folder."""
+        p = Path(value).expanduser()
+        if p.is_absolute() or p.exists() or not self.config_path:
+            return p
+        beside = Path(self.config_path).parent / p
+        return beside if beside.exists() else p
+
+    def where(self, dotted: str) -> str:
+        return f"{self.config_path or '<config>'}: {dotted}"
+
+
+def _line_of(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the YAML node at a key path, or of its nearest parent."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(key):
+                    node, line = v, k.start_mark.line + 1
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw: dict) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        # Discriminated unions add the tag name to the location; users never wrote it.
+        shown = [str(p) for p in loc if not (isinstance(p, str) and p in RETRIEVER_TYPES and loc[-1] != p)]
+        dotted = ".".join(shown) or "(top level)"
+        line = _line_of(root, loc)
+        where = f"{path}:{line}" if line else path
+        msg = err["msg"].removeprefix("Value error, ")
+        fix = ""
+        if err["type"] == "extra_forbidden":
+            parent = _parent_fields(loc)
+            msg = f"unknown key '{loc[-1]}'"
+            fix = did_you_mean(str(loc[-1]), parent) if parent else "remove it"
+        elif err["type"] == "missing":
+            msg = f"'{loc[-1]}' is required here"
+            fix = f"add {loc[-1]}: ..."
+        elif err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
+            msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"
+            fix = "set type to one of them: " + did_you_mean(str(tag or ""), RETRIEVER_TYPES)
+        problems.append(Problem(f"{where} ({dotted})", msg, fix))
+    return problems
+
+
+def _parent_fields(loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed beside loc[-1], found by walking the models along loc."""
+    model: Any = AuditConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if model is RetrievalConfig and part == "retrievers":
+            model = "retrievers"
+            continue
+        if model == "retrievers":
+            model = "retriever"
+            continue
+        if model == "retriever":
+            model = {
+                "bm25": Bm25Config,
+                "dense": DenseConfig,
+                "hybrid": HybridConfig,
+                "rerank": RerankConfig,
+                "callable": CallableConfig,
+                "langchain": LangchainConfig,
+                "run": RunFileConfig,
+            }.get(part)
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        model = getattr(field, "annotation", None) if field else None
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return sorted(model.model_fields)
+    return []
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read and validate an audit config; every problem raises ConfigError naming file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            Problem(
+                str(path),
+                f"cannot read the config: {exc.strerror or exc}",
+                "check the path; configs live in configs/*.yaml",
+            )
+        ) from None
+    try:
+        root = yaml.compose(text)
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(
+            Problem(
+                where, f"not valid YAML: {getattr(exc, 'problem', exc)}", "check indentation and quoting on that line"
+            )
+        ) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            Problem(
+                str(path),
+                "the config must be a YAML mapping (name:, corpus:, ...)",
+                "see configs/demo.yaml for the shape",
+            )
+        )
+    try:
+        cfg = AuditConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_problems_from(exc, str(path), root, raw)) from None
+    cfg.config_path = str(path)
+    return cfg
+
+
+def resolved_config(cfg: AuditConfig) -> dict:
+    """The config as run, for the run folder (it holds no secrets: keys are named by env var only)."""
+    return cfg.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,1 @@
+"""Loading and validating the corpus and the test set."""

@@ -1,0 +1,46 @@
+"""Progress bars and messages on standard error (standard output stays for results)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeVar
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+T = TypeVar("T")
+console = Console(stderr=True, highlight=False)
+_enabled = True
+
+
+def set_enabled(on: bool) -> None:
+    """Turn progress bars off (tests, --quiet) or on."""
+    global _enabled
+    _enabled = on
+
+
+def enabled() -> bool:
+    return _enabled and console.is_terminal
+
+
+def track(items: Sequence[T] | Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+    """Iterate with a progress bar (with ETA) when standard error is a terminal."""
+    if not enabled():
+        yield from items
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        yield from progress.track(items, total=total, description=description)
+
+
+def say(message: str) -> None:
+    """A status line on standard error."""
+    if _enabled:
+        console.print(message)

@@ -1,0 +1,1 @@
+"""The report: built once as data, rendered as JSON, Markdown and HTML."""

@@ -1,0 +1,96 @@
+"""Building the report data (a JSON-ready dict) from the stages' results."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rag_eval import __version__
+from rag_eval.config import AuditConfig
+from rag_eval.retrieval.stage import RetrievalResults
+from rag_eval.types import Corpus
+
+
+def table_metrics(ks: list[int]) -> list[str]:
+    """The headline columns: hit@1, hit@5, hit@10 (those measured), MRR, nDCG at the largest k."""
+    hits = [f"hit@{k}" for k in ks if k in (1, 5, 10)] or [f"hit@{k}" for k in ks]
+    return hits + ["mrr", f"ndcg@{10 if 10 in ks else max(ks)}"]
+
+
+def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus) -> dict:
+    """Figures, comparisons and misses of the retrieval stage."""
+    misses = {}
+    for name, r in res.retrievers.items():
+        rows = []
+        for i, q in enumerate(res.questions):
+            if not res.is_miss(name, i):
+                continue
+            rows.append(
+                {
+                    "question_id": q.id,
+                    "question": q.question,
+                    "rank": r.first_rank[i],
+                    "relevant": [cid for cid, g in q.qrels.items() if g > 0],
+                    "top": r.rankings.ids(corpus, i)[: res.miss_k],
+                }
+            )
+        misses[name] = rows
+    names = [s.name for s in res.metrics]
+    return {
+        "metrics": names,
+        "table": [m for m in table_metrics(cfg.retrieval.k) if m in names],
+        "miss_k": res.miss_k,
+        "retrievers": {n: {m: e.to_dict() for m, e in r.aggregates.items()} for n, r in res.retrievers.items()},
+        "comparisons": [c.to_dict() for c in res.comparisons],
+        "misses": misses,
+    }
+
+
+def build_report(cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, *, test_set_path: str) -> dict:
+    """The report data; summary.json and every rendering come from this."""
+    n_ans = len(res.answerable)
+    return {
+        "name": cfg.name,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "rag_eval_version": __version__,
+        "corpus": {"source": corpus.source, "chunks": len(corpus), "fingerprint": corpus.fingerprint()[:16]},
+        "test_set": {
+            "path": test_set_path,
+            "questions": len(res.questions),
+            "answerable": n_ans,
+            "unanswerable": len(res.questions) - n_ans,
+        },
+        "retrieval": retrieval_section(cfg, res, corpus),
+    }
+
+
+def summary(report: dict) -> dict:
+    """summary.json: every figure at ``retrieval.<retriever>.<metric>`` as {value, ci_low, ci_high, n}."""
+    r = report["retrieval"]
+    comparison: dict[str, dict] = {}
+    for c in r["comparisons"]:
+        comparison.setdefault(c["metric"], {})[f"{c['a']}_vs_{c['b']}"] = {
+            k: c[k]
+            for k in (
+                "wins",
+                "losses",
+                "ties",
+                "diff",
+                "ci_low",
+                "ci_high",
+                "p_value",
+                "p_holm",
+                "test",
+                "detectable",
+                "verdict",
+            )
+        }
+    return {
+        "name": report["name"],
+        "created": report["created"],
+        "rag_eval_version": report["rag_eval_version"],
+        "corpus": report["corpus"],
+        "test_set": report["test_set"],
+        "retrieval": r["retrievers"],
+        "retrieval_comparison": comparison,
+        "retrieval_misses": {n: {"k": r["miss_k"], "count": len(m)} for n, m in r["misses"].items()},
+    }

@@ -1,0 +1,96 @@
+"""Rendering the report data as Markdown."""
+
+from __future__ import annotations
+
+from rag_eval.stats import format_p
+
+
+def fmt(est: dict | None, digits: int = 3) -> str:
+    """``0.720 [0.610, 0.820]``, or ``–`` when there is no value."""
+    if not est or est.get("value") is None:
+        return "–"
+    return f"{est['value']:.{digits}f} [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    esc = [[c.replace("|", "\\|").replace("\n", " ") for c in row] for row in rows]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in esc]
+
+
+def retrieval_markdown(report: dict) -> list[str]:
+    r = report["retrieval"]
+    ts = report["test_set"]
+    out = [
+        f"## Retrieval ({ts['answerable']} answerable questions; {ts['unanswerable']} unanswerable "
+        "ones are left out of rank metrics)",
+        "",
+        "Each figure is the mean over questions with its 95% bootstrap interval.",
+        "",
+    ]
+    out += _table(
+        ["retriever"] + r["table"],
+        [[name] + [fmt(figs.get(m)) for m in r["table"]] for name, figs in r["retrievers"].items()],
+    )
+    others = [m for m in r["metrics"] if m not in r["table"]]
+    if others:
+        out += ["", "<details><summary>All metrics</summary>", ""]
+        out += _table(
+            ["retriever"] + others,
+            [[name] + [fmt(figs.get(m)) for m in others] for name, figs in r["retrievers"].items()],
+        )
+        out += ["", "</details>"]
+    if r["comparisons"]:
+        out += [
+            "",
+            "### Retrievers compared, question by question",
+            "",
+            "Paired tests on the same questions, Holm-corrected across all comparisons.",
+            "",
+        ]
+        rows = [
+            [
+                f"{c['a']} vs {c['b']}",
+                c["metric"],
+                f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]",
+                f"{c['wins']}/{c['losses']}/{c['ties']}",
+                format_p(c["p_holm"]),
+                c["verdict"],
+            ]
+            for c in r["comparisons"]
+        ]
+        out += _table(["pair", "metric", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"], rows)
+    out += ["", f"### Misses (no relevant chunk in the top {r['miss_k']})", ""]
+    for name, rows in r["misses"].items():
+        out += [f"**{name}**: {len(rows)} of {ts['answerable']} answerable questions", ""]
+        if rows:
+            out += _table(
+                ["question", "id", "rank found", "relevant", f"top {min(3, r['miss_k'])} retrieved"],
+                [
+                    [
+                        m["question"],
+                        m["question_id"],
+                        str(m["rank"]) if m["rank"] else "not retrieved",
+                        ", ".join(m["relevant"][:3]),
+                        ", ".join(m["top"][:3]),
+                    ]
+                    for m in rows
+                ],
+            )
+            out.append("")
+    return out
+
+
+def render_markdown(report: dict) -> str:
+    """The whole report as Markdown."""
+    c, ts = report["corpus"], report["test_set"]
+    out = [
+        f"# rag-eval report: {report['name']}",
+        "",
+        f"- created: {report['created']} (rag-eval {report['rag_eval_version']})",
+        f"- corpus: {c['source']}, {c['chunks']} chunks",
+        f"- test set: {ts['path']}, {ts['questions']} questions ({ts['answerable']} answerable, "
+        f"{ts['unanswerable']} unanswerable)",
+        "",
+    ]
+    out += retrieval_markdown(report)
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,1 @@
+"""Retrievers: each ranks the corpus for every question of the test set."""

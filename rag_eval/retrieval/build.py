@@ -1,0 +1,83 @@
+"""Running every configured retriever in dependency order (hybrid and rerank after their parts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_eval.config import (
+    AuditConfig,
+    Bm25Config,
+    CallableConfig,
+    DenseConfig,
+    HybridConfig,
+    LangchainConfig,
+    RerankConfig,
+    RunFileConfig,
+)
+from rag_eval.retrieval.base import Rankings
+from rag_eval.types import Corpus, Question
+
+
+def dependency_order(cfg: AuditConfig) -> list[str]:
+    """Retriever names so that each comes after the retrievers it fuses or re-ranks."""
+    rs = cfg.retrieval.retrievers
+    order: list[str] = []
+
+    def visit(name: str, stack: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in stack:
+            from rag_eval.errors import ConfigError, Problem
+
+            raise ConfigError(
+                Problem(
+                    cfg.where(f"retrieval.retrievers.{name}"),
+                    "retrievers refer to each other in a cycle: " + " -> ".join(stack + (name,)),
+                    "break the cycle",
+                )
+            )
+        r = rs[name]
+        for dep in r.of if isinstance(r, HybridConfig) else [r.of] if isinstance(r, RerankConfig) else []:
+            visit(dep, stack + (name,))
+        order.append(name)
+
+    for name in rs:
+        visit(name, ())
+    return order
+
+
+def run_retrievers(cfg: AuditConfig, corpus: Corpus, questions: list[Question], cache_dir: Path) -> dict[str, Rankings]:
+    """Rankings of every configured retriever, keyed by name in config order."""
+    from rag_eval.retrieval.hybrid import fuse
+
+    depth = cfg.retrieval.depth
+    results: dict[str, Rankings] = {}
+    for name in dependency_order(cfg):
+        r = cfg.retrieval.retrievers[name]
+        if isinstance(r, Bm25Config):
+            from rag_eval.retrieval.bm25 import Bm25Retriever
+
+            results[name] = Bm25Retriever(corpus, r, name).rank(questions, depth)
+        elif isinstance(r, DenseConfig):
+            from rag_eval.retrieval.dense import DenseRetriever
+
+            results[name] = DenseRetriever(corpus, r, cache_dir, name).rank(questions, depth)
+        elif isinstance(r, HybridConfig):
+            results[name] = fuse([results[p] for p in r.of], len(corpus), depth, r.rrf_k, r.weights)
+        elif isinstance(r, RerankConfig):
+            from rag_eval.retrieval.rerank import Reranker
+
+            results[name] = Reranker(corpus, r, results[r.of], name).rank(questions, depth)
+        elif isinstance(r, CallableConfig):
+            from rag_eval.retrieval.custom import CallableRetriever
+
+            results[name] = CallableRetriever(corpus, r.function, name).rank(questions, depth)
+        elif isinstance(r, LangchainConfig):
+            from rag_eval.retrieval.custom import LangchainRetriever
+
+            results[name] = LangchainRetriever(corpus, r.factory, r.id_key, name).rank(questions, depth)
+        elif isinstance(r, RunFileConfig):
+            from rag_eval.retrieval.custom import RunFileRetriever
+
+            results[name] = RunFileRetriever(corpus, cfg.resolve_path(r.path), name).rank(questions, depth)
+    return {name: results[name] for name in cfg.retrieval.retrievers}

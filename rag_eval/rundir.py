@@ -1,0 +1,57 @@
+"""The run folder: where every stage writes its records as soon as they exist."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rag_eval.config import AuditConfig, resolved_config
+
+
+def new_run_dir(cfg: AuditConfig, out: str | None = None) -> Path:
+    """``<report.out>/<name>-<YYYYmmdd-HHMMSS>/``, made unique if two runs start in one second."""
+    base = Path(out or cfg.report.out)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = base / f"{cfg.name}-{stamp}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = base / f"{cfg.name}-{stamp}-{n}"
+    path.mkdir(parents=True)
+    write_text(path / "config.yaml", yaml.safe_dump(resolved_config(cfg), sort_keys=False))
+    return path
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write atomically: a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text(path, json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Records of a JSONL file; a torn last line (from a killed run) is ignored."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

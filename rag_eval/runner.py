@@ -1,0 +1,56 @@
+"""Running an audit's stages from a config: load and validate, retrieve, write records and report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_eval.cache import cache_root
+from rag_eval.config import AuditConfig
+from rag_eval.data.corpus import load_corpus
+from rag_eval.data.testset import load_test_set
+from rag_eval.progress import say
+from rag_eval.types import Corpus, Question
+
+
+@dataclass
+class Inputs:
+    """The validated corpus and test set of an audit."""
+
+    corpus: Corpus
+    questions: list[Question]
+    test_set_path: Path
+
+
+def load_inputs(cfg: AuditConfig) -> Inputs:
+    """Load the corpus and the test set; every problem raises DataError before anything runs."""
+    corpus = load_corpus(cfg)
+    path = cfg.resolve_path(cfg.test_set.path)
+    questions = load_test_set(path, corpus)
+    return Inputs(corpus, questions, path)
+
+
+def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
+    """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder."""
+    from rag_eval.report.build import build_report, summary
+    from rag_eval.report.markdown import render_markdown
+    from rag_eval.retrieval.build import run_retrievers
+    from rag_eval.retrieval.stage import evaluate, question_records, write_records
+    from rag_eval.rundir import new_run_dir, write_json, write_text
+
+    inputs = load_inputs(cfg)
+    n_ans = sum(q.answerable for q in inputs.questions)
+    say(
+        f"corpus: {len(inputs.corpus)} chunks from {inputs.corpus.source}; test set: "
+        f"{len(inputs.questions)} questions ({n_ans} answerable)"
+    )
+    run_dir = new_run_dir(cfg, out)
+    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
+    res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
+    show = max(max(cfg.retrieval.k), res.miss_k)
+    write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show))
+    report = build_report(cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path))
+    write_json(run_dir / "report.json", report)
+    write_json(run_dir / "summary.json", summary(report))
+    write_text(run_dir / "report.md", render_markdown(report))
+    return run_dir

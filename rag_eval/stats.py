@@ -1,0 +1,224 @@
+"""Statistics over per-question arrays: intervals, paired tests, multiple-comparison correction.
+
+Conventions: every random procedure takes a seed and builds its own ``numpy.random.Generator``
+(numpy's global state is never touched); percentile bootstrap intervals; Wilson intervals for
+proportions; exact two-sided sign test with ties dropped (for paired binary outcomes this is the
+exact McNemar test); permutation p-values with the +1 correction (exact enumeration when there
+are at most 16 non-zero differences); Holm's step-down correction across comparisons.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+EXACT_PERMUTATION_MAX = 16
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure with its interval and the number of questions behind it."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def bootstrap_mean(
+    values: np.ndarray, *, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> Estimate:
+    """Mean with a percentile bootstrap interval; NaN never enters (it is an error to pass one)."""
+    values = np.asarray(values, dtype=float)
+    if np.isnan(values).any():
+        raise ValueError("bootstrap_mean got NaN values; drop not-judged items before aggregating")
+    n = len(values)
+    if n == 0:
+        return Estimate(None, None, None, 0)
+    rng = np.random.default_rng(seed)
+    block = max(1, 4_000_000 // n)  # bounds memory for large test sets
+    means = np.concatenate(
+        [
+            values[rng.integers(0, n, size=(min(block, n_resamples - start), n))].mean(axis=1)
+            for start in range(0, n_resamples, block)
+        ]
+    )
+    lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return Estimate(float(values.mean()), float(lo), float(hi), n)
+
+
+def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Estimate:
+    """A proportion with its Wilson score interval."""
+    if n == 0:
+        return Estimate(None, None, None, 0)
+    z = sps.norm.ppf((1 + confidence) / 2)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n)
+
+
+def sign_test(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int, float]:
+    """Wins of a over b, losses, ties, and the exact two-sided sign-test p-value (ties dropped)."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    ties = len(d) - wins - losses
+    if wins + losses == 0:
+        return wins, losses, ties, 1.0
+    return wins, losses, ties, float(sps.binomtest(wins, wins + losses, 0.5).pvalue)
+
+
+def permutation_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> float:
+    """Two-sided paired permutation (sign-flip) test of the mean difference."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    nz = d[d != 0]
+    if len(nz) == 0:
+        return 1.0
+    observed = abs(nz.sum())
+    tol = 1e-12 * max(1.0, observed)
+    if len(nz) <= EXACT_PERMUTATION_MAX:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(nz))))
+        return float((np.abs(signs @ nz) >= observed - tol).mean())
+    rng = np.random.default_rng(seed)
+    signs = rng.choice((1.0, -1.0), size=(n_resamples, len(nz)))
+    extreme = int((np.abs(signs @ nz) >= observed - tol).sum())
+    return (extreme + 1) / (n_resamples + 1)
+
+
+def paired_bootstrap_diff(
+    a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> Estimate:
+    """Mean of a - b with a percentile bootstrap interval, resampling questions."""
+    return bootstrap_mean(
+        np.asarray(a, float) - np.asarray(b, float), n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the input order."""
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return [float(x) for x in adjusted]
+
+
+def detectable_difference(sd_diff: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest mean paired difference a two-sided test at ``alpha`` detects with ``power``."""
+    if n == 0:
+        return math.inf
+    return (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) * sd_diff / math.sqrt(n)
+
+
+def questions_needed(sd_diff: float, diff: float, *, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Questions a paired test needs to detect ``diff`` with ``power``; None when diff is 0."""
+    if diff == 0 or sd_diff == 0:
+        return None
+    return math.ceil(((sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) * sd_diff / abs(diff)) ** 2)
+
+
+@dataclass
+class Comparison:
+    """A paired comparison of two systems on one metric, question by question."""
+
+    a: str
+    b: str
+    metric: str
+    wins: int
+    losses: int
+    ties: int
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    test: str
+    p_sign: float
+    p_permutation: float
+    detectable: float
+    p_holm: float = 1.0
+    verdict: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare_paired(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    names: tuple[str, str],
+    metric: str,
+    binary: bool,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> Comparison:
+    """Sign test, permutation test and bootstrap interval of a - b. The p-value reported is the
+    sign test's (exact McNemar) for binary outcomes and the permutation test's otherwise."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    wins, losses, ties, p_sign = sign_test(a, b)
+    p_perm = permutation_test(a, b, n_resamples=n_resamples, seed=seed)
+    diff = paired_bootstrap_diff(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    d = a - b
+    sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
+    if sd == 0:  # nothing differed: assume independent outcomes for a conservative figure
+        sd = float(math.sqrt(a.var() + b.var())) or 0.5
+    return Comparison(
+        names[0],
+        names[1],
+        metric,
+        wins,
+        losses,
+        ties,
+        diff.value or 0.0,
+        diff.ci_low or 0.0,
+        diff.ci_high or 0.0,
+        p_sign if binary else p_perm,
+        "sign" if binary else "permutation",
+        p_sign,
+        p_perm,
+        detectable_difference(sd, len(d), alpha=alpha),
+    )
+
+
+def apply_holm(comparisons: list[Comparison], *, alpha: float = 0.05) -> None:
+    """Fill p_holm and the verdict of every comparison, correcting across all of them."""
+    for c, p in zip(comparisons, holm([c.p_value for c in comparisons])):
+        c.p_holm = p
+        c.verdict = verdict(c, alpha=alpha)
+
+
+def format_p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}" if p < 0.01 else f"p = {p:.2f}"
+
+
+def verdict(c: Comparison, *, alpha: float = 0.05) -> str:
+    """The comparison in words, e.g. "better on 15, worse on 8, same on 17; p = 0.21: not settled ..."."""
+    n = c.wins + c.losses + c.ties
+    counts = f"better on {c.wins}, worse on {c.losses}, same on {c.ties}; {format_p(c.p_holm)}"
+    if c.wins == 0 and c.losses == 0:
+        return f"{c.a} and {c.b} agree on all {n} questions ({c.metric}): no difference"
+    if c.p_holm < alpha and c.diff != 0:
+        if c.diff > 0:
+            return f"{c.a} beats {c.b} on {c.metric}: {counts}"
+        flipped = f"better on {c.losses}, worse on {c.wins}, same on {c.ties}; {format_p(c.p_holm)}"
+        return f"{c.b} beats {c.a} on {c.metric}: {flipped}"
+    sd = c.detectable * math.sqrt(n) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(0.8)) if n else 0
+    need = questions_needed(sd, c.diff, alpha=alpha)
+    tail = f"; about {need} questions would detect a difference of {abs(c.diff):.3f}" if need else ""
+    return (
+        f"{c.a} vs {c.b} on {c.metric}: {counts}: not settled by {n} questions "
+        f"(smallest detectable difference {c.detectable:.3f}{tail})"
+    )
