@@ -1,0 +1,167 @@
+"""The command line: exit statuses, and a clear message (never a traceback) for each kind of bad input."""
+
+import json
+
+import pytest
+
+from rag_eval.cli import main
+
+from .conftest import write_jsonl
+
+
+def run_cli(capsys, *argv):
+    code = main(["--quiet", *argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_validate_ok(small_project, capsys):
+    code, out, _ = run_cli(capsys, "validate", str(small_project / "audit.yaml"))
+    assert code == 0
+    assert "5 chunks" in out and "4 questions, 3 answerable, 1 unanswerable" in out
+
+
+def test_retrieval_writes_summary_with_the_design_schema(small_project, capsys):
+    code, out, _ = run_cli(capsys, "retrieval", str(small_project / "audit.yaml"))
+    assert code == 0
+    run_dir = next((small_project / "runs").iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    fig = summary["retrieval"]["bm25"]["hit@3"]
+    assert set(fig) == {"value", "ci_low", "ci_high", "n"}
+    assert fig["n"] == 3  # the unanswerable question is left out of rank metrics
+    assert summary["test_set"] == {
+        "path": str(small_project / "questions.jsonl"),
+        "questions": 4,
+        "answerable": 3,
+        "unanswerable": 1,
+    }
+    records = [json.loads(line) for line in (run_dir / "retrieval.jsonl").read_text().splitlines()]
+    q2 = next(r for r in records if r["question_id"] == "q2")
+    assert q2["relevant"] == {"py/sets": 1}  # resolved from the evidence quote
+    assert (run_dir / "report.md").read_text().startswith("# rag-eval report: small")
+
+
+def _expect_error(capsys, config, *needles):
+    code, _, err = run_cli(capsys, "validate", str(config))
+    assert code == 2, err
+    for needle in needles:
+        assert needle in err, f"{needle!r} not in:\n{err}"
+    return err
+
+
+def test_malformed_jsonl_names_the_line(small_project, capsys):
+    (small_project / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": \n')
+    _expect_error(capsys, small_project / "audit.yaml", "corpus.jsonl:2", "malformed JSON")
+
+
+def test_malformed_json_array_names_the_line(small_project, capsys):
+    (small_project / "q.json").write_text('[\n  {"question": "a?", "answer_in": "py/lists"}\n  {"question": "b?"}\n]\n')
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(cfg.read_text().replace("questions.jsonl", "q.json"))
+    _expect_error(capsys, cfg, "q.json:3", "expected ',' or ']'")
+
+
+def test_missing_fields(small_project, capsys):
+    write_jsonl(small_project / "corpus.jsonl", [{"id": "a", "text": "x"}, {"id": "b"}])
+    write_jsonl(small_project / "questions.jsonl", [{"answer_in": "a"}])
+    err = _expect_error(capsys, small_project / "audit.yaml", "corpus.jsonl:2", "chunk 'b' has no 'text'")
+    assert "fix:" in err
+
+
+def test_missing_question_text(small_project, capsys):
+    write_jsonl(small_project / "questions.jsonl", [{"id": "x", "answer_in": "py/lists"}, {"question": " "}])
+    _expect_error(
+        capsys,
+        small_project / "audit.yaml",
+        "questions.jsonl:1",
+        "questions.jsonl:2",
+        "the question is missing or empty",
+    )
+
+
+def test_duplicate_ids(small_project, capsys):
+    write_jsonl(
+        small_project / "questions.jsonl",
+        [{"id": "a", "question": "x?", "answer_in": "py/lists"}, {"id": "a", "question": "y?", "answer_in": "py/sets"}],
+    )
+    _expect_error(capsys, small_project / "audit.yaml", "questions.jsonl:2", "duplicate question id 'a'", "first at")
+    write_jsonl(small_project / "corpus.jsonl", [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}])
+    _expect_error(capsys, small_project / "audit.yaml", "duplicate chunk id 'a'")
+
+
+def test_labels_that_match_no_chunk(small_project, capsys):
+    write_jsonl(
+        small_project / "questions.jsonl",
+        [
+            {"id": "a", "question": "x?", "answer_in": "py/list"},
+            {"id": "b", "question": "y?", "evidence": "this quote is nowhere"},
+            {"id": "c", "question": "z?", "answer_in": "py/lists", "answerable": False},
+            {"id": "d", "question": "w?"},
+        ],
+    )
+    _expect_error(
+        capsys,
+        small_project / "audit.yaml",
+        "4 problems found",
+        "chunk 'py/list', which is not in the corpus",
+        "did you mean 'py/lists'",
+        "evidence quote 'this quote is nowhere' matches no chunk",
+        "answerable: false but carries labels",
+        "has no labels",
+    )
+
+
+def test_empty_corpus(small_project, capsys):
+    (small_project / "corpus.jsonl").write_text("\n")
+    _expect_error(capsys, small_project / "audit.yaml", "corpus.jsonl", "the corpus file is empty")
+
+
+def test_unreadable_files(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    (small_project / "corpus.jsonl").write_bytes(b'{"id": "\xff\xfe"}\n')
+    _expect_error(capsys, cfg, "not UTF-8")
+    cfg.write_text(cfg.read_text().replace("corpus.jsonl", "nowhere.jsonl"))
+    _expect_error(capsys, cfg, "nowhere.jsonl", "does not exist")
+    _expect_error(capsys, small_project / "missing.yaml", "cannot read the config")
+
+
+def test_unknown_retriever_type_suggests(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(cfg.read_text().replace("{type: bm25}", "{type: bm52}"))
+    _expect_error(capsys, cfg, "audit.yaml:8", "unknown retriever type 'bm52'", "did you mean 'bm25'")
+
+
+def test_unknown_metric_suggests(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(cfg.read_text().replace("  depth: 5\n", "  depth: 5\n  metrics: [hit@1, ndgc@3]\n"))
+    _expect_error(capsys, cfg, "'ndgc@3' is not a known metric", "did you mean 'ndcg@K'")
+
+
+def test_unknown_key_names_line_and_suggests(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(cfg.read_text().replace("  depth: 5\n", "  dept: 5\n"))
+    _expect_error(capsys, cfg, "audit.yaml:6", "unknown key 'dept'", "did you mean 'depth'")
+
+
+def test_bad_yaml(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    cfg.write_text("name: x\ncorpus: {path: a\n")
+    _expect_error(capsys, cfg, "not valid YAML")
+
+
+def test_hybrid_of_unknown_retriever(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(
+        cfg.read_text().replace(
+            "    bm25: {type: bm25}\n", "    bm25: {type: bm25}\n    h: {type: hybrid, of: [bm25, dnse]}\n"
+        )
+    )
+    _expect_error(capsys, cfg, "uses 'dnse', which is not another retriever here")
+
+
+@pytest.mark.parametrize("argv", [["retrieval"], ["nosuch", "x"]])
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2

@@ -1,0 +1,124 @@
+"""Statistics: known answers, reproducibility, and the conventions of design §9."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rag_eval.stats import (
+    apply_holm,
+    bootstrap_mean,
+    compare_paired,
+    detectable_difference,
+    holm,
+    permutation_test,
+    sign_test,
+    wilson_interval,
+)
+
+
+def test_bootstrap_is_seeded_and_brackets_the_mean():
+    x = np.random.default_rng(0).random(50)
+    a = bootstrap_mean(x, seed=3)
+    b = bootstrap_mean(x, seed=3)
+    assert a == b
+    assert a.ci_low < a.value < a.ci_high
+    assert a.n == 50
+    assert a.value == pytest.approx(x.mean())
+
+
+def test_bootstrap_refuses_nan():
+    with pytest.raises(ValueError, match="NaN"):
+        bootstrap_mean(np.array([1.0, np.nan]))
+
+
+def test_bootstrap_of_constant_has_zero_width():
+    e = bootstrap_mean(np.ones(10))
+    assert (e.value, e.ci_low, e.ci_high) == (1.0, 1.0, 1.0)
+
+
+def test_wilson_matches_the_formula():
+    e = wilson_interval(8, 10)
+    # Wilson 95% for 8/10 (z = 1.95996): [0.4902, 0.9433]
+    assert e.ci_low == pytest.approx(0.4902, abs=1e-4)
+    assert e.ci_high == pytest.approx(0.9433, abs=1e-4)
+    assert wilson_interval(0, 0).value is None
+
+
+def test_sign_test_ten_of_ten_discordant():
+    a = np.array([1.0] * 10 + [1.0] * 5)
+    b = np.array([0.0] * 10 + [1.0] * 5)
+    wins, losses, ties, p = sign_test(a, b)
+    assert (wins, losses, ties) == (10, 0, 5)
+    assert p == pytest.approx(2 / 2**10)
+
+
+def test_identical_systems_give_p_one_everywhere():
+    x = np.random.default_rng(0).random(30)
+    assert sign_test(x, x)[3] == 1.0
+    assert permutation_test(x, x) == 1.0
+    c = compare_paired(x, x, names=("a", "b"), metric="mrr", binary=False)
+    apply_holm([c])
+    assert c.p_holm == 1.0
+    assert "no difference" in c.verdict
+
+
+def test_exact_permutation_matches_enumeration():
+    d = np.array([0.3, 0.1, -0.2, 0.4, 0.25, 0.0])
+    p = permutation_test(d, np.zeros_like(d))
+    # Exact: 5 non-zero differences, 32 sign patterns; count |sum| >= observed.
+    nz = d[d != 0]
+    count = 0
+    for mask in range(32):
+        signs = np.array([1 if mask >> i & 1 else -1 for i in range(5)])
+        count += abs((signs * nz).sum()) >= abs(nz.sum()) - 1e-12
+    assert p == pytest.approx(count / 32)
+
+
+def test_sampled_permutation_has_plus_one_correction_and_is_seeded():
+    rng = np.random.default_rng(5)
+    a, b = rng.random(40), rng.random(40)
+    p1 = permutation_test(a, b, n_resamples=999, seed=1)
+    assert p1 == permutation_test(a, b, n_resamples=999, seed=1)
+    assert p1 * 1000 == pytest.approx(round(p1 * 1000))
+    # Agrees with scipy's own sign-flip permutation test to sampling error.
+    ref = sps.permutation_test((a - b,), np.mean, permutation_type="samples", n_resamples=9999, random_state=0).pvalue
+    assert p1 == pytest.approx(ref, abs=0.05)
+
+
+def test_holm_known_values():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]) == [0.5]
+
+
+def test_strong_winner_is_called_better():
+    a = np.array([1.0] * 10 + [0.0] * 20)
+    b = np.zeros(30)
+    c = compare_paired(a, b, names=("strict", "baseline"), metric="hit@5", binary=True)
+    apply_holm([c])
+    assert c.p_value == pytest.approx(0.001953125)
+    assert c.verdict.startswith("strict beats baseline on hit@5: better on 10, worse on 0, same on 20")
+
+
+def test_loser_first_is_reported_from_the_winners_side():
+    a = np.zeros(30)
+    b = np.array([1.0] * 10 + [0.0] * 20)
+    c = compare_paired(a, b, names=("x", "y"), metric="hit@5", binary=True)
+    apply_holm([c])
+    assert c.verdict.startswith("y beats x on hit@5: better on 10, worse on 0")
+
+
+def test_unsettled_verdict_names_the_questions_needed():
+    a = np.array([1.0] * 3 + [0.0] * 2 + [1.0] * 35)
+    b = np.array([0.0] * 3 + [1.0] * 2 + [1.0] * 35)
+    c = compare_paired(a, b, names=("a", "b"), metric="hit@5", binary=True)
+    apply_holm([c])
+    assert "not settled by 40 questions" in c.verdict
+    assert "questions would detect a difference of 0.025" in c.verdict
+
+
+def test_detectable_difference_formula():
+    # (1.95996 + 0.84162) * 0.5 / sqrt(100)
+    assert detectable_difference(0.5, 100) == pytest.approx(0.140079, abs=1e-5)
+    assert math.isinf(detectable_difference(0.5, 0))
