@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ROOT.parent / "shared" / "benchmarks" / "pep" / "sections.json"
 
-BARE = r'''
+BARE = r"""
 import json, re, sys
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -53,7 +53,7 @@ rb, rd = ranks(bm), ranks(dense)
 rh = ranks(1 / (60 + rd) + 1 / (60 + rb))
 target = [ids.index(q["answer_in"]) for q in questions]
 print(json.dumps({n: [int(r[i, t]) for i, t in enumerate(target)] for n, r in (("bm25", rb), ("dense", rd), ("hybrid", rh))}))
-'''
+"""
 
 
 def make_questions(sections: list[dict]) -> list[dict]:
@@ -84,7 +84,8 @@ def main() -> None:
     (work / "c.yaml").write_text(
         f"name: bench\ncorpus: {{path: {SECTIONS}}}\ntest_set: {{path: {work / 'q.json'}}}\n"
         "retrieval:\n  k: [1, 5, 10]\n  retrievers:\n    bm25: {type: bm25}\n    dense: {type: dense}\n"
-        f"    hybrid: {{type: hybrid, of: [dense, bm25]}}\nreport: {{out: {work / 'runs'}}}\n")
+        f"    hybrid: {{type: hybrid, of: [dense, bm25]}}\nreport: {{out: {work / 'runs'}}}\n"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     bin_dir = Path(sys.executable).parent
     rag_eval = [str(bin_dir / "rag-eval"), "--quiet", "retrieval", str(work / "c.yaml")]
@@ -100,8 +101,11 @@ def main() -> None:
         env_cache = {**env, "RAG_EVAL_CACHE_DIR": str(cache)}
         times["cold"].append(timed(rag_eval, env_cache)[0])
         times["warm"].append(timed(rag_eval, env_cache)[0])
-        print(f"repeat {rep + 1}: bare {times['bare'][-1]:.2f}s, cold {times['cold'][-1]:.2f}s, "
-              f"warm {times['warm'][-1]:.2f}s", flush=True)
+        print(
+            f"repeat {rep + 1}: bare {times['bare'][-1]:.2f}s, cold {times['cold'][-1]:.2f}s, "
+            f"warm {times['warm'][-1]:.2f}s",
+            flush=True,
+        )
 
     # The timed runs must compute the same thing as the baseline.
     run_dir = sorted((work / "runs").iterdir())[-1]

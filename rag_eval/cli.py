@@ -48,6 +48,25 @@ def _retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lint(args: argparse.Namespace) -> int:
+    from rag_eval.config import load_config
+    from rag_eval.lint import fails
+    from rag_eval.runner import run_lint
+
+    cfg = load_config(args.config)
+    findings = run_lint(cfg)
+    for f in findings:
+        print(f"[{f.severity}] {f.code}: {f.message}")
+        if f.questions:
+            more = f" (+{len(f.questions) - 12} more)" if len(f.questions) > 12 else ""
+            print(f"    questions: {', '.join(f.questions[:12])}{more}")
+        if f.fix:
+            print(f"    fix: {f.fix}")
+    failed = fails(cfg, findings)
+    print(f"lint: {len(findings)} findings; " + (f"failing (lint.fail_on: {cfg.lint.fail_on})" if failed else "ok"))
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description="Audit a RAG system stage by stage.")
     parser.add_argument("--version", action="version", version=f"rag-eval {__version__}")
@@ -57,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check the config, the corpus and the test set's labels; no retrieval")
     p.add_argument("config")
     p.set_defaults(func=_validate)
+
+    p = sub.add_parser("lint", help="test-set health: copied wording, missing hard cases, suspect labels, size")
+    p.add_argument("config")
+    p.set_defaults(func=_lint)
 
     p = sub.add_parser("retrieval", help="run the retrieval stage only (no LLM)")
     p.add_argument("config")

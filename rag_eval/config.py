@@ -168,6 +168,34 @@ class StatsConfig(_Model):
     alpha: float = Field(0.05, gt=0, lt=1)
 
 
+class LintConfig(_Model):
+    """Thresholds of the test-set health check (``rag-eval lint``)."""
+
+    copy_ngram: int = Field(3, ge=1, description="word n-grams compared between question and passage")
+    copy_threshold: float = Field(0.5, gt=0, le=1, description="share of the question's n-grams found in the passage")
+    copy_share_severe: float = Field(0.5, gt=0, le=1, description="severe when this share of questions copy")
+    min_unanswerable_share: float = Field(0.1, ge=0, le=1)
+    near_duplicate: float = Field(0.8, gt=0, le=1, description="word-set Jaccard of two questions")
+    label_overlap: float = Field(0.2, ge=0, le=1, description="labelled chunk holds less of the reference than this")
+    other_overlap: float = Field(0.8, gt=0, le=1, description="while another chunk holds at least this much")
+    target_difference: float = Field(0.05, gt=0, lt=1, description="the hit@k difference the size check plans for")
+    fail_on: Literal["severe", "warning", "never"] = "severe"
+
+
+class DiagnosisConfig(_Model):
+    """Thresholds of the miss diagnosis rules (each diagnosis names the rule that fired)."""
+
+    reference_coverage: float = Field(
+        0.8, gt=0, le=1, description="suspect_label: top chunk holds this share of the reference"
+    )
+    near_duplicate: float = Field(0.6, gt=0, le=1, description="distractor: 5-gram Jaccard with the relevant chunk")
+    long_factor: float = Field(3.0, gt=1, description="long_passage: chunk longer than this times the median")
+    small_part: float = Field(0.1, gt=0, le=1, description="long_passage: evidence is at most this share of the chunk")
+    vocabulary_overlap: float = Field(
+        0.3, ge=0, le=1, description="vocabulary_gap: question words found in the passage"
+    )
+
+
 class ReportConfig(_Model):
     out: str = "runs/"
 
@@ -180,6 +208,8 @@ class AuditConfig(_Model):
     test_set: TestSetConfig
     retrieval: RetrievalConfig
     stats: StatsConfig = StatsConfig()
+    lint: LintConfig = LintConfig()
+    diagnosis: DiagnosisConfig = DiagnosisConfig()
     report: ReportConfig = ReportConfig()
     cache_dir: str | None = None
 

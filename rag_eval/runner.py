@@ -32,6 +32,8 @@ def load_inputs(cfg: AuditConfig) -> Inputs:
 
 def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
     """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder."""
+    from rag_eval.diagnosis import diagnose_misses
+    from rag_eval.lint import lint
     from rag_eval.report.build import build_report, summary
     from rag_eval.report.markdown import render_markdown
     from rag_eval.retrieval.build import run_retrievers
@@ -47,10 +49,26 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
     run_dir = new_run_dir(cfg, out)
     rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
+    diagnoses = diagnose_misses(cfg, inputs.corpus, res)
+    findings = lint(cfg, inputs.corpus, inputs.questions, res)
     show = max(max(cfg.retrieval.k), res.miss_k)
-    write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show))
-    report = build_report(cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path))
+    write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show, diagnoses))
+    report = build_report(
+        cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
+    )
     write_json(run_dir / "report.json", report)
     write_json(run_dir / "summary.json", summary(report))
     write_text(run_dir / "report.md", render_markdown(report))
     return run_dir
+
+
+def run_lint(cfg: AuditConfig):
+    """Test-set health findings, with the size check computed from an in-memory retrieval run."""
+    from rag_eval.lint import lint
+    from rag_eval.retrieval.build import run_retrievers
+    from rag_eval.retrieval.stage import evaluate
+
+    inputs = load_inputs(cfg)
+    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
+    res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
+    return lint(cfg, inputs.corpus, inputs.questions, res)

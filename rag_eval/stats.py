@@ -222,3 +222,70 @@ def verdict(c: Comparison, *, alpha: float = 0.05) -> str:
         f"{c.a} vs {c.b} on {c.metric}: {counts}: not settled by {n} questions "
         f"(smallest detectable difference {c.detectable:.3f}{tail})"
     )
+
+
+def sign_test_power(n: int, discordance: float, diff: float, *, alpha: float = 0.05) -> float:
+    """Exact power of the two-sided sign (McNemar) test on ``n`` paired binary outcomes.
+
+    Model: each question is discordant with probability ``discordance``; a discordant question
+    favours the better system with probability 1/2 + diff / (2 * discordance), so the two
+    systems' success rates differ by ``diff``.
+    """
+    if n == 0 or discordance <= 0 or diff <= 0:
+        return 0.0
+    pi = min(1.0, 0.5 + diff / (2 * discordance))
+    d = np.arange(n + 1)
+    # Largest c with P(W <= c | D, 1/2) <= alpha/2: reject when min(W, D - W) <= c.
+    c = sps.binom.ppf(alpha / 2, d, 0.5)
+    c = np.where(sps.binom.cdf(c, d, 0.5) > alpha / 2, c - 1, c)
+    reject = np.where(c >= 0, sps.binom.cdf(c, d, pi) + sps.binom.sf(d - c - 1, d, pi), 0.0)
+    return float((sps.binom.pmf(d, n, discordance) * reject).sum())
+
+
+def independent_discordance(hit_rate: float) -> float:
+    """Chance that two systems with this hit rate disagree on a question if they err independently."""
+    return 2 * hit_rate * (1 - hit_rate)
+
+
+def detectable_hit_difference(
+    n: int, hit_rate: float, *, alpha: float = 0.05, power: float = 0.8, discordance: float | None = None
+) -> float | None:
+    """Smallest difference in a hit rate that a paired sign test on ``n`` questions detects with
+    ``power``; None when no difference up to the discordance is detectable.
+
+    The discordance (share of questions the two systems disagree on) defaults to that of two
+    systems at ``hit_rate`` that err independently.
+    """
+    psi = discordance if discordance is not None else independent_discordance(hit_rate)
+    if psi <= 0 or sign_test_power(n, psi, psi, alpha=alpha) < power:
+        return None
+    lo, hi = 0.0, psi
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if sign_test_power(n, psi, mid, alpha=alpha) >= power else (mid, hi)
+    return hi
+
+
+def questions_for_hit_difference(
+    diff: float,
+    hit_rate: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    discordance: float | None = None,
+    limit: int = 1_000_000,
+) -> int | None:
+    """Fewest questions for which a paired sign test detects ``diff`` in a hit rate with ``power``."""
+    psi = discordance if discordance is not None else independent_discordance(hit_rate)
+    if psi <= 0 or diff <= 0 or diff > psi:
+        return None
+    # Start from the normal approximation (Connor 1987), then search the exact power around it.
+    z_a, z_b = sps.norm.ppf(1 - alpha / 2), sps.norm.ppf(power)
+    guess = max(2, int(((z_a * math.sqrt(psi) + z_b * math.sqrt(psi - diff**2)) / diff) ** 2))
+    lo, hi = max(1, guess // 2), min(limit, guess * 2 + 10)
+    while sign_test_power(hi, psi, diff, alpha=alpha) < power and hi < limit:
+        lo, hi = hi, min(limit, hi * 2)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if sign_test_power(mid, psi, diff, alpha=alpha) >= power else (mid + 1, hi)
+    return lo

@@ -61,4 +61,5 @@ class Question:
     answerable: bool
     reference: str | None = None
     where: str = ""
+    evidence: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)

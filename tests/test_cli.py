@@ -165,3 +165,42 @@ def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+
+
+def test_summary_counts_diagnoses_and_report_shows_lint(small_project, capsys):
+    run_cli(capsys, "retrieval", str(small_project / "audit.yaml"))
+    run_dir = next((small_project / "runs").iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert set(summary["diagnosis"]["bm25"]) == {
+        "long_passage",
+        "vocabulary_gap",
+        "exact_token",
+        "distractor",
+        "suspect_label",
+        "unclear",
+    }
+    assert sum(summary["diagnosis"]["bm25"].values()) == summary["retrieval_misses"]["bm25"]["count"]
+    report = (run_dir / "report.md").read_text()
+    assert report.index("## Test-set health") < report.index("## Retrieval")
+    for line in (run_dir / "retrieval.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        assert ("diagnosis" in rec) == rec["miss"]
+
+
+def test_lint_exit_status_follows_fail_on(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    code, out, _ = run_cli(capsys, "lint", str(cfg))
+    assert code == 0 and "test_set_size" in out
+    cfg.write_text(cfg.read_text() + "lint: {fail_on: warning}\n")
+    code, out, _ = run_cli(capsys, "lint", str(cfg))
+    assert code == 1 and "failing (lint.fail_on: warning)" in out
+
+
+def test_lint_on_the_demo_data_names_questions(capsys, monkeypatch):
+    from .conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run_cli(capsys, "lint", "configs/demo.yaml")
+    assert code == 0
+    assert "[warning] test_set_size: with 53 answerable questions" in out
+    assert "questions: pd-0" in out

@@ -127,9 +127,21 @@ def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question 
     meta = {k: v for k, v in d.items() if k not in KNOWN_FIELDS}
     if problems:
         return None, problems
+    quotes = [e if isinstance(e, str) else e.get("quote", "") for e in _as_list(d.get("evidence"))]
     return Question(
-        qid, text.strip(), qrels, answerable=answerable is not False, reference=reference, where=where, metadata=meta
+        qid,
+        text.strip(),
+        qrels,
+        answerable=answerable is not False,
+        reference=reference,
+        where=where,
+        evidence=[q for q in quotes if isinstance(q, str) and q],
+        metadata=meta,
     ), []
+
+
+def _as_list(value: Any) -> list:
+    return [] if value in (None, "") else value if isinstance(value, list) else [value]
 
 
 def _answer_in(value: Any, corpus: Corpus, label: str, problems: list[Problem]) -> dict[str, int]:

@@ -16,8 +16,9 @@ def table_metrics(ks: list[int]) -> list[str]:
     return hits + ["mrr", f"ndcg@{10 if 10 in ks else max(ks)}"]
 
 
-def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus) -> dict:
-    """Figures, comparisons and misses of the retrieval stage."""
+def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, diagnoses: dict | None = None) -> dict:
+    """Figures, comparisons and misses (with their diagnosed causes) of the retrieval stage."""
+    diagnoses = diagnoses or {}
     misses = {}
     for name, r in res.retrievers.items():
         rows = []
@@ -31,6 +32,7 @@ def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus) -
                     "rank": r.first_rank[i],
                     "relevant": [cid for cid, g in q.qrels.items() if g > 0],
                     "top": r.rankings.ids(corpus, i)[: res.miss_k],
+                    **({"diagnosis": diagnoses[name][i].to_dict()} if i in diagnoses.get(name, {}) else {}),
                 }
             )
         misses[name] = rows
@@ -45,7 +47,15 @@ def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus) -
     }
 
 
-def build_report(cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, *, test_set_path: str) -> dict:
+def build_report(
+    cfg: AuditConfig,
+    corpus: Corpus,
+    res: RetrievalResults,
+    *,
+    test_set_path: str,
+    findings: list | None = None,
+    diagnoses: dict | None = None,
+) -> dict:
     """The report data; summary.json and every rendering come from this."""
     n_ans = len(res.answerable)
     return {
@@ -59,7 +69,8 @@ def build_report(cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, *, tes
             "answerable": n_ans,
             "unanswerable": len(res.questions) - n_ans,
         },
-        "retrieval": retrieval_section(cfg, res, corpus),
+        "lint": [f.to_dict() for f in findings or []],
+        "retrieval": retrieval_section(cfg, res, corpus, diagnoses),
     }
 
 
@@ -93,4 +104,17 @@ def summary(report: dict) -> dict:
         "retrieval": r["retrievers"],
         "retrieval_comparison": comparison,
         "retrieval_misses": {n: {"k": r["miss_k"], "count": len(m)} for n, m in r["misses"].items()},
+        "diagnosis": {n: cause_counts(m) for n, m in r["misses"].items()},
+        "lint": {f["code"]: {"severity": f["severity"], "questions": len(f["questions"])} for f in report["lint"]},
     }
+
+
+def cause_counts(misses: list[dict]) -> dict[str, int]:
+    """Misses per diagnosed cause, every cause present (0 where none)."""
+    from rag_eval.diagnosis import CAUSES
+
+    counts = dict.fromkeys(CAUSES, 0)
+    for m in misses:
+        if "diagnosis" in m:
+            counts[m["diagnosis"]["cause"]] += 1
+    return counts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rag_eval.diagnosis import CAUSES, FIXES
 from rag_eval.stats import format_p
 
 
@@ -59,25 +60,43 @@ def retrieval_markdown(report: dict) -> list[str]:
             for c in r["comparisons"]
         ]
         out += _table(["pair", "metric", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"], rows)
-    out += ["", f"### Misses (no relevant chunk in the top {r['miss_k']})", ""]
+    out += ["", f"### Misses (no relevant chunk in the top {r['miss_k']}), by probable cause", ""]
     for name, rows in r["misses"].items():
         out += [f"**{name}**: {len(rows)} of {ts['answerable']} answerable questions", ""]
-        if rows:
-            out += _table(
-                ["question", "id", "rank found", "relevant", f"top {min(3, r['miss_k'])} retrieved"],
-                [
-                    [
-                        m["question"],
-                        m["question_id"],
-                        str(m["rank"]) if m["rank"] else "not retrieved",
-                        ", ".join(m["relevant"][:3]),
-                        ", ".join(m["top"][:3]),
-                    ]
-                    for m in rows
-                ],
-            )
+        for cause in CAUSES:
+            group = [m for m in rows if m.get("diagnosis", {}).get("cause", "unclear") == cause]
+            if not group:
+                continue
+            out += [f"*{cause}* ({len(group)}): {FIXES[cause]}", ""]
+            header = ["question", "id", "rank found", "relevant", f"top {min(3, r['miss_k'])} retrieved", "rule"]
+            out += _table(header, [_miss_row(m) for m in group])
             out.append("")
     return out
+
+
+def _miss_row(m: dict) -> list[str]:
+    return [
+        m["question"],
+        m["question_id"],
+        str(m["rank"]) if m["rank"] else "not retrieved",
+        ", ".join(m["relevant"][:3]),
+        ", ".join(m["top"][:3]),
+        m.get("diagnosis", {}).get("rule", ""),
+    ]
+
+
+def lint_markdown(findings: list[dict]) -> list[str]:
+    """The test-set health findings, most severe first."""
+    if not findings:
+        return []
+    out = ["## Test-set health", ""]
+    for f in findings:
+        ids = ", ".join(f["questions"][:10]) + (" ..." if len(f["questions"]) > 10 else "")
+        line = f"- **{f['severity']}** `{f['code']}`: {f['message']}"
+        line += f" ({ids})" if ids else ""
+        line += f". Fix: {f['fix']}" if f["fix"] else ""
+        out.append(line)
+    return out + [""]
 
 
 def render_markdown(report: dict) -> str:
@@ -92,5 +111,6 @@ def render_markdown(report: dict) -> str:
         f"{ts['unanswerable']} unanswerable)",
         "",
     ]
+    out += lint_markdown(report.get("lint", []))
     out += retrieval_markdown(report)
     return "\n".join(out).rstrip() + "\n"

@@ -106,8 +106,14 @@ def evaluate(
     return RetrievalResults(questions, answerable, specs, mk, results, comparisons)
 
 
-def question_records(res: RetrievalResults, corpus: Corpus, show: int) -> list[dict]:
-    """One JSON-ready record per question and retriever, for ``retrieval.jsonl``."""
+def question_records(
+    res: RetrievalResults, corpus: Corpus, show: int, diagnoses: dict[str, dict] | None = None
+) -> list[dict]:
+    """One JSON-ready record per question and retriever, for ``retrieval.jsonl``.
+
+    ``diagnoses`` maps retriever -> question index -> an object with ``to_dict()`` (a miss's cause).
+    """
+    diagnoses = diagnoses or {}
     pos = {q: j for j, q in enumerate(res.answerable)}
     records = []
     for name, r in res.retrievers.items():
@@ -126,6 +132,8 @@ def question_records(res: RetrievalResults, corpus: Corpus, show: int) -> list[d
                     if c >= 0
                 ],
             }
+            if i in diagnoses.get(name, {}):
+                record["diagnosis"] = diagnoses[name][i].to_dict()
             if i in pos:
                 record["metrics"] = {m: float(v[pos[i]]) for m, v in r.per_question.items()}
             records.append(record)

@@ -1,0 +1,137 @@
+"""Miss diagnosis: misses constructed for each cause are diagnosed as constructed."""
+
+import pytest
+
+from rag_eval.config import AuditConfig
+from rag_eval.diagnosis import CAUSES, diagnose_misses
+from rag_eval.retrieval.base import Rankings
+from rag_eval.retrieval.stage import evaluate
+from rag_eval.types import Chunk, Corpus, Question
+
+FILLER = [
+    Chunk("f1", "Tuples are immutable sequences used to store heterogeneous data.", "Tuples"),
+    Chunk("f2", "Sets hold distinct hashable objects without any order.", "Sets"),
+    Chunk("f3", "Ranges represent arithmetic progressions of integers.", "Ranges"),
+    Chunk("f4", "Strings are sequences of Unicode code points.", "Strings"),
+]
+
+
+def config() -> AuditConfig:
+    return AuditConfig.model_validate(
+        {
+            "name": "diag",
+            "corpus": {"path": "x"},
+            "test_set": {"path": "y"},
+            "retrieval": {
+                "k": [1],
+                "depth": 10,
+                "miss_k": 1,
+                "retrievers": {"bm25": {"type": "bm25"}, "dense": {"type": "dense"}},
+            },
+        }
+    )
+
+
+def diagnose(chunks, question, ranks: dict[str, list[str]], retriever="dense"):
+    corpus = Corpus(FILLER + chunks, source="test")
+    rankings = {
+        name: Rankings.from_lists([[(corpus.index[c], 10.0 - j) for j, c in enumerate(ids)]], 10)
+        for name, ids in ranks.items()
+    }
+    res = evaluate(config(), corpus, [question], rankings)
+    return diagnose_misses(config(), corpus, res)[retriever][0]
+
+
+def test_long_passage():
+    long_text = " ".join(f"Paragraph {i} discusses unrelated matters of style and layout." for i in range(120))
+    long_text += " The zfill method pads a numeric string on the left with zeros."
+    q = Question(
+        "q",
+        "how do I pad a number with zeros on the left?",
+        {"long": 1},
+        True,
+        evidence=["The zfill method pads a numeric string on the left with zeros."],
+    )
+    d = diagnose([Chunk("long", long_text, "String methods")], q, {"bm25": ["f1", "long"], "dense": ["f4", "long"]})
+    assert d.cause == "long_passage"
+    assert d.evidence["length"] > 3 * d.evidence["median_length"]
+
+
+def test_vocabulary_gap():
+    q = Question("q", "assign to a variable of the enclosing function from inside a nested function", {"nl": 1}, True)
+    chunk = Chunk(
+        "nl",
+        "The nonlocal statement causes the listed identifiers to refer to previously bound "
+        "variables in the nearest enclosing scope excluding globals.",
+        "The nonlocal statement",
+    )
+    d = diagnose([chunk], q, {"bm25": ["f1", "f2", "nl"], "dense": ["f3", "nl"]})
+    assert d.cause == "vocabulary_gap"
+    assert d.evidence["overlap"] <= 0.3
+
+
+def test_exact_token():
+    q = Question("q", "What is __length_hint__ supposed to return?", {"lh": 1}, True)
+    chunk = Chunk(
+        "lh",
+        "object.__length_hint__(self) Called to implement operator.length_hint(). Should return "
+        "an estimated length for the object.",
+        "Emulating container types",
+    )
+    d = diagnose([chunk], q, {"bm25": ["lh", "f1"], "dense": ["f2", "lh"]})
+    assert d.cause == "exact_token"
+    assert d.evidence["tokens"] == ["__length_hint__"]
+    assert d.evidence["keyword_ranks"] == {"bm25": 1}
+    # The keyword retriever itself is never diagnosed with exact_token.
+    d_bm25 = diagnose([chunk], q, {"bm25": ["f2", "lh"], "dense": ["f2", "lh"]}, retriever="bm25")
+    assert d_bm25.cause != "exact_token"
+
+
+def test_distractor():
+    text = (
+        "Augmented assignment is the combination, in a single statement, of a binary operation and an "
+        "assignment statement. The target is only evaluated once."
+    )
+    q = Question("q", "is x += 1 evaluated once?", {"aug": 1}, True)
+    d = diagnose(
+        [Chunk("aug", text, "Augmented assignment"), Chunk("aug-copy", text + " See also PEP 203.", "Copy")],
+        q,
+        {"bm25": ["aug-copy", "aug"], "dense": ["aug-copy", "aug"]},
+    )
+    assert d.cause == "distractor"
+    assert d.evidence["distractor"] == "aug-copy" and d.evidence["similarity"] >= 0.6
+
+
+def test_suspect_label():
+    q = Question(
+        "q",
+        "Do dictionaries keep insertion order?",
+        {"f3": 1},
+        True,
+        reference="Yes, dictionary order is guaranteed to be insertion order since 3.7.",
+    )
+    chunk = Chunk("dict", "Changed in version 3.7: Dictionary order is guaranteed to be insertion order.", "dict")
+    d = diagnose([chunk], q, {"bm25": ["dict", "f3"], "dense": ["dict", "f3"]})
+    assert d.cause == "suspect_label"
+    assert d.evidence["top_chunk"] == "dict"
+
+
+def test_unclear_when_no_rule_fires():
+    q = Question("q", "Which sequences cannot change after creation?", {"f1": 1}, True)
+    d = diagnose([], q, {"bm25": ["f2", "f1"], "dense": ["f1", "f2"]}, retriever="bm25")
+    assert d.cause == "unclear"
+
+
+def test_hits_are_not_diagnosed():
+    q = Question("q", "Which sequences cannot change after creation?", {"f1": 1}, True)
+    corpus = Corpus(FILLER, source="test")
+    rankings = {n: Rankings.from_lists([[(0, 1.0)]], 10) for n in ("bm25", "dense")}
+    res = evaluate(config(), corpus, [q], rankings)
+    assert diagnose_misses(config(), corpus, res) == {"bm25": {}, "dense": {}}
+
+
+@pytest.mark.parametrize("cause", CAUSES)
+def test_every_cause_has_a_fix(cause):
+    from rag_eval.diagnosis import FIXES
+
+    assert FIXES[cause]
