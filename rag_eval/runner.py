@@ -30,15 +30,35 @@ def load_inputs(cfg: AuditConfig) -> Inputs:
     return Inputs(corpus, questions, path)
 
 
-def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
-    """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder."""
+def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path):
+    """Stage 1 into a run folder: rankings, metrics, diagnoses, lint; writes retrieval.jsonl."""
     from rag_eval.diagnosis import diagnose_misses
     from rag_eval.lint import lint
-    from rag_eval.report.build import build_report, summary
-    from rag_eval.report.markdown import render_markdown
     from rag_eval.retrieval.build import run_retrievers
     from rag_eval.retrieval.stage import evaluate, question_records, write_records
-    from rag_eval.rundir import new_run_dir, write_json, write_text
+
+    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
+    res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
+    diagnoses = diagnose_misses(cfg, inputs.corpus, res)
+    findings = lint(cfg, inputs.corpus, inputs.questions, res)
+    show = max(max(cfg.retrieval.k), res.miss_k, cfg.generation.top_k if cfg.generation else 0)
+    write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show, diagnoses))
+    return res, diagnoses, findings
+
+
+def write_report(run_dir: Path, report: dict) -> None:
+    """report.json, summary.json and report.md from the report data."""
+    from rag_eval.report.build import summary
+    from rag_eval.report.markdown import render_markdown
+    from rag_eval.rundir import write_json, write_text
+
+    write_json(run_dir / "report.json", report)
+    write_json(run_dir / "summary.json", summary(report))
+    write_text(run_dir / "report.md", render_markdown(report))
+
+
+def _start(cfg: AuditConfig, out: str | None) -> tuple[Inputs, Path]:
+    from rag_eval.rundir import new_run_dir
 
     inputs = load_inputs(cfg)
     n_ans = sum(q.answerable for q in inputs.questions)
@@ -46,19 +66,58 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
         f"corpus: {len(inputs.corpus)} chunks from {inputs.corpus.source}; test set: "
         f"{len(inputs.questions)} questions ({n_ans} answerable)"
     )
-    run_dir = new_run_dir(cfg, out)
-    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
-    res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
-    diagnoses = diagnose_misses(cfg, inputs.corpus, res)
-    findings = lint(cfg, inputs.corpus, inputs.questions, res)
-    show = max(max(cfg.retrieval.k), res.miss_k)
-    write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show, diagnoses))
+    return inputs, new_run_dir(cfg, out)
+
+
+def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
+    """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder."""
+    from rag_eval.report.build import build_report
+
+    inputs, run_dir = _start(cfg, out)
+    res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
     report = build_report(
         cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
     )
-    write_json(run_dir / "report.json", report)
-    write_json(run_dir / "summary.json", summary(report))
-    write_text(run_dir / "report.md", render_markdown(report))
+    write_report(run_dir, report)
+    return run_dir
+
+
+def run_audit(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True) -> Path:
+    """Retrieval, then generation on the configured retriever's top-k; returns the run folder."""
+    from rag_eval.generation import run_generation, select_questions
+    from rag_eval.llm.session import LLMSession
+    from rag_eval.report.build import build_report, generation_section
+    from rag_eval.rundir import write_json
+
+    if cfg.generation is None:
+        from rag_eval.errors import ConfigError, Problem
+
+        raise ConfigError(
+            Problem(
+                cfg.where("generation"),
+                "rag-eval run needs a generation section",
+                "add generation: {retriever: ..., top_k: 5}, or use rag-eval retrieval",
+            )
+        )
+    inputs, run_dir = _start(cfg, out)
+    res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
+    report = build_report(
+        cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
+    )
+    write_report(run_dir, report)
+    session = LLMSession(cache_root(cfg.cache_dir), use_cache=use_cache, log_dir=run_dir)
+    try:
+        selected = select_questions(cfg, res)
+        say(
+            f"generation: {len(selected)} questions x {len(cfg.generation.prompts)} prompts "
+            f"on {cfg.generation.retriever}'s top {cfg.generation.top_k}"
+        )
+        records = run_generation(cfg, inputs.corpus, res, session, run_dir)
+    finally:
+        write_json(run_dir / "llm_usage.json", session.usage())
+        session.close()
+    report["generation"] = generation_section(cfg, records, len(selected), session.usage())
+    write_report(run_dir, report)
     return run_dir
 
 

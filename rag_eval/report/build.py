@@ -106,6 +106,17 @@ def summary(report: dict) -> dict:
         "retrieval_misses": {n: {"k": r["miss_k"], "count": len(m)} for n, m in r["misses"].items()},
         "diagnosis": {n: cause_counts(m) for n, m in r["misses"].items()},
         "lint": {f["code"]: {"severity": f["severity"], "questions": len(f["questions"])} for f in report["lint"]},
+        **(
+            {
+                "generation_counts": {
+                    p: {k: v for k, v in c.items() if k != "prompt_hash"}
+                    for p, c in report["generation"]["prompts"].items()
+                },
+                "llm_usage": report["generation"]["usage"],
+            }
+            if "generation" in report
+            else {}
+        ),
     }
 
 
@@ -118,3 +129,25 @@ def cause_counts(misses: list[dict]) -> dict[str, int]:
         if "diagnosis" in m:
             counts[m["diagnosis"]["cause"]] += 1
     return counts
+
+
+def generation_section(cfg: AuditConfig, records: list[dict], n_selected: int, usage: list[dict]) -> dict:
+    """Answers per prompt, failures, and model usage."""
+    g = cfg.generation
+    prompts = {}
+    for name in {r["prompt"] for r in records} | set(g.prompts if not g.answers else []):
+        mine = [r for r in records if r["prompt"] == name]
+        prompts[name] = {
+            "answered": sum(r.get("error") is None for r in mine),
+            "failed": sum(r.get("error") is not None for r in mine),
+            "prompt_hash": next((r.get("prompt_hash") for r in mine), None),
+        }
+    return {
+        "retriever": g.retriever,
+        "top_k": g.top_k,
+        "questions": n_selected,
+        "sampled": bool(g.sample and g.sample < n_selected + 1 and g.sample == n_selected),
+        "prompts": prompts,
+        "usage": usage,
+        "records": records,
+    }

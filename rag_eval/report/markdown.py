@@ -85,6 +85,33 @@ def _miss_row(m: dict) -> list[str]:
     ]
 
 
+def generation_markdown(report: dict) -> list[str]:
+    g = report["generation"]
+    out = ["", f"## Generation ({g['questions']} questions on {g['retriever']}'s top {g['top_k']})", ""]
+    out += _table(
+        ["prompt", "hash", "answered", "failed"],
+        [[p, c["prompt_hash"] or "–", str(c["answered"]), str(c["failed"])] for p, c in g["prompts"].items()],
+    )
+    if g["usage"]:
+        out += ["", "Model usage:", ""]
+        out += _table(
+            ["model", "calls", "cache hits", "failures", "prompt tokens", "completion tokens", "cost"],
+            [
+                [
+                    u["model"],
+                    str(u["calls"]),
+                    str(u["cache_hits"]),
+                    str(u["failures"]),
+                    str(u["prompt_tokens"]),
+                    str(u["completion_tokens"]),
+                    f"{u['cost']:.4f}",
+                ]
+                for u in g["usage"]
+            ],
+        )
+    return out
+
+
 def lint_markdown(findings: list[dict]) -> list[str]:
     """The test-set health findings, most severe first."""
     if not findings:
@@ -113,4 +140,6 @@ def render_markdown(report: dict) -> str:
     ]
     out += lint_markdown(report.get("lint", []))
     out += retrieval_markdown(report)
+    if "generation" in report:
+        out += generation_markdown(report)
     return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,56 @@
+"""Throughput of the client layer against a scripted server with a fixed 300 ms latency.
+
+    python benchmarks/llm_client.py
+
+Baseline: the ideal time, 200 calls x 0.3 s / concurrency 16 = 3.75 s. Goal: within 1.15x.
+Then the same 200 requests again through the disk cache: goal under 1 s with zero calls.
+One warm-up call first loads the openai package's lazily built types (about 1.5 s, once per
+process); it is timed and printed apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from rag_eval.config import LLMConfig
+from rag_eval.llm.cache import ResponseCache
+from rag_eval.llm.client import LLM
+from rag_eval.llm.scripted_server import ScriptedServer
+
+CALLS, CONCURRENCY, LATENCY = 200, 16, 0.3
+
+
+async def batch(base_url: str, cache: ResponseCache | None, calls: int = CALLS) -> tuple[float, int, int]:
+    llm = LLM(
+        LLMConfig(provider="openai", model="m", concurrency=CONCURRENCY), base_url=base_url, model="m", cache=cache
+    )
+    start = time.perf_counter()
+    results = await asyncio.gather(*(llm.chat([{"role": "user", "content": f"question {i}"}]) for i in range(calls)))
+    elapsed = time.perf_counter() - start
+    await llm.aclose()
+    assert all(r.error is None for r in results)
+    return elapsed, llm.usage.calls, llm.usage.cache_hits
+
+
+def main() -> None:
+    cache = ResponseCache(Path(tempfile.mkdtemp()) / "bench.sqlite3")
+    ideal = CALLS * LATENCY / CONCURRENCY
+    with ScriptedServer(latency_s=LATENCY) as server:
+        warmup = asyncio.run(batch(server.base_url, None, calls=1))[0]
+        cold, calls, _ = asyncio.run(batch(server.base_url, cache))
+        warm, warm_calls, hits = asyncio.run(batch(server.base_url, cache))
+    print(f"{CALLS} calls, concurrency {CONCURRENCY}, server latency {LATENCY * 1000:.0f} ms")
+    print(f"warm-up (one call, loads the openai types): {warmup:.2f}s")
+    print(f"baseline (ideal {CALLS} x {LATENCY} s / {CONCURRENCY}): {ideal:.2f}s")
+    print(f"client layer, cold: {cold:.2f}s ({calls} calls)  ratio {cold / ideal:.3f}x (goal <= 1.15x)")
+    print(
+        f"rerun from cache:   {warm:.3f}s ({warm_calls} calls, {hits} cache hits)  "
+        f"ratio {warm / ideal:.3f}x of the baseline (goal < 1 s, 0 calls)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""The one client layer: an ``AsyncOpenAI`` whose HTTP transport does the cache look-up, bounds
+concurrency and counts tokens, so that no consumer (the generator, Ragas, the own judges) can
+bypass it. Retries with exponential backoff on 429, 5xx, timeouts and connection errors, honouring
+``Retry-After``, are the ``openai`` client's own (``max_retries``); what still fails is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from rag_eval.config import LLMConfig
+from rag_eval.errors import ConfigError, Problem
+from rag_eval.llm.cache import ResponseCache, cache_key
+
+CACHE_HEADER = "x-rag-eval-cache"
+LATENCY_HEADER = "x-rag-eval-latency"
+
+
+@dataclass
+class Usage:
+    """Calls, cache hits, failures and tokens of one model; cost from the price table."""
+
+    model: str
+    calls: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    price_input: float = 0.0
+    price_output: float = 0.0
+
+    @property
+    def cost(self) -> float:
+        return (self.prompt_tokens * self.price_input + self.completion_tokens * self.price_output) / 1e6
+
+    def record(self, body: bytes) -> None:
+        try:
+            usage = json.loads(body).get("usage") or {}
+        except (ValueError, AttributeError):
+            return
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "cost": self.cost}
+
+
+class CachingTransport(httpx.AsyncBaseTransport):
+    """Serves chat completions from the cache, else sends them (at most ``concurrency`` at a time)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        usage: Usage,
+        cache: ResponseCache | None,
+        concurrency: int,
+        inner: httpx.AsyncBaseTransport | None = None,
+    ):
+        self.base_url, self.usage, self.cache = base_url, usage, cache
+        self.inner = inner or httpx.AsyncHTTPTransport()
+        self.semaphore = asyncio.Semaphore(concurrency)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+            return await self.inner.handle_async_request(request)
+        body = await request.aread()
+        key = cache_key(self.base_url, body)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            self.usage.cache_hits += 1
+            return httpx.Response(
+                200, content=hit, headers={"content-type": "application/json", CACHE_HEADER: "hit"}, request=request
+            )
+        async with self.semaphore:
+            self.usage.calls += 1
+            start = time.perf_counter()
+            response = await self.inner.handle_async_request(request)
+            content = await response.aread()
+            elapsed = time.perf_counter() - start
+        if response.status_code == 200:
+            self.usage.record(content)
+            if self.cache is not None and _complete(content):
+                self.cache.put(key, content)
+        headers = [
+            (k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")
+        ]
+        headers.append((LATENCY_HEADER, f"{elapsed:.4f}"))
+        return httpx.Response(response.status_code, content=content, headers=headers, request=request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _complete(content: bytes) -> bool:
+    """Only whole JSON responses with choices are worth caching."""
+    try:
+        return bool(json.loads(content).get("choices"))
+    except (ValueError, AttributeError):
+        return False
+
+
+@dataclass
+class ChatResult:
+    """One chat completion, or the error that ended its retries."""
+
+    text: str | None
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+    error: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+class LLM:
+    """A chat model behind the client layer. Create it inside the run's event loop."""
+
+    def __init__(
+        self,
+        cfg: LLMConfig,
+        *,
+        base_url: str,
+        model: str,
+        cache: ResponseCache | None,
+        api_key: str = "not-needed",
+        inner: httpx.AsyncBaseTransport | None = None,
+    ):
+        from openai import AsyncOpenAI
+
+        self.cfg, self.base_url, self.model = cfg, base_url, model
+        self.usage = Usage(model, price_input=cfg.prices.input, price_output=cfg.prices.output)
+        self.transport = CachingTransport(base_url, self.usage, cache, cfg.concurrency, inner)
+        self.http = httpx.AsyncClient(transport=self.transport, timeout=cfg.timeout_s)
+        self.client = AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            http_client=self.http,
+            timeout=cfg.timeout_s,
+            max_retries=cfg.max_retries,
+        )
+
+    async def chat(
+        self, messages: list[dict], *, response_format: dict | None = None, max_tokens: int | None = None
+    ) -> ChatResult:
+        """One completion; failures after the client's retries come back as ``error``, never raised."""
+        import openai
+
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.cfg.temperature,
+            "max_tokens": max_tokens or self.cfg.max_tokens,
+        }
+        if self.cfg.seed is not None:
+            params["seed"] = self.cfg.seed
+        if response_format is not None:
+            params["response_format"] = response_format
+        start = time.perf_counter()
+        try:
+            # The plain POST of the openai client: its retries and errors, without the per-call
+            # typing and parsing that cost more CPU than the whole rest of the layer.
+            raw = await self.client.post("/chat/completions", body=params, cast_to=httpx.Response)
+            data = raw.json()
+        except openai.APIError as exc:
+            self.usage.failures += 1
+            return ChatResult(None, self.model, latency_s=time.perf_counter() - start, error=_describe(exc))
+        except ValueError as exc:
+            self.usage.failures += 1
+            return ChatResult(None, self.model, error=f"the server's response is not JSON: {exc}")
+        choices = data.get("choices") or []
+        choice = choices[0] if choices else {}
+        usage = data.get("usage") or {}
+        return ChatResult(
+            text=(choice.get("message") or {}).get("content"),
+            model=self.model,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            latency_s=float(raw.headers.get(LATENCY_HEADER) or 0.0),
+            cached=raw.headers.get(CACHE_HEADER) == "hit",
+            finish_reason=choice.get("finish_reason"),
+            error=None if choices else "the response had no choices",
+            raw=data,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    return f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}"
+
+
+def api_key(cfg: LLMConfig, where: str) -> str:
+    """The key from the configured environment variable (never from the config file itself)."""
+    if cfg.provider == "local" and not cfg.api_key_env:
+        return "not-needed"
+    var = cfg.api_key_env or "OPENAI_API_KEY"
+    key = os.environ.get(var)
+    if not key:
+        if cfg.base_url and not cfg.api_key_env:
+            return "not-needed"  # a local OpenAI-compatible server usually wants none
+        raise ConfigError(
+            Problem(
+                where,
+                f"the environment variable {var} is not set",
+                f"export {var}=... or set api_key_env to the variable that holds the key",
+            )
+        )
+    return key
