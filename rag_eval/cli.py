@@ -78,6 +78,29 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judge_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rag_eval.cache import cache_root
+    from rag_eval.config import LLMConfig
+    from rag_eval.judge_check import run_judge_check
+    from rag_eval.report.markdown import fmt
+
+    llm = LLMConfig(provider=args.llm, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env)
+    scores = run_judge_check(Path(args.cases), llm, cache_root(), Path(args.prompts_dir), threshold=args.threshold)
+    print(f"{'judge':<14}{'accuracy [95% CI]':>26}{'kappa [95% CI]':>26}{'n':>5}{'not judged':>12}")
+    for s in scores:
+        print(
+            f"{s.judge:<14}{fmt(s.accuracy.to_dict(), 2):>26}{fmt(s.kappa.to_dict(), 2):>26}{s.accuracy.n:>5}"
+            f"{s.not_judged:>12}"
+        )
+        print(
+            "    confusion (label -> predicted): "
+            + "; ".join(f"{lab}: " + ", ".join(f"{p} {n}" for p, n in row.items()) for lab, row in s.confusion.items())
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description="Audit a RAG system stage by stage.")
     parser.add_argument("--version", action="version", version=f"rag-eval {__version__}")
@@ -93,6 +116,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("judge-check", help="accuracy and Cohen's kappa of every judge on a hand-labelled set")
+    p.add_argument("--cases", default="data/judge-check/cases.jsonl")
+    p.add_argument("--llm", choices=["local", "openai"], default="local", help="provider of the judge model")
+    p.add_argument("--model", help="model name (provider openai, or a custom local server)")
+    p.add_argument("--base-url", help="an OpenAI-compatible endpoint")
+    p.add_argument("--api-key-env", help="environment variable holding the API key")
+    p.add_argument("--prompts-dir", default="prompts/judges")
+    p.add_argument("--threshold", type=float, default=0.5, help="faithfulness score counted as faithful")
+    p.set_defaults(func=_judge_check)
 
     p = sub.add_parser("lint", help="test-set health: copied wording, missing hard cases, suspect labels, size")
     p.add_argument("config")

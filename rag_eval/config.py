@@ -206,6 +206,21 @@ class GenerationConfig(_Model):
     llm: LLMConfig = LLMConfig()
 
 
+JUDGE_METRICS = ("faithfulness", "context_precision", "context_recall", "correctness", "refusal")
+
+
+class JudgesConfig(_Model):
+    """Which judges run on the generated answers, with which model."""
+
+    llm: LLMConfig = LLMConfig()
+    metrics: list[Literal["faithfulness", "context_precision", "context_recall", "correctness", "refusal"]] = Field(
+        default_factory=lambda: list(JUDGE_METRICS), min_length=1
+    )
+    prompts_dir: str = Field("prompts/judges", description="folder of the own judges' prompts")
+    parse_retries: int = Field(1, ge=0, description="re-asks after an unparseable judge output")
+    faithfulness_threshold: float = Field(0.5, ge=0, le=1, description="attribution: unfaithful below this")
+
+
 class StatsConfig(_Model):
     seed: int = 0
     bootstrap_resamples: int = Field(10_000, ge=100)
@@ -254,6 +269,7 @@ class AuditConfig(_Model):
     test_set: TestSetConfig
     retrieval: RetrievalConfig
     generation: GenerationConfig | None = None
+    judges: JudgesConfig | None = None
     stats: StatsConfig = StatsConfig()
     lint: LintConfig = LintConfig()
     diagnosis: DiagnosisConfig = DiagnosisConfig()

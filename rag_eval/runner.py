@@ -113,12 +113,32 @@ def run_audit(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = Tru
             f"on {cfg.generation.retriever}'s top {cfg.generation.top_k}"
         )
         records = run_generation(cfg, inputs.corpus, res, session, run_dir)
+        report["generation"] = generation_section(cfg, records, len(selected), session.usage())
+        write_report(run_dir, report)
+        if cfg.judges is not None:
+            from rag_eval.judging import aggregate, run_judging
+
+            answered = sum(r.get("error") is None for r in records)
+            say(f"judging {answered} answers with {', '.join(cfg.judges.metrics)}")
+            judgements = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
+            report["judges"] = {
+                "metrics": cfg.judges.metrics,
+                "figures": aggregate(cfg, inputs.questions, judgements),
+                "same_model": _same_model(cfg),
+                "records": judgements,
+            }
+        report["generation"]["usage"] = session.usage()
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
-    report["generation"] = generation_section(cfg, records, len(selected), session.usage())
     write_report(run_dir, report)
     return run_dir
+
+
+def _same_model(cfg: AuditConfig) -> bool:
+    """Whether the generator and the judge are the same model (a judge grading its own answers)."""
+    g, j = cfg.generation.llm, cfg.judges.llm
+    return (g.provider, g.model, g.base_url, g.model_path) == (j.provider, j.model, j.base_url, j.model_path)
 
 
 def run_lint(cfg: AuditConfig):

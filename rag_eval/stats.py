@@ -289,3 +289,32 @@ def questions_for_hit_difference(
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if sign_test_power(mid, psi, diff, alpha=alpha) >= power else (mid + 1, hi)
     return lo
+
+
+def cohen_kappa(labels: list, predictions: list) -> float:
+    """Cohen's kappa: agreement beyond chance between two labellings of the same items."""
+    if not labels:
+        return float("nan")
+    cats = sorted(set(labels) | set(predictions))
+    n = len(labels)
+    po = sum(a == b for a, b in zip(labels, predictions)) / n
+    pe = sum((labels.count(c) / n) * (predictions.count(c) / n) for c in cats)
+    return 1.0 if pe == 1 else (po - pe) / (1 - pe)
+
+
+def bootstrap_kappa(
+    labels: list, predictions: list, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> Estimate:
+    """Cohen's kappa with a percentile bootstrap interval over items."""
+    n = len(labels)
+    if n == 0:
+        return Estimate(None, None, None, 0)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        k = cohen_kappa([labels[i] for i in idx], [predictions[i] for i in idx])
+        if not math.isnan(k):
+            draws.append(k)
+    lo, hi = np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2]) if draws else (None, None)
+    return Estimate(cohen_kappa(labels, predictions), float(lo), float(hi), n)

@@ -110,3 +110,34 @@ class ScriptedServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+STRUCTURED_REPLIES = {
+    "StatementGeneratorOutput": {"statements": ["The answer states one fact.", "The answer states another fact."]},
+    "NLIStatementOutput": {
+        "statements": [
+            {"statement": "The answer states one fact.", "reason": "the context says so", "verdict": 1},
+            {"statement": "The answer states another fact.", "reason": "the context does not say so", "verdict": 0},
+        ]
+    },
+    "ContextPrecisionOutput": {"reason": "the context holds the answer", "verdict": 1},
+    "ContextRecallOutput": {
+        "classifications": [{"statement": "The reference's fact.", "reason": "found in the context", "attributed": 1}]
+    },
+    "correctness": {"reason": "the answer matches the reference", "verdict": "correct"},
+    "refusal": {"reason": "the answer gives the information", "verdict": "answered"},
+}
+
+
+def schema_name(body: dict) -> str | None:
+    """The json_schema name of a request's response_format (which judge or Ragas step asks)."""
+    rf = body.get("response_format") or {}
+    return (rf.get("json_schema") or {}).get("name")
+
+
+def structured_reply(body: dict) -> str:
+    """A valid reply for every judge and Ragas step, and a plain answer for generation requests."""
+    name = schema_name(body)
+    if name in STRUCTURED_REPLIES:
+        return json.dumps(STRUCTURED_REPLIES[name])
+    return _default_reply(body)

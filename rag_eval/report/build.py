@@ -106,6 +106,7 @@ def summary(report: dict) -> dict:
         "retrieval_misses": {n: {"k": r["miss_k"], "count": len(m)} for n, m in r["misses"].items()},
         "diagnosis": {n: cause_counts(m) for n, m in r["misses"].items()},
         "lint": {f["code"]: {"severity": f["severity"], "questions": len(f["questions"])} for f in report["lint"]},
+        **({"generation": report["judges"]["figures"]} if "judges" in report else {}),
         **(
             {
                 "generation_counts": {

@@ -112,6 +112,44 @@ def generation_markdown(report: dict) -> list[str]:
     return out
 
 
+JUDGE_FIGURES = (
+    "correctness",
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+    "refusal_accuracy",
+    "needless_refusal",
+)
+
+
+def judges_markdown(report: dict) -> list[str]:
+    j = report["judges"]
+    out = ["", "## Judged answers", ""]
+    if j["same_model"]:
+        out += ["> Warning: the generator and the judge are the same model; it grades its own answers.", ""]
+    out += [
+        "Means (scores) or shares (verdicts) with 95% intervals; `n` judged, `nj` not judged (excluded, "
+        "never counted as 0).",
+        "",
+    ]
+    cols = [m for m in JUDGE_FIGURES if any(m in f for f in j["figures"].values())]
+    rows = []
+    for prompt, figs in j["figures"].items():
+        rows.append(
+            [prompt]
+            + [f"{fmt(figs[m], 2)} n={figs[m]['n']} nj={figs[m]['n_not_judged']}" if m in figs else "–" for m in cols]
+        )
+    out += _table(["prompt"] + cols, rows)
+    failed = [r for r in j["records"] if r["status"] == "not_judged"]
+    if failed:
+        out += ["", f"Not judged ({len(failed)}):", ""]
+        out += _table(
+            ["judge", "question", "prompt", "error"],
+            [[r["judge"], r["question_id"], r["prompt"], (r["error"] or "")[:160]] for r in failed[:50]],
+        )
+    return out
+
+
 def lint_markdown(findings: list[dict]) -> list[str]:
     """The test-set health findings, most severe first."""
     if not findings:
@@ -142,4 +180,6 @@ def render_markdown(report: dict) -> str:
     out += retrieval_markdown(report)
     if "generation" in report:
         out += generation_markdown(report)
+    if "judges" in report:
+        out += judges_markdown(report)
     return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,198 @@
+"""Ragas 0.4 metrics (``ragas.metrics.collections``) driven through rag-eval's client layer.
+
+The Ragas LLM wraps the same ``AsyncOpenAI`` client as everything else, so the response cache,
+the concurrency bound, retries, timeouts and token counts apply to Ragas' calls too. Instructor's
+JSON-schema mode is used where the endpoint does guided decoding. Each metric's steps are run
+here (with Ragas' own prompts and output models) so that every verdict keeps its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from rag_eval.judges.base import Judgement, text_hash
+
+
+def describe_error(exc: Exception) -> str:
+    """A short message: instructor's retry errors carry every failed completion, keep the last error."""
+    text = str(exc)
+    attempts = getattr(exc, "n_attempts", None)
+    found = re.findall(r"<exception>\s*(.*?)\s*</exception>", text, flags=re.S)
+    if found:
+        last = " ".join(found[-1].split())
+        return f"{type(exc).__name__}: {attempts or len(found)} attempts; last error: {last}"[:600]
+    return f"{type(exc).__name__}: {' '.join(text.split())}"[:600]
+
+
+class RagasJudges:
+    """Faithfulness (2 calls), context precision with reference (k calls), context recall (1 call)."""
+
+    def __init__(self, llm, *, json_schema: bool, max_tokens: int = 1024):
+        import instructor
+        import ragas
+        from ragas.llms.base import InstructorLLM, InstructorModelArgs
+        from ragas.metrics.collections import ContextPrecisionWithReference, ContextRecall, Faithfulness
+
+        mode = instructor.Mode.JSON_SCHEMA if json_schema else instructor.Mode.JSON
+        client = instructor.from_openai(llm.client, mode=mode)
+        args = InstructorModelArgs(temperature=0.0, top_p=1.0, max_tokens=max_tokens)
+        self.model = llm.model
+        self.rllm = InstructorLLM(client=client, model=llm.model, provider="openai", model_args=args)
+        self.faithfulness = Faithfulness(llm=self.rllm)
+        self.precision = ContextPrecisionWithReference(llm=self.rllm)
+        self.recall = ContextRecall(llm=self.rllm)
+        version = ragas.__version__
+        self.hashes = {
+            "faithfulness": text_hash(
+                version
+                + self.faithfulness.statement_generator_prompt.instruction
+                + self.faithfulness.nli_statement_prompt.instruction
+            ),
+            "context_precision": text_hash(version + self.precision.prompt.instruction),
+            "context_recall": text_hash(version + self.recall.prompt.instruction),
+        }
+
+    def _failed(self, name: str, qid: str, prompt: str, exc: Exception) -> Judgement:
+        return Judgement(
+            name,
+            qid,
+            prompt,
+            "not_judged",
+            error=describe_error(exc),
+            judge_prompt_hash=self.hashes[name],
+            model=self.model,
+        )
+
+    async def judge_faithfulness(
+        self, qid: str, prompt: str, question: str, answer: str, contexts: list[str]
+    ) -> Judgement:
+        name = "faithfulness"
+        try:
+            statements = await self.faithfulness._create_statements(question, answer)
+            if not statements:
+                return Judgement(
+                    name,
+                    qid,
+                    prompt,
+                    "not_judged",
+                    error="no statements could be extracted",
+                    judge_prompt_hash=self.hashes[name],
+                    model=self.model,
+                )
+            verdicts = await self.faithfulness._create_verdicts(statements, "\n".join(contexts))
+        except Exception as exc:  # instructor, openai and validation errors all mean "not judged"
+            return self._failed(name, qid, prompt, exc)
+        if not verdicts.statements:
+            return Judgement(
+                name,
+                qid,
+                prompt,
+                "not_judged",
+                error="the judge returned no verdicts",
+                judge_prompt_hash=self.hashes[name],
+                model=self.model,
+            )
+        supported = sum(1 for s in verdicts.statements if s.verdict)
+        score = supported / len(verdicts.statements)
+        unsupported = [f"{s.statement} ({s.reason})" for s in verdicts.statements if not s.verdict]
+        reason = f"{supported} of {len(verdicts.statements)} statements are supported by the contexts" + (
+            f"; unsupported: {'; '.join(unsupported)}" if unsupported else ""
+        )
+        return Judgement(
+            name,
+            qid,
+            prompt,
+            "judged",
+            score,
+            None,
+            reason,
+            None,
+            self.hashes[name],
+            self.model,
+            {"statements": [s.model_dump() for s in verdicts.statements]},
+        )
+
+    async def judge_context_precision(
+        self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
+    ) -> Judgement:
+        from ragas.metrics.collections.context_precision.util import ContextPrecisionInput, ContextPrecisionOutput
+
+        name = "context_precision"
+        try:
+            outputs = await asyncio.gather(
+                *(
+                    self.rllm.agenerate(
+                        self.precision.prompt.to_string(
+                            ContextPrecisionInput(question=question, context=c, answer=reference)
+                        ),
+                        ContextPrecisionOutput,
+                    )
+                    for c in contexts
+                )
+            )
+        except Exception as exc:  # any failure of any context leaves the metric unjudged
+            return self._failed(name, qid, prompt, exc)
+        verdicts = [int(bool(o.verdict)) for o in outputs]
+        score = float(self.precision._calculate_average_precision(verdicts))
+        reason = "; ".join(
+            f"context {i + 1}: {'useful' if v else 'not useful'} ({o.reason})"
+            for i, (v, o) in enumerate(zip(verdicts, outputs))
+        )
+        return Judgement(
+            name,
+            qid,
+            prompt,
+            "judged",
+            score,
+            None,
+            reason,
+            None,
+            self.hashes[name],
+            self.model,
+            {"verdicts": verdicts},
+        )
+
+    async def judge_context_recall(
+        self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
+    ) -> Judgement:
+        from ragas.metrics.collections.context_recall.util import ContextRecallInput, ContextRecallOutput
+
+        name = "context_recall"
+        try:
+            out = await self.rllm.agenerate(
+                self.recall.prompt.to_string(
+                    ContextRecallInput(question=question, context="\n".join(contexts), answer=reference)
+                ),
+                ContextRecallOutput,
+            )
+        except Exception as exc:  # as above
+            return self._failed(name, qid, prompt, exc)
+        if not out.classifications:
+            return Judgement(
+                name,
+                qid,
+                prompt,
+                "not_judged",
+                error="the judge returned no classifications",
+                judge_prompt_hash=self.hashes[name],
+                model=self.model,
+            )
+        attributed = sum(1 for c in out.classifications if c.attributed)
+        missing = [c.statement for c in out.classifications if not c.attributed]
+        reason = f"{attributed} of {len(out.classifications)} reference statements are found in the contexts" + (
+            f"; missing: {'; '.join(missing)}" if missing else ""
+        )
+        return Judgement(
+            name,
+            qid,
+            prompt,
+            "judged",
+            attributed / len(out.classifications),
+            None,
+            reason,
+            None,
+            self.hashes[name],
+            self.model,
+            {"classifications": [c.model_dump() for c in out.classifications]},
+        )
