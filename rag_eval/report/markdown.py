@@ -112,6 +112,49 @@ def generation_markdown(report: dict) -> list[str]:
     return out
 
 
+def attribution_markdown(report: dict) -> list[str]:
+    a = report["attribution"]
+    out = ["", "## Where it fails: one outcome per question", ""]
+    g = report.get("generation", {})
+    if g.get("sampled"):
+        out += [
+            f"> The LLM stages ran on a stratified sample of {g['questions']} questions "
+            f"(of {report['test_set']['questions']}); set generation.sample to null for all.",
+            "",
+        ]
+    present = [o for o in a["outcomes"] if any(sh[o]["count"] for sh in a["shares"].values())]
+    out += _table(
+        ["prompt"] + present,
+        [[p] + [f"{sh[o]['count']} ({fmt(sh[o], 2)})" for o in present] for p, sh in a["shares"].items()],
+    )
+    out += [""]
+    for p, sp in a["split"].items():
+        out.append(
+            f"- **{p}**: {sp['failures']} failures of {sp['questions']} questions: {sp['retrieval']} in "
+            f"retrieval, {sp['generation']} in generation; {sp['not_judged']} not judged."
+        )
+    failed = [r for r in a["rows"] if r["outcome"] not in ("ok", "correct_refusal")]
+    if failed:
+        out += ["", "### Failed questions", ""]
+        for r in failed:
+            ctx = ", ".join(f"{c['id']}{' (relevant)' if c['relevant'] else ''}" for c in r["contexts"])
+            out += [
+                f"**{r['question_id']}** ({r['prompt']}): `{r['outcome']}`: {r['question']}",
+                "",
+                f"- why: {r['why']}",
+                f"- retrieved: {ctx or '–'}",
+                f"- answer: {r['answer'] or '–'}",
+            ]
+            if r.get("reference"):
+                out.append(f"- reference: {r['reference']}")
+            for name, j in r["judges"].items():
+                detail = j.get("reason") or j.get("error") or ""
+                shown = j.get("verdict") or (f"{j['score']:.2f}" if j.get("score") is not None else j["status"])
+                out.append(f"- {name}: {shown}: {detail[:300]}")
+            out.append("")
+    return out
+
+
 JUDGE_FIGURES = (
     "correctness",
     "faithfulness",
@@ -180,6 +223,8 @@ def render_markdown(report: dict) -> str:
     out += retrieval_markdown(report)
     if "generation" in report:
         out += generation_markdown(report)
+    if "attribution" in report:
+        out += attribution_markdown(report)
     if "judges" in report:
         out += judges_markdown(report)
     return "\n".join(out).rstrip() + "\n"

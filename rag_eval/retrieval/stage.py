@@ -143,6 +143,6 @@ def question_records(
 def write_records(path: Path, records: list[dict]) -> None:
     import json
 
-    with path.open("a", encoding="utf-8") as fh:
+    with path.open("w", encoding="utf-8") as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

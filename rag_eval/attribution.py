@@ -1,0 +1,72 @@
+"""One outcome per question and prompt: where did the answer go wrong?
+
+For an answerable question, in this order: ``retrieval_miss`` (no relevant chunk in the top k
+given to the generator); then, with the answer in hand, ``refused`` (declined although the answer
+was there), ``incorrect`` (the correctness judge did not say correct), ``unfaithful``
+(faithfulness under the threshold), else ``ok``. For an unanswerable question:
+``correct_refusal`` or ``answered_unanswerable``. ``not_judged`` where a judge whose verdict
+decides the outcome failed, or the answer itself failed.
+"""
+
+from __future__ import annotations
+
+from rag_eval.types import Question
+
+OUTCOMES = (
+    "ok",
+    "retrieval_miss",
+    "refused",
+    "incorrect",
+    "unfaithful",
+    "correct_refusal",
+    "answered_unanswerable",
+    "not_judged",
+)
+RETRIEVAL_FAILURES = ("retrieval_miss",)
+GENERATION_FAILURES = ("refused", "incorrect", "unfaithful", "answered_unanswerable")
+
+
+def attribute(
+    question: Question,
+    retrieved: bool,
+    generation: dict | None,
+    judgements: dict[str, dict],
+    *,
+    faithfulness_threshold: float,
+) -> tuple[str, str]:
+    """(outcome, why) for one question and prompt; ``judgements`` maps judge name to its record."""
+
+    def verdict(name: str) -> tuple[str | None, dict | None]:
+        j = judgements.get(name)
+        if j is None or j["status"] == "skipped":
+            return None, None
+        return (j["verdict"] if j["status"] == "judged" else "not_judged"), j
+
+    if question.answerable and not retrieved:
+        return "retrieval_miss", "no relevant chunk in the contexts given to the generator"
+    if generation is None or generation.get("error") is not None:
+        return "not_judged", f"no answer: {(generation or {}).get('error') or 'not generated'}"
+    refusal, rj = verdict("refusal")
+    if refusal == "not_judged":
+        return "not_judged", f"refusal judge failed: {rj['error']}"
+    if not question.answerable:
+        if refusal is None:
+            return "not_judged", "the refusal judge is not configured"
+        return (
+            ("correct_refusal", rj["reason"] or "declined")
+            if refusal == "refused"
+            else ("answered_unanswerable", rj["reason"] or "answered a question the documents cannot answer")
+        )
+    if refusal == "refused":
+        return "refused", rj["reason"] or "declined although the answer was retrieved"
+    correctness, cj = verdict("correctness")
+    if correctness == "not_judged":
+        return "not_judged", f"correctness judge failed: {cj['error']}"
+    if correctness in ("partial", "incorrect"):
+        return "incorrect", f"{correctness}: {cj['reason']}"
+    faith = judgements.get("faithfulness")
+    if faith is not None and faith["status"] == "not_judged":
+        return "not_judged", f"faithfulness judge failed: {faith['error']}"
+    if faith is not None and faith["status"] == "judged" and faith["score"] < faithfulness_threshold:
+        return "unfaithful", f"faithfulness {faith['score']:.2f} < {faithfulness_threshold}: {faith['reason']}"
+    return "ok", "retrieved, answered" + (", judged correct" if correctness == "correct" else "")

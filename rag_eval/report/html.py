@@ -1,0 +1,358 @@
+"""Rendering the report data as one self-contained HTML page: inline CSS and SVG, no network."""
+
+from __future__ import annotations
+
+from html import escape
+
+from rag_eval.report.markdown import JUDGE_FIGURES, fmt
+from rag_eval.stats import format_p
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#1d2330;padding:0 1em}
+h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:2px solid #e4e7ee;padding-bottom:.2em}h3{margin-top:1.3em}
+table{border-collapse:collapse;margin:.6em 0;width:100%}th,td{border:1px solid #dde1ea;padding:4px 7px;text-align:left;vertical-align:top}
+th{background:#f2f4f8}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.sev-severe{color:#b00020;font-weight:600}.sev-warning{color:#a35a00;font-weight:600}.sev-info{color:#406080}
+.warn{background:#fff4e0;border-left:4px solid #e0a000;padding:.5em .8em}.meta{color:#556}
+.rel{font-weight:600;color:#11763a}.chip{display:inline-block;padding:0 6px;border-radius:8px;background:#eef;margin:1px;font-size:12px}
+.o-ok,.o-correct_refusal{background:#d6f5df}.o-retrieval_miss{background:#ffe0e0}.o-not_judged{background:#eee}
+.o-refused,.o-incorrect,.o-unfaithful,.o-answered_unanswerable{background:#ffefd0}
+svg text{font:11px system-ui,sans-serif}details{margin:.4em 0}
+"""
+COLORS = ["#3b6fb6", "#e07b39", "#3a9d5d", "#b63b6f", "#7a5cc2", "#8c8c3b", "#3bb0b6", "#b6913b"]
+OUTCOME_COLORS = {
+    "ok": "#4caf6a",
+    "retrieval_miss": "#d9534f",
+    "refused": "#f0ad4e",
+    "incorrect": "#e8743b",
+    "unfaithful": "#c77dff",
+    "correct_refusal": "#7bc96f",
+    "answered_unanswerable": "#a94442",
+    "not_judged": "#b0b0b0",
+}
+
+
+def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def metric_bars(retrievers: dict[str, dict], metrics: list[str]) -> str:
+    """Grouped bars per metric, one per retriever, with 95% interval whiskers."""
+    names = list(retrievers)
+    group_w, bar_w, h, top, left = 30 + 24 * len(names), 20, 200, 20, 36
+    width = left + group_w * len(metrics) + 20
+    y = lambda v: top + h - v * h  # noqa: E731
+    parts = [
+        f'<svg class="plot" id="metric-bars" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{h + top + 60}" role="img" aria-label="metrics with intervals">'
+    ]
+    for t in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<line x1="{left}" x2="{width - 10}" y1="{y(t)}" y2="{y(t)}" stroke="#e4e7ee"/>'
+            f'<text x="4" y="{y(t) + 4}">{t:.2f}</text>'
+        )
+    for mi, m in enumerate(metrics):
+        x0 = left + mi * group_w + 10
+        for ri, name in enumerate(names):
+            e = retrievers[name].get(m)
+            if not e or e.get("value") is None:
+                continue
+            x = x0 + ri * 24
+            parts.append(
+                f'<rect x="{x}" y="{y(e["value"]):.1f}" width="{bar_w}" height="{h * e["value"]:.1f}" '
+                f'fill="{COLORS[ri % len(COLORS)]}"><title>{escape(name)} {escape(m)}: {fmt(e)}</title></rect>'
+            )
+            cx = x + bar_w / 2
+            parts.append(
+                f'<line x1="{cx}" x2="{cx}" y1="{y(e["ci_low"]):.1f}" y2="{y(e["ci_high"]):.1f}" '
+                f'stroke="#222" stroke-width="1.5"/>'
+            )
+            for v in (e["ci_low"], e["ci_high"]):
+                parts.append(f'<line x1="{cx - 4}" x2="{cx + 4}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#222"/>')
+        parts.append(f'<text x="{x0}" y="{top + h + 16}">{escape(m)}</text>')
+    for ri, name in enumerate(names):
+        parts.append(
+            f'<rect x="{left + ri * 110}" y="{top + h + 30}" width="10" height="10" '
+            f'fill="{COLORS[ri % len(COLORS)]}"/><text x="{left + ri * 110 + 14}" y="{top + h + 39}">'
+            f"{escape(name)}</text>"
+        )
+    return "".join(parts) + "</svg>"
+
+
+def rank_distribution(hist: dict[str, dict[str, int]]) -> str:
+    """Per retriever, answerable questions by the rank of the first relevant chunk."""
+    buckets = list(next(iter(hist.values())))
+    names = list(hist)
+    peak = max((max(h.values()) for h in hist.values()), default=1) or 1
+    bw, h, top, left = 12, 160, 16, 30
+    group = len(names) * bw + 14
+    width = left + group * len(buckets) + 20
+    parts = [
+        f'<svg class="plot" id="rank-distribution" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{h + top + 56}" role="img" aria-label="rank distribution">'
+    ]
+    for bi, b in enumerate(buckets):
+        x0 = left + bi * group
+        for ri, name in enumerate(names):
+            n = hist[name][b]
+            bar = h * n / peak
+            parts.append(
+                f'<rect x="{x0 + ri * bw}" y="{top + h - bar:.1f}" width="{bw - 2}" height="{bar:.1f}" '
+                f'fill="{COLORS[ri % len(COLORS)]}"><title>{escape(name)}, rank {escape(b)}: {n}</title></rect>'
+            )
+        parts.append(f'<text x="{x0}" y="{top + h + 14}">{escape(b)}</text>')
+    parts.append(f'<text x="2" y="{top + 8}">{peak}</text><text x="2" y="{top + h}">0</text>')
+    for ri, name in enumerate(names):
+        parts.append(
+            f'<rect x="{left + ri * 110}" y="{top + h + 28}" width="10" height="10" '
+            f'fill="{COLORS[ri % len(COLORS)]}"/><text x="{left + ri * 110 + 14}" y="{top + h + 37}">'
+            f"{escape(name)}</text>"
+        )
+    return "".join(parts) + "</svg>"
+
+
+def outcome_bars(shares: dict[str, dict], outcomes: list[str]) -> str:
+    """One stacked bar per prompt: the share of each outcome."""
+    w, bh, left = 600, 24, 110
+    height = 30 + len(shares) * (bh + 10) + 40
+    parts = [
+        f'<svg class="plot" id="outcome-shares" xmlns="http://www.w3.org/2000/svg" width="{left + w + 20}" '
+        f'height="{height}" role="img" aria-label="outcome shares">'
+    ]
+    for pi, (prompt, sh) in enumerate(shares.items()):
+        y, x = 10 + pi * (bh + 10), left
+        parts.append(f'<text x="4" y="{y + 16}">{escape(prompt)}</text>')
+        for o in outcomes:
+            v = sh[o]["value"] or 0
+            if v <= 0:
+                continue
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w * v:.1f}" height="{bh}" fill="{OUTCOME_COLORS[o]}">'
+                f"<title>{escape(o)}: {sh[o]['count']} ({fmt(sh[o], 2)})</title></rect>"
+            )
+            x += w * v
+    ly = 10 + len(shares) * (bh + 10) + 8
+    for oi, o in enumerate(outcomes):
+        lx = left + (oi % 4) * 150
+        ly2 = ly + (oi // 4) * 16
+        parts.append(
+            f'<rect x="{lx}" y="{ly2}" width="10" height="10" fill="{OUTCOME_COLORS[o]}"/>'
+            f'<text x="{lx + 14}" y="{ly2 + 9}">{escape(o)}</text>'
+        )
+    return "".join(parts) + "</svg>"
+
+
+def _num(text: str) -> str:
+    return f'<td class="num">{escape(text)}</td>'
+
+
+def render_html(report: dict) -> str:
+    """The whole report as one HTML page."""
+    c, ts, r = report["corpus"], report["test_set"], report["retrieval"]
+    out = [
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rag-eval: {escape(report['name'])}</title>"
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>rag-eval report: {escape(report['name'])}</h1>",
+        f"<p class=meta>{escape(report['created'])} · rag-eval {escape(report['rag_eval_version'])} · corpus "
+        f"{escape(c['source'])} ({c['chunks']} chunks) · test set {escape(ts['path'])}: {ts['questions']} questions "
+        f"({ts['answerable']} answerable, {ts['unanswerable']} unanswerable)</p>",
+    ]
+    out += _models(report)
+    if report.get("lint"):
+        out.append("<h2>Test-set health</h2><ul>")
+        for f in report["lint"]:
+            ids = ", ".join(f["questions"][:12]) + (" …" if len(f["questions"]) > 12 else "")
+            out.append(
+                f'<li><span class="sev-{f["severity"]}">{f["severity"]}</span> <code>{escape(f["code"])}'
+                f"</code>: {escape(f['message'])}{' (' + escape(ids) + ')' if ids else ''}"
+                f"{'. Fix: ' + escape(f['fix']) if f['fix'] else ''}</li>"
+            )
+        out.append("</ul>")
+    if "attribution" in report:
+        out += _attribution(report)
+    out += _retrieval(report, r)
+    if "judges" in report:
+        out += _judges(report)
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _models(report: dict) -> list[str]:
+    out = []
+    g = report.get("generation")
+    if not g:
+        return out
+    if report.get("judges", {}).get("same_model"):
+        out.append('<p class="warn">The generator and the judge are the same model: it grades its own answers.</p>')
+    rows = [
+        [
+            escape(u["model"]),
+            _num(str(u["calls"])),
+            _num(str(u["cache_hits"])),
+            _num(str(u["failures"])),
+            _num(str(u["prompt_tokens"])),
+            _num(str(u["completion_tokens"])),
+            _num(f"{u['cost']:.4f}"),
+        ]
+        for u in g["usage"]
+    ]
+    out.append("<h2>Models and usage</h2>")
+    out.append(_table(["model", "calls", "cache hits", "failures", "prompt tokens", "completion tokens", "cost"], rows))
+    out.append(
+        _table(
+            ["prompt", "hash", "answered", "failed"],
+            [
+                [
+                    escape(p),
+                    f"<code>{escape(str(v['prompt_hash']))}</code>",
+                    _num(str(v["answered"])),
+                    _num(str(v["failed"])),
+                ]
+                for p, v in g["prompts"].items()
+            ],
+        )
+    )
+    return out
+
+
+def _attribution(report: dict) -> list[str]:
+    a = report["attribution"]
+    g = report.get("generation", {})
+    out = ["<h2>Where it fails</h2>"]
+    if g.get("sampled"):
+        out.append(
+            f"<p class=meta>The LLM stages ran on a stratified, seeded sample of {g['questions']} of "
+            f"{report['test_set']['questions']} questions (generation.sample).</p>"
+        )
+    present = [o for o in a["outcomes"] if any(sh[o]["count"] for sh in a["shares"].values())]
+    out.append(outcome_bars(a["shares"], present))
+    out.append(
+        _table(
+            ["prompt"] + present,
+            [
+                [escape(p)] + [_num(f"{sh[o]['count']} · {fmt(sh[o], 2)}") for o in present]
+                for p, sh in a["shares"].items()
+            ],
+        )
+    )
+    out.append(
+        "<ul>"
+        + "".join(
+            f"<li><b>{escape(p)}</b>: {sp['failures']} failures of {sp['questions']}: {sp['retrieval']} in retrieval, "
+            f"{sp['generation']} in generation; {sp['not_judged']} not judged</li>"
+            for p, sp in a["split"].items()
+        )
+        + "</ul>"
+    )
+    failed = [x for x in a["rows"] if x["outcome"] not in ("ok", "correct_refusal")]
+    out.append(f"<h3>Failed questions ({len(failed)})</h3>")
+    rows = []
+    for x in failed:
+        ctx = " ".join(
+            f'<span class="chip{" rel" if ci["relevant"] else ""}">{escape(ci["id"])}'
+            f"{' ✓' if ci['relevant'] else ''}</span>"
+            for ci in x["contexts"]
+        )
+        judges = "<br>".join(
+            f"<b>{escape(n)}</b>: {escape(str(j.get('verdict') or (round(j['score'], 2) if j.get('score') is not None else j['status'])))}"
+            f" – {escape((j.get('reason') or j.get('error') or '')[:400])}"
+            for n, j in x["judges"].items()
+        )
+        rows.append(
+            [
+                f"<b>{escape(x['question_id'])}</b><br>{escape(x['question'])}",
+                escape(x["prompt"]),
+                f'<td class="o-{x["outcome"]}">{escape(x["outcome"])}<br><small>{escape(x["why"][:300])}</small></td>',
+                ctx,
+                escape(x["answer"] or "–"),
+                judges,
+            ]
+        )
+    out.append(
+        _table(["question", "prompt", "outcome", "retrieved (✓ relevant)", "answer", "judges"], rows, 'id="failures"')
+    )
+    return out
+
+
+def _retrieval(report: dict, r: dict) -> list[str]:
+    out = [
+        f"<h2>Retrieval ({report['test_set']['answerable']} answerable questions)</h2>",
+        "<p class=meta>Means with 95% bootstrap intervals.</p>",
+    ]
+    out.append(
+        _table(
+            ["retriever"] + r["table"],
+            [[escape(n)] + [_num(fmt(f.get(m))) for m in r["table"]] for n, f in r["retrievers"].items()],
+        )
+    )
+    out.append(metric_bars(r["retrievers"], r["table"]))
+    if r.get("rank_histogram"):
+        out.append("<h3>Rank of the first relevant chunk</h3>")
+        out.append(rank_distribution(r["rank_histogram"]))
+    if r["comparisons"]:
+        out.append("<h3>Retrievers compared, question by question (Holm-corrected)</h3>")
+        out.append(
+            _table(
+                ["pair", "metric", "difference [95% CI]", "better/worse/same", "p", "verdict"],
+                [
+                    [
+                        escape(f"{x['a']} vs {x['b']}"),
+                        escape(x["metric"]),
+                        _num(f"{x['diff']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]"),
+                        _num(f"{x['wins']}/{x['losses']}/{x['ties']}"),
+                        _num(format_p(x["p_holm"])),
+                        escape(x["verdict"]),
+                    ]
+                    for x in r["comparisons"]
+                ],
+            )
+        )
+    out.append(f"<h3>Misses (no relevant chunk in the top {r['miss_k']}), by probable cause</h3>")
+    for name, rows in r["misses"].items():
+        out.append(f"<details><summary><b>{escape(name)}</b>: {len(rows)} misses</summary>")
+        out.append(
+            _table(
+                ["question", "cause", "rank found", "relevant", "top retrieved", "rule"],
+                [
+                    [
+                        f"<b>{escape(m['question_id'])}</b> {escape(m['question'])}",
+                        escape(m.get("diagnosis", {}).get("cause", "")),
+                        _num(str(m["rank"] or "none")),
+                        escape(", ".join(m["relevant"][:3])),
+                        escape(", ".join(m["top"][:3])),
+                        escape(m.get("diagnosis", {}).get("rule", "")),
+                    ]
+                    for m in rows
+                ],
+            )
+        )
+        out.append("</details>")
+    return out
+
+
+def _judges(report: dict) -> list[str]:
+    j = report["judges"]
+    cols = [m for m in JUDGE_FIGURES if any(m in f for f in j["figures"].values())]
+    out = [
+        "<h2>Judged answers</h2>",
+        "<p class=meta>Scores are means, verdicts shares, with 95% intervals; "
+        "not-judged answers are excluded and counted, never scored 0.</p>",
+    ]
+    out.append(
+        _table(
+            ["prompt"] + cols,
+            [
+                [escape(p)]
+                + [
+                    _num(f"{fmt(f[m], 2)} n={f[m]['n']}, not judged {f[m]['n_not_judged']}") if m in f else "<td>–</td>"
+                    for m in cols
+                ]
+                for p, f in j["figures"].items()
+            ],
+        )
+    )
+    return out
