@@ -47,7 +47,7 @@ def metric_bars(retrievers: dict[str, dict], metrics: list[str]) -> str:
     width = left + group_w * len(metrics) + 20
     y = lambda v: top + h - v * h  # noqa: E731
     parts = [
-        f'<svg class="plot" id="metric-bars" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'<svg class="plot" id="metric-bars" width="{width}" '
         f'height="{h + top + 60}" role="img" aria-label="metrics with intervals">'
     ]
     for t in (0, 0.25, 0.5, 0.75, 1):
@@ -92,7 +92,7 @@ def rank_distribution(hist: dict[str, dict[str, int]]) -> str:
     group = len(names) * bw + 14
     width = left + group * len(buckets) + 20
     parts = [
-        f'<svg class="plot" id="rank-distribution" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'<svg class="plot" id="rank-distribution" width="{width}" '
         f'height="{h + top + 56}" role="img" aria-label="rank distribution">'
     ]
     for bi, b in enumerate(buckets):
@@ -120,7 +120,7 @@ def outcome_bars(shares: dict[str, dict], outcomes: list[str]) -> str:
     w, bh, left = 600, 24, 110
     height = 30 + len(shares) * (bh + 10) + 40
     parts = [
-        f'<svg class="plot" id="outcome-shares" xmlns="http://www.w3.org/2000/svg" width="{left + w + 20}" '
+        f'<svg class="plot" id="outcome-shares" width="{left + w + 20}" '
         f'height="{height}" role="img" aria-label="outcome shares">'
     ]
     for pi, (prompt, sh) in enumerate(shares.items()):

@@ -1,0 +1,50 @@
+"""Attribution: one outcome per question and prompt, in the order of design section 6."""
+
+import pytest
+
+from rag_eval.attribution import attribute
+from rag_eval.types import Question
+
+ANS = Question("a", "q?", {"c": 1}, True, reference="r")
+UNANS = Question("u", "q?", {}, False)
+GEN = {"answer": "an answer", "error": None}
+
+
+def j(status="judged", verdict=None, score=None, reason="because", error=None):
+    return {"status": status, "verdict": verdict, "score": score, "reason": reason, "error": error}
+
+
+def ok_judges(**over):
+    base = {"refusal": j(verdict="answered"), "correctness": j(verdict="correct"), "faithfulness": j(score=1.0)}
+    return {**base, **over}
+
+
+@pytest.mark.parametrize(("question", "retrieved", "gen", "judges", "expected"), [
+    (ANS, False, GEN, ok_judges(), "retrieval_miss"),
+    (ANS, True, GEN, ok_judges(), "ok"),
+    (ANS, True, GEN, ok_judges(refusal=j(verdict="refused")), "refused"),
+    (ANS, True, GEN, ok_judges(correctness=j(verdict="incorrect")), "incorrect"),
+    (ANS, True, GEN, ok_judges(correctness=j(verdict="partial")), "incorrect"),
+    (ANS, True, GEN, ok_judges(faithfulness=j(score=0.2)), "unfaithful"),
+    (ANS, True, GEN, ok_judges(faithfulness=j(score=0.5)), "ok"),
+    (ANS, True, GEN, ok_judges(correctness=j("not_judged", error="timeout")), "not_judged"),
+    (ANS, True, GEN, ok_judges(refusal=j("not_judged", error="timeout")), "not_judged"),
+    (ANS, True, GEN, ok_judges(faithfulness=j("not_judged", error="bad json")), "not_judged"),
+    (ANS, True, {"answer": None, "error": "HTTP 500"}, {}, "not_judged"),
+    (UNANS, False, GEN, {"refusal": j(verdict="refused")}, "correct_refusal"),
+    (UNANS, False, GEN, {"refusal": j(verdict="answered")}, "answered_unanswerable"),
+    (UNANS, False, GEN, {"refusal": j("not_judged", error="x")}, "not_judged"),
+])
+def test_outcomes(question, retrieved, gen, judges, expected):
+    outcome, why = attribute(question, retrieved, gen, judges, faithfulness_threshold=0.5)
+    assert outcome == expected
+    assert why
+
+
+def test_retrieval_miss_comes_first_even_when_the_answer_is_right():
+    assert attribute(ANS, False, GEN, ok_judges(), faithfulness_threshold=0.5)[0] == "retrieval_miss"
+
+
+def test_skipped_faithfulness_does_not_block_ok():
+    judges = ok_judges(faithfulness=j("skipped", reason="refusal"))
+    assert attribute(ANS, True, GEN, judges, faithfulness_threshold=0.5)[0] == "ok"
