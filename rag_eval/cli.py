@@ -139,6 +139,21 @@ def _judge_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    import json
+
+    from rag_eval.config import load_config
+    from rag_eval.runner import run_compare
+
+    cfg = load_config(args.config)
+    run_dir = run_compare(cfg, out=args.out, use_cache=not args.no_cache)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for pairs in summary.get("comparison", {}).values():
+        for c in pairs.values():
+            print(f"- {c['verdict']}")
+    return _finish(cfg, run_dir)
+
+
 def _report(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
@@ -184,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the newest unfinished run of this config (or RUN_DIR), reusing finished records",
     )
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("compare", help="compare prompts on the same retrieved contexts, with paired statistics")
+    p.add_argument("config")
+    p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
+    p.set_defaults(func=_compare)
 
     p = sub.add_parser("report", help="re-render a finished run's report (no model call)")
     p.add_argument("run_dir")

@@ -238,3 +238,28 @@ def run_lint(cfg: AuditConfig):
     rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
     return lint(cfg, inputs.corpus, inputs.questions, res)
+
+
+def run_compare(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True) -> Path:
+    """Every prompt on the same retrieved contexts, then paired comparisons; returns the run folder."""
+    import json
+
+    from rag_eval.compare import check_same_contexts, comparison_section
+    from rag_eval.rundir import read_jsonl
+
+    if cfg.generation is None or cfg.judges is None or len(cfg.generation.prompts) < 2:
+        raise ConfigError(
+            Problem(
+                cfg.where("generation.prompts"),
+                "rag-eval compare needs two or more prompts and a judges section",
+                "list the prompts under generation.prompts",
+            )
+        )
+    run_dir = run_audit(cfg, out=out, use_cache=use_cache)
+    report = json.loads((run_dir / "report.json").read_text())
+    generations = [r for r in read_jsonl(run_dir / "generation.jsonl") if r.get("error") is None]
+    check_same_contexts(generations)
+    inputs = load_inputs(cfg)
+    report["comparison"] = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
+    write_report(run_dir, report)
+    return run_dir

@@ -19,22 +19,25 @@ def ok_judges(**over):
     return {**base, **over}
 
 
-@pytest.mark.parametrize(("question", "retrieved", "gen", "judges", "expected"), [
-    (ANS, False, GEN, ok_judges(), "retrieval_miss"),
-    (ANS, True, GEN, ok_judges(), "ok"),
-    (ANS, True, GEN, ok_judges(refusal=j(verdict="refused")), "refused"),
-    (ANS, True, GEN, ok_judges(correctness=j(verdict="incorrect")), "incorrect"),
-    (ANS, True, GEN, ok_judges(correctness=j(verdict="partial")), "incorrect"),
-    (ANS, True, GEN, ok_judges(faithfulness=j(score=0.2)), "unfaithful"),
-    (ANS, True, GEN, ok_judges(faithfulness=j(score=0.5)), "ok"),
-    (ANS, True, GEN, ok_judges(correctness=j("not_judged", error="timeout")), "not_judged"),
-    (ANS, True, GEN, ok_judges(refusal=j("not_judged", error="timeout")), "not_judged"),
-    (ANS, True, GEN, ok_judges(faithfulness=j("not_judged", error="bad json")), "not_judged"),
-    (ANS, True, {"answer": None, "error": "HTTP 500"}, {}, "not_judged"),
-    (UNANS, False, GEN, {"refusal": j(verdict="refused")}, "correct_refusal"),
-    (UNANS, False, GEN, {"refusal": j(verdict="answered")}, "answered_unanswerable"),
-    (UNANS, False, GEN, {"refusal": j("not_judged", error="x")}, "not_judged"),
-])
+@pytest.mark.parametrize(
+    ("question", "retrieved", "gen", "judges", "expected"),
+    [
+        (ANS, False, GEN, ok_judges(), "retrieval_miss"),
+        (ANS, True, GEN, ok_judges(), "ok"),
+        (ANS, True, GEN, ok_judges(refusal=j(verdict="refused")), "refused"),
+        (ANS, True, GEN, ok_judges(correctness=j(verdict="incorrect")), "incorrect"),
+        (ANS, True, GEN, ok_judges(correctness=j(verdict="partial")), "incorrect"),
+        (ANS, True, GEN, ok_judges(faithfulness=j(score=0.2)), "unfaithful"),
+        (ANS, True, GEN, ok_judges(faithfulness=j(score=0.5)), "ok"),
+        (ANS, True, GEN, ok_judges(correctness=j("not_judged", error="timeout")), "not_judged"),
+        (ANS, True, GEN, ok_judges(refusal=j("not_judged", error="timeout")), "not_judged"),
+        (ANS, True, GEN, ok_judges(faithfulness=j("not_judged", error="bad json")), "not_judged"),
+        (ANS, True, {"answer": None, "error": "HTTP 500"}, {}, "not_judged"),
+        (UNANS, False, GEN, {"refusal": j(verdict="refused")}, "correct_refusal"),
+        (UNANS, False, GEN, {"refusal": j(verdict="answered")}, "answered_unanswerable"),
+        (UNANS, False, GEN, {"refusal": j("not_judged", error="x")}, "not_judged"),
+    ],
+)
 def test_outcomes(question, retrieved, gen, judges, expected):
     outcome, why = attribute(question, retrieved, gen, judges, faithfulness_threshold=0.5)
     assert outcome == expected

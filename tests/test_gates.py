@@ -5,8 +5,10 @@ import pytest
 from rag_eval.errors import ConfigError
 from rag_eval.gates import check_gates, parse_rule
 
-SUMMARY = {"retrieval": {"hybrid": {"hit@5": {"value": 0.79, "ci_low": 0.7, "ci_high": 0.85, "n": 50}}},
-           "attribution": {"base": {"ok": {"value": 0.5, "count": 5}}}}
+SUMMARY = {
+    "retrieval": {"hybrid": {"hit@5": {"value": 0.79, "ci_low": 0.7, "ci_high": 0.85, "n": 50}}},
+    "attribution": {"base": {"ok": {"value": 0.5, "count": 5}}},
+}
 
 
 def test_pass_and_fail():

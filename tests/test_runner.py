@@ -20,9 +20,13 @@ def _config(project, base_url, extra=""):
     cfg = project / "audit.yaml"
     shutil.copy(ROOT / "prompts" / "answer.md", project / "answer.md")
     llm = f"{{provider: openai, model: scripted, base_url: '{base_url}', concurrency: 1{extra}}}"
-    cfg.write_text(cfg.read_text() + (
-        f"generation:\n  retriever: bm25\n  top_k: 2\n  prompts: {{base: {project / 'answer.md'}}}\n  llm: {llm}\n"
-        f"judges:\n  llm: {llm}\n  prompts_dir: {ROOT / 'prompts' / 'judges'}\n"))
+    cfg.write_text(
+        cfg.read_text()
+        + (
+            f"generation:\n  retriever: bm25\n  top_k: 2\n  prompts: {{base: {project / 'answer.md'}}}\n  llm: {llm}\n"
+            f"judges:\n  llm: {llm}\n  prompts_dir: {ROOT / 'prompts' / 'judges'}\n"
+        )
+    )
     return cfg
 
 
@@ -56,15 +60,30 @@ def test_sigkill_then_resume_gives_the_same_figures_without_redoing_work(small_p
         proc.wait()
         run_dir = next(out.iterdir())
         assert json.loads((run_dir / "status.json").read_text())["status"] == "started"
-        finished_gen = [json.loads(x) for x in (run_dir / "generation.jsonl").read_text().splitlines() if x.strip()
-                        and x.endswith("}")] if (run_dir / "generation.jsonl").exists() else []
-        judged = (run_dir / "judgements.jsonl").read_text().splitlines() if (run_dir / "judgements.jsonl").exists() else []
-        finished_refusals = {json.loads(x)["question_id"] for x in judged if x.endswith("}")
-                             and json.loads(x)["judge"] == "refusal"}
+        finished_gen = (
+            [
+                json.loads(x)
+                for x in (run_dir / "generation.jsonl").read_text().splitlines()
+                if x.strip() and x.endswith("}")
+            ]
+            if (run_dir / "generation.jsonl").exists()
+            else []
+        )
+        judged = (
+            (run_dir / "judgements.jsonl").read_text().splitlines() if (run_dir / "judgements.jsonl").exists() else []
+        )
+        finished_refusals = {
+            json.loads(x)["question_id"] for x in judged if x.endswith("}") and json.loads(x)["judge"] == "refusal"
+        }
 
         before = len(s.bodies)
-        code = subprocess.run(_cli("run", str(cfg_path), "--no-cache", "--out", str(out), "--resume"), env=env,
-                              cwd=ROOT, capture_output=True, text=True)
+        code = subprocess.run(
+            _cli("run", str(cfg_path), "--no-cache", "--out", str(out), "--resume"),
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         assert code.returncode == 0, code.stderr
         resumed = s.bodies[before:]
 
@@ -116,8 +135,13 @@ def test_report_html_renders_plots_and_failure_table(small_project, tmp_path):
     with ScriptedServer(script, reply=reply) as s:
         run_dir = run_audit(load_config(_config(small_project, s.base_url)))
     html = (run_dir / "report.html").read_text()
-    for needle in ('id="metric-bars"', 'id="rank-distribution"', 'id="outcome-shares"', 'id="failures"',
-                   "the answer misses the key fact"):
+    for needle in (
+        'id="metric-bars"',
+        'id="rank-distribution"',
+        'id="outcome-shares"',
+        'id="failures"',
+        "the answer misses the key fact",
+    ):
         assert needle in html
     # Self-contained: no stylesheet, script, image or font is fetched from anywhere.
     assert "<link" not in html and "<script" not in html and "src=" not in html and "url(" not in html
@@ -125,12 +149,21 @@ def test_report_html_renders_plots_and_failure_table(small_project, tmp_path):
     if browser is None:
         pytest.skip("chromium is not installed (.ci/run installs it)")
     shot = run_dir / "report.png"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'chromium'}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ]
     url = (run_dir / "report.html").resolve().as_uri()
     dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
     assert dom.count("<svg") >= 3 and 'id="failures"' in dom and "<rect" in dom
-    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,2000", url],
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [browser, *flags, f"--screenshot={shot}", "--window-size=1200,2000", url], capture_output=True, timeout=120
+    )
     assert shot.exists() and shot.stat().st_size > 10_000

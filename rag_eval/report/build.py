@@ -131,6 +131,7 @@ def summary(report: dict) -> dict:
         "diagnosis": {n: cause_counts(m) for n, m in r["misses"].items()},
         "lint": {f["code"]: {"severity": f["severity"], "questions": len(f["questions"])} for f in report["lint"]},
         **({"generation": report["judges"]["figures"]} if "judges" in report else {}),
+        **({"comparison": _comparison_summary(report["comparison"])} if "comparison" in report else {}),
         **(
             {
                 "attribution": {
@@ -154,6 +155,15 @@ def summary(report: dict) -> dict:
             else {}
         ),
     }
+
+
+def _comparison_summary(section: dict) -> dict:
+    """``comparison.<metric>.<A>_vs_<B>`` = {wins, losses, ties, diff, ci_low, ci_high, p_value, p_holm, verdict}."""
+    out: dict[str, dict] = {}
+    keys = ("wins", "losses", "ties", "diff", "ci_low", "ci_high", "p_value", "p_holm", "test", "verdict")
+    for c in section["comparisons"]:
+        out.setdefault(c["metric"], {})[f"{c['a']}_vs_{c['b']}"] = {k: c[k] for k in keys}
+    return out
 
 
 def cause_counts(misses: list[dict]) -> dict[str, int]:

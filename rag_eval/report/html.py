@@ -172,6 +172,8 @@ def render_html(report: dict) -> str:
                 f"{'. Fix: ' + escape(f['fix']) if f['fix'] else ''}</li>"
             )
         out.append("</ul>")
+    if "comparison" in report:
+        out += _comparison(report)
     if "attribution" in report:
         out += _attribution(report)
     out += _retrieval(report, r)
@@ -216,6 +218,54 @@ def _models(report: dict) -> list[str]:
             ],
         )
     )
+    return out
+
+
+def _comparison(report: dict) -> list[str]:
+    c = report["comparison"]
+    out = [
+        "<h2>Prompts compared on the same contexts</h2>",
+        "<p class=meta>Paired tests question by question, Holm-corrected across metrics and pairs.</p>",
+    ]
+    out.append(
+        _table(
+            ["metric", "pair", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"],
+            [
+                [
+                    escape(x["metric"]),
+                    escape(f"{x['a']} vs {x['b']}"),
+                    _num(f"{x['diff']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]"),
+                    _num(f"{x['wins']}/{x['losses']}/{x['ties']}"),
+                    _num(format_p(x["p_holm"])),
+                    escape(x["verdict"]),
+                ]
+                for x in c["comparisons"]
+            ],
+            'id="comparison"',
+        )
+    )
+    if c["disagreements"]:
+        prompts = list(c["disagreements"][0]["answers"])
+        out.append(f"<h3>Questions where the prompts disagree ({len(c['disagreements'])})</h3>")
+        rows = []
+        for d in c["disagreements"]:
+            cells = [f"<b>{escape(d['question_id'])}</b> {escape(d['question'])}"]
+            for p in prompts:
+                a = d["answers"].get(p)
+                if not a:
+                    cells.append("–")
+                    continue
+                judges = "<br>".join(
+                    f"<b>{escape(n)}</b>: {escape(str(j.get('verdict') or j.get('score') or j['status']))}"
+                    f" – {escape((j.get('reason') or j.get('error') or '')[:240])}"
+                    for n, j in a["judges"].items()
+                )
+                cells.append(
+                    f'<span class="chip o-{a["outcome"]}">{escape(a["outcome"])}</span><br>'
+                    f"{escape(a['answer'] or '–')}<br><small>{judges}</small>"
+                )
+            rows.append(cells)
+        out.append(_table(["question"] + prompts, rows, 'id="disagreements"'))
     return out
 
 

@@ -112,6 +112,45 @@ def generation_markdown(report: dict) -> list[str]:
     return out
 
 
+def comparison_markdown(report: dict) -> list[str]:
+    c = report["comparison"]
+    out = [
+        "",
+        "## Prompts compared on the same contexts",
+        "",
+        "Paired tests question by question (sign test for yes/no metrics, permutation test for scores), "
+        "Holm-corrected across metrics and pairs.",
+        "",
+    ]
+    out += _table(
+        ["metric", "pair", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"],
+        [
+            [
+                x["metric"],
+                f"{x['a']} vs {x['b']}",
+                f"{x['diff']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]",
+                f"{x['wins']}/{x['losses']}/{x['ties']}",
+                format_p(x["p_holm"]),
+                x["verdict"],
+            ]
+            for x in c["comparisons"]
+        ],
+    )
+    if c["disagreements"]:
+        out += ["", f"### Questions where the prompts disagree ({len(c['disagreements'])})", ""]
+        for d in c["disagreements"]:
+            out += [f"**{d['question_id']}**: {d['question']}", ""]
+            for prompt, a in d["answers"].items():
+                reasons = "; ".join(
+                    f"{n}: {j.get('verdict') or j.get('score') or j['status']} "
+                    f"({(j.get('reason') or j.get('error') or '')[:160]})"
+                    for n, j in a["judges"].items()
+                )
+                out.append(f"- *{prompt}* `{a['outcome']}`: {a['answer'] or '–'} | {reasons}")
+            out.append("")
+    return out
+
+
 def attribution_markdown(report: dict) -> list[str]:
     a = report["attribution"]
     out = ["", "## Where it fails: one outcome per question", ""]
@@ -223,6 +262,8 @@ def render_markdown(report: dict) -> str:
     out += retrieval_markdown(report)
     if "generation" in report:
         out += generation_markdown(report)
+    if "comparison" in report:
+        out += comparison_markdown(report)
     if "attribution" in report:
         out += attribution_markdown(report)
     if "judges" in report:
