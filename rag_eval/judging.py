@@ -38,7 +38,7 @@ def _contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:
 
 
 async def judge_answer(
-    cfg: AuditConfig, q: Question, gen: dict, contexts: list[str], llm, own: dict, ragas, done: dict
+    cfg: AuditConfig, q: Question, gen: dict, contexts: list[str], llm, own: dict, ragas, done: dict, emit=lambda j: None
 ) -> list[Judgement | dict]:
     """Every judge's verdict on one answer, in dependency order (refusal before faithfulness)."""
     metrics = cfg.judges.metrics
@@ -47,17 +47,26 @@ async def judge_answer(
     out: list[Judgement | dict] = []
 
     def skip(name: str, why: str) -> Judgement:
-        return Judgement(name, qid, prompt, "skipped", reason=why)
+        if (name, qid, prompt) in done:
+            return done[(name, qid, prompt)]
+        j = Judgement(name, qid, prompt, "skipped", reason=why)
+        emit(j)
+        return j
 
     async def run(name: str, make) -> Judgement | dict:
         if (name, qid, prompt) in done:
             return done[(name, qid, prompt)]
-        return await make()
+        result = await make()
+        emit(result)
+        return result
 
     answer = gen.get("answer")
     if gen.get("error") is not None or not answer:
         why = f"no answer to judge: {gen.get('error') or 'the answer is empty'}"
-        return [Judgement(m, qid, prompt, "not_judged", error=why) for m in metrics]
+        failed = [Judgement(m, qid, prompt, "not_judged", error=why) for m in metrics]
+        for j in failed:
+            emit(j)
+        return failed
 
     refused = None
     if "refusal" in metrics:
@@ -131,22 +140,25 @@ async def judge_all(
     done = read_judgements(out)
     by_id = {q.id: q for q in questions}
     max_chars = cfg.generation.max_context_chars if cfg.generation else 2000
-    jobs = [
-        judge_answer(
-            cfg, by_id[g["question_id"]], g, _contexts(corpus, g["contexts"], max_chars), llm, own, ragas, done
-        )
-        for g in generations
-        if g["question_id"] in by_id
-    ]
     records = []
+    # Questions are judged a few at a time (as many as the model serves at once), so that each
+    # question finishes early and a killed run loses little; each verdict is written as it comes.
+    gate = asyncio.Semaphore(llm.cfg.concurrency)
     with out.open("a", encoding="utf-8") as fh:
-        async for batch in track_async(jobs, "judging answers"):
-            for j in batch:
-                rec = j if isinstance(j, dict) else j.to_dict()
-                if (rec["judge"], rec["question_id"], rec["prompt"]) not in done:
-                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                records.append(rec)
+
+        def emit(j: Judgement | dict) -> None:
+            rec = j if isinstance(j, dict) else j.to_dict()
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             fh.flush()
+
+        async def one(g: dict) -> list:
+            async with gate:
+                contexts = _contexts(corpus, g["contexts"], max_chars)
+                return await judge_answer(cfg, by_id[g["question_id"]], g, contexts, llm, own, ragas, done, emit)
+
+        jobs = [one(g) for g in generations if g["question_id"] in by_id]
+        async for batch in track_async(jobs, "judging answers"):
+            records += [j if isinstance(j, dict) else j.to_dict() for j in batch]
     return records
 
 

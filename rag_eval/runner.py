@@ -193,7 +193,7 @@ def run_audit(
             f"{g.top_k}: {plan}"
         )
         records = run_generation(cfg, inputs.corpus, res, session, run_dir)
-        report["generation"] = generation_section(cfg, records, len(selected), session.usage())
+        report["generation"] = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
         write_report(run_dir, report)
         if cfg.judges is not None:
             from rag_eval.judging import aggregate, run_judging

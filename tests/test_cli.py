@@ -204,3 +204,12 @@ def test_lint_on_the_demo_data_names_questions(capsys, monkeypatch):
     assert code == 0
     assert "[warning] test_set_size: with 53 answerable questions" in out
     assert "questions: pd-0" in out
+
+
+def test_every_shipped_config_validates(capsys, monkeypatch):
+    from .conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    for cfg in sorted((ROOT / "configs").glob("*.yaml")):
+        code, out, err = run_cli(capsys, "validate", str(cfg.relative_to(ROOT)))
+        assert code == 0, err

@@ -177,9 +177,12 @@ def cause_counts(misses: list[dict]) -> dict[str, int]:
     return counts
 
 
-def generation_section(cfg: AuditConfig, records: list[dict], n_selected: int, usage: list[dict]) -> dict:
+def generation_section(
+    cfg: AuditConfig, records: list[dict], n_selected: int, usage: list[dict], n_total: int | None = None
+) -> dict:
     """Answers per prompt, failures, and model usage."""
     g = cfg.generation
+    n_total = n_selected if n_total is None else n_total
     prompts = {}
     for name in {r["prompt"] for r in records} | set(g.prompts if not g.answers else []):
         mine = [r for r in records if r["prompt"] == name]
@@ -192,7 +195,7 @@ def generation_section(cfg: AuditConfig, records: list[dict], n_selected: int, u
         "retriever": g.retriever,
         "top_k": g.top_k,
         "questions": n_selected,
-        "sampled": bool(g.sample and g.sample < n_selected + 1 and g.sample == n_selected),
+        "sampled": n_selected < n_total,
         "prompts": prompts,
         "usage": usage,
         "records": records,
