@@ -22,9 +22,15 @@ from rag_eval.llm.scripted_server import ScriptedServer, schema_name, structured
 from rag_eval.runner import run_audit
 
 ROOT = Path(__file__).resolve().parents[1]
-STEP = {"StatementGeneratorOutput": "faithfulness", "NLIStatementOutput": "faithfulness",
-        "ContextPrecisionOutput": "context_precision", "ContextRecallOutput": "context_recall",
-        "correctness": "correctness", "refusal": "refusal", None: "generation"}
+STEP = {
+    "StatementGeneratorOutput": "faithfulness",
+    "NLIStatementOutput": "faithfulness",
+    "ContextPrecisionOutput": "context_precision",
+    "ContextRecallOutput": "context_recall",
+    "correctness": "correctness",
+    "refusal": "refusal",
+    None: "generation",
+}
 
 
 def main() -> None:
@@ -35,10 +41,19 @@ def main() -> None:
     progress.set_enabled(False)
     work = Path(tempfile.mkdtemp(prefix="rag-eval-judge-calls-"))
     n = args.questions
-    corpus = [{"id": f"c{i}", "title": f"Topic {i}", "text": f"Fact number {i} is that item {i} weighs {i} grams."}
-              for i in range(n + 5)]
-    questions = [{"id": f"q{i}", "question": f"How much does item {i} weigh?", "answer_in": f"c{i}",
-                  "reference": f"Item {i} weighs {i} grams."} for i in range(n)]
+    corpus = [
+        {"id": f"c{i}", "title": f"Topic {i}", "text": f"Fact number {i} is that item {i} weighs {i} grams."}
+        for i in range(n + 5)
+    ]
+    questions = [
+        {
+            "id": f"q{i}",
+            "question": f"How much does item {i} weigh?",
+            "answer_in": f"c{i}",
+            "reference": f"Item {i} weighs {i} grams.",
+        }
+        for i in range(n)
+    ]
     (work / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
     (work / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     with ScriptedServer(reply=structured_reply) as server:
@@ -48,7 +63,8 @@ def main() -> None:
             f"retrieval: {{k: [1, {args.top_k}], retrievers: {{bm25: {{type: bm25}}}}}}\n"
             f"generation: {{retriever: bm25, top_k: {args.top_k}, prompts: {{base: {ROOT / 'prompts' / 'answer.md'}}}, llm: {llm}}}\n"
             f"judges: {{llm: {llm}, prompts_dir: {ROOT / 'prompts' / 'judges'}}}\n"
-            f"report: {{out: {work / 'runs'}}}\ncache_dir: {work / 'cache'}\n")
+            f"report: {{out: {work / 'runs'}}}\ncache_dir: {work / 'cache'}\n"
+        )
         run_audit(load_config(work / "c.yaml"))
         bodies = list(server.bodies)
     counts = Counter(STEP[schema_name(b)] for b in bodies)
@@ -58,7 +74,9 @@ def main() -> None:
         measured = counts[judge] / n
         print(f"  {judge:<18} {measured:5.2f}  (budget {per_q}, ratio {measured / per_q:.2f}x)")
     total = sum(counts[j] for j in budget) / n
-    print(f"  {'all judges':<18} {total:5.2f}  (budget {sum(budget.values())}, ratio {total / sum(budget.values()):.2f}x)")
+    print(
+        f"  {'all judges':<18} {total:5.2f}  (budget {sum(budget.values())}, ratio {total / sum(budget.values()):.2f}x)"
+    )
     digests = Counter(hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest() for b in bodies)
     repeated = sum(c - 1 for c in digests.values() if c > 1)
     print(f"requests sent twice: {repeated} of {len(bodies)}")

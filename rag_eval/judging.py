@@ -38,7 +38,15 @@ def _contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:
 
 
 async def judge_answer(
-    cfg: AuditConfig, q: Question, gen: dict, contexts: list[str], llm, own: dict, ragas, done: dict, emit=lambda j: None
+    cfg: AuditConfig,
+    q: Question,
+    gen: dict,
+    contexts: list[str],
+    llm,
+    own: dict,
+    ragas,
+    done: dict,
+    emit=lambda j: None,
 ) -> list[Judgement | dict]:
     """Every judge's verdict on one answer, in dependency order (refusal before faithfulness)."""
     metrics = cfg.judges.metrics

@@ -205,8 +205,11 @@ def test_set_size(cfg: AuditConfig, results: RetrievalResults) -> list[Finding]:
     need = questions_for_hit_difference(target, rate, alpha=alpha)
     mde_text = f"{mde:.3f}" if mde is not None else "none (too few questions)"
     severity = "warning" if mde is None or mde > 3 * target else "info"
-    need_text = (f"a {target * 100:.0f}-point difference would need about {need} questions" if need else
-                 f"at hit@{k} = {rate:.2f} two retrievers can hardly disagree, so no size is enough to compare them")
+    need_text = (
+        f"a {target * 100:.0f}-point difference would need about {need} questions"
+        if need
+        else f"at hit@{k} = {rate:.2f} two retrievers can hardly disagree, so no size is enough to compare them"
+    )
     msg = (
         f"with {n} answerable questions and hit@{k} = {rate:.2f} ({name}), the smallest difference in hit@{k} a "
         f"paired comparison detects 80% of the time is {mde_text}; {need_text}"
