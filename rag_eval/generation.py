@@ -19,7 +19,7 @@ from rag_eval.config import AuditConfig, GenerationConfig
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.progress import track_async
 from rag_eval.retrieval.stage import RetrievalResults
-from rag_eval.types import Chunk, Corpus, Question
+from rag_eval.types import Chunk, Corpus
 
 PLACEHOLDERS = ("{question}", "{contexts}")
 
@@ -244,10 +244,6 @@ def supplied_answers(
     with out.open("w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     return records
-
-
-def questions_by_id(questions: list[Question]) -> dict[str, Question]:
-    return {q.id: q for q in questions}
 
 
 def run_generation(cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, session, run_dir: Path) -> list[dict]:

@@ -24,11 +24,8 @@ def enabled() -> bool:
     return _enabled and console.is_terminal
 
 
-def track(items: Sequence[T] | Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
-    """Iterate with a progress bar (with ETA) when standard error is a terminal."""
-    if not enabled():
-        yield from items
-        return
+def _bar() -> Progress:
+    """Description, bar, done/total, elapsed time and ETA, cleared when finished."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -37,7 +34,15 @@ def track(items: Sequence[T] | Iterable[T], description: str, total: int | None 
         TextColumn("eta"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=True) as progress:
+    return Progress(*columns, console=console, transient=True)
+
+
+def track(items: Sequence[T] | Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+    """Iterate with a progress bar (with ETA) when standard error is a terminal."""
+    if not enabled():
+        yield from items
+        return
+    with _bar() as progress:
         yield from progress.track(items, total=total, description=description)
 
 
@@ -55,15 +60,7 @@ async def track_async(awaitables: list[Awaitable[T]], description: str) -> Async
             for fut in asyncio.as_completed(tasks):
                 yield await fut
             return
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=console, transient=True) as progress:
+        with _bar() as progress:
             task = progress.add_task(description, total=len(tasks))
             for fut in asyncio.as_completed(tasks):
                 result = await fut
