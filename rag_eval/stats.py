@@ -145,8 +145,9 @@ class Comparison:
     test: str
     p_sign: float
     p_permutation: float
-    detectable: float
+    detectable: float | None
     p_holm: float = 1.0
+    needed: int | None = None
     verdict: str = ""
 
     def to_dict(self) -> dict:
@@ -171,10 +172,7 @@ def compare_paired(
     wins, losses, ties, p_sign = sign_test(a, b)
     p_perm = permutation_test(a, b, n_resamples=n_resamples, seed=seed)
     diff = paired_bootstrap_diff(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    d = a - b
-    sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
-    if sd == 0:  # nothing differed: assume independent outcomes for a conservative figure
-        sd = float(math.sqrt(a.var() + b.var())) or 0.5
+    detectable, needed = _power_figures(a, b, binary=binary, diff=diff.value or 0.0, alpha=alpha)
     return Comparison(
         names[0],
         names[1],
@@ -189,7 +187,8 @@ def compare_paired(
         "sign" if binary else "permutation",
         p_sign,
         p_perm,
-        detectable_difference(sd, len(d), alpha=alpha),
+        detectable,
+        needed=needed,
     )
 
 
@@ -215,13 +214,39 @@ def verdict(c: Comparison, *, alpha: float = 0.05) -> str:
             return f"{c.a} beats {c.b} on {c.metric}: {counts}"
         flipped = f"better on {c.losses}, worse on {c.wins}, same on {c.ties}; {format_p(c.p_holm)}"
         return f"{c.b} beats {c.a} on {c.metric}: {flipped}"
-    sd = c.detectable * math.sqrt(n) / (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(0.8)) if n else 0
-    need = questions_needed(sd, c.diff, alpha=alpha)
-    tail = f"; about {need} questions would detect a difference of {abs(c.diff):.3f}" if need else ""
+    tail = f"; about {c.needed} questions would detect a difference of {abs(c.diff):.3f}" if c.needed else ""
+    shown = f"{c.detectable:.3f}" if c.detectable is not None else "none: too few questions"
     return (
         f"{c.a} vs {c.b} on {c.metric}: {counts}: not settled by {n} questions "
-        f"(smallest detectable difference {c.detectable:.3f}{tail})"
+        f"(smallest detectable difference {shown}{tail})"
     )
+
+
+def _power_figures(
+    a: np.ndarray, b: np.ndarray, *, binary: bool, diff: float, alpha: float
+) -> tuple[float | None, int | None]:
+    """(smallest detectable difference at 80% power, questions needed to detect ``diff``).
+
+    Binary outcomes use the exact power of the sign test with the observed share of discordant
+    questions (or, when none differ, that of independent errors); scores use the normal
+    approximation with the observed standard deviation of the differences.
+    """
+    n = len(a)
+    if binary:
+        rate = float((a.mean() + b.mean()) / 2) if n else 0.0
+        psi = float((a != b).mean()) if n and (a != b).any() else independent_discordance(rate)
+        detectable = detectable_hit_difference(n, rate, alpha=alpha, discordance=psi) if psi > 0 else None
+        needed = (
+            questions_for_hit_difference(abs(diff), rate, alpha=alpha, discordance=psi)
+            if diff and psi > 0 and abs(diff) <= psi
+            else None
+        )
+        return detectable, needed
+    d = a - b
+    sd = float(d.std(ddof=1)) if n > 1 else 0.0
+    if sd == 0:  # nothing differed: assume independent outcomes for a conservative figure
+        sd = float(math.sqrt(a.var() + b.var())) or 0.5
+    return detectable_difference(sd, n, alpha=alpha), questions_needed(sd, diff, alpha=alpha)
 
 
 def sign_test_power(n: int, discordance: float, diff: float, *, alpha: float = 0.05) -> float:
