@@ -54,6 +54,16 @@ async def judge_answer(
     qid, prompt = q.id, gen["prompt"]
     out: list[Judgement | dict] = []
 
+    def own_judge(name: str, **values: str):
+        return lambda: own[name].judge(
+            llm,
+            question_id=qid,
+            prompt=prompt,
+            parse_retries=jc.parse_retries,
+            json_schema=jc.llm.json_schema,
+            **values,
+        )
+
     def skip(name: str, why: str) -> Judgement:
         if (name, qid, prompt) in done:
             return done[(name, qid, prompt)]
@@ -78,18 +88,7 @@ async def judge_answer(
 
     refused = None
     if "refusal" in metrics:
-        r = await run(
-            "refusal",
-            lambda: own["refusal"].judge(
-                llm,
-                question_id=qid,
-                prompt=prompt,
-                parse_retries=jc.parse_retries,
-                json_schema=jc.llm.json_schema,
-                question=q.question,
-                answer=answer,
-            ),
-        )
+        r = await run("refusal", own_judge("refusal", question=q.question, answer=answer))
         out.append(r)
         status = r["status"] if isinstance(r, dict) else r.status
         verdict = r["verdict"] if isinstance(r, dict) else r.verdict
@@ -108,19 +107,7 @@ async def judge_answer(
             out.append(skip("correctness", "unanswerable question" if not q.answerable else "no reference answer"))
         else:
             tasks.append(
-                run(
-                    "correctness",
-                    lambda: own["correctness"].judge(
-                        llm,
-                        question_id=qid,
-                        prompt=prompt,
-                        parse_retries=jc.parse_retries,
-                        json_schema=jc.llm.json_schema,
-                        question=q.question,
-                        reference=q.reference,
-                        answer=answer,
-                    ),
-                )
+                run("correctness", own_judge("correctness", question=q.question, reference=q.reference, answer=answer))
             )
     for name, fn in (("context_precision", "judge_context_precision"), ("context_recall", "judge_context_recall")):
         if name in metrics:
