@@ -53,16 +53,13 @@ class RagasJudges:
             "context_recall": text_hash(version + self.recall.prompt.instruction),
         }
 
-    def _failed(self, name: str, qid: str, prompt: str, exc: Exception) -> Judgement:
+    def _not_judged(self, name: str, qid: str, prompt: str, error: str) -> Judgement:
         return Judgement(
-            name,
-            qid,
-            prompt,
-            "not_judged",
-            error=describe_error(exc),
-            judge_prompt_hash=self.hashes[name],
-            model=self.model,
+            name, qid, prompt, "not_judged", error=error, judge_prompt_hash=self.hashes[name], model=self.model
         )
+
+    def _failed(self, name: str, qid: str, prompt: str, exc: Exception) -> Judgement:
+        return self._not_judged(name, qid, prompt, describe_error(exc))
 
     async def judge_faithfulness(
         self, qid: str, prompt: str, question: str, answer: str, contexts: list[str]
@@ -71,28 +68,12 @@ class RagasJudges:
         try:
             statements = await self.faithfulness._create_statements(question, answer)
             if not statements:
-                return Judgement(
-                    name,
-                    qid,
-                    prompt,
-                    "not_judged",
-                    error="no statements could be extracted",
-                    judge_prompt_hash=self.hashes[name],
-                    model=self.model,
-                )
+                return self._not_judged(name, qid, prompt, "no statements could be extracted")
             verdicts = await self.faithfulness._create_verdicts(statements, "\n".join(contexts))
         except Exception as exc:  # instructor, openai and validation errors all mean "not judged"
             return self._failed(name, qid, prompt, exc)
         if not verdicts.statements:
-            return Judgement(
-                name,
-                qid,
-                prompt,
-                "not_judged",
-                error="the judge returned no verdicts",
-                judge_prompt_hash=self.hashes[name],
-                model=self.model,
-            )
+            return self._not_judged(name, qid, prompt, "the judge returned no verdicts")
         supported = sum(1 for s in verdicts.statements if s.verdict)
         score = supported / len(verdicts.statements)
         unsupported = [f"{s.statement} ({s.reason})" for s in verdicts.statements if not s.verdict]
@@ -169,15 +150,7 @@ class RagasJudges:
         except Exception as exc:  # as above
             return self._failed(name, qid, prompt, exc)
         if not out.classifications:
-            return Judgement(
-                name,
-                qid,
-                prompt,
-                "not_judged",
-                error="the judge returned no classifications",
-                judge_prompt_hash=self.hashes[name],
-                model=self.model,
-            )
+            return self._not_judged(name, qid, prompt, "the judge returned no classifications")
         attributed = sum(1 for c in out.classifications if c.attributed)
         missing = [c.statement for c in out.classifications if not c.attributed]
         reason = f"{attributed} of {len(out.classifications)} reference statements are found in the contexts" + (
