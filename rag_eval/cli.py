@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import traceback
@@ -121,21 +122,56 @@ def _judge_check(args: argparse.Namespace) -> int:
 
     from rag_eval.cache import cache_root
     from rag_eval.config import LLMConfig
-    from rag_eval.judge_check import run_judge_check
+    from rag_eval.judge_check import halueval_cases, load_cases, run_judge_check
     from rag_eval.report.markdown import fmt
 
+    cases = [c for path in args.cases for c in load_cases(Path(path))]
+    for spec in args.halueval or []:
+        path, _, span = spec.partition(":")
+        start, _, stop = span.partition("-")
+        cases += halueval_cases(Path(path), int(start or 0), int(stop) if stop else None)
     llm = LLMConfig(provider=args.llm, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env)
-    scores = run_judge_check(Path(args.cases), llm, cache_root(), Path(args.prompts_dir), threshold=args.threshold)
-    print(f"{'judge':<14}{'accuracy [95% CI]':>26}{'kappa [95% CI]':>26}{'n':>5}{'not judged':>12}")
+    judges = args.judges.split(",") if args.judges else None
+    scores, usage = run_judge_check(
+        cases,
+        llm,
+        cache_root(),
+        Path(args.prompts_dir) if args.prompts_dir else None,
+        judges=judges,
+        threshold=args.threshold,
+        folds=args.folds,
+        save=args.save,
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"scores": [s.to_dict() for s in scores], "usage": usage}, indent=2))
+    print("Out-of-fold figures (each case decided with a cut-off fitted on the other folds):")
+    print(
+        f"{'judge':<20}{'source':<14}{'accuracy [95% CI]':>22}{'bal.acc':>9}{'kappa [95% CI]':>24}{'AUC':>6}{'n':>5}{'nj':>4}"
+    )
     for s in scores:
+        auc = f"{s.auc:.2f}" if s.auc is not None else "–"
+        bal = f"{s.balanced_accuracy:.2f}" if s.balanced_accuracy is not None else "–"
         print(
-            f"{s.judge:<14}{fmt(s.accuracy.to_dict(), 2):>26}{fmt(s.kappa.to_dict(), 2):>26}{s.accuracy.n:>5}"
-            f"{s.not_judged:>12}"
+            f"{s.judge:<20}{s.source:<14}{fmt(s.accuracy.to_dict(), 2):>22}{bal:>9}{fmt(s.kappa.to_dict(), 2):>24}"
+            f"{auc:>6}{s.accuracy.n:>5}{s.not_judged:>4}"
         )
+        if s.source == "all":
+            cut = f"; cut-off fitted on all: {s.cutoff:.3f}" if s.cutoff is not None else ""
+            print(
+                f"    {s.method}{cut}; confusion (label -> predicted): "
+                + "; ".join(
+                    f"{lab}: " + ", ".join(f"{p} {n}" for p, n in row.items()) for lab, row in s.confusion.items()
+                )
+            )
+    for u in usage:
         print(
-            "    confusion (label -> predicted): "
-            + "; ".join(f"{lab}: " + ", ".join(f"{p} {n}" for p, n in row.items()) for lab, row in s.confusion.items())
+            f"model {u['model']}: {u['calls']} calls, {u['cache_hits']} from cache, {u['prompt_tokens']} prompt "
+            f"and {u['completion_tokens']} completion tokens"
         )
+    if args.save:
+        from rag_eval.judges.calibration import user_path
+
+        print(f"cut-offs saved to {user_path()}")
     return 0
 
 
@@ -210,14 +246,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.set_defaults(func=_report)
 
-    p = sub.add_parser("judge-check", help="accuracy and Cohen's kappa of every judge on a hand-labelled set")
-    p.add_argument("--cases", default="data/judge-check/cases.jsonl")
+    p = sub.add_parser(
+        "judge-check",
+        help="how far the judges agree with labelled cases (out-of-fold accuracy, kappa, AUC); --save calibrates",
+    )
+    p.add_argument("--cases", nargs="*", default=["data/judge-check/cases.jsonl"], help="JSONL files of labelled cases")
+    p.add_argument("--halueval", nargs="*", help="HaluEval QA JSONL as PATH[:START-STOP] (items START..STOP-1)")
+    p.add_argument(
+        "--judges",
+        help="comma-separated judges to measure (default: the probability-scored ones; add faithfulness for Ragas)",
+    )
     p.add_argument("--llm", choices=["local", "openai"], default="local", help="provider of the judge model")
     p.add_argument("--model", help="model name (provider openai, or a custom local server)")
     p.add_argument("--base-url", help="an OpenAI-compatible endpoint")
     p.add_argument("--api-key-env", help="environment variable holding the API key")
-    p.add_argument("--prompts-dir", default="prompts/judges")
+    p.add_argument("--prompts-dir", help="folder of the own judges' prompts (default: the shipped ones)")
     p.add_argument("--threshold", type=float, default=0.5, help="faithfulness score counted as faithful")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds for the cut-offs")
+    p.add_argument("--save", action="store_true", help="save the cut-offs fitted on all cases for audits to use")
+    p.add_argument("--json", help="also write the figures to this JSON file")
     p.set_defaults(func=_judge_check)
 
     p = sub.add_parser("lint", help="test-set health: copied wording, missing hard cases, suspect labels, size")

@@ -1,10 +1,11 @@
 """Prompts compared on identical retrieved contexts, question by question, with paired statistics.
 
-Per pair of prompts and per metric, on the questions both prompts have a judged value for:
+Per pair of prompts and per metric (every figure of the judge registry that depends on the
+answer), on the questions both prompts have a judged value for:
 - ``correctness``: judged correct (1) or not (0), answerable questions with a reference;
 - ``refusal_accuracy``: refused (1) or not, unanswerable questions;
 - ``no_needless_refusal``: answered (1) or refused (0), answerable questions;
-- ``faithfulness``: the Ragas score (continuous);
+- ``faithfulness`` (Ragas) and ``faithfulness_yesno``: scores (continuous);
 - ``ok``: the attribution outcome is ``ok`` or ``correct_refusal`` (1) or not.
 Binary metrics use the exact sign test on discordant questions (McNemar); faithfulness the
 paired permutation test; all with a paired bootstrap interval of the difference and Holm's
@@ -19,10 +20,8 @@ import numpy as np
 
 from rag_eval.config import AuditConfig
 from rag_eval.errors import DataError, Problem
+from rag_eval.judges.registry import figures
 from rag_eval.stats import Comparison, apply_holm, compare_paired
-
-METRICS = ("correctness", "refusal_accuracy", "no_needless_refusal", "faithfulness", "ok")
-BINARY = {"correctness", "refusal_accuracy", "no_needless_refusal", "ok"}
 
 
 def check_same_contexts(generations: list[dict]) -> None:
@@ -40,23 +39,28 @@ def check_same_contexts(generations: list[dict]) -> None:
             )
 
 
-def per_question_values(report: dict, answerable: dict[str, bool]) -> dict[str, dict[str, dict[str, float]]]:
+def compared_metrics(judges: list[str]) -> list[tuple[str, bool]]:
+    """(name, binary) of every compared metric: each judge's figures that depend on the answer
+    (higher is better: ``needless_refusal`` becomes ``no_needless_refusal``), then ``ok``."""
+    out = [(f.comparison_name, f.binary) for spec, f in figures(judges) if not spec.answer_independent]
+    return out + [("ok", True)]
+
+
+def per_question_values(
+    report: dict, answerable: dict[str, bool], judges: list[str]
+) -> dict[str, dict[str, dict[str, float]]]:
     """``{metric: {prompt: {question_id: value}}}`` from the judgements and outcomes of a run."""
-    values: dict[str, dict[str, dict[str, float]]] = {m: {} for m in METRICS}
+    values: dict[str, dict[str, dict[str, float]]] = {m: {} for m, _ in compared_metrics(judges)}
+    figs = [(spec, f) for spec, f in figures(judges) if not spec.answer_independent]
     for j in report["judges"]["records"]:
         if j["status"] != "judged":
             continue
         qid, prompt = j["question_id"], j["prompt"]
-        if j["judge"] == "correctness":
-            values["correctness"].setdefault(prompt, {})[qid] = float(j["verdict"] == "correct")
-        elif j["judge"] == "faithfulness":
-            values["faithfulness"].setdefault(prompt, {})[qid] = float(j["score"])
-        elif j["judge"] == "refusal":
-            refused = j["verdict"] == "refused"
-            if answerable.get(qid):
-                values["no_needless_refusal"].setdefault(prompt, {})[qid] = float(not refused)
-            else:
-                values["refusal_accuracy"].setdefault(prompt, {})[qid] = float(refused)
+        for spec, f in figs:
+            if spec.name != j["judge"] or (f.subset != "all" and answerable.get(qid) is not (f.subset == "answerable")):
+                continue
+            value = float(j["verdict"] == f.verdict) if f.binary else float(j["score"])
+            values[f.comparison_name].setdefault(prompt, {})[qid] = 1.0 - value if f.better == "lower" else value
     for row in report.get("attribution", {}).get("rows", []):
         if row["outcome"] != "not_judged":
             values["ok"].setdefault(row["prompt"], {})[row["question_id"]] = float(
@@ -68,10 +72,10 @@ def per_question_values(report: dict, answerable: dict[str, bool]) -> dict[str, 
 def compare_prompts(cfg: AuditConfig, report: dict, answerable: dict[str, bool]) -> list[Comparison]:
     """Every metric for every pair of prompts, Holm-corrected together."""
     st = cfg.stats
-    values = per_question_values(report, answerable)
+    values = per_question_values(report, answerable, cfg.judges.metrics)
     prompts = list(cfg.generation.prompts)
     comparisons = []
-    for metric in METRICS:
+    for metric, binary in compared_metrics(cfg.judges.metrics):
         for a, b in itertools.combinations(prompts, 2):
             va, vb = values[metric].get(a, {}), values[metric].get(b, {})
             common = sorted(set(va) & set(vb))
@@ -83,8 +87,9 @@ def compare_prompts(cfg: AuditConfig, report: dict, answerable: dict[str, bool])
                     np.array([vb[q] for q in common]),
                     names=(a, b),
                     metric=metric,
-                    binary=metric in BINARY,
+                    binary=binary,
                     n_resamples=st.permutation_resamples,
+                    bootstrap_resamples=st.bootstrap_resamples,
                     confidence=st.confidence,
                     seed=st.seed,
                     alpha=st.alpha,

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_eval.errors import ConfigError, Problem, did_you_mean
+from rag_eval.judges.registry import DEFAULT_METRICS, JUDGE_NAMES
 
 
 class _Model(BaseModel):
@@ -207,19 +208,53 @@ class GenerationConfig(_Model):
     llm: LLMConfig = LLMConfig()
 
 
-JUDGE_METRICS = ("faithfulness", "context_precision", "context_recall", "correctness", "refusal")
-
-
 class JudgesConfig(_Model):
     """Which judges run on the generated answers, with which model."""
 
     llm: LLMConfig = LLMConfig()
-    metrics: list[Literal["faithfulness", "context_precision", "context_recall", "correctness", "refusal"]] = Field(
-        default_factory=lambda: list(JUDGE_METRICS), min_length=1
+    metrics: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_METRICS),
+        min_length=1,
+        description="judges to run: " + ", ".join(JUDGE_NAMES),
     )
-    prompts_dir: str = Field("prompts/judges", description="folder of the own judges' prompts")
-    parse_retries: int = Field(1, ge=0, description="re-asks after an unparseable judge output")
+    prompts_dir: str | None = Field(
+        None, description="folder of the own judges' prompts; default: the prompts shipped with rag-eval"
+    )
+    parse_retries: int = Field(1, ge=0, description="re-asks after an unparseable Ragas output")
     faithfulness_threshold: float = Field(0.5, ge=0, le=1, description="attribution: unfaithful below this")
+    faithfulness_judge: str | None = Field(
+        None,
+        description="the faithfulness figure that decides attribution; default: faithfulness_yesno if run, "
+        "else faithfulness",
+    )
+    cutoffs: dict[str, float] = Field(
+        default_factory=dict,
+        description="P(yes) cut-offs per judge, overriding the calibration saved by judge-check --save",
+    )
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_judges(cls, names: list[str]) -> list[str]:
+        for n in names:
+            if n not in JUDGE_NAMES:
+                raise ValueError(f"unknown judge '{n}'; " + did_you_mean(n, JUDGE_NAMES))
+        return list(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _faithfulness_judge(self) -> JudgesConfig:
+        fj = self.faithfulness_judge
+        if fj is not None and fj not in ("faithfulness", "faithfulness_yesno"):
+            raise ValueError(f"faithfulness_judge must be faithfulness or faithfulness_yesno, not '{fj}'")
+        if fj is not None and fj not in self.metrics:
+            raise ValueError(f"faithfulness_judge '{fj}' is not among judges.metrics; add it there")
+        return self
+
+    @property
+    def deciding_faithfulness(self) -> str | None:
+        """The faithfulness judge whose score decides ``unfaithful`` in attribution."""
+        if self.faithfulness_judge:
+            return self.faithfulness_judge
+        return next((n for n in ("faithfulness_yesno", "faithfulness") if n in self.metrics), None)
 
 
 class StatsConfig(_Model):
@@ -304,12 +339,30 @@ class AuditConfig(_Model):
         return self
 
     def resolve_path(self, value: str) -> Path:
-        """A path from the config: relative to the working folder, else to the config's folder."""
+        """An input path from the config: relative to the config's folder, else to the working folder."""
         p = Path(value).expanduser()
-        if p.is_absolute() or p.exists() or not self.config_path:
+        if p.is_absolute() or not self.config_path:
             return p
         beside = Path(self.config_path).parent / p
-        return beside if beside.exists() else p
+        return beside if beside.exists() or not p.exists() else p
+
+    def resolve_output(self, value: str) -> Path:
+        """An output or cache folder from the config: relative to the config's folder, so that a run
+        started from any working folder writes to the same place."""
+        p = Path(value).expanduser()
+        if p.is_absolute() or not self.config_path:
+            return p
+        return Path(self.config_path).parent / p
+
+    @property
+    def out_dir(self) -> Path:
+        """Where run folders go (``report.out``)."""
+        return self.resolve_output(self.report.out)
+
+    @property
+    def cache_folder(self) -> str | None:
+        """``cache_dir`` resolved like the other outputs (``RAG_EVAL_CACHE_DIR`` still wins)."""
+        return str(self.resolve_output(self.cache_dir)) if self.cache_dir else None
 
     def where(self, dotted: str) -> str:
         return f"{self.config_path or '<config>'}: {dotted}"

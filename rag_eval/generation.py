@@ -46,6 +46,12 @@ def load_prompts(cfg: AuditConfig) -> dict[str, PromptTemplate]:
     out, problems = {}, []
     for name, value in cfg.generation.prompts.items():
         path = cfg.resolve_path(value)
+        if not path.exists() and Path(value).parts[:1] == ("prompts",):
+            from rag_eval.resources import shipped_prompt
+
+            # prompts/answer.md and the other shipped prompts work from any folder.
+            shipped = shipped_prompt(str(Path(*Path(value).parts[1:])))
+            path = shipped if shipped.exists() else path
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -91,18 +97,13 @@ def select_questions(cfg: AuditConfig, res: RetrievalResults) -> list[int]:
 
     Strata: unanswerable, answerable retrieved (relevant chunk in the top k given to the
     generator), answerable missed. Each non-empty stratum gets at least one question, the rest
-    is shared in proportion (largest remainder).
+    is shared in proportion (largest remainder); :func:`sample_weights` undoes the imbalance.
     """
     g = cfg.generation
     n = len(res.questions)
     if not g.sample or g.sample >= n:
         return list(range(n))
-    strata: dict[str, list[int]] = {"unanswerable": [], "retrieved": [], "missed": []}
-    first = res.retrievers[g.retriever].first_rank
-    for i, q in enumerate(res.questions):
-        key = "unanswerable" if not q.answerable else "retrieved" if first[i] and first[i] <= g.top_k else "missed"
-        strata[key].append(i)
-    groups = {k: v for k, v in strata.items() if v}
+    groups = {k: v for k, v in _strata(cfg, res).items() if v}
     take = dict.fromkeys(groups, 1 if g.sample >= len(groups) else 0)
     left = g.sample - sum(take.values())
     shares = {k: left * len(v) / n for k, v in groups.items()}
@@ -115,11 +116,46 @@ def select_questions(cfg: AuditConfig, res: RetrievalResults) -> list[int]:
     return sorted(chosen)
 
 
+def sample_weights(cfg: AuditConfig, res: RetrievalResults, selected: list[int]) -> dict[str, dict]:
+    """``{question id: {stratum, weight}}`` for a stratified sample (weight = questions in the
+    stratum / questions sampled from it), so that figures estimate the whole test set; empty when
+    every question is used."""
+    if len(selected) == len(res.questions):
+        return {}
+    strata, picked = _strata(cfg, res), set(selected)
+    out = {}
+    for key, members in strata.items():
+        chosen = [i for i in members if i in picked]
+        for i in chosen:
+            out[res.questions[i].id] = {"stratum": key, "weight": len(members) / len(chosen)}
+    return out
+
+
+def _strata(cfg: AuditConfig, res: RetrievalResults) -> dict[str, list[int]]:
+    """Unanswerable, answerable retrieved (relevant chunk in the generator's top k), answerable missed."""
+    g = cfg.generation
+    strata: dict[str, list[int]] = {"unanswerable": [], "retrieved": [], "missed": []}
+    first = res.retrievers[g.retriever].first_rank
+    for i, q in enumerate(res.questions):
+        key = "unanswerable" if not q.answerable else "retrieved" if first[i] and first[i] <= g.top_k else "missed"
+        strata[key].append(i)
+    return strata
+
+
 def read_done(path: Path) -> dict[tuple[str, str], dict]:
     """Finished records of a generation.jsonl, keyed by (question id, prompt); failures are redone."""
     from rag_eval.rundir import read_jsonl
 
     return {(r["question_id"], r["prompt"]): r for r in read_jsonl(path) if r.get("error") is None}
+
+
+def why_changed(old: dict, prompt: PromptTemplate, context_ids: list[str]) -> str:
+    """What differs between a finished answer and the one the current config asks for."""
+    if old.get("prompt_hash") != prompt.hash:
+        return "prompt file"
+    if old.get("contexts") != context_ids:
+        return "contexts"
+    return "model or generation settings"
 
 
 async def generate(
@@ -130,28 +166,42 @@ async def generate(
     prompts: dict[str, PromptTemplate],
     selected: list[int],
     out: Path,
-) -> list[dict]:
-    """Answers for every selected question and prompt, appended to ``out`` as they complete."""
+    weights: dict[str, dict] | None = None,
+) -> tuple[list[dict], dict]:
+    """Answers for every selected question and prompt, appended to ``out`` as they complete.
+
+    A finished answer is reused only when its whole request is unchanged (prompt file, contexts,
+    model, settings); ``out`` ends holding exactly the returned records. Also returns what was
+    reused and why the rest was redone.
+    """
+    from rag_eval.judges.base import inputs_hash
+    from rag_eval.rundir import write_text
+
     g = cfg.generation
     done = read_done(out)
-    jobs = [(q, p) for q in selected for p in prompts if (res.questions[q].id, p) not in done]
-
-    async def one(q: int, name: str) -> dict:
+    weights = weights or {}
+    records, jobs, redone = [], [], {}
+    for q in selected:
         question = res.questions[q]
         chunks = contexts_for(res, corpus, g, q)
-        prompt = prompts[name]
-        result = await llm.chat(
-            [
-                {
-                    "role": "user",
-                    "content": prompt.render(question.question, format_contexts(chunks, g.max_context_chars)),
-                }
-            ]
-        )
+        for name, prompt in prompts.items():
+            content = prompt.render(question.question, format_contexts(chunks, g.max_context_chars))
+            key = inputs_hash(content, llm.identity, llm.model, llm.cfg.temperature, llm.cfg.max_tokens, llm.cfg.seed)
+            old = done.get((question.id, name))
+            if old is not None and old.get("input_hash") == key:
+                records.append({**old, **weights.get(question.id, {})})
+                continue
+            if old is not None:
+                why = why_changed(old, prompt, [c.id for c in chunks])
+                redone[why] = redone.get(why, 0) + 1
+            jobs.append((question, name, chunks, content, key))
+
+    async def one(question, name: str, chunks: list[Chunk], content: str, key: str) -> dict:
+        result = await llm.chat([{"role": "user", "content": content}])
         return {
             "question_id": question.id,
             "prompt": name,
-            "prompt_hash": prompt.hash,
+            "prompt_hash": prompts[name].hash,
             "retriever": g.retriever,
             "contexts": [c.id for c in chunks],
             "answer": result.text,
@@ -162,19 +212,27 @@ async def generate(
             "cached": result.cached,
             "finish_reason": result.finish_reason,
             "error": result.error,
+            "input_hash": key,
+            **weights.get(question.id, {}),
         }
 
-    records = list(done.values())
+    reused = len(records)
     with out.open("a", encoding="utf-8") as fh:
-        async for record in track_async([one(q, p) for q, p in jobs], "generating answers"):
+        async for record in track_async([one(*job) for job in jobs], "generating answers"):
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             fh.flush()
             records.append(record)
-    return records
+    write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return records, {"reused": reused, "redone": redone}
 
 
 def supplied_answers(
-    cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, selected: list[int], out: Path
+    cfg: AuditConfig,
+    corpus: Corpus,
+    res: RetrievalResults,
+    selected: list[int],
+    out: Path,
+    weights: dict[str, dict] | None = None,
 ) -> list[dict]:
     """The user's own answers (a JSONL of question_id, answer[, prompt, contexts] or a callable)."""
     from rag_eval.data.records import read_records
@@ -213,6 +271,7 @@ def supplied_answers(
                     "answer": d["answer"],
                     "model": "supplied",
                     "error": None,
+                    **(weights or {}).get(qid, {}),
                 }
             )
     else:
@@ -239,6 +298,7 @@ def supplied_answers(
                     "answer": answer,
                     "model": "supplied",
                     "error": None,
+                    **(weights or {}).get(qid, {}),
                 }
             )
     with out.open("w", encoding="utf-8") as fh:
@@ -246,18 +306,22 @@ def supplied_answers(
     return records
 
 
-def run_generation(cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, session, run_dir: Path) -> list[dict]:
-    """Generation for a run folder, in one event loop (an AsyncOpenAI client cannot cross loops)."""
+def run_generation(
+    cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, session, run_dir: Path
+) -> tuple[list[dict], dict]:
+    """Generation for a run folder, in one event loop (an AsyncOpenAI client cannot cross loops);
+    the records, and what a resumed run reused."""
     selected = select_questions(cfg, res)
+    weights = sample_weights(cfg, res, selected)
     out = run_dir / "generation.jsonl"
     if cfg.generation.answers:
-        return supplied_answers(cfg, corpus, res, selected, out)
+        return supplied_answers(cfg, corpus, res, selected, out, weights), {"reused": 0, "redone": {}}
     prompts = load_prompts(cfg)
 
-    async def main() -> list[dict]:
+    async def main() -> tuple[list[dict], dict]:
         llm = session.llm(cfg.generation.llm, cfg.where("generation.llm"))
         try:
-            return await generate(cfg, corpus, res, llm, prompts, selected, out)
+            return await generate(cfg, corpus, res, llm, prompts, selected, out, weights)
         finally:
             await session.aclose()
 

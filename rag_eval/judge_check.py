@@ -1,20 +1,31 @@
-"""How far can the judges be trusted? Every judge on a hand-labelled set, against the labels.
+"""How far can the judges be trusted? Every judge on labelled cases, against the labels.
 
-The set (``data/judge-check/cases.jsonl``) holds cases for the correctness judge (correct,
-partial, incorrect), the refusal judge (refused, answered; hedges and short answers included)
-and faithfulness (faithful, unfaithful: the Ragas score at or above the threshold counts as
-faithful). Reports accuracy with a Wilson interval and Cohen's kappa with a bootstrap interval.
+Cases (JSONL, one per line) are for the correctness judge (labels correct, partial, incorrect;
+partial counts as not correct, as in attribution), the refusal judge (refused, answered) and the
+faithfulness judges (faithful, unfaithful). Each case may name its ``source``; figures are given
+per source and overall. HaluEval QA items convert to faithfulness and correctness cases
+(:func:`halueval_cases`).
+
+Probability-scored judges get their cut-off fitted by cross-validation: every figure is
+out-of-fold (each case decided with a cut-off fitted on the other folds), never in-sample:
+accuracy (Wilson interval), balanced accuracy, Cohen's kappa (bootstrap interval) and the AUC of
+the probability. ``save`` stores the cut-off fitted on all cases for audits to use.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import DataError, Problem
+from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
 
 LABELS = {
@@ -22,20 +33,18 @@ LABELS = {
     "refusal": ("refused", "answered"),
     "faithfulness": ("faithful", "unfaithful"),
 }
+POSITIVE = {"correctness": "correct", "refusal": "refused", "faithfulness": "faithful"}
 NEEDS = {
     "correctness": ("question", "reference", "answer"),
     "refusal": ("question", "answer"),
     "faithfulness": ("question", "contexts", "answer"),
 }
-
-
-@dataclass
-class JudgeScore:
-    judge: str
-    accuracy: Estimate
-    kappa: Estimate
-    not_judged: int
-    confusion: dict[str, dict[str, int]]
+# The judges measured on each kind of case.
+JUDGES_FOR = {
+    "correctness": ("correctness",),
+    "refusal": ("refusal",),
+    "faithfulness": ("faithfulness_yesno", "faithfulness"),
+}
 
 
 def load_cases(path: Path) -> list[dict]:
@@ -44,7 +53,9 @@ def load_cases(path: Path) -> list[dict]:
         d = rec.data
         judge = d.get("judge")
         if judge not in LABELS:
-            problems.append(Problem(rec.where, f"judge must be one of {', '.join(LABELS)}, got {judge!r}", ""))
+            problems.append(
+                Problem(rec.where, f"judge must be one of {', '.join(LABELS)}, got {judge!r}", "fix the judge field")
+            )
             continue
         missing = [f for f in NEEDS[judge] if not d.get(f)]
         if missing or d.get("label") not in LABELS[judge]:
@@ -56,75 +67,268 @@ def load_cases(path: Path) -> list[dict]:
                 )
             )
             continue
-        cases.append(d)
+        cases.append({"source": path.stem, **d, "id": str(d.get("id") or f"{path.stem}:{rec.where}")})
     if problems:
         raise DataError(problems)
     return cases
 
 
-async def _predict(cases: list[dict], llm, prompts_dir: Path, threshold: float, json_schema: bool) -> list:
-    from rag_eval.judges.own import load_own_judges
-    from rag_eval.judges.ragas_judges import RagasJudges
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s*(?=[A-Z])", text) if s.strip()]
+
+
+def halueval_cases(path: Path, start: int = 0, stop: int | None = None) -> list[dict]:
+    """Cases from HaluEval QA items (``knowledge, question, right_answer, hallucinated_answer``):
+    faithfulness with the knowledge as context (right answer faithful, hallucinated one not) and
+    correctness with the right answer as reference (a knowledge sentence stating it is correct,
+    the hallucinated answer incorrect)."""
+    lines = path.read_text(encoding="utf-8").splitlines()[start:stop]
+    cases = []
+    for i, line in enumerate(lines, start=start):
+        item = json.loads(line)
+        k, q, right, wrong = (
+            item["knowledge"].strip(),
+            item["question"],
+            item["right_answer"],
+            item["hallucinated_answer"],
+        )
+        base = {"source": "halueval", "question": q}
+        cases.append(
+            {**base, "id": f"h{i}-f1", "judge": "faithfulness", "contexts": [k], "answer": right, "label": "faithful"}
+        )
+        cases.append(
+            {**base, "id": f"h{i}-f0", "judge": "faithfulness", "contexts": [k], "answer": wrong, "label": "unfaithful"}
+        )
+        stating = [s for s in _sentences(k) if right.lower() in s.lower() and len(s) > len(right) + 10]
+        if stating:
+            cases.append(
+                {
+                    **base,
+                    "id": f"h{i}-c1",
+                    "judge": "correctness",
+                    "reference": right,
+                    "answer": stating[0],
+                    "label": "correct",
+                }
+            )
+            cases.append(
+                {
+                    **base,
+                    "id": f"h{i}-c0",
+                    "judge": "correctness",
+                    "reference": right,
+                    "answer": wrong,
+                    "label": "incorrect",
+                }
+            )
+    return cases
+
+
+@dataclass
+class JudgeScore:
+    """Out-of-fold agreement of one judge with the labels, on one source (or all)."""
+
+    judge: str
+    source: str
+    accuracy: Estimate
+    balanced_accuracy: float | None
+    kappa: Estimate
+    auc: float | None
+    not_judged: int
+    confusion: dict[str, dict[str, int]]
+    cutoff: float | None = None  # fitted on all cases of the judge (what --save stores)
+    method: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Prediction:
+    """A judge's output on one case: the probabilities behind its decision, or its fixed decision."""
+
+    probs: list[float] | None = None  # one per statement (one for a verdict judge)
+    fixed: bool | None = None  # judges without probabilities (Ragas): the decision itself
+    score: float | None = None  # a continuous value for the AUC
+    error: str | None = None
+
+
+async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
     from rag_eval.progress import track_async
 
-    own = load_own_judges(prompts_dir, ["correctness", "refusal"])
-    ragas = RagasJudges(llm, json_schema=json_schema) if any(c["judge"] == "faithfulness" for c in cases) else None
-
-    async def one(i: int, c: dict):
-        if c["judge"] == "faithfulness":
-            j = await ragas.judge_faithfulness(c["id"], "check", c["question"], c["answer"], c["contexts"])
-            pred = None if j.status != "judged" else ("faithful" if j.score >= threshold else "unfaithful")
+    async def one(name: str, i: int, c: dict):
+        qid = c["id"]
+        if name == "refusal":
+            j = await scored.refusal(qid, "check", c["question"], c["answer"])
+        elif name == "correctness":
+            j = await scored.correctness(qid, "check", c["question"], c["reference"], c["answer"])
+        elif name == "faithfulness_yesno":
+            j = await scored.faithfulness(qid, "check", c["question"], c["answer"], c["contexts"])
         else:
-            values = {k: c[k] for k in NEEDS[c["judge"]]}
-            j = await own[c["judge"]].judge(
-                llm, question_id=c["id"], prompt="check", parse_retries=1, json_schema=json_schema, **values
-            )
-            pred = j.verdict if j.status == "judged" else None
-        return i, pred
+            j = await ragas.judge_faithfulness(qid, "check", c["question"], c["answer"], c["contexts"])
+            if j.status != "judged":
+                return name, i, Prediction(error=j.error)
+            return name, i, Prediction(fixed=None, score=j.score)
+        if j.status != "judged":
+            return name, i, Prediction(error=j.error)
+        if name == "faithfulness_yesno":
+            ps = [s["p_supported"] for s in j.details["statements"]]
+            return name, i, Prediction(probs=ps, score=min(ps))
+        return name, i, Prediction(probs=[j.probability], score=j.probability)
 
-    preds: list = [None] * len(cases)
-    async for i, pred in track_async([one(i, c) for i, c in enumerate(cases)], "judge check"):
-        preds[i] = pred
-    return preds
+    jobs = [one(name, i, c) for name in judges for i, c in enumerate(cases) if name in JUDGES_FOR[c["judge"]]]
+    out: dict[str, list[Prediction]] = {name: [Prediction(error="not run")] * len(cases) for name in judges}
+    async for name, i, pred in track_async(jobs, "judge check"):
+        out[name][i] = pred
+    return out
 
 
-def run_judge_check(
-    cases_path: Path, llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path, threshold: float = 0.5, seed: int = 0
+def _auc(positive: np.ndarray, score: np.ndarray) -> float | None:
+    if len(set(positive.tolist())) < 2:
+        return None
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(positive, score))
+
+
+def score_judge(
+    name: str,
+    cases: list[dict],
+    preds: list[Prediction],
+    *,
+    threshold: float,
+    folds: int,
+    seed: int,
+    fixed_cutoff: float | None = None,
 ) -> list[JudgeScore]:
+    """Out-of-fold figures of one judge, overall and per source; with ``fixed_cutoff`` (fitted on
+    other cases), every case is decided at that cut-off instead."""
+    kind = next(k for k, js in JUDGES_FOR.items() if name in js)
+    idx = [i for i, c in enumerate(cases) if c["judge"] == kind]
+    ok = [i for i in idx if preds[i].error is None]
+    positive = np.array([cases[i]["label"] == POSITIVE[kind] for i in ok])
+    if name == "faithfulness":  # Ragas: a score, decided at the attribution threshold
+        predicted = np.array([preds[i].score >= threshold for i in ok])
+        cutoff, method = None, f"Ragas score >= {threshold}"
+    else:
+        probs = [np.array(preds[i].probs) for i in ok]
+
+        def decide(sub: list[int], c: float) -> np.ndarray:
+            if name == "faithfulness_yesno":
+                return np.array([np.mean(probs[j] >= c) >= threshold for j in sub], dtype=bool)
+            return np.array([probs[j][0] >= c for j in sub], dtype=bool)
+
+        def fit(train: np.ndarray) -> float:
+            flat = np.concatenate([probs[j] for j in train]) if len(train) else np.array([0.5])
+            return fit_cutoff(flat, positive[train], decide=lambda c: decide(list(train), c))
+
+        if fixed_cutoff is not None:
+            predicted = decide(list(range(len(ok))), fixed_cutoff)
+            cutoff, method = fixed_cutoff, f"P(yes) >= {fixed_cutoff:.3f}, fitted on other cases"
+        else:
+            predicted, _ = out_of_fold(
+                len(ok), positive, fit, lambda test, c: decide(list(test), c), folds=folds, seed=seed
+            )
+            cutoff = fit(np.arange(len(ok))) if ok else None
+            method = f"P(yes) cut-off, {folds}-fold cross-validated"
+    scores = []
+    sources = ["all"] + sorted({cases[i]["source"] for i in idx})
+    for source in sources:
+        sel = [n for n, i in enumerate(ok) if source == "all" or cases[i]["source"] == source]
+        n_all = sum(1 for i in idx if source == "all" or cases[i]["source"] == source)
+        if not sel and not n_all:
+            continue
+        pos, pred = positive[sel], predicted[sel]
+        lab = [POSITIVE[kind] if p else f"not {POSITIVE[kind]}" for p in pos]
+        out = [POSITIVE[kind] if p else f"not {POSITIVE[kind]}" for p in pred]
+        confusion: dict[str, dict[str, int]] = {}
+        for n in sel:
+            row = confusion.setdefault(cases[ok[n]]["label"], {})
+            key = POSITIVE[kind] if predicted[n] else f"not {POSITIVE[kind]}"
+            row[key] = row.get(key, 0) + 1
+        sc = np.array([preds[ok[n]].score for n in sel], dtype=float)
+        scores.append(
+            JudgeScore(
+                name,
+                source,
+                wilson_interval(int((pos == pred).sum()), len(sel)),
+                balanced_accuracy(pos, pred) if len(sel) else None,
+                bootstrap_kappa(lab, out, seed=seed),
+                _auc(pos, sc) if len(sel) else None,
+                n_all - len(sel),
+                confusion,
+                cutoff,
+                method,
+            )
+        )
+    return scores
+
+
+def predict(
+    cases: list[dict], llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path | None, judges: list[str]
+) -> tuple[dict[str, list[Prediction]], list[dict], str, object]:
+    """Every judge's prediction on every case it applies to; the usage; the model identity; the judges."""
+    from rag_eval.judges.ragas_judges import RagasJudges
+    from rag_eval.judges.scored import ScoredJudges
     from rag_eval.llm.session import LLMSession
 
-    cases = load_cases(cases_path)
     session = LLMSession(cache_dir)
+    holder: dict = {}
 
     async def main():
         llm = session.llm(llm_cfg, "judge-check --llm")
+        holder["identity"] = llm.identity
+        holder["scored"] = scored = ScoredJudges.load(llm, prompts_dir)
+        ragas = RagasJudges(llm, json_schema=llm_cfg.json_schema) if "faithfulness" in judges else None
         try:
-            return await _predict(cases, llm, prompts_dir, threshold, llm_cfg.json_schema)
+            return await _predict(cases, llm, scored, ragas, judges)
         finally:
             await session.aclose()
 
     try:
         preds = asyncio.run(main())
     finally:
+        usage = session.usage()
         session.close()
+    return preds, usage, holder["identity"], holder["scored"]
+
+
+def run_judge_check(
+    cases: list[dict],
+    llm_cfg: LLMConfig,
+    cache_dir: Path,
+    prompts_dir: Path | None,
+    *,
+    judges: list[str] | None = None,
+    threshold: float = 0.5,
+    folds: int = 5,
+    seed: int = 0,
+    save: bool = False,
+) -> tuple[list[JudgeScore], list[dict]]:
+    """Every judge on the cases; the scores, and the model usage. ``save`` stores each fitted cut-off."""
+    from rag_eval.judges.calibration import save as save_calibration
+
+    kinds = {c["judge"] for c in cases}
+    judges = judges or [j for k in LABELS if k in kinds for j in JUDGES_FOR[k] if j != "faithfulness"]
+    preds, usage, identity, scored = predict(cases, llm_cfg, cache_dir, prompts_dir, judges)
     scores = []
-    for judge in LABELS:
-        idx = [i for i, c in enumerate(cases) if c["judge"] == judge]
-        if not idx:
-            continue
-        judged = [i for i in idx if preds[i] is not None]
-        labels = [cases[i]["label"] for i in judged]
-        predicted = [preds[i] for i in judged]
-        confusion = {lab: {p: 0 for p in LABELS[judge]} for lab in LABELS[judge]}
-        for lab, p in zip(labels, predicted):
-            confusion[lab][p] += 1
-        scores.append(
-            JudgeScore(
-                judge,
-                wilson_interval(sum(a == b for a, b in zip(labels, predicted)), len(judged)),
-                bootstrap_kappa(labels, predicted, seed=seed),
-                len(idx) - len(judged),
-                confusion,
+    for name in judges:
+        mine = score_judge(name, cases, preds[name], threshold=threshold, folds=folds, seed=seed)
+        scores += mine
+        overall = mine[0] if mine else None
+        if save and overall and overall.cutoff is not None:
+            save_calibration(
+                identity,
+                name,
+                scored.prompt_hash(name),
+                {
+                    "cutoff": overall.cutoff,
+                    "n": overall.accuracy.n,
+                    "accuracy_out_of_fold": overall.accuracy.value,
+                    "balanced_accuracy_out_of_fold": overall.balanced_accuracy,
+                    "auc": overall.auc,
+                    "sources": sorted({c["source"] for c in cases if name in JUDGES_FOR[c["judge"]]}),
+                },
             )
-        )
-    return scores
+    return scores, usage

@@ -1,31 +1,37 @@
 """The judging stage: every configured judge on every generated answer, recorded as it completes.
 
-Applicability: correctness needs an answerable question with a reference; context precision and
-recall need a reference; faithfulness runs only on answers the refusal judge did not call a
-refusal. A judge that fails gives ``not_judged`` with its error; what does not apply is
-``skipped`` with the reason. A rerun skips what is already in ``judgements.jsonl``.
+Which judges apply to which answer, and what they aggregate to, is declared in
+``judges/registry.py``. A judge that fails gives ``not_judged`` with its error; what does not
+apply is ``skipped`` with the reason. A rerun reuses what is already in ``judgements.jsonl``
+when every input of it is unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 
 from rag_eval.config import AuditConfig
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.base import Judgement, inputs_hash
+from rag_eval.judges.registry import JUDGE_NAMES, JUDGES, figures
 from rag_eval.progress import track_async
-from rag_eval.stats import Estimate, bootstrap_mean, wilson_interval
+from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
 
 
-def read_judgements(path: Path) -> dict[tuple[str, str, str], dict]:
+def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
     """Finished judgements keyed by (judge, question id, prompt); not_judged ones are retried."""
     from rag_eval.rundir import read_jsonl
 
-    return {(r["judge"], r["question_id"], r["prompt"]): r for r in read_jsonl(path) if r["status"] != "not_judged"}
+    return {
+        (r["judge"], r["question_id"], r["prompt"]): Judgement.from_dict(r)
+        for r in read_jsonl(path)
+        if r["status"] != "not_judged"
+    }
 
 
 def _contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:
@@ -37,130 +43,161 @@ def _contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:
     return out
 
 
-async def judge_answer(
-    cfg: AuditConfig,
-    q: Question,
-    gen: dict,
-    contexts: list[str],
-    llm,
-    own: dict,
-    ragas,
-    done: dict,
-    emit=lambda j: None,
-) -> list[Judgement | dict]:
-    """Every judge's verdict on one answer, in dependency order (refusal before faithfulness)."""
-    metrics = cfg.judges.metrics
-    jc = cfg.judges
-    qid, prompt = q.id, gen["prompt"]
-    out: list[Judgement | dict] = []
+class JudgeRun:
+    """What the judging of one run shares: the judges, finished work to reuse, and answer-independent
+    judgements in progress (so each is computed once per question)."""
 
-    def own_judge(name: str, **values: str):
-        return lambda: own[name].judge(
-            llm,
-            question_id=qid,
-            prompt=prompt,
-            parse_retries=jc.parse_retries,
-            json_schema=jc.llm.json_schema,
-            **values,
-        )
+    def __init__(self, cfg: AuditConfig, llm, scored, ragas, done: dict[tuple[str, str, str], Judgement], emit):
+        self.cfg, self.llm, self.scored, self.ragas, self.done, self.emit = cfg, llm, scored, ragas, done, emit
+        self.shared: dict[str, asyncio.Task] = {}
+        self.reused = 0
+        self.redone: dict[str, int] = {}
 
-    def skip(name: str, why: str) -> Judgement:
-        if (name, qid, prompt) in done:
-            return done[(name, qid, prompt)]
-        j = Judgement(name, qid, prompt, "skipped", reason=why)
-        emit(j)
-        return j
+    def judge_hash(self, name: str) -> str | None:
+        if JUDGES[name].family == "ragas":
+            return self.ragas.hashes.get(name) if self.ragas else None
+        return self.scored.prompt_hash(name) if self.scored else None
 
-    async def run(name: str, make) -> Judgement | dict:
-        if (name, qid, prompt) in done:
-            return done[(name, qid, prompt)]
-        result = await make()
-        emit(result)
+    def make(self, name: str, q: Question, prompt: str, answer: str, contexts: list[str]):
+        """The coroutine that judges, for a judge of the registry."""
+        qid, s, r = q.id, self.scored, self.ragas
+        return {
+            "refusal": lambda: s.refusal(qid, prompt, q.question, answer),
+            "correctness": lambda: s.correctness(qid, prompt, q.question, q.reference, answer),
+            "faithfulness": lambda: r.judge_faithfulness(qid, prompt, q.question, answer, contexts),
+            "faithfulness_yesno": lambda: s.faithfulness(qid, prompt, q.question, answer, contexts),
+            "context_precision": lambda: r.judge_context_precision(qid, prompt, q.question, q.reference, contexts),
+            "context_precision_yesno": lambda: s.context_precision(qid, prompt, q.question, q.reference, contexts),
+            "context_recall": lambda: r.judge_context_recall(qid, prompt, q.question, q.reference, contexts),
+            "context_recall_yesno": lambda: s.context_recall(qid, prompt, q.question, q.reference, contexts),
+        }[name]
+
+    def reusable(self, name: str, qid: str, prompt: str, key: str) -> Judgement | None:
+        old = self.done.get((name, qid, prompt))
+        if old is not None and old.input_hash == key:
+            return old
+        if old is not None:
+            why = "judge prompt" if old.judge_prompt_hash != self.judge_hash(name) else "answer, contexts or model"
+            self.redone[why] = self.redone.get(why, 0) + 1
+        return None
+
+    async def run(self, name: str, q: Question, prompt: str, answer: str, contexts: list[str]) -> Judgement:
+        """The judgement: reused when every input is unchanged, shared across prompts when it does
+        not depend on the answer, else made now; emitted once for this (question, prompt)."""
+        spec = JUDGES[name]
+        values = {"question": q.question, "answer": answer, "contexts": contexts, "reference": q.reference}
+        inputs = {k: values[k] for k in spec.needs}
+        cut = self.scored.cutoff(name) if self.scored and spec.family == "scored" else None
+        key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
+        if (old := self.reusable(name, q.id, prompt, key)) is not None:
+            self.reused += 1
+            return old
+        make = self.make(name, q, prompt, answer, contexts)
+        if spec.answer_independent:
+            twin = next(
+                (j for (n, qid, _), j in self.done.items() if n == name and qid == q.id and j.input_hash == key), None
+            )
+            if twin is None:
+                if key not in self.shared:
+                    self.shared[key] = asyncio.ensure_future(make())
+                twin = await self.shared[key]
+            result = dataclasses.replace(twin, prompt=prompt, input_hash=key)
+        else:
+            result = dataclasses.replace(await make(), input_hash=key)
+        self.emit(result)
         return result
 
+    def skip(self, name: str, qid: str, prompt: str, why: str) -> Judgement:
+        j = Judgement(name, qid, prompt, "skipped", reason=why)
+        self.emit(j)
+        return j
+
+
+async def judge_answer(jr: JudgeRun, q: Question, gen: dict, contexts: list[str]) -> list[Judgement]:
+    """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
+    claim for the faithfulness judges to check."""
+    metrics = jr.cfg.judges.metrics
+    qid, prompt = q.id, gen["prompt"]
     answer = gen.get("answer")
     if gen.get("error") is not None or not answer:
         why = f"no answer to judge: {gen.get('error') or 'the answer is empty'}"
         failed = [Judgement(m, qid, prompt, "not_judged", error=why) for m in metrics]
         for j in failed:
-            emit(j)
+            jr.emit(j)
         return failed
 
+    out: list[Judgement] = []
     refused = None
     if "refusal" in metrics:
-        r = await run("refusal", own_judge("refusal", question=q.question, answer=answer))
+        r = await jr.run("refusal", q, prompt, answer, contexts)
         out.append(r)
-        status = r["status"] if isinstance(r, dict) else r.status
-        verdict = r["verdict"] if isinstance(r, dict) else r.verdict
-        refused = verdict == "refused" if status == "judged" else None
-
+        refused = r.verdict == "refused" if r.status == "judged" else None
     tasks = []
-    if "faithfulness" in metrics:
-        if refused:
-            out.append(skip("faithfulness", "the answer is a refusal"))
+    for name in (n for n in JUDGE_NAMES if n in metrics and n != "refusal"):
+        why = JUDGES[name].applies(q.answerable, bool(q.reference), refused)
+        if why:
+            out.append(jr.skip(name, qid, prompt, why))
         else:
-            tasks.append(
-                run("faithfulness", lambda: ragas.judge_faithfulness(qid, prompt, q.question, answer, contexts))
-            )
-    if "correctness" in metrics:
-        if not q.answerable or not q.reference:
-            out.append(skip("correctness", "unanswerable question" if not q.answerable else "no reference answer"))
-        else:
-            tasks.append(
-                run("correctness", own_judge("correctness", question=q.question, reference=q.reference, answer=answer))
-            )
-    for name, fn in (("context_precision", "judge_context_precision"), ("context_recall", "judge_context_recall")):
-        if name in metrics:
-            if not q.reference:
-                out.append(skip(name, "no reference answer"))
-            else:
-                tasks.append(
-                    run(name, lambda fn=fn: getattr(ragas, fn)(qid, prompt, q.question, q.reference, contexts))
-                )
+            tasks.append(jr.run(name, q, prompt, answer, contexts))
     out += await asyncio.gather(*tasks)
     return out
 
 
 async def judge_all(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], generations: list[dict], llm, out: Path
-) -> list[dict]:
-    """Judgements for every generation record, appended to ``out`` as each answer's are complete."""
-    from rag_eval.judges.own import load_own_judges
+) -> tuple[list[dict], dict]:
+    """Judgements for every generation record, appended to ``out`` as each answer's are complete;
+    returns them and what was reused. ``out`` ends holding exactly the returned judgements."""
+    from rag_eval.judges.calibration import cutoffs_for
     from rag_eval.judges.ragas_judges import RagasJudges
+    from rag_eval.judges.scored import ScoredJudges
+    from rag_eval.rundir import write_text
 
     jc = cfg.judges
-    own = load_own_judges(cfg.resolve_path(jc.prompts_dir), jc.metrics)
-    needs_ragas = {"faithfulness", "context_precision", "context_recall"} & set(jc.metrics)
-    ragas = RagasJudges(llm, json_schema=jc.llm.json_schema) if needs_ragas else None
+    families = {JUDGES[m].family for m in jc.metrics}
+    scored = None
+    if "scored" in families:
+        scored = ScoredJudges.load(llm, cfg.resolve_path(jc.prompts_dir) if jc.prompts_dir else None)
+        scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, jc.cutoffs)
+    ragas = RagasJudges(llm, json_schema=jc.llm.json_schema) if "ragas" in families else None
     done = read_judgements(out)
     by_id = {q.id: q for q in questions}
     max_chars = cfg.generation.max_context_chars if cfg.generation else 2000
-    records = []
+    records: list[dict] = []
     # Questions are judged a few at a time (as many as the model serves at once), so that each
     # question finishes early and a killed run loses little; each verdict is written as it comes.
     gate = asyncio.Semaphore(llm.cfg.concurrency)
     with out.open("a", encoding="utf-8") as fh:
 
-        def emit(j: Judgement | dict) -> None:
-            rec = j if isinstance(j, dict) else j.to_dict()
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        def emit(j: Judgement) -> None:
+            fh.write(json.dumps(j.to_dict(), ensure_ascii=False) + "\n")
             fh.flush()
+
+        jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
 
         async def one(g: dict) -> list:
             async with gate:
                 contexts = _contexts(corpus, g["contexts"], max_chars)
-                return await judge_answer(cfg, by_id[g["question_id"]], g, contexts, llm, own, ragas, done, emit)
+                return await judge_answer(jr, by_id[g["question_id"]], g, contexts)
 
         jobs = [one(g) for g in generations if g["question_id"] in by_id]
         async for batch in track_async(jobs, "judging answers"):
-            records += [j if isinstance(j, dict) else j.to_dict() for j in batch]
-    return records
+            records += [j.to_dict() for j in batch]
+    write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    calibration = {
+        name: {"cutoff": scored.cutoff(name), "calibrated": scored.calibrated.get(name, False)}
+        for name in jc.metrics
+        if scored and JUDGES[name].family == "scored"
+    }
+    return records, {"reused": jr.reused, "redone": jr.redone, "calibration": calibration}
 
 
 def run_judging(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], generations: list[dict], session, run_dir: Path
-) -> list[dict]:
-    async def main() -> list[dict]:
+) -> tuple[list[dict], dict]:
+    """Judgements of every answer, and what a resumed run reused."""
+
+    async def main() -> tuple[list[dict], dict]:
         llm = session.llm(cfg.judges.llm, cfg.where("judges.llm"))
         try:
             return await judge_all(cfg, corpus, questions, generations, llm, run_dir / "judgements.jsonl")
@@ -170,40 +207,45 @@ def run_judging(
     return asyncio.run(main())
 
 
-def aggregate(cfg: AuditConfig, questions: list[Question], judgements: list[dict]) -> dict[str, dict[str, dict]]:
-    """``{prompt: {metric: {value, ci_low, ci_high, n, n_not_judged}}}``; not-judged never enter a mean.
+def aggregate(
+    cfg: AuditConfig, questions: list[Question], judgements: list[dict], weights: dict[str, float] | None = None
+) -> dict[str, dict[str, dict]]:
+    """``{prompt: {figure: {value, ci_low, ci_high, n, n_not_judged}}}`` for every figure of every
+    judge in the registry; not-judged never enter a mean.
 
-    Scores (faithfulness, context precision and recall) are means with bootstrap intervals;
-    ``correctness`` is the share judged correct and ``refusal_accuracy`` the share of unanswerable
-    questions refused, ``needless_refusal`` the share of answerable ones refused (Wilson intervals).
+    Score figures are means with bootstrap intervals; verdict figures are shares with Wilson
+    intervals (``correctness``: judged correct, answerable questions; ``refusal_accuracy``:
+    refused, unanswerable questions; ``needless_refusal``: refused, answerable questions).
+    ``weights`` (question id to sampling weight) make every figure estimate the whole test set
+    when the questions were a stratified sample.
     """
     st = cfg.stats
+    weights = weights or {}
     answerable = {q.id: q.answerable for q in questions}
     out: dict[str, dict[str, dict]] = {}
+
+    def in_subset(qid: str, subset: str) -> bool:
+        return subset == "all" or answerable.get(qid) is (subset == "answerable")
+
     for prompt in sorted({j["prompt"] for j in judgements}):
         mine = [j for j in judgements if j["prompt"] == prompt]
         figs: dict[str, dict] = {}
-        for name in ("faithfulness", "context_precision", "context_recall"):
-            rows = [j for j in mine if j["judge"] == name]
+        for spec, fig in figures(cfg.judges.metrics):
+            rows = [j for j in mine if j["judge"] == spec.name and in_subset(j["question_id"], fig.subset)]
+            rows = [j for j in rows if j["status"] != "skipped"]
             if not rows:
                 continue
-            scores = np.array([j["score"] for j in rows if j["status"] == "judged"], dtype=float)
-            est = bootstrap_mean(scores, n_resamples=st.bootstrap_resamples, confidence=st.confidence, seed=st.seed)
-            figs[name] = _with_excluded(est, rows)
-        rows = [j for j in mine if j["judge"] == "correctness"]
-        if rows:
             judged = [j for j in rows if j["status"] == "judged"]
-            est = wilson_interval(sum(j["verdict"] == "correct" for j in judged), len(judged), confidence=st.confidence)
-            figs["correctness"] = _with_excluded(est, rows)
-        rows = [j for j in mine if j["judge"] == "refusal"]
-        for key, want in (("refusal_accuracy", False), ("needless_refusal", True)):
-            part = [j for j in rows if answerable.get(j["question_id"]) is want]
-            if part:
-                judged = [j for j in part if j["status"] == "judged"]
-                est = wilson_interval(
-                    sum(j["verdict"] == "refused" for j in judged), len(judged), confidence=st.confidence
+            w = np.array([weights.get(j["question_id"], 1.0) for j in judged], dtype=float)
+            if fig.binary:
+                hits = np.array([j["verdict"] == fig.verdict for j in judged], dtype=float)
+                est = weighted_share(hits, w, confidence=st.confidence)
+            else:
+                scores = np.array([j["score"] for j in judged], dtype=float)
+                est = bootstrap_mean(
+                    scores, n_resamples=st.bootstrap_resamples, confidence=st.confidence, seed=st.seed, weights=w
                 )
-                figs[key] = _with_excluded(est, part)
+            figs[fig.name] = _with_excluded(est, rows)
         out[prompt] = figs
     return out
 

@@ -16,7 +16,7 @@ from rag_eval.config import AuditConfig, resolved_config
 
 def new_run_dir(cfg: AuditConfig, out: str | None = None) -> Path:
     """``<report.out>/<name>-<YYYYmmdd-HHMMSS>/``, made unique if two runs start in one second."""
-    base = Path(out or cfg.report.out)
+    base = Path(out) if out else cfg.out_dir
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     path = base / f"{cfg.name}-{stamp}"
     n = 1

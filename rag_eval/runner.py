@@ -7,7 +7,7 @@ from datetime import UTC
 from pathlib import Path
 
 from rag_eval.cache import cache_root
-from rag_eval.config import AuditConfig
+from rag_eval.config import AuditConfig, resolved_config
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.testset import load_test_set
 from rag_eval.errors import ConfigError, Problem
@@ -39,7 +39,7 @@ def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path):
     from rag_eval.retrieval.build import run_retrievers
     from rag_eval.retrieval.stage import evaluate, question_records, write_records
 
-    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
+    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder))
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
     diagnoses = diagnose_misses(cfg, inputs.corpus, res)
     findings = lint(cfg, inputs.corpus, inputs.questions, res)
@@ -87,11 +87,18 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
 
 
 def find_resumable(cfg: AuditConfig, out: str | None = None) -> Path | None:
-    """The newest run folder of this config's name that did not finish."""
+    """The newest run folder of this config's name (exactly: ``demo`` never picks ``demo-strict``'s
+    runs) that did not finish."""
     import json
+    import re
 
-    base = Path(out or cfg.report.out)
-    runs = sorted((p for p in base.glob(f"{cfg.name}-*") if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+    base = Path(out) if out else cfg.out_dir
+    own = re.compile(re.escape(cfg.name) + r"-\d{8}-\d{6}(-\d+)?")
+    runs = sorted(
+        (p for p in base.glob(f"{cfg.name}-*") if p.is_dir() and own.fullmatch(p.name)),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
     for p in runs:
         try:
             status = json.loads((p / "status.json").read_text()).get("status")
@@ -112,18 +119,27 @@ def _set_status(run_dir: Path, status: str) -> None:
 
 
 def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[dict]) -> int:
-    """Upper bound of the judge calls: refusal 1, faithfulness 2, correctness 1, precision k, recall 1."""
+    """Upper bound of the judge calls, from each judge's calls per answer in the registry (answer-
+    independent judges once per question; statements estimated from the answer's sentences)."""
+    from rag_eval.judges.registry import JUDGES
+    from rag_eval.judges.scored import split_statements
+
     by_id = {q.id: q for q in questions}
-    metrics = set(cfg.judges.metrics)
-    total = 0
+    total, seen = 0, set()
+    k = cfg.generation.top_k
     for g in generations:
         q = by_id.get(g["question_id"])
         if q is None or g.get("error") is not None:
             continue
-        total += ("refusal" in metrics) + 2 * ("faithfulness" in metrics)
-        if q.reference:
-            total += ("correctness" in metrics and q.answerable) + ("context_recall" in metrics)
-            total += cfg.generation.top_k * ("context_precision" in metrics)
+        for name in cfg.judges.metrics:
+            spec = JUDGES[name]
+            if spec.applies(q.answerable, bool(q.reference), None) or (
+                spec.answer_independent and (name, q.id) in seen
+            ):
+                continue
+            seen.add((name, q.id))
+            text = q.reference if "reference" in spec.needs and spec.answer_independent else g.get("answer") or ""
+            total += spec.calls(k, max(1, len(split_statements(text or ""))))
     return total
 
 
@@ -150,7 +166,37 @@ def _open_run(cfg: AuditConfig, out: str | None, resume: Path | bool | None) -> 
             )
     if run_dir is None:
         return _start(cfg, out)
-    return load_inputs(cfg), run_dir
+    inputs = load_inputs(cfg)
+    changed = config_changes(run_dir, cfg)
+    if changed is not None:
+        say(f"resuming {run_dir}: the config changed since ({changed}); work whose inputs changed is redone")
+    import yaml
+
+    from rag_eval.rundir import write_text
+
+    write_text(run_dir / "config.yaml", yaml.safe_dump(resolved_config(cfg), sort_keys=False))
+    return inputs, run_dir
+
+
+def config_changes(run_dir: Path, cfg: AuditConfig) -> str | None:
+    """The top-level config keys that differ from the run folder's saved config, or None."""
+    import yaml
+
+    try:
+        saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return "no saved config"
+    now = resolved_config(cfg)
+    if saved.get("name") not in (None, cfg.name):
+        raise ConfigError(
+            Problem(
+                str(run_dir),
+                f"this run folder belongs to config '{saved.get('name')}', not '{cfg.name}'",
+                "give a run folder of this config, or drop --resume to start fresh",
+            )
+        )
+    keys = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+    return ", ".join(keys) if keys else None
 
 
 def run_audit(
@@ -182,7 +228,7 @@ def run_audit(
     )
     write_report(run_dir, report)
     g = cfg.generation
-    session = LLMSession(cache_root(cfg.cache_dir), use_cache=use_cache, log_dir=run_dir)
+    session = LLMSession(cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir)
     try:
         selected = select_questions(cfg, res)
         n_prompts = 1 if g.answers else len(g.prompts)
@@ -192,7 +238,9 @@ def run_audit(
             f"generation: {len(selected)} questions{sampled} x {n_prompts} prompts on {g.retriever}'s top "
             f"{g.top_k}: {plan}"
         )
-        records = run_generation(cfg, inputs.corpus, res, session, run_dir)
+        records, gen_reuse = run_generation(cfg, inputs.corpus, res, session, run_dir)
+        report["resume"] = {"generation": gen_reuse} if resume else None
+        _say_reuse("answers", gen_reuse)
         report["generation"] = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
         write_report(run_dir, report)
         if cfg.judges is not None:
@@ -205,11 +253,19 @@ def run_audit(
                 f"judging {sum(r.get('error') is None for r in records)} answers with "
                 f"{', '.join(cfg.judges.metrics)}: {_eta(calls, latency)} at most (cached calls are free)"
             )
-            judgements = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
+            judgements, judge_reuse = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
+            if resume:
+                report["resume"]["judgements"] = {k: judge_reuse[k] for k in ("reused", "redone")}
+            _say_reuse("judgements", judge_reuse)
+            weights = {r["question_id"]: r["weight"] for r in records if "weight" in r}
             report["judges"] = {
                 "metrics": cfg.judges.metrics,
+                "faithfulness_judge": cfg.judges.deciding_faithfulness,
+                "faithfulness_threshold": cfg.judges.faithfulness_threshold,
+                "calibration": judge_reuse.pop("calibration"),
                 "same_model": _same_model(cfg),
-                "figures": aggregate(cfg, inputs.questions, judgements),
+                "weighted": bool(weights),
+                "figures": aggregate(cfg, inputs.questions, judgements, weights),
                 "records": judgements,
             }
             report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
@@ -220,6 +276,12 @@ def run_audit(
     write_report(run_dir, report)
     _set_status(run_dir, "finished")
     return run_dir
+
+
+def _say_reuse(what: str, reuse: dict) -> None:
+    if reuse["reused"] or reuse["redone"]:
+        redone = ", ".join(f"{n} because the {why} changed" for why, n in reuse["redone"].items())
+        say(f"reused {reuse['reused']} finished {what}" + (f"; redoing {redone}" if redone else ""))
 
 
 def _same_model(cfg: AuditConfig) -> bool:
@@ -235,7 +297,7 @@ def run_lint(cfg: AuditConfig):
     from rag_eval.retrieval.stage import evaluate
 
     inputs = load_inputs(cfg)
-    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_dir))
+    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder))
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
     return lint(cfg, inputs.corpus, inputs.questions, res)
 

@@ -33,37 +33,66 @@ class Estimate:
 
 
 def bootstrap_mean(
-    values: np.ndarray, *, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+    values: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
 ) -> Estimate:
-    """Mean with a percentile bootstrap interval; NaN never enters (it is an error to pass one)."""
+    """Mean with a percentile bootstrap interval; NaN never enters (it is an error to pass one).
+
+    ``weights`` (sampling weights, e.g. stratum size over stratum sample size) give the weighted
+    mean, resampled the same way; equal weights give exactly the unweighted figures.
+    """
     values = np.asarray(values, dtype=float)
     if np.isnan(values).any():
         raise ValueError("bootstrap_mean got NaN values; drop not-judged items before aggregating")
     n = len(values)
     if n == 0:
         return Estimate(None, None, None, 0)
+    w = None if weights is None or np.ptp(np.asarray(weights, float)) == 0 else np.asarray(weights, float)
     rng = np.random.default_rng(seed)
     block = max(1, 4_000_000 // n)  # bounds memory for large test sets
-    means = np.concatenate(
-        [
-            values[rng.integers(0, n, size=(min(block, n_resamples - start), n))].mean(axis=1)
-            for start in range(0, n_resamples, block)
-        ]
-    )
+    draws = []
+    for start in range(0, n_resamples, block):
+        idx = rng.integers(0, n, size=(min(block, n_resamples - start), n))
+        draws.append(values[idx].mean(axis=1) if w is None else (values[idx] * w[idx]).sum(1) / w[idx].sum(1))
+    means = np.concatenate(draws)
     lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return Estimate(float(values.mean()), float(lo), float(hi), n)
+    point = values.mean() if w is None else (values * w).sum() / w.sum()
+    return Estimate(float(point), float(lo), float(hi), n)
+
+
+def weighted_share(hits: np.ndarray, weights: np.ndarray | None = None, *, confidence: float = 0.95) -> Estimate:
+    """A proportion under sampling weights: the weighted share with a Wilson interval on Kish's
+    effective sample size (sum w)^2 / sum w^2. Equal weights give exactly :func:`wilson_interval`."""
+    hits = np.asarray(hits, dtype=float)
+    n = len(hits)
+    if weights is None or n == 0 or np.ptp(np.asarray(weights, float)) == 0:
+        return wilson_interval(int(hits.sum()), n, confidence=confidence)
+    w = np.asarray(weights, dtype=float)
+    p = float((hits * w).sum() / w.sum())
+    n_eff = float(w.sum() ** 2 / (w**2).sum())
+    est = _wilson(p, n_eff, confidence)
+    return Estimate(p, est[0], est[1], n)
 
 
 def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Estimate:
     """A proportion with its Wilson score interval."""
     if n == 0:
         return Estimate(None, None, None, 0)
-    z = sps.norm.ppf((1 + confidence) / 2)
     p = successes / n
+    lo, hi = _wilson(p, n, confidence)
+    return Estimate(p, lo, hi, n)
+
+
+def _wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
+    z = sps.norm.ppf((1 + confidence) / 2)
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def sign_test(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int, float]:
@@ -162,16 +191,18 @@ def compare_paired(
     metric: str,
     binary: bool,
     n_resamples: int = 10_000,
+    bootstrap_resamples: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
     alpha: float = 0.05,
 ) -> Comparison:
-    """Sign test, permutation test and bootstrap interval of a - b. The p-value reported is the
-    sign test's (exact McNemar) for binary outcomes and the permutation test's otherwise."""
+    """Sign test, permutation test (``n_resamples``) and bootstrap interval (``bootstrap_resamples``)
+    of a - b. The p-value reported is the sign test's (exact McNemar) for binary outcomes and the
+    permutation test's otherwise."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     wins, losses, ties, p_sign = sign_test(a, b)
     p_perm = permutation_test(a, b, n_resamples=n_resamples, seed=seed)
-    diff = paired_bootstrap_diff(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    diff = paired_bootstrap_diff(a, b, n_resamples=bootstrap_resamples, confidence=confidence, seed=seed)
     detectable, needed = _power_figures(a, b, binary=binary, diff=diff.value or 0.0, alpha=alpha)
     return Comparison(
         names[0],
@@ -317,14 +348,18 @@ def questions_for_hit_difference(
 
 
 def cohen_kappa(labels: list, predictions: list) -> float:
-    """Cohen's kappa: agreement beyond chance between two labellings of the same items."""
+    """Cohen's kappa: agreement beyond chance between two labellings of the same items.
+
+    NaN when chance agreement is 1 (both labellings use one and the same class): kappa is
+    undefined there, and calling it perfect agreement would flatter a judge that says one thing.
+    """
     if not labels:
         return float("nan")
     cats = sorted(set(labels) | set(predictions))
     n = len(labels)
     po = sum(a == b for a, b in zip(labels, predictions)) / n
     pe = sum((labels.count(c) / n) * (predictions.count(c) / n) for c in cats)
-    return 1.0 if pe == 1 else (po - pe) / (1 - pe)
+    return float("nan") if pe >= 1 - 1e-12 else (po - pe) / (1 - pe)
 
 
 def bootstrap_kappa(
@@ -341,5 +376,8 @@ def bootstrap_kappa(
         k = cohen_kappa([labels[i] for i in idx], [predictions[i] for i in idx])
         if not math.isnan(k):
             draws.append(k)
-    lo, hi = np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2]) if draws else (None, None)
-    return Estimate(cohen_kappa(labels, predictions), float(lo), float(hi), n)
+    if not draws:
+        return Estimate(None, None, None, n)
+    lo, hi = np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2])
+    k = cohen_kappa(labels, predictions)
+    return Estimate(None if math.isnan(k) else k, float(lo), float(hi), n)

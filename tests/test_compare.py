@@ -9,7 +9,7 @@ import pytest
 from rag_eval.compare import check_same_contexts
 from rag_eval.config import load_config
 from rag_eval.errors import DataError
-from rag_eval.llm.scripted_server import ScriptedServer, schema_name, structured_reply
+from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.stats import apply_holm, compare_paired
 
 from .conftest import ROOT
@@ -81,9 +81,9 @@ def test_compare_after_an_audit_costs_only_the_new_prompts_calls(small_project, 
 
     def reply(body):
         text = json.dumps(body["messages"])
-        if schema_name(body) == "refusal" and "The documents do not answer" in text:
-            return json.dumps({"reason": "declines", "verdict": "refused"})
-        if schema_name(body) is None and "careful assistant" in text:
+        if judge_name(body) == "refusal" and "The documents do not answer" in text:
+            return "Yes: it declines."
+        if judge_name(body) is None and "careful assistant" in text:
             return "The documents do not answer this question."
         return structured_reply(body)
 

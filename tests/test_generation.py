@@ -132,7 +132,6 @@ def test_real_local_model_answers_demo_questions(tmp_path, monkeypatch):
     cfg.generation.max_context_chars = 600
     cfg.generation.llm.max_tokens = 60
     cfg.report.out = str(tmp_path)
-    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(ROOT / ".cache"))
     run_dir = run_audit(cfg, use_cache=False)
     records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
     assert len(records) == 2
@@ -140,3 +139,31 @@ def test_real_local_model_answers_demo_questions(tmp_path, monkeypatch):
         assert r["error"] is None, r["error"]
         assert r["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m"
         assert r["answer"] and r["completion_tokens"] > 0 and r["prompt_tokens"] > 100
+
+
+def test_sample_weights_make_shares_estimate_the_whole_test_set(small_project):
+    """Each sampled question stands for its stratum: a share weighted back equals the stratum-size
+    weighted mean, not the share among the sampled questions."""
+    import numpy as np
+
+    from rag_eval.generation import sample_weights
+    from rag_eval.retrieval.build import run_retrievers
+    from rag_eval.stats import weighted_share
+
+    with ScriptedServer() as s:
+        cfg = _project(small_project, s.base_url, "  sample: 2\n")
+    inputs = load_inputs(cfg)
+    res = evaluate(
+        cfg, inputs.corpus, inputs.questions, run_retrievers(cfg, inputs.corpus, inputs.questions, small_project / "c")
+    )
+    picked = select_questions(cfg, res)
+    w = sample_weights(cfg, res, picked)
+    assert set(w) == {res.questions[i].id for i in picked}
+    # 4 questions: 1 unanswerable, 3 answerable; the sample of 2 takes one of each kind present.
+    assert sum(v["weight"] for v in w.values()) == len(res.questions)
+    hits = np.array([float(not res.questions[i].answerable) for i in picked])
+    est = weighted_share(hits, np.array([w[res.questions[i].id]["weight"] for i in picked]))
+    assert est.value == sum(not q.answerable for q in res.questions) / len(res.questions)  # 0.25, not 0.5
+    assert select_questions(
+        cfg.model_copy(update={"generation": cfg.generation.model_copy(update={"sample": None})}), res
+    ) == list(range(4))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rag_eval.llm.scripted_server import ScriptedServer, schema_name, structured_reply
+from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 
 from .conftest import ROOT, SMALL_QUESTIONS
 
@@ -90,12 +90,12 @@ def test_sigkill_then_resume_gives_the_same_figures_without_redoing_work(small_p
     assert _figures(run_dir) == _figures(reference)
     assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
     # No call for finished work: no finished answer is generated again, no finished refusal judged again.
-    gen_prompts = [b["messages"][0]["content"] for b in resumed if schema_name(b) is None]
+    gen_prompts = [b["messages"][0]["content"] for b in resumed if judge_name(b) is None]
     texts = {q["id"]: q["question"] for q in SMALL_QUESTIONS}
     for g in finished_gen:
         assert not any(f"Question: {texts[g['question_id']]}" in p for p in gen_prompts), g["question_id"]
     assert len(gen_prompts) == 4 - len(finished_gen)
-    refusals = [b for b in resumed if schema_name(b) == "refusal"]
+    refusals = [b for b in resumed if judge_name(b) == "refusal"]
     assert len(refusals) == 4 - len(finished_refusals)
     assert len(resumed) < total_calls
 
@@ -128,8 +128,8 @@ def test_report_html_renders_plots_and_failure_table(small_project, tmp_path):
         return "ok"
 
     def reply(body):
-        if schema_name(body) == "correctness":
-            return json.dumps({"reason": "the answer misses the key fact", "verdict": "incorrect"})
+        if judge_name(body) == "correctness":
+            return "No: the answer misses the key fact."
         return structured_reply(body)
 
     with ScriptedServer(script, reply=reply) as s:
@@ -167,3 +167,98 @@ def test_report_html_renders_plots_and_failure_table(small_project, tmp_path):
         [browser, *flags, f"--screenshot={shot}", "--window-size=1200,2000", url], capture_output=True, timeout=120
     )
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def _lines(path):
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_resume_redoes_exactly_the_work_whose_inputs_changed(small_project, tmp_path):
+    """Across processes: an edited answer prompt redoes the answers and the judgements of the answers,
+    not the answer-independent ones; an edited judge prompt redoes that judge only."""
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    judges = tmp_path / "judges"
+    shutil.copytree(ROOT / "prompts" / "judges", judges)
+    with ScriptedServer(reply=structured_reply) as s:
+        cfg_path = _config(small_project, s.base_url)
+        cfg_path.write_text(cfg_path.read_text().replace(str(ROOT / "prompts" / "judges"), str(judges)))
+
+        def run(*extra):
+            before = len(s.bodies)
+            code = subprocess.run(
+                _cli("run", str(cfg_path), "--no-cache", "--out", str(out), *extra),
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+            )
+            assert code.returncode == 0, code.stderr
+            return s.bodies[before:], code.stderr
+
+        first, _ = run()
+        run_dir = next(out.iterdir())
+        hashes = {g["prompt_hash"] for g in _lines(run_dir / "generation.jsonl")}
+        prompt = small_project / "answer.md"
+        prompt.write_text("Answer in one sentence.\n" + prompt.read_text())  # the scripted answer changes
+        second, _ = run("--resume", str(run_dir))
+        assert "generation: 0 reused; redone: 4 because the prompt file changed" in (run_dir / "report.md").read_text()
+        (judges / "refusal.md").write_text((judges / "refusal.md").read_text() + "\nBe brief.\n")
+        third, _ = run("--resume", str(run_dir))
+
+    by_kind = lambda bodies: [judge_name(b) for b in bodies]  # noqa: E731
+    gens = _lines(run_dir / "generation.jsonl")
+    assert len(gens) == 4 and not {g["prompt_hash"] for g in gens} & hashes  # no stale answer is kept
+    k2 = by_kind(second)
+    assert k2.count(None) == 4 and k2.count("refusal") == 4  # every answer and its refusal verdict redone
+    assert k2.count("ContextPrecisionOutput") == 0 and k2.count("ContextRecallOutput") == 0  # answer-independent
+    assert by_kind(third).count(None) == 0 and set(by_kind(third)) == {"refusal"}
+    assert len(by_kind(third)) == 4
+    js = _lines(run_dir / "judgements.jsonl")
+    assert len({(j["judge"], j["question_id"], j["prompt"]) for j in js}) == len(js)  # one record each
+    report = (run_dir / "report.md").read_text()
+    assert "Resumed run" in report and "judgements: " in report
+    assert "because the judge prompt changed" in report  # the last resume redid the refusal verdicts
+    assert len(first) > len(second) > len(third)
+
+
+def test_resume_refuses_another_configs_run_and_never_picks_a_longer_name(small_project, tmp_path):
+    from rag_eval.config import load_config
+    from rag_eval.runner import find_resumable
+
+    cfg = load_config(small_project / "audit.yaml")
+    out = tmp_path / "runs"
+    other = out / "small-strict-20260101-000000"
+    other.mkdir(parents=True)
+    (other / "status.json").write_text('{"status": "started"}')
+    assert find_resumable(cfg, str(out)) is None
+    mine = out / "small-20260101-000000"
+    mine.mkdir()
+    assert find_resumable(cfg, str(out)) == mine
+
+    with ScriptedServer(reply=structured_reply) as s:
+        cfg_path = _config(small_project, s.base_url)
+        (other / "config.yaml").write_text("name: small-strict\n")
+        code = subprocess.run(
+            _cli("run", str(cfg_path), "--out", str(out), "--resume", str(other)),
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+        )
+    assert code.returncode == 2
+    assert "belongs to config 'small-strict'" in code.stderr
+
+
+def test_a_key_echoed_in_an_error_never_reaches_the_run_folder(small_project, monkeypatch):
+    from rag_eval.config import load_config
+    from rag_eval.runner import run_audit
+
+    secret = "sk-test-0123456789abcdefECHOED"
+    monkeypatch.setenv("MY_LLM_KEY", secret)
+    with ScriptedServer(script=lambda n, body: "401-echo") as s:
+        run_dir = run_audit(load_config(_config(small_project, s.base_url, ", api_key_env: MY_LLM_KEY")))
+    gens = _lines(run_dir / "generation.jsonl")
+    assert gens and all("invalid credentials: Bearer ***" in g["error"] for g in gens)  # the error path ran
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path

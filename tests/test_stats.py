@@ -122,3 +122,41 @@ def test_detectable_difference_formula():
     # (1.95996 + 0.84162) * 0.5 / sqrt(100)
     assert detectable_difference(0.5, 100) == pytest.approx(0.140079, abs=1e-5)
     assert math.isinf(detectable_difference(0.5, 0))
+
+
+def test_weighted_share_equals_wilson_with_equal_weights_and_uses_effective_n():
+    from rag_eval.stats import weighted_share
+
+    hits = np.array([1, 0, 1, 1, 0], dtype=float)
+    assert weighted_share(hits, np.ones(5)) == wilson_interval(3, 5)
+    w = np.array([3.0, 3.0, 1.0, 1.0, 1.0])
+    est = weighted_share(hits, w)
+    assert est.value == pytest.approx((3 + 1 + 1) / 9)
+    n_eff = w.sum() ** 2 / (w**2).sum()
+    ref = wilson_interval(round(est.value * 1000), 1000)  # sanity: narrower with more items
+    assert est.ci_high - est.ci_low > ref.ci_high - ref.ci_low
+    z = 1.959963984540054
+    p = est.value
+    centre = (p + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
+    assert (est.ci_low + est.ci_high) / 2 == pytest.approx(centre)
+
+
+def test_weighted_bootstrap_mean_equals_unweighted_with_equal_weights():
+    x = np.random.default_rng(3).random(30)
+    assert bootstrap_mean(x, weights=np.full(30, 2.0)) == bootstrap_mean(x)
+    est = bootstrap_mean(np.array([0.0, 1.0]), weights=np.array([3.0, 1.0]))
+    assert est.value == 0.25
+
+
+def test_kappa_is_undefined_not_perfect_when_both_say_one_thing():
+    import math
+
+    from rag_eval.stats import bootstrap_kappa, cohen_kappa
+
+    assert math.isnan(cohen_kappa(["a", "a"], ["a", "a"]))
+    est = bootstrap_kappa(["a", "b", "a", "b"], ["a", "b", "a", "b"], n_resamples=500)
+    assert est.value == 1.0
+    # A judge that always says "a": resamples without a "b" label are undefined (left out), not
+    # perfect agreement; every other resample gives kappa 0, so the whole interval is 0.
+    est = bootstrap_kappa(["a", "a", "a", "a", "b"], ["a"] * 5, n_resamples=2000)
+    assert est.value == 0.0 and est.ci_low == 0.0 and est.ci_high == 0.0

@@ -24,10 +24,26 @@ class Judgement:
     judge_prompt_hash: str | None = None
     model: str | None = None
     details: dict = field(default_factory=dict)
+    probability: float | None = None  # P(the positive label) where the judge is scored by probability
+    cutoff: float | None = None  # the probability at and above which the verdict is positive
+    method: str | None = None  # "logprobs", "text" (no logprobs from the endpoint) or None (Ragas)
+    input_hash: str | None = None  # judge, its prompt, the model and every input: what resume compares
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Judgement:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in names})
+
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def inputs_hash(*parts: object) -> str:
+    """A stable hash of JSON-able parts (judge, prompt hash, model, inputs)."""
+    import json
+
+    return text_hash(json.dumps(parts, sort_keys=True, ensure_ascii=False))

@@ -16,7 +16,9 @@ from rag_eval.judges.base import Judgement, text_hash
 
 def describe_error(exc: Exception) -> str:
     """A short message: instructor's retry errors carry every failed completion, keep the last error."""
-    text = str(exc)
+    from rag_eval.llm.client import redact
+
+    text = redact(str(exc))
     attempts = getattr(exc, "n_attempts", None)
     found = re.findall(r"<exception>\s*(.*?)\s*</exception>", text, flags=re.S)
     if found:

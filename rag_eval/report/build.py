@@ -206,11 +206,14 @@ def attribution_section(
     cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, generations: list[dict], judgements: list[dict]
 ) -> dict:
     """Outcome per question and prompt, shares with Wilson intervals, and the failed questions."""
+    import numpy as np
+
     from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
-    from rag_eval.stats import wilson_interval
+    from rag_eval.stats import weighted_share
 
     g = cfg.generation
     threshold = cfg.judges.faithfulness_threshold if cfg.judges else 0.5
+    deciding = cfg.judges.deciding_faithfulness if cfg.judges else None
     index = {q.id: i for i, q in enumerate(res.questions)}
     first = res.retrievers[g.retriever].first_rank
     by_answer: dict[tuple[str, str], dict[str, dict]] = {}
@@ -218,13 +221,16 @@ def attribution_section(
         by_answer.setdefault((j["question_id"], j["prompt"]), {})[j["judge"]] = j
     rows, shares, split = [], {}, {}
     for prompt in sorted({r["prompt"] for r in generations}):
-        outcomes = []
+        outcomes, weights = [], []
         for gen in (r for r in generations if r["prompt"] == prompt):
+            weights.append(gen.get("weight", 1.0))
             i = index[gen["question_id"]]
             q = res.questions[i]
             retrieved = bool(first[i] and first[i] <= g.top_k)
             js = by_answer.get((q.id, prompt), {})
-            outcome, why = attribute(q, retrieved, gen, js, faithfulness_threshold=threshold)
+            outcome, why = attribute(
+                q, retrieved, gen, js, faithfulness_threshold=threshold, faithfulness_judge=deciding
+            )
             outcomes.append(outcome)
             relevant = {cid for cid, grade in q.qrels.items() if grade > 0}
             rows.append(
@@ -246,8 +252,14 @@ def attribution_section(
             )
         n = len(outcomes)
         st = cfg.stats
+        # Under a stratified sample each question stands for its stratum (its weight).
         shares[prompt] = {
-            o: {**wilson_interval(outcomes.count(o), n, confidence=st.confidence).to_dict(), "count": outcomes.count(o)}
+            o: {
+                **weighted_share(
+                    np.array([x == o for x in outcomes], dtype=float), np.array(weights), confidence=st.confidence
+                ).to_dict(),
+                "count": outcomes.count(o),
+            }
             for o in OUTCOMES
         }
         retrieval = sum(outcomes.count(o) for o in RETRIEVAL_FAILURES)
@@ -265,4 +277,5 @@ def attribution_section(
         "split": split,
         "rows": rows,
         "faithfulness_threshold": threshold,
+        "faithfulness_judge": deciding,
     }

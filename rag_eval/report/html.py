@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.report.markdown import JUDGE_FIGURES, fmt
+from rag_eval.report.markdown import calibration_lines, fmt, judge_columns
 from rag_eval.stats import format_p
 
 CSS = """
@@ -386,12 +386,15 @@ def _retrieval(report: dict, r: dict) -> list[str]:
 
 def _judges(report: dict) -> list[str]:
     j = report["judges"]
-    cols = [m for m in JUDGE_FIGURES if any(m in f for f in j["figures"].values())]
+    cols = judge_columns(j["figures"])
     out = [
         "<h2>Judged answers</h2>",
         "<p class=meta>Scores are means, verdicts shares, with 95% intervals; "
         "not-judged answers are excluded and counted, never scored 0.</p>",
     ]
+    notes = [escape(line[2:]).replace("`", "") for line in calibration_lines(j) if line]
+    if notes:
+        out.append("<ul class=meta>" + "".join(f"<li>{n}</li>" for n in notes) + "</ul>")
     out.append(
         _table(
             ["prompt"] + cols,

@@ -13,8 +13,17 @@ def fmt(est: dict | None, digits: int = 3) -> str:
     return f"{est['value']:.{digits}f} [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
 
 
+def text(value: object, limit: int | None = None) -> str:
+    """Model or user text made inert in Markdown: HTML escaped (an answer may hold ``<script>``),
+    on one line, cut to ``limit`` characters."""
+    import html
+
+    s = " ".join(str(value if value is not None else "").split())
+    return html.escape(s[:limit] if limit else s, quote=False)
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    esc = [[c.replace("|", "\\|").replace("\n", " ") for c in row] for row in rows]
+    esc = [[text(c).replace("|", "\\|") for c in row] for row in rows]
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in esc]
 
 
@@ -139,14 +148,14 @@ def comparison_markdown(report: dict) -> list[str]:
     if c["disagreements"]:
         out += ["", f"### Questions where the prompts disagree ({len(c['disagreements'])})", ""]
         for d in c["disagreements"]:
-            out += [f"**{d['question_id']}**: {d['question']}", ""]
+            out += [f"**{d['question_id']}**: {text(d['question'])}", ""]
             for prompt, a in d["answers"].items():
                 reasons = "; ".join(
                     f"{n}: {j.get('verdict') or j.get('score') or j['status']} "
-                    f"({(j.get('reason') or j.get('error') or '')[:160]})"
+                    f"({text(j.get('reason') or j.get('error'), 160)})"
                     for n, j in a["judges"].items()
                 )
-                out.append(f"- *{prompt}* `{a['outcome']}`: {a['answer'] or '–'} | {reasons}")
+                out.append(f"- *{prompt}* `{a['outcome']}`: {text(a['answer']) or '–'} | {reasons}")
             out.append("")
     return out
 
@@ -158,7 +167,9 @@ def attribution_markdown(report: dict) -> list[str]:
     if g.get("sampled"):
         out += [
             f"> The LLM stages ran on a stratified sample of {g['questions']} questions "
-            f"(of {report['test_set']['questions']}); set generation.sample to null for all.",
+            f"(of {report['test_set']['questions']}); each question is weighted by the size of its stratum "
+            "(unanswerable, retrieved, missed) over the questions sampled from it, so shares estimate the "
+            "whole test set. Set generation.sample to null for all.",
             "",
         ]
     present = [o for o in a["outcomes"] if any(sh[o]["count"] for sh in a["shares"].values())]
@@ -178,30 +189,43 @@ def attribution_markdown(report: dict) -> list[str]:
         for r in failed:
             ctx = ", ".join(f"{c['id']}{' (relevant)' if c['relevant'] else ''}" for c in r["contexts"])
             out += [
-                f"**{r['question_id']}** ({r['prompt']}): `{r['outcome']}`: {r['question']}",
+                f"**{r['question_id']}** ({r['prompt']}): `{r['outcome']}`: {text(r['question'])}",
                 "",
-                f"- why: {r['why']}",
-                f"- retrieved: {ctx or '–'}",
-                f"- answer: {r['answer'] or '–'}",
+                f"- why: {text(r['why'])}",
+                f"- retrieved: {text(ctx) or '–'}",
+                f"- answer: {text(r['answer']) or '–'}",
             ]
             if r.get("reference"):
-                out.append(f"- reference: {r['reference']}")
+                out.append(f"- reference: {text(r['reference'])}")
             for name, j in r["judges"].items():
                 detail = j.get("reason") or j.get("error") or ""
                 shown = j.get("verdict") or (f"{j['score']:.2f}" if j.get("score") is not None else j["status"])
-                out.append(f"- {name}: {shown}: {detail[:300]}")
+                out.append(f"- {name}: {shown}: {text(detail, 300)}")
             out.append("")
     return out
 
 
-JUDGE_FIGURES = (
-    "correctness",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "refusal_accuracy",
-    "needless_refusal",
-)
+def judge_columns(figures: dict[str, dict]) -> list[str]:
+    """The judged figures present in any prompt, in the order they were computed (the registry's)."""
+    return list(dict.fromkeys(m for f in figures.values() for m in f))
+
+
+def calibration_lines(j: dict) -> list[str]:
+    """Which faithfulness judge decides attribution, and each probability-scored judge's cut-off."""
+    out = []
+    if j.get("faithfulness_judge"):
+        out.append(
+            f"- `unfaithful` in attribution is decided by `{j['faithfulness_judge']}` (below "
+            f"{j.get('faithfulness_threshold', 0.5)}); the Ragas metrics are reported under their own names."
+        )
+    for name, c in (j.get("calibration") or {}).items():
+        how = (
+            "calibrated for this judge model and prompt"
+            if c["calibrated"]
+            else "NOT calibrated for this judge model or prompt: run `rag-eval judge-check --save`"
+        )
+        out.append(f"- `{name}`: decides at P(yes) >= {c['cutoff']:.3f} ({how})")
+    return out + ([""] if out else [])
 
 
 def judges_markdown(report: dict) -> list[str]:
@@ -214,7 +238,8 @@ def judges_markdown(report: dict) -> list[str]:
         "never counted as 0).",
         "",
     ]
-    cols = [m for m in JUDGE_FIGURES if any(m in f for f in j["figures"].values())]
+    out += calibration_lines(j)
+    cols = judge_columns(j["figures"])
     rows = []
     for prompt, figs in j["figures"].items():
         rows.append(
@@ -227,9 +252,20 @@ def judges_markdown(report: dict) -> list[str]:
         out += ["", f"Not judged ({len(failed)}):", ""]
         out += _table(
             ["judge", "question", "prompt", "error"],
-            [[r["judge"], r["question_id"], r["prompt"], (r["error"] or "")[:160]] for r in failed[:50]],
+            [[r["judge"], r["question_id"], r["prompt"], text(r["error"], 160)] for r in failed[:50]],
         )
     return out
+
+
+def resume_markdown(resume: dict | None) -> list[str]:
+    """What a resumed run reused from the run folder, and what it redid because its inputs changed."""
+    if not resume:
+        return []
+    out = ["## Resumed run", ""]
+    for stage, r in resume.items():
+        redone = ", ".join(f"{n} because the {why} changed" for why, n in r["redone"].items())
+        out.append(f"- {stage}: {r['reused']} reused" + (f"; redone: {redone}" if redone else ""))
+    return out + [""]
 
 
 def lint_markdown(findings: list[dict]) -> list[str]:
@@ -258,6 +294,7 @@ def render_markdown(report: dict) -> str:
         f"{ts['unanswerable']} unanswerable)",
         "",
     ]
+    out += resume_markdown(report.get("resume"))
     out += lint_markdown(report.get("lint", []))
     out += retrieval_markdown(report)
     if "generation" in report:

@@ -97,6 +97,7 @@ def evaluate(
                     metric=spec.name,
                     binary=spec.binary,
                     n_resamples=st.permutation_resamples,
+                    bootstrap_resamples=st.bootstrap_resamples,
                     confidence=st.confidence,
                     seed=st.seed,
                     alpha=st.alpha,

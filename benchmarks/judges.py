@@ -1,0 +1,150 @@
+"""How well the judges agree with labels they were not tuned on, with the embedded model (or any).
+
+    python benchmarks/judges.py [--tune 0-60] [--report 200-260] [--ragas] [--write-calibration]
+
+Cases: HaluEval QA items from ../shared/data/halueval-qa/qa_dev.jsonl (faithfulness and
+correctness cases, see rag_eval.judge_check.halueval_cases) and the hand-labelled
+data/judge-check/cases.jsonl (Python docs; refusal cases on other topics too). The cut-off of each
+probability-scored judge is fitted on the TUNE items only and then applied, unchanged, to the
+REPORT items (HaluEval) and to the hand-labelled cases; only REPORT figures are targets.
+Baseline (named, measured in the same run with --ragas): Ragas Faithfulness at score >= 0.5.
+Targets (issue 11): correctness accuracy >= 0.80, faithfulness balanced accuracy >= 0.75,
+refusal accuracy >= 0.90, not judged <= 5%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rag_eval import progress
+from rag_eval.cache import cache_root
+from rag_eval.config import LLMConfig
+from rag_eval.judge_check import JUDGES_FOR, halueval_cases, load_cases, predict, score_judge
+from rag_eval.judges.calibration import fit_cutoff
+
+ROOT = Path(__file__).resolve().parents[1]
+HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
+TARGETS = {"correctness": ("accuracy", 0.80), "faithfulness_yesno": ("balanced", 0.75), "refusal": ("accuracy", 0.90)}
+
+
+def span(text: str) -> tuple[int, int]:
+    a, b = text.split("-")
+    return int(a), int(b)
+
+
+def fitted_cutoffs(cases, preds, judges, threshold):
+    out = {}
+    for name in judges:
+        if name == "faithfulness":
+            continue
+        kind = next(k for k, js in JUDGES_FOR.items() if name in js)
+        ok = [i for i, c in enumerate(cases) if c["judge"] == kind and preds[name][i].error is None]
+        positive = np.array([cases[i]["label"] in ("correct", "refused", "faithful") for i in ok])
+        probs = [np.array(preds[name][i].probs) for i in ok]
+        share = name == "faithfulness_yesno"
+
+        def decide(c, probs=probs, share=share):
+            return np.array([(np.mean(p >= c) >= threshold) if share else p[0] >= c for p in probs])
+
+        out[name] = fit_cutoff(np.concatenate(probs), positive, decide=decide)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tune", default="0-60", help="HaluEval items to fit cut-offs on")
+    parser.add_argument("--report", default="200-260", help="HaluEval items to report on (never tuned on)")
+    parser.add_argument("--ragas", action="store_true", help="also measure Ragas Faithfulness (slow)")
+    parser.add_argument("--write-calibration", action="store_true", help="ship the tuned cut-offs with rag-eval")
+    parser.add_argument("--json", help="write every figure here")
+    args = parser.parse_args()
+    progress.set_enabled(True)
+    judges = ["refusal", "correctness", "faithfulness_yesno"] + (["faithfulness"] if args.ragas else [])
+    llm = LLMConfig(provider="local")
+    threshold = 0.5
+
+    tune = halueval_cases(HALUEVAL, *span(args.tune))
+    report = halueval_cases(HALUEVAL, *span(args.report))
+    hand = load_cases(ROOT / "data" / "judge-check" / "cases.jsonl")
+    hand_refusal = [c for c in hand if c["judge"] == "refusal"]
+    # Refusal has no HaluEval cases: its cut-off is fitted out-of-fold on the hand-labelled set.
+    t0 = time.perf_counter()
+    preds_tune, usage_tune, identity, scored = predict(
+        tune, llm, cache_root(), None, [j for j in judges if j != "refusal"]
+    )
+    cutoffs = fitted_cutoffs(tune, preds_tune, judges, threshold)
+    t1 = time.perf_counter()
+    evaluated = report + [c for c in hand if c["judge"] != "refusal"]
+    preds, usage, _, _ = predict(evaluated, llm, cache_root(), None, [j for j in judges if j != "refusal"])
+    t2 = time.perf_counter()
+    preds_ref, usage_ref, _, _ = predict(hand_refusal, llm, cache_root(), None, ["refusal"])
+    t3 = time.perf_counter()
+
+    rows = []
+    for name in judges:
+        if name == "refusal":
+            rows += score_judge(name, hand_refusal, preds_ref[name], threshold=threshold, folds=5, seed=0)
+            cutoffs["refusal"] = rows[-1].cutoff if rows else 0.5
+            cutoffs["refusal"] = next(r.cutoff for r in rows if r.judge == "refusal" and r.source == "all")
+        else:
+            rows += score_judge(
+                name, evaluated, preds[name], threshold=threshold, folds=5, seed=0, fixed_cutoff=cutoffs.get(name)
+            )
+    n_tune = len({c["id"].split("-")[0] for c in tune})
+    print(
+        f"\nmodel {identity}; cut-offs fitted on HaluEval items {args.tune} ({n_tune} items): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in cutoffs.items())
+    )
+    print(
+        f"{'judge':<20}{'source':<12}{'acc':>6}{' [95% CI]':<15}{'bal.acc':>8}{'kappa':>7}{'AUC':>6}{'n':>5}{'nj':>4}  target"
+    )
+    for r in rows:
+        target = ""
+        if r.source == "halueval" or (r.judge == "refusal" and r.source == "all"):
+            kind, goal = TARGETS.get(r.judge, ("", None))
+            if goal is not None:
+                got = r.accuracy.value if kind == "accuracy" else r.balanced_accuracy
+                target = f"{kind} >= {goal}: {'met' if got is not None and got >= goal else 'NOT met'}"
+        acc = r.accuracy
+        ci = f" [{acc.ci_low:.2f}, {acc.ci_high:.2f}]" if acc.value is not None else ""
+        print(
+            f"{r.judge:<20}{r.source:<12}{(acc.value or 0):>6.2f}{ci:<15}{(r.balanced_accuracy or 0):>8.2f}"
+            f"{(r.kappa.value if r.kappa.value is not None else float('nan')):>7.2f}"
+            f"{(r.auc if r.auc is not None else float('nan')):>6.2f}{acc.n:>5}{r.not_judged:>4}  {target}"
+        )
+    calls = sum(u["calls"] for u in usage + usage_ref)
+    prompt_tokens = sum(u["prompt_tokens"] for u in usage + usage_ref)
+    completion = sum(u["completion_tokens"] for u in usage + usage_ref)
+    judged = len(evaluated) + len(hand_refusal)
+    print(
+        f"\nreport phase: {judged} judged cases, {calls} calls ({calls / judged:.2f} a case), {prompt_tokens} prompt and "
+        f"{completion} completion tokens ({completion / max(1, calls):.1f} a call); "
+        f"{t2 - t1 + t3 - t2:.0f} s ({(t2 - t1 + t3 - t2) / judged:.1f} s a case); tune phase {t1 - t0:.0f} s"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cutoffs": cutoffs, "rows": [r.to_dict() for r in rows]}, indent=2))
+    if args.write_calibration:
+        from rag_eval.judges.calibration import SHIPPED, save
+
+        path = ROOT / "rag_eval" / "judges" / SHIPPED
+        for name, cut in cutoffs.items():
+            save(
+                identity,
+                name,
+                scored.prompt_hash(name),
+                {
+                    "cutoff": cut,
+                    "fitted_on": f"halueval {args.tune}" if name != "refusal" else "data/judge-check refusal cases",
+                },
+                path=path,
+            )
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The judges' prompts (see rag_eval/judges/)."""

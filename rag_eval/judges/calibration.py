@@ -1,0 +1,113 @@
+"""Cut-offs for probability-scored judges: fitted on labelled cases, saved per model and prompt.
+
+A judge's decision is P(yes) >= cut-off. ``rag-eval judge-check --save`` fits each cut-off on
+labelled cases (the one that maximises balanced accuracy) and saves it under the judge model's
+identity (the endpoint, or the local model file's hash) and the judge prompt's hash, in
+``<cache>/calibrations.json``. Audits read it from there, else from the calibration shipped for
+the embedded model; an edited prompt or another model has none until it is measured.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+
+from rag_eval.cache import cache_root
+
+SHIPPED = "calibration_embedded.json"
+
+
+def key(identity: str, judge: str, prompt_hash: str) -> str:
+    return f"{identity}|{judge}|{prompt_hash}"
+
+
+def user_path() -> Path:
+    return cache_root() / "calibrations.json"
+
+
+def _read(path) -> dict:
+    try:
+        return json.loads(Path(str(path)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def saved() -> dict:
+    """Every saved calibration: the shipped ones, overridden by the user's."""
+    return {**_read(files("rag_eval.judges").joinpath(SHIPPED)), **_read(user_path())}
+
+
+def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dict[str, float], dict[str, bool]]:
+    """(cut-off per judge, whether it is calibrated) for every scored judge with a saved calibration
+    for this model and its current prompt; the config's ``judges.cutoffs`` win."""
+    from rag_eval.judges.scored import PROMPT_OF
+
+    table = saved()
+    cutoffs, calibrated = {}, {}
+    for judge in PROMPT_OF:
+        entry = table.get(key(identity, judge, scored.prompt_hash(judge)))
+        if entry is not None:
+            cutoffs[judge], calibrated[judge] = float(entry["cutoff"]), True
+    for judge, cut in overrides.items():
+        cutoffs[judge], calibrated[judge] = float(cut), False
+    return cutoffs, calibrated
+
+
+def save(identity: str, judge: str, prompt_hash: str, entry: dict, path: Path | None = None) -> Path:
+    """Add or replace one calibration in the user's file (or ``path``)."""
+    from rag_eval.rundir import write_json
+
+    path = path or user_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = _read(path)
+    table[key(identity, judge, prompt_hash)] = {**entry, "saved": datetime.now(UTC).isoformat(timespec="seconds")}
+    write_json(path, dict(sorted(table.items())))
+    return path
+
+
+def balanced_accuracy(positive: np.ndarray, predicted: np.ndarray) -> float:
+    """Mean of the recall of each class present."""
+    positive, predicted = np.asarray(positive, bool), np.asarray(predicted, bool)
+    recalls = [np.mean(predicted[positive == c] == c) for c in (True, False) if np.any(positive == c)]
+    return float(np.mean(recalls)) if recalls else float("nan")
+
+
+def fit_cutoff(probs: np.ndarray, positive: np.ndarray, decide=None) -> float:
+    """The cut-off that maximises balanced accuracy on these cases (ties: the one nearest 0.5).
+
+    ``decide(cutoff) -> predicted`` replaces ``probs >= cutoff`` for judges whose decision combines
+    several probabilities (a share of statements)."""
+    probs = np.asarray(probs, float)
+    decide = decide or (lambda c: probs >= c)
+    values = np.unique(np.concatenate([probs.ravel() if probs.ndim else [], [0.0, 1.0]]))
+    candidates = np.unique(np.concatenate([[0.5], (values[:-1] + values[1:]) / 2]))
+    scored = [(balanced_accuracy(positive, decide(c)), -abs(c - 0.5), c) for c in candidates]
+    return float(max(scored)[2])
+
+
+def out_of_fold(
+    n: int, positive: np.ndarray, fit, predict, *, folds: int = 5, seed: int = 0
+) -> tuple[np.ndarray, list[float]]:
+    """Out-of-fold predictions: each case predicted with a cut-off fitted on the other folds
+    (stratified by label, seeded). ``fit(train_idx) -> cutoff``; ``predict(idx, cutoff) -> bools``."""
+    rng = np.random.default_rng(seed)
+    positive = np.asarray(positive, bool)
+    fold_of = np.empty(n, dtype=int)
+    for c in (True, False):
+        idx = np.flatnonzero(positive == c)
+        rng.shuffle(idx)
+        fold_of[idx] = np.arange(len(idx)) % folds
+    predicted = np.zeros(n, dtype=bool)
+    cutoffs = []
+    for f in range(folds):
+        test, train = np.flatnonzero(fold_of == f), np.flatnonzero(fold_of != f)
+        if len(test) == 0:
+            continue
+        cut = fit(train)
+        cutoffs.append(cut)
+        predicted[test] = predict(test, cut)
+    return predicted, cutoffs

@@ -1,0 +1,212 @@
+"""rag-eval's own judges, each a yes/no question scored by probability (see ``yesno.py``).
+
+- ``refusal``: does the answer decline? (verdict refused / answered)
+- ``correctness``: does the answer give the reference's fact without contradicting it?
+  (verdict correct / incorrect; "partial" answers count as not correct, as in attribution)
+- ``faithfulness_yesno``: the answer split into statements, each asked "supported by the
+  contexts?"; the score is the share supported.
+- ``context_recall_yesno``: the reference split into statements, each asked the same of the
+  contexts; the score is the share found.
+- ``context_precision_yesno``: each context asked "does it lead to the reference answer?"; the
+  score is the average precision over the ranked contexts (as Ragas computes it).
+
+A decision is P(yes) >= the judge's cut-off: calibrated per model and prompt by
+``rag-eval judge-check --save``, else 0.5 (and the record says which).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag_eval.judges.base import Judgement
+from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
+
+PROMPTS = {
+    "refusal": ("refusal.md", ("question", "answer")),
+    "correctness": ("correctness.md", ("question", "reference", "answer")),
+    "supported": ("supported.md", ("context", "question", "statement")),
+    "useful": ("useful.md", ("question", "reference", "context")),
+}
+# Which prompt each judge asks.
+PROMPT_OF = {
+    "refusal": "refusal",
+    "correctness": "correctness",
+    "faithfulness_yesno": "supported",
+    "context_recall_yesno": "supported",
+    "context_precision_yesno": "useful",
+}
+DEFAULT_CUTOFF = 0.5
+MAX_STATEMENTS = 8
+
+
+def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
+    """Sentences and list items of a text (a cheap split instead of an LLM call), at most ``limit``."""
+    parts = []
+    for line in re.split(r"\n+", text or ""):
+        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip()
+        parts += [p.strip() for p in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])", line) if p.strip()]
+    merged: list[str] = []
+    for p in parts:
+        # A fragment of one or two words ("Yes.", "In Python 3.") belongs with its neighbour.
+        if merged and len(p.split()) < 3:
+            merged[-1] = f"{merged[-1]} {p}"
+        else:
+            merged.append(p)
+    return merged[:limit]
+
+
+@dataclass
+class ScoredJudges:
+    """The yes/no prompts and the cut-offs in force, bound to one judge model."""
+
+    llm: object
+    prompts: dict[str, YesNoPrompt]
+    cutoffs: dict[str, float] = field(default_factory=dict)
+    calibrated: dict[str, bool] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, llm, prompts_dir: Path | None, cutoffs: dict[str, float] | None = None) -> ScoredJudges:
+        from rag_eval.resources import shipped_prompt
+
+        folder = prompts_dir or shipped_prompt("judges")
+        prompts = {key: load_prompt(folder / file, key, placeholders) for key, (file, placeholders) in PROMPTS.items()}
+        cutoffs = cutoffs or {}
+        return cls(llm, prompts, dict(cutoffs), {k: True for k in cutoffs})
+
+    def prompt_hash(self, judge: str) -> str:
+        return self.prompts[PROMPT_OF[judge]].hash
+
+    def cutoff(self, judge: str) -> float:
+        return self.cutoffs.get(judge, DEFAULT_CUTOFF)
+
+    def _record(self, judge: str, qid: str, prompt: str, **kw) -> Judgement:
+        return Judgement(judge, qid, prompt, judge_prompt_hash=self.prompt_hash(judge), model=self.llm.model, **kw)
+
+    def _failed(self, judge: str, qid: str, prompt: str, error: str, details: dict | None = None) -> Judgement:
+        return self._record(judge, qid, prompt, status="not_judged", error=error, details=details or {})
+
+    async def _verdict(self, judge: str, qid: str, prompt: str, labels: tuple[str, str], **values: str) -> Judgement:
+        """One yes/no decision; ``labels`` = (the verdict for yes, the verdict for no)."""
+        d = await self.prompts[PROMPT_OF[judge]].ask(self.llm, **values)
+        p = d.p("yes")
+        if d.error or p is None:
+            return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
+        cut = self.cutoff(judge)
+        verdict = labels[0] if p >= cut else labels[1]
+        return self._record(
+            judge,
+            qid,
+            prompt,
+            status="judged",
+            score=1.0 if verdict == labels[0] else 0.0,
+            verdict=verdict,
+            reason=d.reason,
+            probability=round(p, 6),
+            cutoff=cut,
+            method=d.method,
+            details={"raw": d.raw, "calibrated": self.calibrated.get(judge, False)},
+        )
+
+    async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
+        return await self._verdict("refusal", qid, prompt, ("refused", "answered"), question=question, answer=answer)
+
+    async def correctness(self, qid: str, prompt: str, question: str, reference: str, answer: str) -> Judgement:
+        return await self._verdict(
+            "correctness", qid, prompt, ("correct", "incorrect"), question=question, reference=reference, answer=answer
+        )
+
+    async def _statements(
+        self, judge: str, qid: str, prompt: str, question: str, statements: list[str], contexts: list[str], what: str
+    ) -> Judgement:
+        """Each statement asked "supported by the contexts?"; the score is the share supported."""
+        if not statements:
+            return self._failed(judge, qid, prompt, f"no statements in the {what}")
+        context = "\n\n".join(contexts)
+        # One at a time, in order: each request then shares the long context prefix with the last
+        # one, which the server keeps in its KV cache.
+        decisions: list[Decision] = []
+        for s in statements:
+            decisions.append(
+                await self.prompts["supported"].ask(self.llm, context=context, question=question, statement=s)
+            )
+        bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
+        if bad:
+            return self._failed(judge, qid, prompt, f"{len(bad)} of {len(decisions)} statements not judged: {bad[0]}")
+        cut = self.cutoff(judge)
+        ps = [d.p("yes") for d in decisions]
+        supported = [p >= cut for p in ps]
+        rows = [
+            {"statement": s, "p_supported": round(p, 6), "supported": ok, "reason": d.reason}
+            for s, p, ok, d in zip(statements, ps, supported, decisions)
+        ]
+        missing = [f"{r['statement']} ({r['reason']})" for r in rows if not r["supported"]]
+        verb = "supported by" if what == "answer" else "found in"
+        reason = f"{sum(supported)} of {len(rows)} {what} statements are {verb} the contexts" + (
+            f"; not: {'; '.join(missing)}" if missing else ""
+        )
+        return self._record(
+            judge,
+            qid,
+            prompt,
+            status="judged",
+            score=sum(supported) / len(rows),
+            reason=reason,
+            probability=round(min(ps), 6),
+            cutoff=cut,
+            method="logprobs" if all(d.method == "logprobs" for d in decisions) else "text",
+            details={"statements": rows, "calibrated": self.calibrated.get(judge, False)},
+        )
+
+    async def faithfulness(self, qid: str, prompt: str, question: str, answer: str, contexts: list[str]) -> Judgement:
+        return await self._statements(
+            "faithfulness_yesno", qid, prompt, question, split_statements(answer), contexts, "answer"
+        )
+
+    async def context_recall(
+        self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
+    ) -> Judgement:
+        return await self._statements(
+            "context_recall_yesno", qid, prompt, question, split_statements(reference), contexts, "reference"
+        )
+
+    async def context_precision(
+        self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
+    ) -> Judgement:
+        judge = "context_precision_yesno"
+        decisions = await asyncio.gather(
+            *(self.prompts["useful"].ask(self.llm, question=question, reference=reference, context=c) for c in contexts)
+        )
+        bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
+        if bad or not decisions:
+            return self._failed(judge, qid, prompt, bad[0] if bad else "no contexts")
+        cut = self.cutoff(judge)
+        ps = [d.p("yes") for d in decisions]
+        useful = [p >= cut for p in ps]
+        reason = "; ".join(
+            f"context {i + 1}: {'useful' if u else 'not useful'} ({d.reason})"
+            for i, (u, d) in enumerate(zip(useful, decisions))
+        )
+        return self._record(
+            judge,
+            qid,
+            prompt,
+            status="judged",
+            score=average_precision(useful),
+            reason=reason,
+            cutoff=cut,
+            method="logprobs" if all(d.method == "logprobs" for d in decisions) else "text",
+            details={"p_useful": [round(p, 6) for p in ps], "calibrated": self.calibrated.get(judge, False)},
+        )
+
+
+def average_precision(useful: list[bool]) -> float:
+    """Mean of precision@i over the ranks i of the useful contexts (0 when none is useful)."""
+    hits, total = 0, 0.0
+    for i, u in enumerate(useful, start=1):
+        if u:
+            hits += 1
+            total += hits / i
+    return total / hits if hits else 0.0

@@ -1,0 +1,148 @@
+"""Yes/no questions to a judge model, scored by probability.
+
+The model answers with a label word first ("Yes" or "No"), then a colon and a short reason, in one
+call. Where the endpoint returns token logprobs (llama-server, OpenAI, vLLM), the decision is a
+probability read from the first token's top alternatives, P(label) normalised over the labels;
+the reason is the text after the label. Where logprobs are missing, the label is read from the
+text and the record says so (``method: "text"``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_eval.errors import ConfigError, Problem
+from rag_eval.judges.base import text_hash
+
+YES_NO = {"yes": ("yes",), "no": ("no",)}
+TOP_LOGPROBS = 10
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One label decision: P(label) per label (None without logprobs), the label read from the text,
+    the reason, and how the probabilities were obtained."""
+
+    probs: dict[str, float] | None
+    text_label: str | None
+    reason: str
+    method: str  # "logprobs" or "text"
+    raw: str | None
+    error: str | None = None
+
+    def p(self, label: str) -> float | None:
+        """P(label): from logprobs, else 1 or 0 from the text label; None if neither exists."""
+        if self.probs is not None:
+            return self.probs.get(label, 0.0)
+        if self.text_label is None:
+            return None
+        return 1.0 if self.text_label == label else 0.0
+
+
+def _norm(token: str) -> str:
+    return token.strip().strip("*\"'`.,:;!()[]").lower()
+
+
+def label_probabilities(choice: dict, labels: dict[str, tuple[str, ...]]) -> dict[str, float] | None:
+    """P(label) from the first generated token's top logprobs, normalised over the labels; None when
+    the response has no logprobs or no label word among the alternatives."""
+    content = (choice.get("logprobs") or {}).get("content") or []
+    if not content:
+        return None
+    first = content[0]
+    mass = dict.fromkeys(labels, 0.0)
+    for alt in first.get("top_logprobs") or [first]:
+        word = _norm(alt.get("token") or "")
+        for label, words in labels.items():
+            if word in words:
+                mass[label] += math.exp(float(alt.get("logprob", -math.inf)))
+    total = sum(mass.values())
+    if total <= 0:
+        return None
+    return {label: m / total for label, m in mass.items()}
+
+
+def text_label(text: str | None, labels: dict[str, tuple[str, ...]]) -> tuple[str | None, str]:
+    """(label, reason) from a reply such as ``Yes: the context says so``."""
+    if not text:
+        return None, ""
+    m = re.match(r"\W*([A-Za-z]+)\W*(.*)", text.strip(), flags=re.S)
+    if not m:
+        return None, text.strip()
+    word, rest = m.group(1).lower(), " ".join(m.group(2).split())
+    for label, words in labels.items():
+        if word in words:
+            return label, rest
+    return None, text.strip()
+
+
+@dataclass(frozen=True)
+class YesNoPrompt:
+    """A judge prompt file with named placeholders; its fixed part comes first so that the server's
+    KV cache keeps it between calls, and the variable part last."""
+
+    name: str
+    template: str
+    placeholders: tuple[str, ...]
+    labels: tuple[tuple[str, tuple[str, ...]], ...] = tuple(YES_NO.items())
+
+    @property
+    def hash(self) -> str:
+        return text_hash(self.template)
+
+    @property
+    def label_words(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.labels)
+
+    def render(self, **values: str) -> str:
+        text = self.template
+        for key, value in values.items():
+            text = text.replace("{" + key + "}", value)
+        return text
+
+    async def ask(self, llm, *, max_tokens: int = 48, **values: str) -> Decision:
+        """One call: the label word, then the reason."""
+        words = self.label_words
+        result = await llm.chat(
+            [{"role": "user", "content": self.render(**values)}],
+            max_tokens=max_tokens,
+            logprobs=TOP_LOGPROBS,
+        )
+        if result.error:
+            return Decision(None, None, "", "text", None, error=result.error)
+        choices = result.raw.get("choices") or [{}]
+        probs = label_probabilities(choices[0], words)
+        label, reason = text_label(result.text, words)
+        if probs is None and label is None:
+            return Decision(
+                None,
+                None,
+                reason,
+                "text",
+                result.text,
+                error=f"the reply does not start with {' or '.join(words)}: {(result.text or '')[:120]!r}",
+            )
+        return Decision(probs, label, reason, "logprobs" if probs is not None else "text", result.text)
+
+
+def load_prompt(path: Path, name: str, placeholders: tuple[str, ...], labels=None) -> YesNoPrompt:
+    """A yes/no prompt file; ConfigError when it cannot be read or lacks a placeholder."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            Problem(
+                str(path),
+                f"cannot read the {name} judge's prompt: {exc.strerror or exc}",
+                "set judges.prompts_dir to a folder holding every judge's prompt (copy the shipped prompts/judges/)",
+            )
+        ) from None
+    missing = [p for p in placeholders if "{" + p + "}" not in text]
+    if missing:
+        raise ConfigError(
+            Problem(str(path), f"the prompt lacks {', '.join('{' + p + '}' for p in missing)}", "add the placeholders")
+        )
+    return YesNoPrompt(name, text, placeholders, tuple((labels or YES_NO).items()))

@@ -1,0 +1,54 @@
+"""Cut-off fitting and cross-validation: out-of-fold figures never see a case's own label."""
+
+import numpy as np
+import pytest
+
+from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
+
+
+def test_fit_cutoff_separates_and_prefers_the_middle_on_ties():
+    probs = np.array([0.1, 0.2, 0.3, 0.7, 0.8])
+    positive = np.array([False, False, False, True, True])
+    cut = fit_cutoff(probs, positive)
+    assert 0.3 < cut <= 0.7
+    assert balanced_accuracy(positive, probs >= cut) == 1.0
+    # A shifted judge (every probability low) gets a low cut-off, not 0.5.
+    shifted = probs / 4
+    assert fit_cutoff(shifted, positive) == pytest.approx((0.3 + 0.7) / 8)
+    assert fit_cutoff(np.full(4, 0.6), np.array([True, False, True, False])) == 0.5
+
+
+def test_balanced_accuracy_weighs_each_class_equally():
+    positive = np.array([True] * 8 + [False] * 2)
+    assert balanced_accuracy(positive, np.ones(10, bool)) == 0.5
+    assert balanced_accuracy(positive, positive) == 1.0
+
+
+def _oof(probs, positive, seed=0):
+    def fit(train):
+        return fit_cutoff(probs[train], positive[train])
+
+    return out_of_fold(len(probs), positive, fit, lambda test, c: probs[test] >= c, folds=5, seed=seed)
+
+
+def test_out_of_fold_is_honest_on_noise_and_exact_on_signal():
+    rng = np.random.default_rng(0)
+    n = 200
+    positive = rng.random(n) < 0.5
+    noise = rng.random(n)
+    in_sample = balanced_accuracy(positive, noise >= fit_cutoff(noise, positive))
+    oof, cuts = _oof(noise, positive)
+    assert in_sample > 0.55  # fitting on the labels flatters a useless judge...
+    assert abs(balanced_accuracy(positive, oof) - 0.5) < 0.08  # ...out of fold it is at chance
+    assert len(cuts) == 5
+    signal = np.where(positive, 0.3 + rng.random(n) * 0.1, 0.1 + rng.random(n) * 0.1)
+    oof, _ = _oof(signal, positive)
+    assert balanced_accuracy(positive, oof) == 1.0  # separable at 0.2, far from 0.5
+
+
+def test_folds_are_stratified_and_seeded():
+    positive = np.array([True] * 10 + [False] * 10)
+    probs = np.linspace(0, 1, 20)
+    a, _ = _oof(probs, positive, seed=1)
+    b, _ = _oof(probs, positive, seed=1)
+    assert (a == b).all()
