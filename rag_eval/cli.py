@@ -24,6 +24,16 @@ def _validate(args: argparse.Namespace) -> int:
         f"Test set: {len(inputs.questions)} questions, {n_ans} answerable, "
         f"{len(inputs.questions) - n_ans} unanswerable."
     )
+    counts = [n for q in inputs.questions for n in q.quote_matches.values()]
+    if counts:
+        print(
+            f"Evidence quotes: {len(counts)}, matching {min(counts)} to {max(counts)} chunks each "
+            f"(median {sorted(counts)[len(counts) // 2]})."
+        )
+    from rag_eval.lint import generic_labels
+
+    for f in generic_labels(cfg, inputs.questions):
+        print(f"warning: {f.message} ({', '.join(f.questions[:8])}). Fix: {f.fix}")
     return 0
 
 
@@ -36,6 +46,12 @@ def _retrieval(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     run_dir = run_retrieval(cfg, out=args.out)
     summary = json.loads((run_dir / "summary.json").read_text())
+    n = sum(len(pairs) for pairs in summary["retrieval_comparison"].values())
+    if n:
+        print(
+            f"Paired comparisons (p-values Holm-corrected across all {n}; the 95% intervals of the differences "
+            "are per comparison, not adjusted):"
+        )
     for pairs in summary["retrieval_comparison"].values():
         for pair in pairs.values():
             print(f"- {pair['verdict']}")
@@ -217,14 +233,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description="Audit a RAG system stage by stage.")
     parser.add_argument("--version", action="version", version=f"rag-eval {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or status lines")
+    # -q also after the command (rag-eval run CONFIG -q); SUPPRESS keeps a top-level -q from being reset.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    config_help = "the audit's YAML file (see configs/demo.yaml); its paths are relative to its own folder"
 
-    p = sub.add_parser("validate", help="check the config, the corpus and the test set's labels; no retrieval")
-    p.add_argument("config")
+    def add(name: str, summary: str, description: str, config: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=summary, description=description, parents=[common])
+        if config:
+            p.add_argument("config", help=config_help)
+        return p
+
+    p = add(
+        "validate",
+        "check the config, the corpus and the test set's labels; no retrieval",
+        "Check the config, load the corpus and resolve every label of the test set; list every problem with "
+        "its file and line, and how many chunks each evidence quote matches. Exit 2 on any problem.",
+    )
     p.set_defaults(func=_validate)
 
-    p = sub.add_parser("run", help="the whole audit: retrieval, generation, judges, report")
-    p.add_argument("config")
+    p = add(
+        "run",
+        "the whole audit: retrieval, generation, judges, report",
+        "Retrieval, generation, judges, attribution and the report, written to a run folder as each record "
+        "completes; then the gates (exit 1 when one fails).",
+    )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
     p.add_argument(
@@ -236,19 +270,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("compare", help="compare prompts on the same retrieved contexts, with paired statistics")
-    p.add_argument("config")
+    p = add(
+        "compare",
+        "compare prompts on the same retrieved contexts, with paired statistics",
+        "Every prompt of generation.prompts on identical contexts, judged, then compared question by question "
+        "(exact sign test or permutation test, Holm-corrected across metrics and pairs).",
+    )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
     p.set_defaults(func=_compare)
 
-    p = sub.add_parser("report", help="re-render a finished run's report (no model call)")
-    p.add_argument("run_dir")
+    p = add(
+        "report",
+        "re-render a finished run's report (no model call)",
+        "Re-render summary.json, report.md and report.html from a run folder's report.json.",
+        config=False,
+    )
+    p.add_argument("run_dir", help="a run folder (runs/<name>-<time>/)")
     p.set_defaults(func=_report)
 
-    p = sub.add_parser(
+    p = add(
         "judge-check",
-        help="how far the judges agree with labelled cases (out-of-fold accuracy, kappa, AUC); --save calibrates",
+        "how far the judges agree with labelled cases (out-of-fold accuracy, kappa, AUC); --save calibrates",
+        "Every probability-scored judge on labelled cases; each case is decided with a cut-off fitted on the "
+        "other folds, so every figure is out-of-fold. --save stores the cut-offs fitted on all cases for "
+        "audits with this judge model and prompt.",
+        config=False,
     )
     p.add_argument("--cases", nargs="*", default=["data/judge-check/cases.jsonl"], help="JSONL files of labelled cases")
     p.add_argument("--halueval", nargs="*", help="HaluEval QA JSONL as PATH[:START-STOP] (items START..STOP-1)")
@@ -267,12 +314,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="also write the figures to this JSON file")
     p.set_defaults(func=_judge_check)
 
-    p = sub.add_parser("lint", help="test-set health: copied wording, missing hard cases, suspect labels, size")
-    p.add_argument("config")
+    p = add(
+        "lint",
+        "test-set health: copied wording, missing hard cases, suspect labels, size",
+        "Test-set health findings with the questions concerned and what to do; exit 1 on a finding at or "
+        "above lint.fail_on.",
+    )
     p.set_defaults(func=_lint)
 
-    p = sub.add_parser("retrieval", help="run the retrieval stage only (no LLM)")
-    p.add_argument("config")
+    p = add(
+        "retrieval",
+        "run the retrieval stage only (no LLM)",
+        "Rank every question with every retriever; metrics with bootstrap intervals, paired comparisons "
+        "(p-values Holm-corrected across comparisons), misses with their probable causes.",
+    )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.set_defaults(func=_retrieval)
     return parser
@@ -282,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from rag_eval import progress
 
-    progress.set_enabled(not args.quiet)
+    progress.set_enabled(not getattr(args, "quiet", False))
     # A polite kill ends like Ctrl-C: the local model server is stopped and records are kept.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -133,6 +134,11 @@ class RetrievalConfig(_Model):
     metrics: list[str] | None = Field(None, description="metrics to report; default: every metric at every k")
     compare_on: list[str] | None = Field(None, description="metrics on which retrievers are compared pairwise")
     miss_k: int | None = Field(None, gt=0, description="a question is a miss when nothing relevant is in this top k")
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _one_k(cls, ks: Any) -> Any:
+        return [ks] if isinstance(ks, int) and not isinstance(ks, bool) else ks
 
     @field_validator("k")
     @classmethod
@@ -276,6 +282,7 @@ class LintConfig(_Model):
     label_overlap: float = Field(0.2, ge=0, le=1, description="labelled chunk holds less of the reference than this")
     other_overlap: float = Field(0.8, gt=0, le=1, description="while another chunk holds at least this much")
     target_difference: float = Field(0.05, gt=0, lt=1, description="the hit@k difference the size check plans for")
+    max_quote_matches: int = Field(3, ge=1, description="generic_labels: an evidence quote matching more chunks")
     fail_on: Literal["severe", "warning", "never"] = "severe"
 
 
@@ -405,6 +412,23 @@ def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw:
         elif err["type"] == "missing":
             msg = f"'{loc[-1]}' is required here"
             fix = f"add {loc[-1]}: ..."
+        elif err["type"] in ("literal_error", "enum"):
+            allowed = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
+            msg = f"{err.get('input')!r} is not a valid value here"
+            fix = did_you_mean(str(err.get("input")), allowed) if allowed else msg
+        elif err["type"] in ("list_type", "dict_type", "int_type", "float_type", "bool_type", "string_type"):
+            kind = err["type"].split("_")[0]
+            msg = f"expected a {dict(dict='mapping', list='list', int='whole number', float='number', bool='true or false', string='string').get(kind, kind)}, got {err.get('input')!r}"
+            fix = {
+                "list": "write it as a list, e.g. [1, 5, 10]",
+                "dict": "write it as a mapping, e.g. {key: value}",
+            }.get(kind, "correct the value")
+        elif (m := re.match(r"retriever '(.+?)' uses '(.+?)'", msg)) and loc[:1] == ("retrieval",):
+            line = _line_of(root, ("retrieval", "retrievers", m.group(1), "of"))
+            where = f"{path}:{line}" if line else path
+            dotted = f"retrieval.retrievers.{m.group(1)}.of"
+            head, _, tail = msg.partition("; ")
+            msg, fix = head, tail
         elif err["type"] in ("union_tag_invalid", "union_tag_not_found"):
             tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
             msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"
@@ -443,24 +467,56 @@ def _parent_fields(loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
+def _looks_like_test_set(text: str) -> bool:
+    """A JSON/JSONL file of questions, given where a config belongs."""
+    first = text.lstrip()[:1]
+    return first in ("{", "[") and '"question"' in text[:2000] and "retrieval" not in text[:2000]
+
+
 def load_config(path: str | Path) -> AuditConfig:
     """Read and validate an audit config; every problem raises ConfigError naming file and line."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
+        here = sorted(str(p) for p in [*Path.cwd().glob("*.yaml"), *Path.cwd().glob("configs/*.yaml")])[:5]
         raise ConfigError(
             Problem(
                 str(path),
                 f"cannot read the config: {exc.strerror or exc}",
-                "check the path; configs live in configs/*.yaml",
+                f"check the path (relative to {Path.cwd()})"
+                + (
+                    f"; YAML files here: {', '.join(here)}"
+                    if here
+                    else "; a config is a YAML file like configs/demo.yaml"
+                ),
             )
         ) from None
+    if path.suffix.lower() in (".jsonl", ".json", ".csv", ".parquet") or _looks_like_test_set(text):
+        raise ConfigError(
+            Problem(
+                str(path),
+                "this is a test set (questions), not an audit config",
+                f"write a config that names it, e.g. test_set: {{path: {path.name}}} (see configs/demo.yaml), "
+                "and give the config to rag-eval",
+            )
+        )
     try:
         root = yaml.compose(text)
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        mark, opened = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+        context = getattr(exc, "context", "") or ""
+        if opened is not None and "flow" in context and (mark is None or opened.line != mark.line):
+            bracket = "{" if "mapping" in context else "["
+            raise ConfigError(
+                Problem(
+                    f"{path}:{opened.line + 1}",
+                    f"a '{bracket}' opened on line {opened.line + 1} is not closed (the parser noticed on line "
+                    f"{mark.line + 1 if mark else '?'})",
+                    f"close it with '{'}' if bracket == '{' else ']'}' on line {opened.line + 1}",
+                )
+            ) from None
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise ConfigError(
             Problem(
@@ -484,5 +540,14 @@ def load_config(path: str | Path) -> AuditConfig:
 
 
 def resolved_config(cfg: AuditConfig) -> dict:
-    """The config as run, for the run folder (it holds no secrets: keys are named by env var only)."""
-    return cfg.model_dump(mode="json", exclude_none=True)
+    """The config as run, for the run folder (it holds no secrets: keys are named by env var only).
+    Settings that do not apply are left out (a heading chunker has no size or overlap)."""
+    out = cfg.model_dump(mode="json", exclude_none=True)
+    chunker = out.get("corpus", {}).get("chunker", {})
+    if chunker.get("type") == "heading":
+        chunker.pop("size", None)
+        chunker.pop("overlap", None)
+    if not cfg.corpus.folder:
+        out["corpus"].pop("chunker", None)
+        out["corpus"].pop("extensions", None)
+    return out

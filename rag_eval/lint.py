@@ -247,6 +247,29 @@ def doc_coverage(corpus: Corpus, questions: list[Question]) -> list[Finding]:
     ]
 
 
+def generic_labels(cfg: AuditConfig, questions: list[Question]) -> list[Finding]:
+    """Evidence quotes that match many chunks ("Check it:") mark unrelated chunks relevant, and turn
+    misses into hits: the figures then flatter the retriever."""
+    many = {
+        q.id: {quote: n for quote, n in q.quote_matches.items() if n > cfg.lint.max_quote_matches} for q in questions
+    }
+    many = {qid: m for qid, m in many.items() if m}
+    if not many:
+        return []
+    worst = max((n, quote) for m in many.values() for quote, n in m.items())
+    return [
+        Finding(
+            "generic_labels",
+            "warning",
+            f"{len(many)} questions have an evidence quote matching more than {cfg.lint.max_quote_matches} chunks "
+            f"(e.g. {worst[1][:60]!r} matches {worst[0]})",
+            "quote words that only the answering passage contains, or restrict the quote with doc_id",
+            sorted(many),
+            {"matches": many},
+        )
+    ]
+
+
 def lint(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], results: RetrievalResults | None = None
 ) -> list[Finding]:
@@ -257,6 +280,7 @@ def lint(
         + exact_token_questions(questions)
         + duplicates(cfg, questions)
         + suspect_labels(cfg, corpus, questions)
+        + generic_labels(cfg, questions)
         + doc_coverage(corpus, questions)
     )
     if results is not None:

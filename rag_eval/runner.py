@@ -43,7 +43,7 @@ def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path):
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
     diagnoses = diagnose_misses(cfg, inputs.corpus, res)
     findings = lint(cfg, inputs.corpus, inputs.questions, res)
-    show = max(max(cfg.retrieval.k), res.miss_k, cfg.generation.top_k if cfg.generation else 0)
+    show = cfg.retrieval.depth  # every ranked chunk: a rank beyond k is what a diagnosis needs
     write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show, diagnoses))
     return res, diagnoses, findings
 

@@ -63,3 +63,4 @@ class Question:
     where: str = ""
     evidence: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    quote_matches: dict[str, int] = field(default_factory=dict)  # evidence quote -> chunks it matches

@@ -147,7 +147,31 @@ def test_unknown_key_names_line_and_suggests(small_project, capsys):
 def test_bad_yaml(small_project, capsys):
     cfg = small_project / "audit.yaml"
     cfg.write_text("name: x\ncorpus: {path: a\n")
+    _expect_error(capsys, cfg, "audit.yaml:2: a '{' opened on line 2 is not closed")
+    cfg.write_text("name: x\n  corpus: : a\n")
     _expect_error(capsys, cfg, "not valid YAML")
+
+
+def test_config_messages_have_a_line_a_suggestion_and_a_fix(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    text = cfg.read_text()
+    cfg.write_text(text.replace("corpus: {path: corpus.jsonl}", "corpus: {folder: ., chunker: {type: headng}}"))
+    err = _expect_error(capsys, cfg, "audit.yaml:2 (corpus.chunker.type): 'headng' is not a valid value here")
+    assert "did you mean 'heading'?" in err and "Input should be" not in err
+    cfg.write_text(text.replace("k: [1, 3]", "k: 3"))
+    assert main(["validate", str(cfg)]) == 0  # a single k is a list of one
+    capsys.readouterr()
+    cfg.write_text(text.replace("k: [1, 3]", "k: {a: 1}"))
+    err = _expect_error(capsys, cfg, "expected a list")
+    assert "Input should be" not in err
+
+
+def test_a_test_set_given_as_the_config_is_recognised(small_project, capsys):
+    _expect_error(capsys, small_project / "questions.jsonl", "this is a test set (questions), not an audit config")
+
+
+def test_quiet_works_after_the_command(small_project, capsys):
+    assert main(["validate", "-q", str(small_project / "audit.yaml")]) == 0
 
 
 def test_hybrid_of_unknown_retriever(small_project, capsys):
@@ -213,3 +237,29 @@ def test_every_shipped_config_validates(capsys, monkeypatch):
     for cfg in sorted((ROOT / "configs").glob("*.yaml")):
         code, out, err = run_cli(capsys, "validate", str(cfg.relative_to(ROOT)))
         assert code == 0, err
+
+
+def test_quote_that_matches_nothing_names_the_closest_passage_and_markup(small_project, capsys):
+    import json
+
+    corpus = [json.loads(x) for x in (small_project / "corpus.jsonl").read_text().splitlines()]
+    corpus[4]["text"] = "The `with` statement wraps a block with methods of a **context manager**."
+    (small_project / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    rows = [json.loads(x) for x in (small_project / "questions.jsonl").read_text().splitlines()]
+    rows[0]["evidence"] = "The with statement wraps a block"  # copied from rendered docs: no backticks
+    rows[0].pop("answer_in")
+    rows[1]["evidence"] = "an unordered collection of distinct hashable items"  # a word differs
+    (small_project / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["validate", str(small_project / "audit.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "chunk 'py/with' has the same words with Markdown/reST markup" in err
+    assert "the closest passage is in chunk 'py/sets'" in err
+
+
+def test_a_test_set_without_answerable_questions_is_an_error(small_project, capsys):
+    import json
+
+    rows = [{"id": "u1", "question": "Who wrote the tutorial?", "answerable": False}]
+    (small_project / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["validate", str(small_project / "audit.yaml")]) == 2
+    assert "none of the 1 questions is answerable" in capsys.readouterr().err

@@ -148,3 +148,23 @@ def test_stated_detectable_difference_is_detected_80_percent_of_the_time(n, hit_
         b = np.where(discordant, b_wins, both).astype(float)
         detected += sign_test(a, b)[3] < 0.05
     assert detected / trials == pytest.approx(0.8, abs=0.03)
+
+
+def test_generic_quote_is_flagged_with_its_match_count(small_project):
+    import json
+
+    from rag_eval.config import load_config
+    from rag_eval.runner import load_inputs
+
+    rows = [json.loads(x) for x in (small_project / "questions.jsonl").read_text().splitlines()]
+    rows[1]["evidence"] = "typically used to store"  # in the lists and the tuples chunk
+    (small_project / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = load_config(small_project / "audit.yaml")
+    cfg.lint.max_quote_matches = 1
+    from rag_eval.lint import generic_labels
+
+    inputs = load_inputs(cfg)
+    q2 = next(q for q in inputs.questions if q.id == "q2")
+    assert q2.quote_matches == {"typically used to store": 2}
+    (f,) = generic_labels(cfg, inputs.questions)
+    assert f.code == "generic_labels" and f.questions == ["q2"] and "matches 2" in f.message

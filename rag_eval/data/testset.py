@@ -40,6 +40,33 @@ class EvidenceIndex:
             c.id for c, t in zip(self.corpus.chunks, self.texts) if q in t and (doc_id is None or c.doc_id == doc_id)
         ]
 
+    def closest(self, quote: str) -> tuple[str, str, bool] | None:
+        """(chunk id, the nearest passage, whether only Markdown/reST markup differs) for a quote
+        that matches no chunk: the chunk sharing the longest run of characters with it."""
+        q = normalise(quote)
+        plain = strip_markup(q)
+        for c, t in zip(self.corpus.chunks, self.texts):
+            if plain and plain in strip_markup(t):
+                return c.id, _excerpt(t, strip_markup(t).find(plain), len(plain)), True
+        best = None
+        for c, t in zip(self.corpus.chunks, self.texts):
+            m = difflib.SequenceMatcher(None, q, t, autojunk=False).find_longest_match(0, len(q), 0, len(t))
+            if best is None or m.size > best[0]:
+                best = (m.size, c.id, _excerpt(t, max(0, m.b - m.a), len(q)))
+        if best is None or best[0] < min(12, len(q) // 3):
+            return None
+        return best[1], best[2], False
+
+
+def strip_markup(text: str) -> str:
+    """Text without inline Markdown/reST markup (backticks, emphasis, heading marks, link brackets)."""
+    return normalise(re.sub(r"[`*_#>\[\]|]+", "", text))
+
+
+def _excerpt(text: str, start: int, length: int) -> str:
+    piece = text[max(0, start) : start + length + 20]
+    return piece if len(piece) <= 120 else piece[:117] + "..."
+
 
 def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
     """Every question of the file with its labels resolved; raises DataError listing all problems."""
@@ -72,6 +99,15 @@ def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
         raise DataError(problems)
     if not questions:
         raise DataError(Problem(str(path), "the test set has no questions", "add questions to it"))
+    if not any(q.answerable for q in questions):
+        raise DataError(
+            Problem(
+                str(path),
+                f"none of the {len(questions)} questions is answerable, so no retrieval figure can be measured",
+                "label the questions the documents answer (answer_in or evidence); keep answerable: false only "
+                "for those they cannot",
+            )
+        )
     return questions
 
 
@@ -96,11 +132,12 @@ def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question 
         answerable = None
 
     qrels: dict[str, int] = {}
+    matches: dict[str, int] = {}
     has_labels = d.get("answer_in") not in (None, [], {}, "") or d.get("evidence") not in (None, [], "")
     if d.get("answer_in") not in (None, [], {}, ""):
         qrels.update(_answer_in(d["answer_in"], corpus, label, problems))
     if d.get("evidence") not in (None, [], ""):
-        for cid in _evidence(d["evidence"], d.get("doc_id"), index, label, problems):
+        for cid in _evidence(d["evidence"], d.get("doc_id"), index, label, problems, matches):
             qrels.setdefault(cid, 1)
 
     if answerable is False and has_labels:
@@ -137,6 +174,7 @@ def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question 
         where=where,
         evidence=[q for q in quotes if isinstance(q, str) and q],
         metadata=meta,
+        quote_matches=matches,
     ), []
 
 
@@ -192,7 +230,14 @@ def _answer_in(value: Any, corpus: Corpus, label: str, problems: list[Problem]) 
     return items
 
 
-def _evidence(value: Any, doc_id: Any, index: EvidenceIndex, label: str, problems: list[Problem]) -> list[str]:
+def _evidence(
+    value: Any,
+    doc_id: Any,
+    index: EvidenceIndex,
+    label: str,
+    problems: list[Problem],
+    matches: dict[str, int] | None = None,
+) -> list[str]:
     items = value if isinstance(value, list) else [value]
     found: list[str] = []
     for item in items:
@@ -221,16 +266,24 @@ def _evidence(value: Any, doc_id: Any, index: EvidenceIndex, label: str, problem
             )
             continue
         ids = index.find(quote, None if restrict is None else str(restrict))
+        if matches is not None:
+            matches[quote] = len(ids)
         if not ids:
             short = normalise(quote)
             short = short if len(short) <= 80 else short[:77] + "..."
-            problems.append(
-                Problem(
-                    label,
-                    f"evidence quote {short!r} matches no chunk",
-                    "copy the words exactly from the passage (whitespace may differ, case may not); "
-                    "a quote that spans two chunks matches neither, so shorten it",
+            near = index.closest(quote)
+            if near and near[2]:
+                fix = (
+                    f"the passage in chunk '{near[0]}' has the same words with Markdown/reST markup (backticks, "
+                    f"asterisks...): {near[1]!r}; copy the quote from the source file, markup included"
                 )
-            )
+            elif near:
+                fix = f"the closest passage is in chunk '{near[0]}': {near[1]!r}; copy the words exactly from it"
+            else:
+                fix = (
+                    "copy the words exactly from the passage (whitespace may differ, case may not); "
+                    "a quote that spans two chunks matches neither, so shorten it"
+                )
+            problems.append(Problem(label, f"evidence quote {short!r} matches no chunk", fix))
         found += [i for i in ids if i not in found]
     return found

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from rag_eval.config import LLMConfig
-from rag_eval.errors import ConfigError, Problem
+from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.llm.cache import ResponseCache, cache_key
 
 CACHE_HEADER = "x-rag-eval-cache"
@@ -91,7 +91,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
         self.identity, self.usage, self.cache = identity, usage, cache
         self.inner = inner or EnvironmentTransport()
         self.semaphore = asyncio.Semaphore(concurrency)
-        self.start, self.target = start, None
+        self.start, self.target, self.start_error = start, None, None
         self.inflight: dict[str, asyncio.Future] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -144,10 +144,16 @@ class CachingTransport(httpx.AsyncBaseTransport):
         """The request aimed at the started local server (started here on first need), else as it is."""
         if self.start is None:
             return request
+        if self.start_error is not None:
+            raise self.start_error  # a server that failed to start is not retried per request
         if self.target is None:
             # Started in the event loop's own thread on purpose: Linux ties the server's life to
             # the thread that forked it, and a worker thread ends long before rag-eval does.
-            self.target = httpx.URL(self.start())
+            try:
+                self.target = httpx.URL(self.start())
+            except Exception as exc:
+                self.start_error = exc
+                raise
         url = request.url.copy_with(scheme=self.target.scheme, host=self.target.host, port=self.target.port)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() != "host"]
         return httpx.Request(request.method, url, headers=headers, content=body, extensions=request.extensions)
@@ -248,6 +254,8 @@ class LLM:
             raw = await self.client.post("/chat/completions", body=params, cast_to=httpx.Response)
             data = raw.json()
         except openai.APIError as exc:
+            if isinstance(self.transport.start_error, RagEvalError):
+                raise self.transport.start_error from None  # the local server cannot start: stop the run
             self.usage.failures += 1
             return ChatResult(None, self.model, latency_s=time.perf_counter() - start, error=_describe(exc))
         except ValueError as exc:

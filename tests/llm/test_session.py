@@ -251,3 +251,31 @@ def _is_link(fd: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_a_server_that_cannot_start_stops_the_run_once_with_a_clear_error(tmp_path):
+    """Not one failed start per request and retry: the first failure is the run's error."""
+    import pytest
+
+    from rag_eval.errors import ConfigError
+
+    starts = tmp_path / "starts"
+    script = tmp_path / "sigill-server"
+    script.write_text(f"#!/bin/sh\necho start >> {starts}\nkill -ILL $$\n")
+    script.chmod(0o755)
+    _, model = fake_llama_server(tmp_path)
+    session = LLMSession(tmp_path / "cache", use_cache=False)
+    cfg = LLMConfig(provider="local", model_path=str(model), server_binary=str(script))
+
+    async def main():
+        llm = session.llm(cfg, "test")
+        try:
+            for i in range(3):
+                await llm.chat([{"role": "user", "content": f"q{i}"}])
+        finally:
+            await session.aclose()
+
+    with pytest.raises(ConfigError, match="illegal instruction"):
+        asyncio.run(main())
+    session.close()
+    assert starts.read_text().split() == ["start"]
