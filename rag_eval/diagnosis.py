@@ -4,17 +4,29 @@ Rules are tried in this order; the first that fires names the cause, and the dia
 the rule with its threshold and the figures that made it fire. Thresholds live in the config's
 ``diagnosis:`` section.
 
+Specific causes come before broad ones:
+
 1. suspect_label: the top-ranked chunk holds at least ``reference_coverage`` of the reference
    answer's content words, more than any labelled chunk: the label is probably wrong.
 2. distractor: a chunk ranked above every relevant one is a near-duplicate of a relevant chunk
    (word 5-gram Jaccard >= ``near_duplicate``).
-3. exact_token: the question names a symbol or identifier that occurs in the relevant chunk, and
+3. fusion_buried: a hybrid retriever misses a chunk that one of its parts ranks within k (the
+   component ranks are in the evidence).
+4. exact_token: the question names a symbol or identifier that occurs in the relevant chunk, and
    a keyword (bm25) retriever finds the chunk within k while this retriever does not.
-4. long_passage: the relevant chunk is at least ``long_factor`` times the median chunk length
-   (and the evidence quote, if any, is at most ``small_part`` of it).
-5. vocabulary_gap: at most ``vocabulary_overlap`` of the question's content words occur in the
+5. keyword_only: keyword search finds the chunk within k, this (embedding) retriever does not.
+6. paraphrase: embedding search finds the chunk within k, this (keyword) retriever does not: the
+   question says it in other words.
+7. long_passage: the relevant chunk is at least ``long_factor`` times the median chunk length,
+   the evidence quote (if any) is at most ``small_part`` of it, and the question shares more
+   than ``vocabulary_overlap`` of its words with it (else vocabulary is the likelier cause).
+8. vocabulary_gap: at most ``vocabulary_overlap`` of the question's content words occur in the
    relevant chunk, and no keyword or embedding retriever finds it within k.
-6. unclear: none of the above.
+9. unclear: none of the above.
+
+Where a fix can be tried cheaply, :func:`simulate_fixes` tries it on every question (misses and
+hits) before anyone follows it: other ``rrf_k`` or weights for a hybrid, or a hybrid of a
+keyword and an embedding retriever.
 """
 
 from __future__ import annotations
@@ -22,13 +34,27 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from statistics import median
 
-from rag_eval.config import AuditConfig, Bm25Config, DenseConfig
+from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
 from rag_eval.retrieval.stage import RetrievalResults
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, shingles, tokens
 from rag_eval.types import Corpus, Question
 
-CAUSES = ("long_passage", "vocabulary_gap", "exact_token", "distractor", "suspect_label", "unclear")
+CAUSES = (
+    "suspect_label",
+    "distractor",
+    "fusion_buried",
+    "exact_token",
+    "keyword_only",
+    "paraphrase",
+    "long_passage",
+    "vocabulary_gap",
+    "unclear",
+)
 FIXES = {
+    "fusion_buried": "fusion buried a chunk one part ranked high: try other hybrid weights or rrf_k (see the "
+    "simulated fixes)",
+    "keyword_only": "keyword search finds it, embeddings do not: use hybrid search",
+    "paraphrase": "the question uses other words than the passage: add embedding (hybrid) search or query rewriting",
     "long_passage": "a chunking problem: split long sections (chunker max_chars or fixed-size chunks)",
     "vocabulary_gap": "the question and passage use different words: try query rewriting or a stronger embedding model",
     "exact_token": "embeddings miss exact symbols: use hybrid or keyword search",
@@ -57,6 +83,7 @@ class Diagnoser:
         types = cfg.retrieval.retrievers
         self.keyword = [n for n, r in types.items() if isinstance(r, Bm25Config)]
         self.embedding = [n for n, r in types.items() if isinstance(r, DenseConfig)]
+        self.hybrid = {n: r for n, r in types.items() if isinstance(r, HybridConfig)}
         self._tokens: dict[int, set[str]] = {}
 
     def chunk_tokens(self, i: int) -> set[str]:
@@ -75,7 +102,10 @@ class Diagnoser:
         for rule in (
             self._suspect_label,
             self._distractor,
+            self._fusion_buried,
             self._exact_token,
+            self._keyword_only,
+            self._paraphrase,
             self._long_passage,
             self._vocabulary_gap,
         ):
@@ -141,11 +171,57 @@ class Diagnoser:
             )
         return None
 
+    def _fusion_buried(self, retriever, q, question, relevant, ranking, k):
+        if retriever not in self.hybrid:
+            return None
+        parts = self.found_by(self.hybrid[retriever].of, q)
+        high = {n: r for n, r in parts.items() if r is not None and r <= k}
+        if not high:
+            return None
+        return Diagnosis(
+            "fusion_buried",
+            f"a part of the hybrid ranks the chunk within the top {k}, the fusion does not",
+            {"rank": self.res.retrievers[retriever].first_rank[q], "component_ranks": parts},
+        )
+
+    def _keyword_only(self, retriever, q, question, relevant, ranking, k):
+        if retriever in self.keyword or retriever in self.hybrid:
+            return None
+        hits = {n: r for n, r in self.found_by(self.keyword, q).items() if r is not None and r <= k}
+        if not hits:
+            return None
+        return Diagnosis(
+            "keyword_only",
+            f"keyword search finds the chunk within the top {k}, this retriever does not",
+            {"rank": self.res.retrievers[retriever].first_rank[q], "keyword_ranks": hits},
+        )
+
+    def _paraphrase(self, retriever, q, question: Question, relevant, ranking, k):
+        if retriever not in self.keyword:
+            return None
+        hits = {n: r for n, r in self.found_by(self.embedding, q).items() if r is not None and r <= k}
+        if not hits:
+            return None
+        words = set(content_tokens(question.question))
+        overlap = max(coverage(words, self.chunk_tokens(i)) for i in relevant) if words else None
+        return Diagnosis(
+            "paraphrase",
+            f"embedding search finds the chunk within the top {k}, keyword search does not",
+            {
+                "rank": self.res.retrievers[retriever].first_rank[q],
+                "embedding_ranks": hits,
+                "overlap": None if overlap is None else round(overlap, 2),
+            },
+        )
+
     def _long_passage(self, retriever, q, question: Question, relevant, ranking, k):
         longest = max(relevant, key=lambda i: len(self.corpus.chunks[i].text))
         length = len(self.corpus.chunks[longest].text)
         if length < self.dc.long_factor * self.median_len:
             return None
+        words = set(content_tokens(question.question))
+        if words and max(coverage(words, self.chunk_tokens(i)) for i in relevant) <= self.dc.vocabulary_overlap:
+            return None  # few shared words: a vocabulary gap, which re-chunking does not close
         share = max((len(e) for e in question.evidence), default=0) / length if question.evidence else None
         if share is not None and share > self.dc.small_part:
             return None
@@ -184,3 +260,62 @@ def diagnose_misses(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults)
         name: {q: d.diagnose(name, q) for q in range(len(results.questions)) if results.is_miss(name, q)}
         for name in results.retrievers
     }
+
+
+def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) -> list[dict]:
+    """Fixes tried on every answerable question before anyone applies them: for each hybrid, other
+    ``rrf_k`` values and weights; for each keyword or embedding retriever with misses, a hybrid
+    with a retriever of the other kind. Each says how many misses it fixes and how many hits it
+    breaks (at ``miss_k``), from the same fusion the retrieval stage runs."""
+    from rag_eval.retrieval.hybrid import fuse
+    from rag_eval.retrieval.stage import first_relevant_rank
+
+    types = cfg.retrieval.retrievers
+    k, depth = results.miss_k, cfg.retrieval.depth
+    answerable = results.answerable
+    out = []
+
+    def outcome(name: str, rankings, change: str, config: dict) -> dict | None:
+        before = [results.is_miss(name, q) for q in answerable]
+        after = []
+        for q in answerable:
+            rank = first_relevant_rank(rankings, q, results.questions[q], corpus)
+            after.append(rank is None or rank > k)
+        fixed = [results.questions[q].id for q, b, a in zip(answerable, before, after) if b and not a]
+        caused = [results.questions[q].id for q, b, a in zip(answerable, before, after) if a and not b]
+        if not fixed and not caused:
+            return None
+        return {
+            "retriever": name,
+            "change": change,
+            "config": config,
+            "fixes": fixed,
+            "causes": caused,
+            "net": len(fixed) - len(caused),
+            "summary": f"{change} would fix {len(fixed)} miss{'es' if len(fixed) != 1 else ''} and cause "
+            f"{len(caused)} (at k={k})",
+        }
+
+    for name, h in types.items():
+        if not isinstance(h, HybridConfig):
+            continue
+        parts = [results.retrievers[p].rankings for p in h.of]
+        trials = [(f"rrf_k {v:g}", {"rrf_k": v}) for v in (10, 30, 100) if v != h.rrf_k]
+        if len(h.of) == 2:
+            trials += [(f"weights {w}", {"weights": w}) for w in ([2.0, 1.0], [1.0, 2.0]) if w != h.weights]
+        for change, upd in trials:
+            ranked = fuse(parts, len(corpus), depth, upd.get("rrf_k", h.rrf_k), upd.get("weights", h.weights))
+            found = outcome(name, ranked, f"{name} with {change}", upd)
+            if found:
+                out.append(found)
+    keyword = [n for n, r in types.items() if isinstance(r, Bm25Config)]
+    embedding = [n for n, r in types.items() if isinstance(r, DenseConfig)]
+    for a in keyword + embedding:
+        if not any(results.is_miss(a, q) for q in answerable):
+            continue
+        for b in embedding if a in keyword else keyword:
+            ranked = fuse([results.retrievers[a].rankings, results.retrievers[b].rankings], len(corpus), depth, 60)
+            found = outcome(a, ranked, f"a hybrid of {a} and {b} (rrf_k 60)", {"type": "hybrid", "of": [a, b]})
+            if found:
+                out.append(found)
+    return sorted(out, key=lambda f: -f["net"])

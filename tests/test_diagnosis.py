@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_eval.config import AuditConfig
+from rag_eval.config import AuditConfig, HybridConfig
 from rag_eval.diagnosis import CAUSES, diagnose_misses
 from rag_eval.retrieval.base import Rankings
 from rag_eval.retrieval.stage import evaluate
@@ -117,9 +117,64 @@ def test_suspect_label():
 
 
 def test_unclear_when_no_rule_fires():
+    q = Question("q", "Which immutable sequences store heterogeneous data?", {"f1": 1}, True)
+    d = diagnose([], q, {"bm25": ["f2", "f1"], "dense": ["f3", "f1"]}, retriever="bm25")
+    assert d.cause == "unclear"
+
+
+def test_paraphrase_when_embeddings_find_what_keywords_miss():
     q = Question("q", "Which sequences cannot change after creation?", {"f1": 1}, True)
     d = diagnose([], q, {"bm25": ["f2", "f1"], "dense": ["f1", "f2"]}, retriever="bm25")
-    assert d.cause == "unclear"
+    assert d.cause == "paraphrase"
+    assert d.evidence["embedding_ranks"] == {"dense": 1} and d.evidence["rank"] == 2
+
+
+def test_keyword_only_when_keywords_find_what_embeddings_miss():
+    q = Question("q", "Which sequences cannot change after creation?", {"f1": 1}, True)
+    d = diagnose([], q, {"bm25": ["f1", "f2"], "dense": ["f2", "f1"]}, retriever="dense")
+    assert d.cause == "keyword_only" and d.evidence["keyword_ranks"] == {"bm25": 1}
+
+
+def _hybrid_case(rrf_k=60):
+    """bm25 ranks f1 (relevant) first, dense third: the fusion puts f2 (1st and 2nd) above it."""
+    cfg = config().model_copy(deep=True)
+    cfg.retrieval.retrievers["hybrid"] = HybridConfig(type="hybrid", of=["dense", "bm25"], rrf_k=rrf_k)
+    corpus = Corpus(FILLER + [Chunk("f5", "Bytes are immutable sequences of single bytes.", "Bytes")], source="t")
+    q = Question("q", "Which sequences cannot change after creation?", {"f1": 1}, True)
+    order = {"bm25": ["f1", "f2", "f3", "f4", "f5"], "dense": ["f2", "f3", "f1", "f4", "f5"]}
+    rankings = {
+        n: Rankings.from_lists([[(corpus.index[c], 10.0 - j) for j, c in enumerate(ids)]], 10)
+        for n, ids in order.items()
+    }
+    from rag_eval.retrieval.hybrid import fuse
+
+    h = cfg.retrieval.retrievers["hybrid"]
+    rankings["hybrid"] = fuse([rankings["dense"], rankings["bm25"]], len(corpus), 10, h.rrf_k, h.weights)
+    return cfg, corpus, q, rankings
+
+
+def test_fusion_buried_shows_the_component_ranks():
+    cfg, corpus, q, rankings = _hybrid_case()
+    res = evaluate(cfg, corpus, [q], rankings)
+    d = diagnose_misses(cfg, corpus, res)["hybrid"][0]
+    assert d.cause == "fusion_buried"
+    assert d.evidence["component_ranks"] == {"dense": 3, "bm25": 1} and d.evidence["rank"] > 1
+
+
+def test_simulated_fixes_equal_what_applying_them_gives():
+    from rag_eval.diagnosis import simulate_fixes
+    from rag_eval.retrieval.hybrid import fuse
+
+    cfg, corpus, q, rankings = _hybrid_case()
+    res = evaluate(cfg, corpus, [q], rankings)
+    fixes = {f["change"]: f for f in simulate_fixes(cfg, corpus, res) if f["retriever"] == "hybrid"}
+    # Weighting bm25 twice puts f1 first: the simulation says it fixes q...
+    assert fixes["hybrid with weights [1.0, 2.0]"]["fixes"] == ["q"]
+    # ...and really applying that config does.
+    applied = fuse([rankings["dense"], rankings["bm25"]], len(corpus), 10, 60, [1.0, 2.0])
+    rankings2 = {**rankings, "hybrid": applied}
+    res2 = evaluate(cfg, corpus, [q], rankings2)
+    assert not res2.is_miss("hybrid", 0) and res.is_miss("hybrid", 0)
 
 
 def test_hits_are_not_diagnosed():

@@ -38,7 +38,10 @@ def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, d
         misses[name] = rows
     names = [s.name for s in res.metrics]
     hist = {name: rank_histogram([r.first_rank[i] for i in res.answerable]) for name, r in res.retrievers.items()}
+    from rag_eval.diagnosis import simulate_fixes
+
     return {
+        "simulated_fixes": simulate_fixes(cfg, corpus, res),
         "rank_histogram": hist,
         "metrics": names,
         "table": [m for m in table_metrics(cfg.retrieval.k) if m in names],
@@ -129,6 +132,11 @@ def summary(report: dict) -> dict:
         "retrieval_comparison": comparison,
         "retrieval_misses": {n: {"k": r["miss_k"], "count": len(m)} for n, m in r["misses"].items()},
         "diagnosis": {n: cause_counts(m) for n, m in r["misses"].items()},
+        "simulated_fixes": [
+            {k: f[k] for k in ("retriever", "change", "config", "net", "summary")}
+            | {"fixes": len(f["fixes"]), "causes": len(f["causes"])}
+            for f in r.get("simulated_fixes", [])
+        ],
         "lint": {f["code"]: {"severity": f["severity"], "questions": len(f["questions"])} for f in report["lint"]},
         **({"generation": report["judges"]["figures"]} if "judges" in report else {}),
         **({"comparison": _comparison_summary(report["comparison"])} if "comparison" in report else {}),

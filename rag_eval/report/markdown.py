@@ -82,17 +82,42 @@ def retrieval_markdown(report: dict) -> list[str]:
             header = ["question", "id", "rank found", "relevant", f"top {min(3, r['miss_k'])} retrieved", "rule"]
             out += _table(header, [_miss_row(m) for m in group])
             out.append("")
+    out += fixes_markdown(r.get("simulated_fixes", []))
+    return out
+
+
+def fixes_markdown(fixes: list[dict]) -> list[str]:
+    """Fixes tried on every question before anyone applies them."""
+    if not fixes:
+        return []
+    out = ["", "### Fixes tried before they are advised", ""]
+    out += [
+        "Each change was run on every answerable question (the same fusion as the retrieval stage):",
+        "",
+    ]
+    for f in fixes:
+        detail = ""
+        if f["fixes"]:
+            detail += f"; fixes {', '.join(f['fixes'][:8])}"
+        if f["causes"]:
+            detail += f"; breaks {', '.join(f['causes'][:8])}"
+        out.append(f"- {text(f['summary'])}{text(detail)}")
     return out
 
 
 def _miss_row(m: dict) -> list[str]:
+    d = m.get("diagnosis", {})
+    parts = d.get("evidence", {}).get("component_ranks")
+    rule = d.get("rule", "")
+    if parts:  # fusion: show where each part ranked the chunk
+        rule += " (" + ", ".join(f"{n} rank {r or '>depth'}" for n, r in parts.items()) + ")"
     return [
         m["question"],
         m["question_id"],
         str(m["rank"]) if m["rank"] else "not retrieved",
         ", ".join(m["relevant"][:3]),
         ", ".join(m["top"][:3]),
-        m.get("diagnosis", {}).get("rule", ""),
+        rule,
     ]
 
 
