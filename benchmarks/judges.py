@@ -57,8 +57,8 @@ def fitted_cutoffs(cases, preds, judges, threshold):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tune", default="0-60", help="HaluEval items to fit cut-offs on")
-    parser.add_argument("--report", default="200-260", help="HaluEval items to report on (never tuned on)")
+    parser.add_argument("--tune", default="0-30", help="HaluEval items to fit cut-offs on")
+    parser.add_argument("--report", default="200-240", help="HaluEval items to report on (never tuned on)")
     parser.add_argument("--ragas", action="store_true", help="also measure Ragas Faithfulness (slow)")
     parser.add_argument("--write-calibration", action="store_true", help="ship the tuned cut-offs with rag-eval")
     parser.add_argument("--json", help="write every figure here")

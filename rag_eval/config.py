@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -350,7 +351,7 @@ class AuditConfig(_Model):
         p = Path(value).expanduser()
         if p.is_absolute() or not self.config_path:
             return p
-        beside = Path(self.config_path).parent / p
+        beside = Path(os.path.normpath(Path(self.config_path).parent / p))
         return beside if beside.exists() or not p.exists() else p
 
     def resolve_output(self, value: str) -> Path:
@@ -359,7 +360,7 @@ class AuditConfig(_Model):
         p = Path(value).expanduser()
         if p.is_absolute() or not self.config_path:
             return p
-        return Path(self.config_path).parent / p
+        return Path(os.path.normpath(Path(self.config_path).parent / p))
 
     @property
     def out_dir(self) -> Path:

@@ -82,7 +82,7 @@ def test_compare_after_an_audit_costs_only_the_new_prompts_calls(small_project, 
     def reply(body):
         text = json.dumps(body["messages"])
         if judge_name(body) == "refusal" and "The documents do not answer" in text:
-            return "Yes: it declines."
+            return "No: it declines."
         if judge_name(body) is None and "careful assistant" in text:
             return "The documents do not answer this question."
         return structured_reply(body)

@@ -1,6 +1,7 @@
 """rag-eval's own judges, each a yes/no question scored by probability (see ``yesno.py``).
 
-- ``refusal``: does the answer decline? (verdict refused / answered)
+- ``refusal``: does the answer give the information asked for? (verdict answered / refused; the
+  record's probability is P(refused))
 - ``correctness``: does the answer give the reference's fact without contradicting it?
   (verdict correct / incorrect; "partial" answers count as not correct, as in attribution)
 - ``faithfulness_yesno``: the answer split into statements, each asked "supported by the
@@ -88,20 +89,25 @@ class ScoredJudges:
     def _failed(self, judge: str, qid: str, prompt: str, error: str, details: dict | None = None) -> Judgement:
         return self._record(judge, qid, prompt, status="not_judged", error=error, details=details or {})
 
-    async def _verdict(self, judge: str, qid: str, prompt: str, labels: tuple[str, str], **values: str) -> Judgement:
-        """One yes/no decision; ``labels`` = (the verdict for yes, the verdict for no)."""
+    async def _verdict(
+        self, judge: str, qid: str, prompt: str, labels: tuple[str, str], positive: str, **values: str
+    ) -> Judgement:
+        """One yes/no decision; ``labels`` = (the verdict for yes, the verdict for no). The record's
+        probability is P(``positive``), and the verdict is ``positive`` when it reaches the cut-off."""
         d = await self.prompts[PROMPT_OF[judge]].ask(self.llm, **values)
-        p = d.p("yes")
-        if d.error or p is None:
+        p_yes = d.p("yes")
+        if d.error or p_yes is None:
             return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
+        p = p_yes if positive == labels[0] else 1.0 - p_yes
         cut = self.cutoff(judge)
-        verdict = labels[0] if p >= cut else labels[1]
+        negative = labels[1] if positive == labels[0] else labels[0]
+        verdict = positive if p >= cut else negative
         return self._record(
             judge,
             qid,
             prompt,
             status="judged",
-            score=1.0 if verdict == labels[0] else 0.0,
+            score=1.0 if verdict == positive else 0.0,
             verdict=verdict,
             reason=d.reason,
             probability=round(p, 6),
@@ -111,11 +117,22 @@ class ScoredJudges:
         )
 
     async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
-        return await self._verdict("refusal", qid, prompt, ("refused", "answered"), question=question, answer=answer)
+        # The prompt asks "does the answer give the information?": a small model reads "does it
+        # decline?" backwards (AUC 0.14 against 0.98 on the hand-labelled refusal cases).
+        return await self._verdict(
+            "refusal", qid, prompt, ("answered", "refused"), "refused", question=question, answer=answer
+        )
 
     async def correctness(self, qid: str, prompt: str, question: str, reference: str, answer: str) -> Judgement:
         return await self._verdict(
-            "correctness", qid, prompt, ("correct", "incorrect"), question=question, reference=reference, answer=answer
+            "correctness",
+            qid,
+            prompt,
+            ("correct", "incorrect"),
+            "correct",
+            question=question,
+            reference=reference,
+            answer=answer,
         )
 
     async def _statements(

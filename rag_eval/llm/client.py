@@ -35,6 +35,11 @@ class Usage:
     shared: int = 0  # identical requests in flight at once, answered by one call
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # From llama-server's per-response timings (absent elsewhere): prompt tokens evaluated and
+    # reused from its KV cache, and the milliseconds the model itself spent.
+    prompt_evaluated: int = 0
+    prompt_reused: int = 0
+    model_ms: float = 0.0
     price_input: float = 0.0
     price_output: float = 0.0
 
@@ -44,11 +49,16 @@ class Usage:
 
     def record(self, body: bytes) -> None:
         try:
-            usage = json.loads(body).get("usage") or {}
+            data = json.loads(body)
+            usage = data.get("usage") or {}
         except (ValueError, AttributeError):
             return
         self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        timings = data.get("timings") or {}
+        self.prompt_evaluated += int(timings.get("prompt_n") or 0)
+        self.prompt_reused += int(timings.get("cache_n") or 0)
+        self.model_ms += float(timings.get("prompt_ms") or 0) + float(timings.get("predicted_ms") or 0)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "cost": self.cost}

@@ -136,13 +136,13 @@ STRUCTURED_REPLIES = {
         "classifications": [{"statement": "The reference's fact.", "reason": "found in the context", "attributed": 1}]
     },
 }
-# The yes/no judges, by the first words of their prompts: refusal says the answer does not decline,
-# the others say yes (correct, supported, useful).
+# The yes/no judges, by the question that ends their prompts: every one says yes (the answer gives the
+# information, is correct, is supported, the passage is useful).
 YES_NO_REPLIES = {
-    "You check whether an answer declines": "No: the answer gives the information.",
-    "You compare an answer with the reference": "Yes: the answer matches the reference.",
-    "You check whether a statement is supported": "Yes: the context says so.",
-    "You check whether a passage is useful": "Yes: the passage holds the answer.",
+    "Does the answer give the information asked for?": "Yes: the answer gives the information.",
+    "Does the candidate answer state the reference answer": "Yes: the answer matches the reference.",
+    "Is everything the answer states supported by the context?": "Yes: the context says so.",
+    "Does the passage contain information that leads to the reference answer?": "Yes: the passage holds the answer.",
 }
 YES_P = 0.9
 
@@ -171,8 +171,8 @@ def structured_reply(body: dict) -> str:
     if name in STRUCTURED_REPLIES:
         return json.dumps(STRUCTURED_REPLIES[name])
     text = body["messages"][-1]["content"]
-    for start, reply in YES_NO_REPLIES.items():
-        if text.startswith(start):
+    for question, reply in YES_NO_REPLIES.items():
+        if question in text:
             return reply
     return _default_reply(body)
 
@@ -184,7 +184,7 @@ def judge_name(body: dict) -> str | None:
         return name
     text = body["messages"][-1]["content"]
     names = dict(zip(YES_NO_REPLIES, ("refusal", "correctness", "supported", "useful")))
-    return next((n for start, n in names.items() if text.startswith(start)), None)
+    return next((n for question, n in names.items() if question in text), None)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -84,7 +84,18 @@ class LLMSession:
         for usage in self._usages:
             d = usage.to_dict()
             if d["model"] in totals:
-                for k in ("calls", "cache_hits", "shared", "failures", "prompt_tokens", "completion_tokens", "cost"):
+                for k in (
+                    "calls",
+                    "cache_hits",
+                    "shared",
+                    "failures",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "prompt_evaluated",
+                    "prompt_reused",
+                    "model_ms",
+                    "cost",
+                ):
                     totals[d["model"]][k] += d[k]
             else:
                 totals[d["model"]] = d
