@@ -44,6 +44,8 @@ def fitted_cutoffs(cases, preds, judges, threshold):
             continue
         kind = next(k for k, js in JUDGES_FOR.items() if name in js)
         ok = [i for i, c in enumerate(cases) if c["judge"] == kind and preds[name][i].error is None]
+        if not ok:
+            continue  # no tuning cases of this kind (refusal is fitted out-of-fold below)
         positive = np.array([cases[i]["label"] in ("correct", "refused", "faithful") for i in ok])
         probs = [np.array(preds[name][i].probs) for i in ok]
         share = name == "faithfulness_yesno"
