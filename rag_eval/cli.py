@@ -138,9 +138,20 @@ def _judge_check(args: argparse.Namespace) -> int:
 
     from rag_eval.cache import cache_root
     from rag_eval.config import LLMConfig
+    from rag_eval.errors import DataError, Problem
     from rag_eval.judge_check import halueval_cases, load_cases, run_judge_check
     from rag_eval.report.markdown import fmt
 
+    missing = [p for p in args.cases if not Path(p).exists()]
+    if missing:
+        raise DataError(
+            Problem(
+                missing[0],
+                "the cases file does not exist",
+                f"give --cases PATH (relative to {Path.cwd()}); the default is the repository's "
+                "data/judge-check/cases.jsonl, found when rag-eval runs in the repository folder",
+            )
+        )
     cases = [c for path in args.cases for c in load_cases(Path(path))]
     for spec in args.halueval or []:
         path, _, span = spec.partition(":")
