@@ -50,6 +50,8 @@ class JudgeRun:
     def __init__(self, cfg: AuditConfig, llm, scored, ragas, done: dict[tuple[str, str, str], Judgement], emit):
         self.cfg, self.llm, self.scored, self.ragas, self.done, self.emit = cfg, llm, scored, ragas, done, emit
         self.shared: dict[str, asyncio.Task] = {}
+        # Finished answer-independent judgements by (judge, question, inputs), whichever prompt they were for.
+        self.by_inputs = {(n, qid, j.input_hash): j for (n, qid, _), j in done.items()}
         self.reused = 0
         self.redone: dict[str, int] = {}
 
@@ -94,9 +96,7 @@ class JudgeRun:
             return old
         make = self.make(name, q, prompt, answer, contexts)
         if spec.answer_independent:
-            twin = next(
-                (j for (n, qid, _), j in self.done.items() if n == name and qid == q.id and j.input_hash == key), None
-            )
+            twin = self.by_inputs.get((name, q.id, key))
             if twin is None:
                 if key not in self.shared:
                     self.shared[key] = asyncio.ensure_future(make())
