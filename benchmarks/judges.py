@@ -19,13 +19,10 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 from rag_eval import progress
 from rag_eval.cache import cache_root
 from rag_eval.config import LLMConfig
 from rag_eval.judge_check import JUDGES_FOR, halueval_cases, load_cases, predict, score_judge
-from rag_eval.judges.calibration import fit_cutoff
 
 ROOT = Path(__file__).resolve().parents[1]
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
@@ -38,22 +35,14 @@ def span(text: str) -> tuple[int, int]:
 
 
 def fitted_cutoffs(cases, preds, judges, threshold):
+    """Each probability-scored judge's cut-off fitted on all of ``cases`` (judge-check's own fit)."""
     out = {}
     for name in judges:
-        if name == "faithfulness":
-            continue
         kind = next(k for k, js in JUDGES_FOR.items() if name in js)
-        ok = [i for i, c in enumerate(cases) if c["judge"] == kind and preds[name][i].error is None]
-        if not ok:
-            continue  # no tuning cases of this kind (refusal is fitted out-of-fold below)
-        positive = np.array([cases[i]["label"] in ("correct", "refused", "faithful") for i in ok])
-        probs = [np.array(preds[name][i].probs) for i in ok]
-        share = name == "faithfulness_yesno"
-
-        def decide(c, probs=probs, share=share):
-            return np.array([(np.mean(p >= c) >= threshold) if share else p[0] >= c for p in probs])
-
-        out[name] = fit_cutoff(np.concatenate(probs), positive, decide=decide)
+        if name == "faithfulness" or not any(c["judge"] == kind for c in cases):
+            continue  # Ragas has no cut-off; refusal has no HaluEval cases (fitted out-of-fold below)
+        overall = score_judge(name, cases, preds[name], threshold=threshold, folds=5, seed=0)[0]
+        out[name] = overall.cutoff
     return out
 
 
@@ -91,7 +80,6 @@ def main() -> None:
     for name in judges:
         if name == "refusal":
             rows += score_judge(name, hand_refusal, preds_ref[name], threshold=threshold, folds=5, seed=0)
-            cutoffs["refusal"] = rows[-1].cutoff if rows else 0.5
             cutoffs["refusal"] = next(r.cutoff for r in rows if r.judge == "refusal" and r.source == "all")
         else:
             rows += score_judge(
