@@ -14,23 +14,53 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 __version__ = "0.1.0"
 
+import sys  # noqa: E402
+import types  # noqa: E402
 
-def load_config(path):
-    """Read and validate an audit config (see rag_eval.config.load_config)."""
-    from rag_eval.config import load_config as _load
-
-    return _load(path)
-
-
-def audit(cfg, **kwargs):
-    """Run the whole audit of a config; returns the run folder (see rag_eval.runner.run_audit)."""
-    from rag_eval.runner import run_audit
-
-    return run_audit(cfg, **kwargs)
+# The API's audit/retrieval/compare/lint/judge_check share names with submodules
+# (rag_eval/retrieval/, lint.py, ...). Importing a submodule sets it as an attribute of this
+# package; this keeps the function instead (``from rag_eval.lint import ...`` still works, since
+# it reads sys.modules).
+_API_NAMES = frozenset({"retrieval", "lint", "compare", "judge_check"})
 
 
-def compare(cfg, **kwargs):
-    """Compare the config's prompts on the same contexts; returns the run folder."""
-    from rag_eval.runner import run_compare
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value) -> None:
+        if name in _API_NAMES and isinstance(value, types.ModuleType) and callable(self.__dict__.get(name)):
+            return
+        super().__setattr__(name, value)
 
-    return run_compare(cfg, **kwargs)
+
+sys.modules[__name__].__class__ = _Package
+
+
+from rag_eval.api import (  # noqa: E402  (the environment above must be set first)
+    Result,
+    as_config,
+    audit,
+    compare,
+    judge_answers,
+    judge_check,
+    lint,
+    load_run,
+    retrieval,
+)
+from rag_eval.errors import ConfigError, DataError, RagEvalError  # noqa: E402
+
+load_config = as_config
+
+__all__ = [
+    "ConfigError",
+    "DataError",
+    "RagEvalError",
+    "Result",
+    "as_config",
+    "audit",
+    "compare",
+    "judge_answers",
+    "judge_check",
+    "lint",
+    "load_config",
+    "load_run",
+    "retrieval",
+]

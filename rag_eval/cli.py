@@ -38,14 +38,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _retrieval(args: argparse.Namespace) -> int:
-    import json
+    from rag_eval import api, progress
 
-    from rag_eval.config import load_config
-    from rag_eval.runner import run_retrieval
-
-    cfg = load_config(args.config)
-    run_dir = run_retrieval(cfg, out=args.out)
-    summary = json.loads((run_dir / "summary.json").read_text())
+    result = api.retrieval(args.config, out=args.out, progress=progress.enabled())
+    summary = result.summary
     n = sum(len(pairs) for pairs in summary["retrieval_comparison"].values())
     if n:
         print(
@@ -55,17 +51,15 @@ def _retrieval(args: argparse.Namespace) -> int:
     for pairs in summary["retrieval_comparison"].values():
         for pair in pairs.values():
             print(f"- {pair['verdict']}")
-    gates = {k: v for k, v in cfg.gates.items() if k.startswith("retrieval")}
-    return _finish(cfg.model_copy(update={"gates": gates}), run_dir)
+    return _finish(result, args, "retrieval")
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from rag_eval.config import load_config
+    from rag_eval import api
     from rag_eval.lint import fails
-    from rag_eval.runner import run_lint
 
-    cfg = load_config(args.config)
-    findings = run_lint(cfg)
+    cfg = api.as_config(args.config)
+    findings = api.lint(cfg)
     for f in findings:
         print(f"[{f.severity}] {f.code}: {f.message}")
         if f.questions:
@@ -79,58 +73,30 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rag_eval.config import load_config
-    from rag_eval.runner import run_audit
+    from rag_eval import api, progress
 
-    cfg = load_config(args.config)
     resume = True if args.resume == "newest" else args.resume
-    run_dir = run_audit(cfg, out=args.out, use_cache=not args.no_cache, resume=resume)
-    return _finish(cfg, run_dir)
+    result = api.audit(
+        args.config, out=args.out, use_cache=not args.no_cache, resume=resume, progress=progress.enabled()
+    )
+    return _finish(result, args, "audit")
 
 
-def _finish(cfg, run_dir) -> int:
-    """The one-screen summary, then the gates: exit 1 when one fails."""
-    import json
+def _finish(result, args: argparse.Namespace, suite: str) -> int:
+    """The one-screen summary, then the gates (exit 1 when one fails) and the CI files asked for."""
+    from rag_eval.gates import describe_failure
+    from rag_eval.report.ci import write_ci_outputs
+    from rag_eval.report.screen import one_screen
 
-    from rag_eval.gates import check_gates
-
-    summary = json.loads((run_dir / "summary.json").read_text())
-    print(one_screen(summary))
-    print(f"run folder: {run_dir} (report.md, report.html, summary.json)")
-    if not cfg.gates:
-        return 0
-    results = check_gates(cfg.gates, summary, cfg.where("gates"))
+    print(one_screen(result.summary))
+    print(f"run folder: {result.run_dir} (report.md, report.html, summary.json)")
+    results = result.gates()
     for r in results:
         print(f"gate {r.message}")
+        if not r.passed:
+            print("\n".join(describe_failure(r, result.summary, result.report, result.run_dir).splitlines()[1:]))
+    write_ci_outputs(results, result.summary, result.report, result.run_dir, suite, args.junit_xml, args.summary_md)
     return 0 if all(r.passed for r in results) else 1
-
-
-def one_screen(summary: dict) -> str:
-    """Retrieval headline figures, judged figures and outcome shares, one line each."""
-    from rag_eval.report.markdown import fmt
-
-    lines = []
-    for name, figs in summary.get("retrieval", {}).items():
-        heads = [m for m in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10") if m in figs]
-        lines.append(f"{name:<10}" + "  ".join(f"{m} {fmt(figs[m], 2)}" for m in heads))
-    for prompt, figs in summary.get("generation", {}).items():
-        lines.append(
-            f"[{prompt}] "
-            + "  ".join(f"{m} {fmt(e, 2)} (n={e['n']}, not judged {e['n_not_judged']})" for m, e in figs.items())
-        )
-    for prompt, shares in summary.get("attribution", {}).items():
-        split = summary.get("failure_split", {}).get(prompt, {})
-        parts = [f"{o} {e['count']}" for o, e in shares.items() if e["count"]]
-        lines.append(
-            f"[{prompt}] outcomes: "
-            + ", ".join(parts)
-            + (
-                f"; failures: {split.get('retrieval', 0)} retrieval, {split.get('generation', 0)} generation"
-                if split
-                else ""
-            )
-        )
-    return "\n".join(lines)
 
 
 def _judge_check(args: argparse.Namespace) -> int:
@@ -138,21 +104,10 @@ def _judge_check(args: argparse.Namespace) -> int:
 
     from rag_eval.cache import cache_root
     from rag_eval.config import LLMConfig
-    from rag_eval.errors import DataError, Problem
-    from rag_eval.judge_check import halueval_cases, load_cases, run_judge_check
+    from rag_eval.judge_check import halueval_cases, read_case_files, run_judge_check
     from rag_eval.report.markdown import fmt
 
-    missing = [p for p in args.cases if not Path(p).exists()]
-    if missing:
-        raise DataError(
-            Problem(
-                missing[0],
-                "the cases file does not exist",
-                f"give --cases PATH (relative to {Path.cwd()}); the default is the repository's "
-                "data/judge-check/cases.jsonl, found when rag-eval runs in the repository folder",
-            )
-        )
-    cases = [c for path in args.cases for c in load_cases(Path(path))]
+    cases = read_case_files(args.cases)
     for spec in args.halueval or []:
         path, _, span = spec.partition(":")
         start, _, stop = span.partition("-")
@@ -203,18 +158,13 @@ def _judge_check(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import json
+    from rag_eval import api, progress
 
-    from rag_eval.config import load_config
-    from rag_eval.runner import run_compare
-
-    cfg = load_config(args.config)
-    run_dir = run_compare(cfg, out=args.out, use_cache=not args.no_cache)
-    summary = json.loads((run_dir / "summary.json").read_text())
-    for pairs in summary.get("comparison", {}).values():
+    result = api.compare(args.config, out=args.out, use_cache=not args.no_cache, progress=progress.enabled())
+    for pairs in result.summary.get("comparison", {}).values():
         for c in pairs.values():
             print(f"- {c['verdict']}")
-    return _finish(cfg, run_dir)
+    return _finish(result, args, "compare")
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -238,6 +188,15 @@ def _report(args: argparse.Namespace) -> int:
     write_report(run_dir, report)
     print(f"re-rendered {run_dir}/report.md, report.html and summary.json")
     return 0
+
+
+def _ci_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--junit-xml", metavar="PATH", help="write the gates as a JUnit XML file (one test case per gate)")
+    p.add_argument(
+        "--summary-md",
+        metavar="PATH",
+        help="write a Markdown summary of gates and figures (also appended to $GITHUB_STEP_SUMMARY when set)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -279,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN_DIR",
         help="continue the newest unfinished run of this config (or RUN_DIR), reusing finished records",
     )
+    _ci_options(p)
     p.set_defaults(func=_run)
 
     p = add(
@@ -289,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
+    _ci_options(p)
     p.set_defaults(func=_compare)
 
     p = add(
@@ -340,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(p-values Holm-corrected across comparisons), misses with their probable causes.",
     )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
+    _ci_options(p)
     p.set_defaults(func=_retrieval)
     return parser
 

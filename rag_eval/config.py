@@ -45,7 +45,9 @@ class CorpusFields(_Model):
 class CorpusConfig(_Model):
     """Where the chunks come from: exactly one of source, path or folder."""
 
-    source: Literal["python-docs"] | None = None
+    source: Literal["python-docs", "given"] | None = Field(
+        None, description="python-docs, or given: rows passed from Python (rag_eval.audit(config, corpus=...))"
+    )
     path: str | None = None
     folder: str | None = None
     chunker: ChunkerConfig = ChunkerConfig()
@@ -64,7 +66,16 @@ class CorpusConfig(_Model):
 
 
 class TestSetConfig(_Model):
-    path: str
+    """Where the questions come from: a file, or rows passed from Python (``source: given``)."""
+
+    path: str | None = None
+    source: Literal["given"] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TestSetConfig:
+        if (self.path is None) == (self.source is None):
+            raise ValueError("give exactly one of path (a JSONL/JSON file) or source: given (rows from Python)")
+        return self
 
 
 class Bm25Config(_Model):
@@ -321,8 +332,9 @@ class AuditConfig(_Model):
     gates: dict[str, str] = Field(default_factory=dict, description='e.g. {"retrieval.hybrid.hit@5": ">= 0.80"}')
     cache_dir: str | None = None
 
-    # Set by load_config, not by the user.
+    # Set by load_config / config_from_dict, not by the user.
     config_path: str | None = Field(None, exclude=True)
+    base_dir: str | None = Field(None, exclude=True)
 
     @field_validator("gates")
     @classmethod
@@ -349,18 +361,25 @@ class AuditConfig(_Model):
     def resolve_path(self, value: str) -> Path:
         """An input path from the config: relative to the config's folder, else to the working folder."""
         p = Path(value).expanduser()
-        if p.is_absolute() or not self.config_path:
+        if p.is_absolute() or not self._home:
             return p
-        beside = Path(os.path.normpath(Path(self.config_path).parent / p))
+        beside = Path(os.path.normpath(self._home / p))
         return beside if beside.exists() or not p.exists() else p
 
     def resolve_output(self, value: str) -> Path:
         """An output or cache folder from the config: relative to the config's folder, so that a run
         started from any working folder writes to the same place."""
         p = Path(value).expanduser()
-        if p.is_absolute() or not self.config_path:
+        if p.is_absolute() or not self._home:
             return p
-        return Path(os.path.normpath(Path(self.config_path).parent / p))
+        return Path(os.path.normpath(self._home / p))
+
+    @property
+    def _home(self) -> Path | None:
+        """The folder relative paths start from: the config file's, or base_dir for a config given as data."""
+        if self.config_path:
+            return Path(self.config_path).parent
+        return Path(self.base_dir) if self.base_dir else None
 
     @property
     def out_dir(self) -> Path:
@@ -537,6 +556,23 @@ def load_config(path: str | Path) -> AuditConfig:
     except ValidationError as exc:
         raise ConfigError(_problems_from(exc, str(path), root, raw)) from None
     cfg.config_path = str(path)
+    return cfg
+
+
+def config_from_dict(raw: Any, base_dir: str | Path | None = None, label: str = "config (dict)") -> AuditConfig:
+    """Validate a config given as a mapping (the YAML's shape); relative paths start at ``base_dir``
+    (default: the working folder). Problems raise ConfigError naming the key."""
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            Problem(
+                label, f"a config must be a mapping, not {type(raw).__name__}", "pass a dict like configs/demo.yaml's"
+            )
+        )
+    try:
+        cfg = AuditConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_problems_from(exc, label, None, raw)) from None
+    cfg.base_dir = str(Path(base_dir) if base_dir is not None else Path.cwd())
     return cfg
 
 

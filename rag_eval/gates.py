@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from rag_eval.errors import ConfigError, Problem
 
@@ -77,3 +78,70 @@ def check_gates(gates: dict[str, str], summary: dict, where: str = "gates") -> l
             )
         )
     return results
+
+
+def questions_behind(figure: str, report: dict, run_dir: Path | None = None, limit: int = 10) -> list[str]:
+    """The questions that pull a figure down: those below 1 on a retrieval metric (from the run's
+    retrieval.jsonl; else the retriever's misses), the answers a judge did not pass (lowest scores
+    first), or the questions with an outcome; as ``id: why`` lines."""
+    import json
+
+    from rag_eval.judges.registry import figures as judge_figures
+
+    parts = _split(figure)
+    out: list[str] = []
+    records = run_dir / "retrieval.jsonl" if run_dir else None
+    if parts[0] == "retrieval" and len(parts) >= 3 and records and records.exists():
+        rows = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines() if line.strip()]
+        low = [r for r in rows if r["retriever"] == parts[1] and r.get("metrics") and r["metrics"].get(parts[2], 1) < 1]
+        for r in sorted(low, key=lambda r: r["metrics"][parts[2]]):
+            rank = r.get("first_relevant_rank") or "not retrieved"
+            out.append(
+                f"{r['question_id']}: {parts[2]} {r['metrics'][parts[2]]:.2f}, first relevant chunk at rank {rank}"
+            )
+    elif parts[0] == "retrieval" and len(parts) >= 2:
+        for m in report.get("retrieval", {}).get("misses", {}).get(parts[1], []):
+            rank = m.get("rank")
+            out.append(f"{m['question_id']}: first relevant chunk at rank {rank or 'not retrieved'} ({m['question']})")
+    elif parts[0] == "attribution" and len(parts) >= 3:
+        for row in report.get("attribution", {}).get("rows", []):
+            if row["prompt"] == parts[1] and row["outcome"] == parts[2]:
+                out.append(f"{row['question_id']}: {row['why']}")
+    elif parts[0] == "generation" and len(parts) >= 3:
+        judges = report.get("judges", {})
+        found = [(spec, f) for spec, f in judge_figures(judges.get("metrics", [])) if f.name == parts[2]]
+        if found:
+            spec, fig = found[0]
+            records = [
+                r
+                for r in judges.get("records", [])
+                if r["judge"] == spec.name and r["prompt"] == parts[1] and r["status"] == "judged"
+            ]
+            if fig.binary:
+                bad = [r for r in records if (r["verdict"] == fig.verdict) == (fig.better == "lower")]
+            else:
+                bad = sorted(
+                    (r for r in records if r["score"] is not None and r["score"] < 1), key=lambda r: r["score"]
+                )
+            for r in bad:
+                shown = r["verdict"] if fig.binary else f"{r['score']:.2f}"
+                out.append(f"{r['question_id']}: {shown}: {r.get('reason') or ''}".rstrip(": "))
+    return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def describe_failure(result: GateResult, summary: dict, report: dict, run_dir: Path | None = None) -> str:
+    """A failed gate with its interval and the questions behind it, for test and CI output."""
+    try:
+        node = summary
+        for part in _split(result.figure):
+            node = node[part]
+    except (KeyError, TypeError):
+        node = None
+    ci = ""
+    if isinstance(node, dict) and node.get("ci_low") is not None:
+        ci = f" [95% CI {node['ci_low']:.3f}, {node['ci_high']:.3f}; n={node.get('n')}]"
+    lines = [
+        f"{result.figure} = {'no value' if result.value is None else f'{result.value:.4g}'}{ci}, needs {result.rule}"
+    ]
+    lines += [f"    {q}" for q in questions_behind(result.figure, report, run_dir)]
+    return "\n".join(lines)

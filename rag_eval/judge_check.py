@@ -73,6 +73,26 @@ def load_cases(path: Path) -> list[dict]:
     return cases
 
 
+DEFAULT_CASES = "data/judge-check/cases.jsonl"
+
+
+def read_case_files(paths: list[str | Path]) -> list[dict]:
+    """Every case of the files; a missing file is a DataError naming the working folder."""
+    from rag_eval.errors import DataError, Problem
+
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise DataError(
+            Problem(
+                str(missing[0]),
+                "the cases file does not exist",
+                f"give --cases PATH (relative to {Path.cwd()}); the default is the repository's "
+                f"{DEFAULT_CASES}, found when rag-eval runs in the repository folder",
+            )
+        )
+    return [c for p in paths for c in load_cases(Path(p))]
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s*(?=[A-Z])", text) if s.strip()]
 

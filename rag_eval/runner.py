@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 from rag_eval.cache import cache_root
 from rag_eval.config import AuditConfig, resolved_config
@@ -24,12 +25,26 @@ class Inputs:
     test_set_path: Path
 
 
-def load_inputs(cfg: AuditConfig) -> Inputs:
-    """Load the corpus and the test set; every problem raises DataError before anything runs."""
-    corpus = load_corpus(cfg)
+def load_inputs(cfg: AuditConfig, corpus: Any = None, test_set: Any = None) -> Inputs:
+    """Load the corpus and the test set (from the config's files, or rows given from Python); every
+    problem raises DataError before anything runs."""
+    from rag_eval.data.frames import records_from
+    from rag_eval.data.testset import questions_from_records
+
+    loaded = load_corpus(cfg, corpus)
+    if test_set is not None:
+        questions = questions_from_records(records_from(test_set, "test set"), loaded, "test set (given)")
+        return Inputs(loaded, questions, Path("test set (given)"))
+    if cfg.test_set.path is None:
+        raise ConfigError(
+            Problem(
+                cfg.where("test_set.source"),
+                "test_set: {source: given} needs the questions passed from Python",
+                "call rag_eval.audit(config, test_set=rows), or give test_set: {path: ...}",
+            )
+        )
     path = cfg.resolve_path(cfg.test_set.path)
-    questions = load_test_set(path, corpus)
-    return Inputs(corpus, questions, path)
+    return Inputs(loaded, load_test_set(path, loaded), path)
 
 
 def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path):
@@ -61,23 +76,54 @@ def write_report(run_dir: Path, report: dict) -> None:
     write_text(run_dir / "report.html", render_html(report))
 
 
-def _start(cfg: AuditConfig, out: str | None) -> tuple[Inputs, Path]:
+def _keep_given(run_dir: Path, inputs: Inputs) -> None:
+    """Inputs given from Python are written into the run folder (inputs/), so the run can be read
+    back and repeated from files."""
+    import json
+
+    from rag_eval.rundir import write_text
+
+    if inputs.corpus.source == "corpus (given)" or str(inputs.test_set_path) == "test set (given)":
+        (run_dir / "inputs").mkdir(exist_ok=True)
+    if inputs.corpus.source == "corpus (given)":
+        rows = [{"id": c.id, "text": c.text, "title": c.title, "doc_id": c.doc_id} for c in inputs.corpus.chunks]
+        write_text(run_dir / "inputs" / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if str(inputs.test_set_path) == "test set (given)":
+        rows = [
+            {
+                "id": q.id,
+                "question": q.question,
+                "answer_in": q.qrels,
+                **({"reference": q.reference} if q.reference else {}),
+                "answerable": q.answerable,
+            }
+            for q in inputs.questions
+        ]
+        write_text(
+            run_dir / "inputs" / "test_set.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        )
+
+
+def _start(cfg: AuditConfig, out: str | None, given: Inputs | None = None) -> tuple[Inputs, Path]:
     from rag_eval.rundir import new_run_dir
 
-    inputs = load_inputs(cfg)
+    inputs = given or load_inputs(cfg)
     n_ans = sum(q.answerable for q in inputs.questions)
     say(
         f"corpus: {len(inputs.corpus)} chunks from {inputs.corpus.source}; test set: "
         f"{len(inputs.questions)} questions ({n_ans} answerable)"
     )
-    return inputs, new_run_dir(cfg, out)
+    run_dir = new_run_dir(cfg, out)
+    _keep_given(run_dir, inputs)
+    return inputs, run_dir
 
 
-def run_retrieval(cfg: AuditConfig, *, out: str | None = None) -> Path:
-    """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder."""
+def run_retrieval(cfg: AuditConfig, *, out: str | None = None, inputs: Inputs | None = None) -> Path:
+    """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder.
+    ``inputs``: the corpus and test set already loaded (default: from the config's files)."""
     from rag_eval.report.build import build_report
 
-    inputs, run_dir = _start(cfg, out)
+    inputs, run_dir = _start(cfg, out, inputs)
     res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
     report = build_report(
         cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
@@ -149,7 +195,9 @@ def _eta(calls: int, seconds: float) -> str:
     return f"about {calls} calls x {seconds:.1f} s = {calls * seconds / 60:.1f} min"
 
 
-def _open_run(cfg: AuditConfig, out: str | None, resume: Path | bool | None) -> tuple[Inputs, Path]:
+def _open_run(
+    cfg: AuditConfig, out: str | None, resume: Path | bool | None, given: Inputs | None = None
+) -> tuple[Inputs, Path]:
     run_dir = None
     if resume is True:
         run_dir = find_resumable(cfg, out)
@@ -165,8 +213,9 @@ def _open_run(cfg: AuditConfig, out: str | None, resume: Path | bool | None) -> 
                 )
             )
     if run_dir is None:
-        return _start(cfg, out)
-    inputs = load_inputs(cfg)
+        return _start(cfg, out, given)
+    inputs = given or load_inputs(cfg)
+    _keep_given(run_dir, inputs)
     changed = config_changes(run_dir, cfg)
     if changed is not None:
         say(f"resuming {run_dir}: the config changed since ({changed}); work whose inputs changed is redone")
@@ -200,12 +249,18 @@ def config_changes(run_dir: Path, cfg: AuditConfig) -> str | None:
 
 
 def run_audit(
-    cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True, resume: Path | bool | None = None
+    cfg: AuditConfig,
+    *,
+    out: str | None = None,
+    use_cache: bool = True,
+    resume: Path | bool | None = None,
+    inputs: Inputs | None = None,
 ) -> Path:
     """Retrieval, generation, judges, attribution and report; returns the run folder.
 
     ``resume``: True continues the newest unfinished run of this config, a path continues that
-    run; finished records are reused and only the missing work is done.
+    run; finished records are reused and only the missing work is done. ``inputs``: the corpus and
+    test set already loaded (default: from the config's files).
     """
     from rag_eval.generation import run_generation, select_questions
     from rag_eval.llm.session import LLMSession
@@ -220,7 +275,7 @@ def run_audit(
                 "add generation: {retriever: ..., top_k: 5}, or use rag-eval retrieval",
             )
         )
-    inputs, run_dir = _open_run(cfg, out, resume)
+    inputs, run_dir = _open_run(cfg, out, resume, inputs)
     _set_status(run_dir, "started")
     res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
     report = build_report(
@@ -290,19 +345,21 @@ def _same_model(cfg: AuditConfig) -> bool:
     return (g.provider, g.model, g.base_url, g.model_path) == (j.provider, j.model, j.base_url, j.model_path)
 
 
-def run_lint(cfg: AuditConfig):
+def run_lint(cfg: AuditConfig, inputs: Inputs | None = None):
     """Test-set health findings, with the size check computed from an in-memory retrieval run."""
     from rag_eval.lint import lint
     from rag_eval.retrieval.build import run_retrievers
     from rag_eval.retrieval.stage import evaluate
 
-    inputs = load_inputs(cfg)
+    inputs = inputs or load_inputs(cfg)
     rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder))
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
     return lint(cfg, inputs.corpus, inputs.questions, res)
 
 
-def run_compare(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True) -> Path:
+def run_compare(
+    cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True, inputs: Inputs | None = None
+) -> Path:
     """Every prompt on the same retrieved contexts, then paired comparisons; returns the run folder."""
     import json
 
@@ -317,11 +374,11 @@ def run_compare(cfg: AuditConfig, *, out: str | None = None, use_cache: bool = T
                 "list the prompts under generation.prompts",
             )
         )
-    run_dir = run_audit(cfg, out=out, use_cache=use_cache)
+    inputs = inputs or load_inputs(cfg)
+    run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
     report = json.loads((run_dir / "report.json").read_text())
     generations = [r for r in read_jsonl(run_dir / "generation.jsonl") if r.get("error") is None]
     check_same_contexts(generations)
-    inputs = load_inputs(cfg)
     report["comparison"] = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
     write_report(run_dir, report)
     return run_dir

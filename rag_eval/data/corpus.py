@@ -8,16 +8,31 @@ from typing import Any
 from rag_eval.config import AuditConfig, CorpusConfig
 from rag_eval.data.chunking import slugify, split_by_heading, split_fixed, unique_ids
 from rag_eval.data.records import Record, read_records
-from rag_eval.errors import DataError, Problem
+from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.types import Chunk, Corpus
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
 
 
-def load_corpus(cfg: AuditConfig) -> Corpus:
-    """The corpus the config names; raises DataError listing every bad record."""
+def load_corpus(cfg: AuditConfig, given: Any = None) -> Corpus:
+    """The corpus the config names, or ``given`` (rows from Python) for ``source: given``; raises
+    DataError listing every bad record."""
     cc = cfg.corpus
-    if cc.source == "python-docs":
+    if given is not None or cc.source == "given":
+        if given is None:
+            raise ConfigError(
+                Problem(
+                    cfg.where("corpus.source"),
+                    "corpus: {source: given} needs the corpus passed from Python",
+                    "call rag_eval.audit(config, corpus=rows), or name a path, folder or python-docs",
+                )
+            )
+        if isinstance(given, Corpus):
+            return given
+        from rag_eval.data.frames import records_from
+
+        corpus = Corpus(_chunks_from_records(records_from(given, "corpus"), cc), source="corpus (given)")
+    elif cc.source == "python-docs":
         from rag_eval.data.python_docs import python_docs_corpus
 
         corpus = python_docs_corpus()

@@ -70,7 +70,12 @@ def _excerpt(text: str, start: int, length: int) -> str:
 
 def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
     """Every question of the file with its labels resolved; raises DataError listing all problems."""
-    records = read_records(path, "test set")
+    return questions_from_records(read_records(path, "test set"), corpus, str(path))
+
+
+def questions_from_records(records: list[Record], corpus: Corpus, source: str) -> list[Question]:
+    """Every question of the records (each naming its file and line, or its row) with labels resolved;
+    raises DataError listing all problems."""
     index = EvidenceIndex(corpus)
     questions, problems = [], []
     first_seen: dict[str, str] = {}
@@ -98,11 +103,11 @@ def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
     if problems:
         raise DataError(problems)
     if not questions:
-        raise DataError(Problem(str(path), "the test set has no questions", "add questions to it"))
+        raise DataError(Problem(source, "the test set has no questions", "add questions to it"))
     if not any(q.answerable for q in questions):
         raise DataError(
             Problem(
-                str(path),
+                source,
                 f"none of the {len(questions)} questions is answerable, so no retrieval figure can be measured",
                 "label the questions the documents answer (answer_in or evidence); keep answerable: false only "
                 "for those they cannot",

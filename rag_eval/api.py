@@ -1,0 +1,313 @@
+"""rag-eval from Python: the same stages as the CLI, returning results with pandas views.
+
+A config may be a path to a YAML file, a dict of the same shape, or an ``AuditConfig``. The corpus
+and the test set may come from the config's files or be passed as lists of dicts, pandas
+DataFrames or ``datasets.Dataset``s. Errors are the CLI's: ``rag_eval.errors.RagEvalError``
+subclasses naming the file or row, what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rag_eval.config import AuditConfig
+from rag_eval.errors import ConfigError, Problem
+
+ConfigLike = str | Path | dict | AuditConfig
+
+
+def as_config(config: ConfigLike, *, base_dir: str | Path | None = None) -> AuditConfig:
+    """An ``AuditConfig`` from a YAML path, a dict (paths relative to ``base_dir``, default the
+    working folder) or an ``AuditConfig``."""
+    from rag_eval.config import config_from_dict, load_config
+
+    if isinstance(config, AuditConfig):
+        return config
+    if isinstance(config, dict):
+        return config_from_dict(config, base_dir)
+    if isinstance(config, (str, Path)):
+        return load_config(config)
+    raise ConfigError(
+        Problem(
+            f"config ({type(config).__name__})",
+            "a config must be a YAML path, a dict or an AuditConfig",
+            "pass e.g. 'configs/demo.yaml' or a dict with name, corpus, test_set, retrieval",
+        )
+    )
+
+
+def _config_with_given(config: ConfigLike, corpus: Any, test_set: Any, base_dir) -> AuditConfig:
+    """The config, with ``source: given`` filled in where the corpus or test set is passed and the
+    config does not name one."""
+    if isinstance(config, dict):
+        config = dict(config)
+        if corpus is not None and "corpus" not in config:
+            config["corpus"] = {"source": "given"}
+        if test_set is not None and "test_set" not in config:
+            config["test_set"] = {"source": "given"}
+    return as_config(config, base_dir=base_dir)
+
+
+def _inputs(cfg: AuditConfig, corpus: Any, test_set: Any):
+    if corpus is None and test_set is None:
+        return None
+    from rag_eval.runner import load_inputs
+
+    return load_inputs(cfg, corpus, test_set)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@dataclass
+class Result:
+    """A finished run: its folder, summary.json and report.json, with per-question tables."""
+
+    run_dir: Path
+    summary: dict
+    report: dict
+    config: AuditConfig | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_dir(cls, run_dir: str | Path, config: AuditConfig | None = None) -> Result:
+        run_dir = Path(run_dir)
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+            report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            from rag_eval.errors import DataError
+
+            raise DataError(
+                Problem(
+                    str(run_dir),
+                    f"not a finished rag-eval run folder: {exc}",
+                    "give a folder written by rag_eval.audit() or rag-eval run (it holds summary.json)",
+                )
+            ) from None
+        return cls(run_dir, summary, report, config)
+
+    def figure(self, name: str) -> dict:
+        """A figure of summary.json by its dotted name (``retrieval.hybrid.hit@5``): value, interval, n."""
+        node: Any = self.summary
+        for part in name.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise KeyError(f"no figure '{name}' in {self.run_dir}/summary.json ('{part}' is missing)")
+            node = node[part]
+        return node
+
+    def retrieval_df(self):
+        """One row per question and retriever: rank of the first relevant chunk, miss, metrics,
+        retrieved ids, diagnosis of a miss."""
+        import pandas as pd
+
+        rows = []
+        for r in _read_jsonl(self.run_dir / "retrieval.jsonl"):
+            row = {k: v for k, v in r.items() if k not in ("metrics", "retrieved")}
+            row["retrieved"] = [x["id"] for x in r.get("retrieved", [])]
+            row.update(r.get("metrics") or {})
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if "first_relevant_rank" in df:
+            df["first_relevant_rank"] = df["first_relevant_rank"].astype("Int64")  # missing: not retrieved
+        return df
+
+    def generation_df(self):
+        """One row per answer: question, prompt, contexts, answer, model, tokens, latency, cache hit."""
+        import pandas as pd
+
+        return pd.DataFrame(_read_jsonl(self.run_dir / "generation.jsonl"))
+
+    def judgements_df(self):
+        """One row per judge and answer: status, score, verdict, probability, cut-off, reason."""
+        import pandas as pd
+
+        return pd.DataFrame(_read_jsonl(self.run_dir / "judgements.jsonl"))
+
+    def attribution_df(self):
+        """One row per question and prompt: the outcome and why, with the answer and the reference."""
+        import pandas as pd
+
+        rows = self.report.get("attribution", {}).get("rows", [])
+        return pd.DataFrame([{k: v for k, v in r.items() if k not in ("judges", "contexts")} for r in rows])
+
+    def gates(self, gates: dict[str, str] | None = None) -> list:
+        """Every gate's result (the config's gates unless ``gates`` is given)."""
+        from rag_eval.gates import check_gates
+
+        gates = gates if gates is not None else (self.config.gates if self.config else {})
+        return check_gates(gates, self.summary, self.config.where("gates") if self.config else "gates")
+
+    def __str__(self) -> str:
+        from rag_eval.report.screen import one_screen
+
+        return f"{one_screen(self.summary)}\nrun folder: {self.run_dir}"
+
+
+def _quiet(progress: bool):
+    from rag_eval import progress as prog
+
+    prog.set_enabled(progress)
+
+
+def audit(
+    config: ConfigLike,
+    *,
+    corpus: Any = None,
+    test_set: Any = None,
+    out: str | Path | None = None,
+    use_cache: bool = True,
+    resume: bool | str | Path | None = None,
+    base_dir: str | Path | None = None,
+    progress: bool = False,
+) -> Result:
+    """The whole audit (retrieval, generation, judges, attribution, report); a Result.
+
+    ``corpus`` / ``test_set``: rows (list of dicts, DataFrame, Dataset) instead of the config's
+    files. ``resume``: True for the newest unfinished run of this config, or a run folder."""
+    from rag_eval.runner import run_audit
+
+    _quiet(progress)
+    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    run_dir = run_audit(
+        cfg,
+        out=str(out) if out else None,
+        use_cache=use_cache,
+        resume=Path(resume) if isinstance(resume, (str, Path)) else resume,
+        inputs=_inputs(cfg, corpus, test_set),
+    )
+    return Result.from_dir(run_dir, cfg)
+
+
+def retrieval(
+    config: ConfigLike,
+    *,
+    corpus: Any = None,
+    test_set: Any = None,
+    out: str | Path | None = None,
+    base_dir: str | Path | None = None,
+    progress: bool = False,
+) -> Result:
+    """The retrieval stage alone (no LLM); a Result."""
+    from rag_eval.runner import run_retrieval
+
+    _quiet(progress)
+    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    run_dir = run_retrieval(cfg, out=str(out) if out else None, inputs=_inputs(cfg, corpus, test_set))
+    return Result.from_dir(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
+
+
+def _retrieval_gates(cfg: AuditConfig) -> dict[str, str]:
+    return {k: v for k, v in cfg.gates.items() if k.startswith("retrieval")}
+
+
+def compare(
+    config: ConfigLike,
+    *,
+    corpus: Any = None,
+    test_set: Any = None,
+    out: str | Path | None = None,
+    use_cache: bool = True,
+    base_dir: str | Path | None = None,
+    progress: bool = False,
+) -> Result:
+    """Every prompt on the same retrieved contexts, with paired comparisons; a Result."""
+    from rag_eval.runner import run_compare
+
+    _quiet(progress)
+    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    run_dir = run_compare(
+        cfg, out=str(out) if out else None, use_cache=use_cache, inputs=_inputs(cfg, corpus, test_set)
+    )
+    return Result.from_dir(run_dir, cfg)
+
+
+def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_dir: str | Path | None = None) -> list:
+    """Test-set health findings (``rag_eval.lint.Finding``: code, severity, message, questions, fix)."""
+    from rag_eval.runner import run_lint
+
+    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    return run_lint(cfg, _inputs(cfg, corpus, test_set))
+
+
+def judge_check(
+    cases: str | Path | list[dict] | None = None,
+    *,
+    llm: dict | None = None,
+    judges: list[str] | None = None,
+    folds: int = 5,
+    save: bool = False,
+    progress: bool = False,
+) -> list:
+    """The probability-scored judges on labelled cases (a JSONL path, or a list of case dicts);
+    out-of-fold figures per judge and source (``rag_eval.judge_check.JudgeScore``)."""
+    from rag_eval.cache import cache_root
+    from rag_eval.config import LLMConfig
+    from rag_eval.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
+
+    _quiet(progress)
+    if cases is None or isinstance(cases, (str, Path)):
+        cases = read_case_files([cases or DEFAULT_CASES])
+    scores, _ = run_judge_check(
+        list(cases), LLMConfig(**(llm or {})), cache_root(), None, judges=judges, folds=folds, save=save
+    )
+    return scores
+
+
+def judge_answers(
+    data: Any,
+    *,
+    judges: dict | None = None,
+    name: str = "answers",
+    out: str | Path = "runs/",
+    use_cache: bool = True,
+    progress: bool = False,
+) -> Result:
+    """Judge answers a system already produced: rows (list of dicts, DataFrame or Dataset) with
+    question, contexts (passage texts), answer and optionally reference and answerable; Ragas'
+    names (user_input, retrieved_contexts, response, reference / ground_truth) are accepted.
+    ``judges``: the config's judges section (default: every default judge on the embedded model).
+    Returns a Result with judgements and attribution (retrieval misses decided by context recall)."""
+    from rag_eval.config import config_from_dict
+    from rag_eval.data.frames import records_from
+    from rag_eval.rundir import new_run_dir
+    from rag_eval.supplied import parse_rows
+
+    _quiet(progress)
+    rows = parse_rows(records_from(data, "answers"))
+    cfg = config_from_dict(
+        {
+            "name": name,
+            "corpus": {"source": "given"},
+            "test_set": {"source": "given"},
+            "retrieval": {"retrievers": {"supplied": {"type": "bm25"}}},
+            "judges": judges or {},
+            "report": {"out": str(out)},
+        }
+    )
+    from rag_eval.supplied import judge_supplied
+
+    run_dir = new_run_dir(cfg)
+    judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
+    return Result.from_dir(run_dir, cfg)
+
+
+def load_run(run_dir: str | Path) -> Result:
+    """A finished run folder as a Result (its saved config's gates apply)."""
+    import yaml
+
+    from rag_eval.config import config_from_dict
+
+    run_dir = Path(run_dir)
+    result = Result.from_dir(run_dir)
+    try:
+        raw = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+        result.config = config_from_dict(raw, run_dir)
+    except (OSError, yaml.YAMLError, ConfigError):
+        result.config = None
+    return result

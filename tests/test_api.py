@@ -1,0 +1,255 @@
+"""The Python API the way the README shows it: configs as dicts, inputs as DataFrames and
+Datasets, results as DataFrames, the same clear errors as the CLI, and the pytest helper."""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import datasets
+import pandas as pd
+import pytest
+
+import rag_eval
+from rag_eval.cli import main
+from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
+
+from .conftest import ROOT, SMALL_CORPUS, SMALL_QUESTIONS
+
+# Three questions whose fields have one type each, as a datasets.Dataset needs (from_list would
+# take the columns of the first row only).
+QUESTIONS = [*SMALL_QUESTIONS[:2], {**SMALL_QUESTIONS[2], "answer_in": "py/with"}]
+CONFIG = {
+    "name": "api",
+    "retrieval": {"k": [1, 3], "depth": 5, "retrievers": {"bm25": {"type": "bm25"}, "dense": {"type": "dense"}}},
+    "gates": {"retrieval.dense.hit@1": ">= 0.99"},
+}
+
+
+def test_audit_from_dataframes_equals_the_run_from_files(small_project, tmp_path):
+    """Corpus as a DataFrame and test set as a datasets.Dataset give exactly the ranks of the same
+    rows read from files by the CLI; the inputs are kept in the run folder."""
+    cfg = {**CONFIG, "report": {"out": str(tmp_path / "api-runs")}}
+    result = rag_eval.retrieval(
+        cfg, corpus=pd.DataFrame(SMALL_CORPUS), test_set=datasets.Dataset.from_pandas(pd.DataFrame(QUESTIONS))
+    )
+    (small_project / "audit.yaml").write_text(
+        (small_project / "audit.yaml")
+        .read_text()
+        .replace("    bm25: {type: bm25}\n", "    bm25: {type: bm25}\n    dense: {type: dense}\n")
+    )
+    (small_project / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    assert main(["-q", "retrieval", str(small_project / "audit.yaml")]) == 0
+    from_files = rag_eval.load_run(next((small_project / "runs").iterdir()))
+
+    df = result.retrieval_df()
+    assert len(df) == 6 and set(df["retriever"]) == {"bm25", "dense"}
+    ranks = df.set_index(["question_id", "retriever"])["first_relevant_rank"]
+    assert (
+        ranks.to_dict()
+        == from_files.retrieval_df().set_index(["question_id", "retriever"])["first_relevant_rank"].to_dict()
+    )
+    assert ranks.to_dict() == {
+        ("q1", "bm25"): 1,
+        ("q2", "bm25"): 1,
+        ("q3", "bm25"): 1,
+        ("q1", "dense"): 2,
+        ("q2", "dense"): 1,
+        ("q3", "dense"): 1,
+    }
+    assert df.loc[(df.question_id == "q1") & (df.retriever == "dense"), "hit@1"].item() == 0.0
+    assert result.figure("retrieval.dense.hit@1")["value"] == pytest.approx(2 / 3)
+    [gate] = result.gates()
+    assert not gate.passed and gate.value == pytest.approx(2 / 3)
+    kept = [json.loads(line) for line in (result.run_dir / "inputs" / "test_set.jsonl").read_text().splitlines()]
+    assert [q["id"] for q in kept] == ["q1", "q2", "q3"] and kept[1]["answer_in"] == {"py/sets": 1}
+    assert "bm25" in str(result) and str(result.run_dir) in str(result)
+
+
+def test_api_errors_name_the_row_and_the_key(tmp_path):
+    bad_questions = [{"id": "a", "question": "What is a set?", "answer_in": "py/sets"}, {"id": "b", "question": ""}]
+    with pytest.raises(rag_eval.DataError) as err:
+        rag_eval.lint(CONFIG, corpus=SMALL_CORPUS, test_set=bad_questions)
+    assert "test set row 1: the question is missing or empty" in err.value.render()
+    with pytest.raises(rag_eval.ConfigError) as err:
+        rag_eval.retrieval(
+            {**CONFIG, "retrieval": {"k": "five", "retrievers": {"x": {"type": "bm25"}}}},
+            corpus=SMALL_CORPUS,
+            test_set=SMALL_QUESTIONS,
+        )
+    assert "config (dict) (retrieval.k): expected a list" in err.value.render()
+    with pytest.raises(rag_eval.ConfigError) as err:
+        rag_eval.retrieval({**CONFIG, "corpus": {"source": "given"}}, test_set=SMALL_QUESTIONS)
+    assert "needs the corpus passed from Python" in err.value.render()
+    with pytest.raises(rag_eval.DataError) as err:
+        rag_eval.load_run(tmp_path)
+    assert "not a finished rag-eval run folder" in err.value.render()
+    # The function names survive the import of the submodules of the same name.
+    importlib.import_module("rag_eval.retrieval.bm25")
+    assert callable(rag_eval.retrieval) and callable(rag_eval.lint) and callable(rag_eval.compare)
+
+
+def test_judge_answers_with_ragas_column_names(tmp_path):
+    """Supplied answers (Ragas' names) get judgements and attribution; with no retrieval labels a
+    retrieval miss is the context-recall judge finding the reference absent from the contexts."""
+
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        if judge_name(body) == "supported" and "elliptical" in text:
+            return "No: the context does not say this."
+        return structured_reply(body)
+
+    data = datasets.Dataset.from_dict(
+        {
+            "user_input": ["What is a set?", "What shape is the orbit?", "Who wrote the tutorial?"],
+            "retrieved_contexts": [
+                ["A set object is an unordered collection of distinct hashable objects."],
+                ["Bananas are yellow."],
+                ["Lists are mutable sequences."],
+            ],
+            "response": ["An unordered collection of distinct objects.", "Round.", "Guido."],
+            "reference": ["An unordered collection of distinct hashable objects.", "The orbit is elliptical.", None],
+            "answerable": [True, True, False],
+        }
+    )
+    with ScriptedServer(reply=reply) as s:
+        llm = {"provider": "openai", "model": "scripted", "base_url": s.base_url, "max_retries": 1}
+        result = rag_eval.judge_answers(
+            data,
+            judges={"llm": llm, "metrics": ["refusal", "correctness", "context_recall_yesno"]},
+            out=tmp_path,
+        )
+    att = result.attribution_df().set_index("question")
+    assert att.loc["What is a set?", "outcome"] == "ok"
+    assert att.loc["What shape is the orbit?", "outcome"] == "retrieval_miss"
+    assert "context_recall_yesno 0.00 < 0.5" in att.loc["What shape is the orbit?", "why"]
+    assert att.loc["Who wrote the tutorial?", "outcome"] == "answered_unanswerable"
+    j = result.judgements_df()
+    assert set(j["judge"]) == {"refusal", "correctness", "context_recall_yesno"}
+    assert result.figure("generation.system.correctness")["value"] == 1.0
+    assert result.figure("attribution.system.retrieval_miss")["count"] == 1
+    with pytest.raises(rag_eval.DataError) as err:
+        rag_eval.judge_answers([{"question": "q?", "answer": "a", "contexts": "not a list"}, {"question": "x"}])
+    assert "answers row 1: no answer" in err.value.render()
+
+
+def _with_dense(small_project):
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(
+        cfg.read_text().replace("    bm25: {type: bm25}\n", "    bm25: {type: bm25}\n    dense: {type: dense}\n")
+    )
+    return cfg
+
+
+def test_cli_writes_junit_xml_and_a_markdown_summary(small_project, tmp_path, monkeypatch):
+    step = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    cfg = _with_dense(small_project)
+    cfg.write_text(cfg.read_text() + 'gates: {"retrieval.dense.hit@1": ">= 0.99", "retrieval.bm25.hit@3": ">= 0.5"}\n')
+    junit, md = tmp_path / "gates.xml", tmp_path / "summary.md"
+    assert main(["-q", "retrieval", str(cfg), "--junit-xml", str(junit), "--summary-md", str(md)]) == 1
+    root = ET.parse(junit).getroot()
+    assert root.get("tests") == "2" and root.get("failures") == "1"
+    [failure] = root.iter("failure")
+    assert "retrieval.dense.hit@1 = 0.6667" in failure.get("message")
+    assert "q1: hit@1 0.00, first relevant chunk at rank 2" in failure.text  # the question behind the figure
+    text = md.read_text()
+    assert "**Gates: 1 of 2 passed**" in text and "| `retrieval.dense.hit@1` | 0.667 [" in text
+    assert step.read_text() == text
+
+
+def test_pytest_helper_fails_a_test_with_the_figure_and_the_questions(small_project):
+    """A test file written the way the README shows, run by pytest in a subprocess."""
+    _with_dense(small_project)
+    (small_project / "test_quality.py").write_text(
+        textwrap.dedent(
+            f"""
+            from rag_eval.testing import assert_gates, audit_fixture
+
+            audit_result = audit_fixture({str(small_project / "audit.yaml")!r}, stage="retrieval")
+
+            def test_passes(audit_result):
+                assert_gates(audit_result, {{"retrieval.bm25.hit@3": ">= 0.5"}})
+
+            def test_fails(audit_result):
+                assert_gates(audit_result, {{"retrieval.dense.hit@1": ">= 0.9"}})
+
+            def test_plugin_fixture(rag_eval_result):
+                assert rag_eval_result.figure("retrieval.bm25.hit@3")["n"] == 3
+            """
+        )
+    )
+    env = {**os.environ, "RAG_EVAL_CACHE_DIR": str(small_project / "cache")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_quality.py",
+            "--rag-eval-config",
+            "audit.yaml",
+            "--rag-eval-stage",
+            "retrieval",
+        ],
+        cwd=small_project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "1 failed, 2 passed" in out
+    assert "GateFailure: 1 of 1 rag-eval gates failed" in out
+    assert "retrieval.dense.hit@1 = 0.6667 [95% CI" in out and "needs >= 0.9" in out
+    assert "q1: hit@1 0.00, first relevant chunk at rank 2" in out
+
+
+def test_readme_shows_the_api():
+    readme = (ROOT / "README.md").read_text()
+    for name in ("rag_eval.audit(", "retrieval_df()", "assert_gates(", "judge_answers(", "--junit-xml"):
+        assert name in readme
+
+
+def test_the_readme_example_runs(tmp_path):
+    """The README's API block, run as written (with its run folder under tmp_path)."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- api-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    namespace = {"run_folder": tmp_path}
+    exec(compile(block, "README.md", "exec"), namespace)
+    df = namespace["df"]
+    ranks = df.set_index(["question_id", "retriever"])["first_relevant_rank"]
+    assert ranks[("q1", "dense")] == 1 and ranks[("q2", "bm25")] == 1
+    assert namespace["same"].summary == namespace["result"].summary
+
+
+def test_audit_returns_every_stage_as_a_dataframe(tmp_path):
+    with ScriptedServer(reply=structured_reply) as s:
+        llm = {"provider": "openai", "model": "scripted", "base_url": s.base_url, "max_retries": 1}
+        cfg = {
+            "name": "api-audit",
+            "retrieval": {"k": [1, 3], "retrievers": {"bm25": {"type": "bm25"}}},
+            "generation": {
+                "retriever": "bm25",
+                "top_k": 2,
+                "prompts": {"base": str(ROOT / "prompts" / "answer.md")},
+                "llm": llm,
+            },
+            "judges": {"llm": llm, "metrics": ["correctness", "refusal"]},
+            "report": {"out": str(tmp_path)},
+        }
+        result = rag_eval.audit(cfg, corpus=SMALL_CORPUS, test_set=SMALL_QUESTIONS)
+    gen, judged, att = result.generation_df(), result.judgements_df(), result.attribution_df()
+    assert sorted(gen["question_id"]) == ["q1", "q2", "q3", "q4"] and set(gen["prompt"]) == {"base"}
+    # correctness on the 2 answerable questions with a reference, refusal on all 4.
+    assert judged.groupby("judge").size().to_dict() == {"correctness": 4, "refusal": 4}
+    assert (judged.loc[judged.judge == "correctness", "status"] == "judged").sum() == 2
+    outcomes = att.set_index("question_id")["outcome"].to_dict()
+    assert outcomes == {"q1": "ok", "q2": "ok", "q3": "ok", "q4": "answered_unanswerable"}
+    assert result.figure("attribution.base.ok")["count"] == 3
