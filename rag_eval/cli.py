@@ -185,9 +185,65 @@ def _report(args: argparse.Namespace) -> int:
                 "give a run folder written by rag-eval run or rag-eval retrieval",
             )
         ) from None
+    if args.labels:
+        from rag_eval.labels import label_run
+
+        report = label_run(report, run_dir, Path(args.labels), args.confidence)
+        lab = report["labels"]
+        print(
+            f"labels: {lab['answers_labelled']} answers ("
+            + ", ".join(f"{c} {n}" for c, n in lab["per_column"].items())
+            + "); prediction-powered figures added"
+        )
     write_report(run_dir, report)
     print(f"re-rendered {run_dir}/report.md, report.html and summary.json")
     return 0
+
+
+def _label(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rag_eval.labels import draw, write_csv, write_html
+
+    run_dir = Path(args.run_dir)
+    rows = draw(run_dir, args.n, args.seed)
+    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    out = Path(args.out) if args.out else run_dir / "labels"
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts = {}
+    for row in report.get("attribution", {}).get("rows", []):
+        verdicts[(row["question_id"], row["prompt"])] = row.get("judges", {})
+    write_csv(rows, out / "labels.csv")
+    write_html(rows, out / "labels.html", _context_texts(run_dir, report), verdicts)
+    print(
+        f"{len(rows)} answers to label ({len({r['question_id'] for r in rows})} questions, seed {args.seed}): "
+        f"{out / 'labels.csv'} (fill in yes/no) or {out / 'labels.html'} (open in a browser; Save labels "
+        f"downloads labels.csv).\nThen: rag-eval report {run_dir} --labels {out / 'labels.csv'}"
+    )
+    return 0
+
+
+def _context_texts(run_dir, report: dict) -> dict[str, str]:
+    """Chunk texts for the labelling page: from the run's kept inputs, else its config's corpus."""
+    import json
+    from pathlib import Path
+
+    kept = run_dir / "inputs" / "corpus.jsonl"
+    if kept.exists():
+        rows = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return {r["id"]: r["text"] for r in rows}
+    path = report.get("config_path")
+    if path and Path(path).exists():
+        from rag_eval.config import load_config
+        from rag_eval.data.corpus import load_corpus
+        from rag_eval.errors import RagEvalError
+
+        try:
+            return {c.id: c.passage for c in load_corpus(load_config(path)).chunks}
+        except RagEvalError:
+            return {}
+    return {}
 
 
 def _ci_options(p: argparse.ArgumentParser) -> None:
@@ -259,7 +315,23 @@ def build_parser() -> argparse.ArgumentParser:
         config=False,
     )
     p.add_argument("run_dir", help="a run folder (runs/<name>-<time>/)")
+    p.add_argument("--labels", help="a filled-in labels file (rag-eval label): adds prediction-powered figures")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level of the labelled figures")
     p.set_defaults(func=_report)
+
+    p = add(
+        "label",
+        "draw a random sample of audited answers for people to label (CSV and an HTML page)",
+        "Draw a seeded random sample of the run's questions (within the audit's strata, every prompt's answer), "
+        "and write labels.csv and labels.html to fill in. Read them back with rag-eval report RUN_DIR --labels "
+        "FILE or judges.labels in the config: every judged figure gets a prediction-powered estimate.",
+        config=False,
+    )
+    p.add_argument("run_dir", help="a finished run folder")
+    p.add_argument("--n", type=int, default=30, help="questions to draw (default 30)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="folder for labels.csv and labels.html (default: RUN_DIR/labels/)")
+    p.set_defaults(func=_label)
 
     p = add(
         "judge-check",

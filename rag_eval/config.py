@@ -245,6 +245,11 @@ class JudgesConfig(_Model):
         description="the faithfulness figure that decides attribution; default: faithfulness_yesno if run, "
         "else faithfulness",
     )
+    labels: str | None = Field(
+        None,
+        description="a labels file (rag-eval label's CSV, filled in): judged figures get prediction-powered "
+        "estimates and intervals from it",
+    )
     cutoffs: dict[str, float] = Field(
         default_factory=dict,
         description="P(yes) cut-offs per judge, overriding the calibration saved by judge-check --save",

@@ -148,7 +148,7 @@ async def judge_all(
 ) -> tuple[list[dict], dict]:
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements."""
-    from rag_eval.judges.calibration import cutoffs_for
+    from rag_eval.judges.calibration import agreement_for, cutoffs_for
     from rag_eval.judges.ragas_judges import RagasJudges
     from rag_eval.judges.scored import ScoredJudges
     from rag_eval.rundir import write_text
@@ -184,8 +184,13 @@ async def judge_all(
         async for batch in track_async(jobs, "judging answers"):
             records += [j.to_dict() for j in batch]
     write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    agreement = agreement_for(llm.identity, scored) if scored else {}
     calibration = {
-        name: {"cutoff": scored.cutoff(name), "calibrated": scored.calibrated.get(name, False)}
+        name: {
+            "cutoff": scored.cutoff(name),
+            "calibrated": scored.calibrated.get(name, False),
+            "agreement": agreement.get(name),
+        }
         for name in jc.metrics
         if scored and JUDGES[name].family == "scored"
     }

@@ -277,10 +277,12 @@ def run_audit(
         )
     inputs, run_dir = _open_run(cfg, out, resume, inputs)
     _set_status(run_dir, "started")
+    config_path = str(Path(cfg.config_path).resolve()) if cfg.config_path else None
     res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
     report = build_report(
         cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
     )
+    report["config_path"] = config_path
     write_report(run_dir, report)
     g = cfg.generation
     session = LLMSession(cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir)
@@ -324,6 +326,10 @@ def run_audit(
                 "records": judgements,
             }
             report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
+            if cfg.judges.labels:
+                from rag_eval.labels import label_run
+
+                report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
         report["generation"]["usage"] = session.usage()
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())

@@ -57,6 +57,26 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
     return cutoffs, calibrated
 
 
+def agreement_for(identity: str, scored) -> dict[str, dict]:
+    """The measured agreement with human labels (accuracy, n, where measured) of each scored judge
+    with a saved calibration for this model and its current prompt."""
+    from rag_eval.judges.scored import PROMPT_OF
+
+    table = saved()
+    out = {}
+    for judge in PROMPT_OF:
+        entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or {}
+        if "agreement" in entry:
+            out[judge] = entry["agreement"]
+        elif entry.get("accuracy_out_of_fold") is not None:
+            out[judge] = {
+                "accuracy": entry["accuracy_out_of_fold"],
+                "n": entry.get("n"),
+                "measured_on": "judge-check --save (out of fold): " + ", ".join(entry.get("sources", [])),
+            }
+    return out
+
+
 def save(identity: str, judge: str, prompt_hash: str, entry: dict, path: Path | None = None) -> Path:
     """Add or replace one calibration in the user's file (or ``path``)."""
     from rag_eval.rundir import write_json

@@ -49,6 +49,7 @@ class JudgeSpec:
     role: Literal["refusal", "correctness", "faithfulness", "context"] = "context"
     calls: Callable[[int, int], int] = lambda top_k, statements: 1  # (top k, statements) -> calls
     description: str = ""
+    human_label: str | None = None  # the column of a labels file a person fills for this judge (yes/no)
 
     def applies(self, answerable: bool, has_reference: bool, refused: bool | None) -> str | None:
         """None when the judge applies to this answer, else why it is skipped."""
@@ -73,6 +74,7 @@ JUDGES: dict[str, JudgeSpec] = {
             ),
             labels=("refused", "answered"),
             role="refusal",
+            human_label="refused",
             description="did the answer give the information, or decline? (yes/no, scored by probability)",
         ),
         JudgeSpec(
@@ -82,6 +84,7 @@ JUDGES: dict[str, JudgeSpec] = {
             labels=("correct", "incorrect"),
             answerable_only=True,
             role="correctness",
+            human_label="correct",
             description="does the answer give the reference's fact? (yes/no, scored by probability)",
         ),
         JudgeSpec(
@@ -91,6 +94,7 @@ JUDGES: dict[str, JudgeSpec] = {
             family="ragas",
             skip_refusals=True,
             role="faithfulness",
+            human_label="faithful",
             calls=lambda k, s: 2,
             description="Ragas Faithfulness: statements from the answer, each checked against the contexts",
         ),
@@ -100,6 +104,7 @@ JUDGES: dict[str, JudgeSpec] = {
             (Figure("faithfulness_yesno"),),
             skip_refusals=True,
             role="faithfulness",
+            human_label="faithful",
             calls=lambda k, s: s,
             description="share of the answer's sentences the contexts support (yes/no per sentence)",
         ),
@@ -149,6 +154,14 @@ DEFAULT_METRICS = (
     "refusal",
     "faithfulness_yesno",
 )
+
+
+# What a person answers for each label column of a labels file.
+HUMAN_LABELS = {
+    "correct": "Does the answer give the reference answer's information (correct)?",
+    "faithful": "Is everything the answer states supported by the contexts?",
+    "refused": "Did the answer decline to answer (instead of giving information)?",
+}
 
 
 def figures(names: list[str]) -> list[tuple[JudgeSpec, Figure]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.report.markdown import calibration_lines, fmt, judge_columns
+from rag_eval.report.markdown import calibration_lines, fmt, judge_columns, labels_table
 from rag_eval.stats import format_p
 
 CSS = """
@@ -408,4 +408,14 @@ def _judges(report: dict) -> list[str]:
             ],
         )
     )
+    table = labels_table(report)
+    if table is not None:
+        lab = report["labels"]
+        out.append(f"<h3>With human labels ({lab['answers_labelled']} answers)</h3>")
+        out.append(
+            "<p class=meta>Prediction-powered inference (PPI++): the judge's verdicts on every answer, corrected "
+            "by its error on the labelled ones.</p>"
+        )
+        header, rows = table
+        out.append(_table(header, [[escape(c) for c in r] for r in rows]))
     return out

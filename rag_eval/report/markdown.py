@@ -251,8 +251,90 @@ def calibration_lines(j: dict) -> list[str]:
             if c["calibrated"]
             else "NOT calibrated for this judge model or prompt: run `rag-eval judge-check --save`"
         )
-        out.append(f"- `{name}`: decides at P(yes) >= {c['cutoff']:.3f} ({how})")
+        line = f"- `{name}`: decides at P(yes) >= {c['cutoff']:.3f} ({how})"
+        agree = c.get("agreement")
+        if agree and agree.get("accuracy") is not None:
+            from rag_eval.ppi import labels_needed
+
+            n10 = labels_needed(agree["accuracy"], 0.10)
+            line += (
+                f"; agrees with people on {agree['accuracy']:.2f} of {agree.get('n', '?')} labelled cases "
+                f"({agree.get('measured_on', '')}). Its figures carry that error; about {n10} labelled answers "
+                f"would give a prediction-powered interval of ±0.10 (`rag-eval label RUN_DIR --n {n10}`)"
+            )
+        out.append(line)
     return out + ([""] if out else [])
+
+
+def labels_table(report: dict) -> tuple[list[str], list[list[str]]] | None:
+    """Judged figures with human labels: the judge alone, the labels alone, and the two combined by
+    prediction-powered inference; None without labels."""
+    lab = report.get("labels")
+    if not lab:
+        return None
+    rows = []
+    figures = report.get("judges", {}).get("figures", {})
+    for prompt, by_fig in lab["figures"].items():
+        for name, e in by_fig.items():
+            judge = figures.get(prompt, {}).get(name)
+            rows.append(
+                [
+                    prompt,
+                    name,
+                    e["label"],
+                    fmt(judge, 2),
+                    f"{fmt(e['human'], 2)} n={e['human']['n_labels']}",
+                    f"{fmt(e['ppi'], 2)} ({e['ppi']['method']}, {e['ppi']['n_labels']} labelled + "
+                    f"{e['ppi']['n_unlabelled']} judged only)",
+                    f"{e['agreement_on_labelled']:.2f}",
+                ]
+            )
+    for prompt, shares in lab.get("outcomes", {}).items():
+        for outcome, e in shares.items():
+            share = report["attribution"]["shares"][prompt][outcome]
+            if not share["count"] and not e["human"]["value"]:
+                continue
+            rows.append(
+                [
+                    prompt,
+                    f"outcome {outcome}",
+                    "all labels",
+                    fmt(share, 2),
+                    f"{fmt(e['human'], 2)} n={e['human']['n_labels']}",
+                    f"{fmt(e['ppi'], 2)} ({e['ppi']['method']})",
+                    "",
+                ]
+            )
+    header = ["prompt", "figure", "label", "judge only", "labels only", "prediction-powered", "agreement"]
+    return header, rows
+
+
+def labels_markdown(report: dict) -> list[str]:
+    table = labels_table(report)
+    if table is None:
+        return []
+    lab = report["labels"]
+    out = [
+        "",
+        f"## With human labels ({lab['answers_labelled']} answers, {lab['source']})",
+        "",
+        "Prediction-powered inference (PPI++): the judge's verdicts on every audited answer, corrected by its "
+        "error on the labelled ones; the interval carries the judge's uncertainty. The labelled figure is what "
+        "a person would say (`faithful`: the share of answers a person calls fully supported, beside the "
+        "judges' mean scores). `agreement`: judge and label agree, on the labelled answers.",
+        "",
+    ]
+    out += _table(*table)
+    if lab.get("comparisons"):
+        out += ["", "Prompt differences on the labelled figures (first minus second; paired PPI):", ""]
+        out += _table(
+            ["metric", "prompts", "labels only", "prediction-powered", "labelled pairs"],
+            [
+                [c["metric"], f"{c['a']} − {c['b']}", fmt(c["human"], 2), fmt(c["ppi"], 2), str(c["ppi"]["n_labels"])]
+                for c in lab["comparisons"]
+            ],
+        )
+    return out
 
 
 def judges_markdown(report: dict) -> list[str]:
@@ -332,4 +414,5 @@ def render_markdown(report: dict) -> str:
         out += attribution_markdown(report)
     if "judges" in report:
         out += judges_markdown(report)
+        out += labels_markdown(report)
     return "\n".join(out).rstrip() + "\n"
