@@ -297,6 +297,40 @@ def judge_answers(
     return Result.from_dir(run_dir, cfg)
 
 
+def generate(
+    config: ConfigLike,
+    *,
+    out: str | Path = "questions.generated.jsonl",
+    corpus: Any = None,
+    base_dir: str | Path | None = None,
+    use_cache: bool = True,
+    progress: bool = False,
+    **testgen: Any,
+) -> dict:
+    """A test set generated from the config's corpus (or ``corpus`` rows), every label verified,
+    written to ``out``; returns the generation report. ``testgen`` overrides the config's testgen
+    section (``n=100``, ``seed=1``, ``mix={...}``, ``llm={...}``)."""
+    from rag_eval.config import TestGenConfig, config_from_dict
+    from rag_eval.testgen import run_generate
+
+    _quiet(progress)
+    if isinstance(config, dict):
+        config = {**config, "test_set": config.get("test_set", {"source": "given"})}
+        if corpus is not None and "corpus" not in config:
+            config["corpus"] = {"source": "given"}
+    cfg = as_config(config, base_dir=base_dir) if not isinstance(config, dict) else config_from_dict(config, base_dir)
+    if testgen:
+        merged = {**cfg.testgen.model_dump(exclude_none=True), **testgen}
+        try:
+            tg = TestGenConfig.model_validate(merged)
+        except Exception as exc:  # pydantic's ValidationError, named for the user
+            raise ConfigError(
+                Problem("testgen options", str(exc).splitlines()[-1], "check the option's value")
+            ) from None
+        cfg = cfg.model_copy(update={"testgen": tg})
+    return run_generate(cfg, Path(out), use_cache=use_cache, corpus=corpus)
+
+
 def load_run(run_dir: str | Path) -> Result:
     """A finished run folder as a Result (its saved config's gates apply)."""
     import yaml

@@ -226,6 +226,33 @@ class GenerationConfig(_Model):
     llm: LLMConfig = LLMConfig()
 
 
+class TestGenConfig(_Model):
+    """``rag-eval generate``: a test set generated from the corpus, every label verified."""
+
+    n: int = Field(50, ge=1, description="questions to keep")
+    seed: int = 0
+    mix: dict[Literal["fact", "symbol", "paraphrase", "multi", "unanswerable"], float] = Field(
+        default_factory=lambda: {"fact": 0.35, "symbol": 0.2, "paraphrase": 0.2, "multi": 0.1, "unanswerable": 0.15},
+        description="share of each question kind",
+    )
+    llm: LLMConfig = LLMConfig(max_tokens=200)
+    min_chunk_chars: int = Field(200, ge=1, description="chunks shorter than this are not drawn")
+    max_passage_chars: int = Field(1500, ge=200, description="the passage shown to the model is cut to this")
+    min_quote_words: int = Field(5, ge=1, description="shorter evidence quotes are dropped (too generic)")
+    retriever: str | None = Field(
+        None, description="unanswerable check: the retriever whose top chunks must not answer (default: the first)"
+    )
+    check_top: int = Field(3, ge=1, description="unanswerable check: how many top chunks the judge reads")
+    prompts_dir: str | None = Field(None, description="folder of the generator's prompts; default: the shipped ones")
+
+    @field_validator("mix")
+    @classmethod
+    def _positive_mix(cls, mix: dict[str, float]) -> dict[str, float]:
+        if not mix or any(v < 0 for v in mix.values()) or sum(mix.values()) <= 0:
+            raise ValueError("mix needs non-negative shares with a positive sum, e.g. {fact: 0.5, unanswerable: 0.5}")
+        return mix
+
+
 class JudgesConfig(_Model):
     """Which judges run on the generated answers, with which model."""
 
@@ -330,6 +357,7 @@ class AuditConfig(_Model):
     retrieval: RetrievalConfig
     generation: GenerationConfig | None = None
     judges: JudgesConfig | None = None
+    testgen: TestGenConfig = TestGenConfig()
     stats: StatsConfig = StatsConfig()
     lint: LintConfig = LintConfig()
     diagnosis: DiagnosisConfig = DiagnosisConfig()
@@ -589,6 +617,8 @@ def resolved_config(cfg: AuditConfig) -> dict:
     if chunker.get("type") == "heading":
         chunker.pop("size", None)
         chunker.pop("overlap", None)
+    if cfg.testgen == TestGenConfig():
+        out.pop("testgen", None)
     if not cfg.corpus.folder:
         out["corpus"].pop("chunker", None)
         out["corpus"].pop("extensions", None)
