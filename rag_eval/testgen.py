@@ -316,6 +316,7 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
                     pointer += 1
                 if not jobs:
                     break
+
                 async def run(job: Job) -> Outcome:
                     async with gate:
                         try:
