@@ -40,7 +40,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _retrieval(args: argparse.Namespace) -> int:
     from rag_eval import api, progress
 
-    result = api.retrieval(args.config, out=args.out, progress=progress.enabled())
+    result = api.retrieval(_with_test_set(args), out=args.out, progress=progress.enabled())
     summary = result.summary
     n = sum(len(pairs) for pairs in summary["retrieval_comparison"].values())
     if n:
@@ -58,7 +58,7 @@ def _lint(args: argparse.Namespace) -> int:
     from rag_eval import api
     from rag_eval.lint import fails
 
-    cfg = api.as_config(args.config)
+    cfg = _with_test_set(args)
     findings = api.lint(cfg)
     for f in findings:
         print(f"[{f.severity}] {f.code}: {f.message}")
@@ -77,9 +77,22 @@ def _run(args: argparse.Namespace) -> int:
 
     resume = True if args.resume == "newest" else args.resume
     result = api.audit(
-        args.config, out=args.out, use_cache=not args.no_cache, resume=resume, progress=progress.enabled()
+        _with_test_set(args), out=args.out, use_cache=not args.no_cache, resume=resume, progress=progress.enabled()
     )
     return _finish(result, args, "audit")
+
+
+def _with_test_set(args: argparse.Namespace):
+    """The config, with ``--test-set PATH`` (relative to the working folder) in place of its test set."""
+    from pathlib import Path
+
+    from rag_eval import api
+    from rag_eval.config import TestSetConfig
+
+    cfg = api.as_config(args.config)
+    if getattr(args, "test_set", None):
+        cfg = cfg.model_copy(update={"test_set": TestSetConfig(path=str(Path(args.test_set).resolve()))})
+    return cfg
 
 
 def _finish(result, args: argparse.Namespace, suite: str) -> int:
@@ -336,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the newest unfinished run of this config (or RUN_DIR), reusing finished records",
     )
     _ci_options(p)
+    p.add_argument("--test-set", metavar="PATH", help="use this test set instead of the config's test_set")
     p.set_defaults(func=_run)
 
     p = add(
@@ -422,6 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Test-set health findings with the questions concerned and what to do; exit 1 on a finding at or "
         "above lint.fail_on.",
     )
+    p.add_argument("--test-set", metavar="PATH", help="use this test set instead of the config's test_set")
     p.set_defaults(func=_lint)
 
     p = add(
@@ -432,6 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     _ci_options(p)
+    p.add_argument("--test-set", metavar="PATH", help="use this test set instead of the config's test_set")
     p.set_defaults(func=_retrieval)
     return parser
 

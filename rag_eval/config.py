@@ -85,6 +85,9 @@ class Bm25Config(_Model):
     k1: float = 1.5
     b: float = 0.75
     epsilon: float = 0.25
+    engine: Literal["sparse", "rank_bm25"] = Field(
+        "sparse", description="sparse: a sparse-matrix index (default); rank_bm25: the reference implementation"
+    )
 
 
 class DenseConfig(_Model):

@@ -263,6 +263,18 @@ def calibration_lines(j: dict) -> list[str]:
                 f"would give a prediction-powered interval of ±0.10 (`rag-eval label RUN_DIR --n {n10}`)"
             )
         out.append(line)
+    from rag_eval.judges.registry import JUDGES
+
+    unmeasured = [
+        m
+        for m in j.get("metrics", [])
+        if m in JUDGES and JUDGES[m].human_label and not (j.get("calibration") or {}).get(m, {}).get("agreement")
+    ]
+    if unmeasured:
+        out.append(
+            f"- {', '.join(f'`{m}`' for m in unmeasured)}: agreement with people not measured for this judge model; "
+            "label a sample of answers (`rag-eval label RUN_DIR --n 30`) to measure it and correct the figures"
+        )
     return out + ([""] if out else [])
 
 

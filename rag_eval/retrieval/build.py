@@ -57,7 +57,7 @@ def run_retrievers(cfg: AuditConfig, corpus: Corpus, questions: list[Question], 
         if isinstance(r, Bm25Config):
             from rag_eval.retrieval.bm25 import Bm25Retriever
 
-            results[name] = Bm25Retriever(corpus, r, name).rank(questions, depth)
+            results[name] = Bm25Retriever(corpus, r, name, cache_dir).rank(questions, depth)
         elif isinstance(r, DenseConfig):
             from rag_eval.retrieval.dense import DenseRetriever
 
