@@ -238,7 +238,7 @@ class TestGenConfig(_Model):
         default_factory=lambda: {"fact": 0.35, "symbol": 0.2, "paraphrase": 0.2, "multi": 0.1, "unanswerable": 0.15},
         description="share of each question kind",
     )
-    llm: LLMConfig = LLMConfig(max_tokens=200)
+    llm: LLMConfig = LLMConfig(max_tokens=320)
     min_chunk_chars: int = Field(200, ge=1, description="chunks shorter than this are not drawn")
     max_passage_chars: int = Field(1500, ge=200, description="the passage shown to the model is cut to this")
     min_quote_words: int = Field(5, ge=1, description="shorter evidence quotes are dropped (too generic)")

@@ -100,6 +100,61 @@ def allocate(mix: dict[str, float], n: int) -> list[str]:
     return [k for _, k in slots]
 
 
+_LOOSE_DROP = set("\"'`‘’“”*_")
+
+
+def _loose(text: str) -> tuple[str, list[int]]:
+    """Lower-cased text without quote marks and emphasis markup, whitespace collapsed; with the
+    position in ``text`` of every kept character."""
+    chars, pos = [], []
+    prev_space = True
+    for i, ch in enumerate(text):
+        if ch in _LOOSE_DROP:
+            continue
+        if ch.isspace():
+            if prev_space:
+                continue
+            ch, prev_space = " ", True
+        else:
+            prev_space = False
+        chars.append(ch.lower())
+        pos.append(i)
+    return "".join(chars), pos
+
+
+def snap_quote(quote: str, passage: str, min_similarity: float = 0.9) -> tuple[str, float] | None:
+    """The passage's own words for a quote the model copied loosely (quote marks, markup,
+    punctuation, a word or two changed): the span of ``passage`` aligned with it, and the share of
+    the quote's characters matched; None when under ``min_similarity``."""
+    import difflib
+
+    q, _ = _loose(quote.strip().rstrip(".:;,"))
+    p, pos = _loose(passage)
+    if not q or not p:
+        return None
+    at = p.find(q)
+    if at >= 0:
+        start, end, sim = at, at + len(q), 1.0
+    else:
+        m = difflib.SequenceMatcher(None, q, p, autojunk=False)
+        blocks = [b for b in m.get_matching_blocks() if b.size >= 4]
+        if not blocks:
+            return None
+        # The densest region: blocks in passage order, kept while they stay within the quote's length.
+        start, end = blocks[0].b, blocks[-1].b + blocks[-1].size
+        matched = sum(b.size for b in blocks)
+        sim = matched / len(q)
+        if sim < min_similarity or not (0.8 * len(q) <= end - start <= 1.25 * len(q)):
+            return None
+    # Back to the passage's characters, widened to whole words.
+    a, b = pos[start], pos[end - 1] + 1
+    while a > 0 and (passage[a - 1].isalnum() or passage[a - 1] in _LOOSE_DROP):
+        a -= 1
+    while b < len(passage) and (passage[b].isalnum() or passage[b] in _LOOSE_DROP):
+        b += 1
+    return normalise(passage[a:b]), round(sim, 3)
+
+
 def _parse(text: str | None, keys: tuple[str, ...]) -> dict | None:
     if not text:
         return None
@@ -139,11 +194,15 @@ class Generator:
         return _parse(result.text, keys)
 
     def check_quote(self, kind: str, chunk: Chunk, got: dict) -> str | None:
-        """None when the quote and question pass the text checks, else why not."""
-        quote = got["quote"]
+        """None when the quote and question pass the text checks, else why not. A quote copied
+        loosely is replaced by the passage's own words (``got["snapped"]`` records the similarity)."""
         passage = normalise(f"{chunk.title}\n{chunk.text}")
-        if normalise(quote) not in passage:
-            return "quote_not_found"
+        if normalise(got["quote"]) not in passage:
+            snapped = snap_quote(got["quote"], chunk.text)
+            if snapped is None or snapped[0] not in passage:
+                return "quote_not_found"
+            got["quote"], got["snapped"] = snapped
+        quote = got["quote"]
         if len(quote.split()) < self.tg.min_quote_words and kind != "symbol":
             return "quote_too_short"
         if len(self.index.find(quote)) > self.cfg.lint.max_quote_matches:
@@ -180,7 +239,8 @@ class Generator:
         if why is not None:
             out.dropped = why
             return out
-        out.checks = ["quote_in_chunk", "quote_specific", "not_copied"] + {
+        snapped = [f"quote_snapped_to_passage ({got['snapped']:.2f})"] if "snapped" in got else []
+        out.checks = ["quote_in_chunk", *snapped, "quote_specific", "not_copied"] + {
             "symbol": ["names_symbol"],
             "paraphrase": ["paraphrased"],
         }.get(job.kind, [])

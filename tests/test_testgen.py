@@ -145,3 +145,22 @@ def test_generation_is_cached_across_runs(project):
         assert main(["-q", "generate", str(cfg), "--out", str(project / "b.jsonl")]) == 0
         assert s.calls == first  # every call answered by the cache
     assert (project / "a.jsonl").read_text() == (project / "b.jsonl").read_text()
+
+
+def test_a_loosely_copied_quote_snaps_to_the_passage_words():
+    from rag_eval.testgen import snap_quote
+
+    passage = (
+        'An object is true unless its class defines a "__bool__()" method that returns "False". '
+        "An object whose value can change is said to be *mutable*; others are *immutable*."
+    )
+    # Quote marks and markup changed by the model: the passage's own characters come back.
+    assert snap_quote("its class defines a `__bool__()` method that returns `False`.", passage) == (
+        'its class defines a "__bool__()" method that returns "False"',
+        1.0,
+    )
+    assert snap_quote("can change is said to be mutable; others are immutable", passage)[0] == (
+        "can change is said to be *mutable*; others are *immutable*"
+    )
+    # Words changed: not the passage's words, no snap.
+    assert snap_quote("objects that can be altered are mutable", passage) is None
