@@ -70,8 +70,8 @@ class Result:
     """A finished run: its folder, summary.json and report.json, with per-question tables."""
 
     run_dir: Path
-    summary: dict
-    report: dict
+    summary: dict = field(repr=False)
+    report: dict = field(repr=False)
     config: AuditConfig | None = field(default=None, repr=False)
 
     @classmethod

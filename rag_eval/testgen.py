@@ -215,7 +215,8 @@ class Generator:
         if qgrams and len(qgrams & ngrams(tokens(chunk.passage), lc.copy_ngram)) / len(qgrams) >= lc.copy_threshold:
             return "copied_wording"
         if kind == "symbol":
-            symbols = exact_tokens(question)
+            # Identifiers and codes, and any word the question quotes ('nonlocal', `__slots__`).
+            symbols = exact_tokens(question) + re.findall(r"[`'\"]([^`'\"\s]{2,40})[`'\"]", question)
             if not any(s in chunk.passage for s in symbols):
                 return "no_symbol"
         if kind == "paraphrase" and coverage(content_tokens(question), set(content_tokens(chunk.passage))) > (
