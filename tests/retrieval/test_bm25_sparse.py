@@ -64,3 +64,14 @@ def test_the_index_is_cached_on_disk(tmp_path):
     again = Bm25Retriever(corpus, cfg, cache_dir=tmp_path)
     q = [Question("q", "How do I compare strings without case?", {}, True)]
     assert (again.rank(q, 5).top == Bm25Retriever(corpus, cfg).rank(q, 5).top).all()
+
+
+def test_top_k_equals_a_stable_full_sort_with_ties():
+    from rag_eval.retrieval.base import top_k
+
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        m, n, k = int(rng.integers(1, 300)), int(rng.integers(1, 5)), int(rng.integers(1, 30))
+        s = rng.random((n, m)) if trial % 3 == 0 else rng.integers(0, 5, size=(n, m)).astype(float)
+        s[rng.random((n, m)) < 0.1] = -np.inf
+        assert (top_k(s, k) == np.argsort(-s, axis=1, kind="stable")[:, : min(k, m)]).all()
