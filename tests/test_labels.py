@@ -157,3 +157,77 @@ def test_paired_ppi_difference_between_prompts():
     # = 0.5 + (0.5 - 0.5) = 0.5; the power-tuned estimate stays within the human interval.
     assert c["ppi"]["n_labels"] == 4 and c["ppi"]["n_unlabelled"] == 2
     assert c["human"]["ci_low"] <= c["ppi"]["value"] <= c["human"]["ci_high"]
+
+
+def test_the_labelling_page_hides_verdicts_until_labelled_and_saves_the_csv(tmp_path):
+    """The page in a real browser: labelling every question of an item reveals its judges, and
+    Save labels produces the CSV that read_labels accepts."""
+    import shutil
+    import subprocess
+
+    from rag_eval.labels import read_labels, write_html
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/run installs it)")
+    rows = [
+        {
+            "question_id": q,
+            "prompt": "base",
+            "weight": 1.0,
+            "question": f"Question {q}?",
+            "reference": "R, with a comma",
+            "answerable": True,
+            "answer": 'An "answer"',
+            "contexts": ["c1"],
+        }
+        for q in ("q1", "q2")
+    ]
+    page = tmp_path / "labels.html"
+    write_html(
+        rows,
+        page,
+        {"c1": "Context text."},
+        {("q1", "base"): {"correctness": {"verdict": "correct", "reason": "SECRET-VERDICT"}}},
+    )
+    # Label item 0 fully and item 1 partly, then save; the saved CSV is put into the DOM to read back.
+    harness = page.read_text().replace(
+        "</body>",
+        """<script>
+        for (const [c, v] of [["correct", "yes"], ["faithful", "no"], ["refused", "skip"], ["correct", "no"]]) {
+          const i = c === "correct" && v === "no" ? 1 : 0;
+          const el = document.querySelector(`[name="${c}-${i}"][value="${v}"]`);
+          el.checked = true; el.dispatchEvent(new Event("change", {bubbles: true}));
+        }
+        HTMLAnchorElement.prototype.click = function () {};  // no navigation away from the page
+        URL.createObjectURL = b => { b.text().then(t => { const p = document.createElement("pre");
+          p.id = "saved"; p.textContent = t; document.body.appendChild(p); }); return "about:blank"; };
+        document.getElementById("save").click();
+        </script></body>""",
+    )
+    test_page = tmp_path / "harness.html"
+    test_page.write_text(harness)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ]
+    dom = subprocess.run(
+        [browser, *flags, "--virtual-time-budget=3000", "--dump-dom", test_page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    sections = dom.split("<section")[1:]
+    assert 'class="judges" hidden' not in sections[0] and "SECRET-VERDICT" in sections[0]
+    assert 'class="judges" hidden' in sections[1]
+    import html as html_lib
+
+    saved = html_lib.unescape(dom.split('<pre id="saved">')[1].split("</pre>")[0])
+    csv_path = tmp_path / "saved.csv"
+    csv_path.write_text(saved)
+    labels = {lab.question_id: lab.values for lab in read_labels(csv_path, {("q1", "base"), ("q2", "base")})}
+    assert labels["q1"] == {"correct": True, "faithful": False, "refused": None}
+    assert labels["q2"] == {"correct": False, "faithful": None, "refused": None}
