@@ -40,6 +40,11 @@ RETRY_NOTE = (
     "\n\nYour previous reply was rejected: {why}. Write a new reply that fixes this; the quote must be "
     "copied from the passage exactly."
 )
+UNANSWERABLE_RETRY = (
+    "\n\nYour previous question was rejected: the documentation answers it (section {chunk}). Ask instead "
+    "about something documentation never says: who added it and in which year, speed or memory in numbers, "
+    "other languages or products, or opinions."
+)
 PARAPHRASE_MAX_OVERLAP = 0.5  # content words of a paraphrase question found in its passage
 
 
@@ -394,12 +399,21 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
                 # The unanswerable check needs retrieval over the drafted questions.
                 drafts = [o for o in batch if o.record and o.job.kind == "unanswerable"]
                 if drafts:
-                    tops = _top_chunks(cfg, corpus, [o.record["question"] for o in drafts], retriever, tg.check_top)
-                    checked = []
-                    async for o in track_async(
-                        [gen.confirm_unanswerable(o, t) for o, t in zip(drafts, tops)], "checking unanswerables"
-                    ):
-                        checked.append(o)
+                    await _check_unanswerables(gen, drafts, retriever)
+                    # A question the corpus answers gets one retry, told so.
+                    again = [o for o in drafts if o.dropped and o.dropped.startswith("answered_by_corpus")]
+                    for o in again:
+                        found = o.dropped.split("(", 1)[1].rstrip(")")
+                        got = await gen.ask("unanswerable", o.job.chunk, UNANSWERABLE_RETRY.format(chunk=found))
+                        o.tries = 2
+                        if got is not None:
+                            o.record, o.dropped = (
+                                {"id": stable_id(got["question"]), "question": got["question"], "answerable": False},
+                                None,
+                            )
+                    retried = [o for o in again if o.record is not None]
+                    if retried:
+                        await _check_unanswerables(gen, retried, retriever)
                 kept_words: list[set[str]] = [
                     set(content_tokens(o.record["question"])) for o in outcomes if o.record is not None
                 ]
@@ -462,6 +476,16 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
     }
     say(f"kept {len(records)} of {len(drawn)} drafted questions in {seconds:.0f} s")
     return report
+
+
+async def _check_unanswerables(gen: Generator, drafts: list[Outcome], retriever: str) -> None:
+    from rag_eval.progress import track_async
+
+    tops = _top_chunks(gen.cfg, gen.corpus, [o.record["question"] for o in drafts], retriever, gen.tg.check_top)
+    async for _ in track_async(
+        [gen.confirm_unanswerable(o, t) for o, t in zip(drafts, tops)], "checking unanswerables"
+    ):
+        pass
 
 
 def _top_chunks(cfg: AuditConfig, corpus: Corpus, questions: list[str], retriever: str, k: int) -> list[list[Chunk]]:

@@ -55,6 +55,8 @@ def _reply(body):
         title = re.search(r'Passage \(from "(.*?)"\)', text).group(1)
         first = passage.split(". ")[0].strip().rstrip(".") + "."
         if fmt == "testgen_unanswerable":
+            if "previous question was rejected" in text:
+                return json.dumps({"question": "How many nanoseconds does a lookup take on a laptop?"})
             return json.dumps({"question": f"Who first proposed {title.lower()} for Python, and when?"})
         if "Tuples" in title and "previous reply was rejected" not in text:
             # A quote paraphrased instead of copied: rejected, then fixed on the retry.
@@ -121,7 +123,10 @@ def test_generate_keeps_only_verified_questions(project, capsys):
             assert "reference_supported (P=0.90)" in r["provenance"]["checks"]
         else:
             assert r["answerable"] is False and "dictionaries" not in r["question"].lower()
-    assert report["dropped"].get("answered_by_corpus", 0) == 1  # the dictionaries question was answered
+    # The question about dictionaries was answered by the corpus; its retry, told so, was kept.
+    retried = [r for r in records if r["kind"] == "unanswerable" and r["provenance"]["tries"] == 2]
+    assert [r["question"] for r in retried] == ["How many nanoseconds does a lookup take on a laptop?"]
+    assert "answered_by_corpus" not in report["dropped"]
     assert report["kinds"] == {"fact": 3, "unanswerable": 3} and report["kept"] == 6
     # The output is a test set as it stands: it loads, and lint ran on it.
     cfg = load_config(project / "audit.yaml")
