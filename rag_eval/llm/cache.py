@@ -27,8 +27,17 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.db = sqlite3.connect(path, timeout=60, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA busy_timeout=60000")
+        # Switching a new file to WAL takes an exclusive lock that SQLite's busy handler does not
+        # wait for: two processes opening the same new cache at once retry it here.
+        for attempt in range(200):
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 199:
+                    raise
+                time.sleep(0.05)
         # WAL with synchronous=NORMAL never corrupts; at worst a power cut loses the last few answers.
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute(
