@@ -275,6 +275,8 @@ def _generate(args: argparse.Namespace) -> int:
         f"{report['seconds']:.0f} s ({report['seconds_per_kept'] or 0:.1f} s per kept question), model {report['model']}"
     )
     print("kinds: " + ", ".join(f"{k} {n}" for k, n in report["kinds"].items()))
+    if report.get("quotes"):
+        print("evidence quotes of answerable drafts: " + ", ".join(f"{k} {n}" for k, n in report["quotes"].items()))
     if report["dropped"]:
         print("dropped: " + ", ".join(f"{why} {n}" for why, n in report["dropped"].items()))
     for f in report.get("lint", []):

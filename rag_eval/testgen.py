@@ -64,6 +64,7 @@ class Outcome:
     dropped: str | None = None
     tries: int = 1
     checks: list[str] = field(default_factory=list)
+    quote: str | None = None  # the last draft's quote: verbatim, snapped (to the passage) or missing
 
 
 def _group_key(c: Chunk) -> str:
@@ -237,6 +238,8 @@ class Generator:
             out.tries = attempt + 1
             got = await self.ask(job.kind, job.chunk, note)
             why = "unparseable_reply" if got is None else self.check_quote(job.kind, job.chunk, got)
+            if got is not None:
+                out.quote = "missing" if why == "quote_not_found" else "snapped" if "snapped" in got else "verbatim"
             if why is None:
                 why = self.check_question(job.kind, job.chunk, got["question"])
             if why is None:
@@ -465,6 +468,7 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
         "dropped": dict(dropped.most_common()),
         "kinds": dict(Counter(r["kind"] for r in records)),
         "wanted_kinds": dict(Counter(kinds)),
+        "quotes": dict(Counter(o.quote for o in drawn if o.quote)),
         "evidence_verified_first_try": sum(
             1 for o in drawn if o.record and o.tries == 1 and o.job.kind != "unanswerable"
         ),

@@ -128,6 +128,7 @@ def test_generate_keeps_only_verified_questions(project, capsys):
     assert [r["question"] for r in retried] == ["How many nanoseconds does a lookup take on a laptop?"]
     assert "answered_by_corpus" not in report["dropped"]
     assert report["kinds"] == {"fact": 3, "unanswerable": 3} and report["kept"] == 6
+    assert report["quotes"] == {"verbatim": 4}  # tuples, sets (dropped later), zip, with: last drafts
     # The output is a test set as it stands: it loads, and lint ran on it.
     cfg = load_config(project / "audit.yaml")
     questions = load_test_set(project / "gen.jsonl", _load(cfg))
