@@ -310,7 +310,7 @@ def generate(
     """A test set generated from the config's corpus (or ``corpus`` rows), every label verified,
     written to ``out``; returns the generation report. ``testgen`` overrides the config's testgen
     section (``n=100``, ``seed=1``, ``mix={...}``, ``llm={...}``)."""
-    from rag_eval.config import TestGenConfig, config_from_dict
+    from rag_eval.config import TestGenConfig
     from rag_eval.testgen import run_generate
 
     _quiet(progress)
@@ -318,7 +318,7 @@ def generate(
         config = {**config, "test_set": config.get("test_set", {"source": "given"})}
         if corpus is not None and "corpus" not in config:
             config["corpus"] = {"source": "given"}
-    cfg = as_config(config, base_dir=base_dir) if not isinstance(config, dict) else config_from_dict(config, base_dir)
+    cfg = as_config(config, base_dir=base_dir)
     if testgen:
         merged = {**cfg.testgen.model_dump(exclude_none=True), **testgen}
         try:

@@ -412,19 +412,13 @@ def apply_labels(report: dict, labels: list[Label], weights: dict[str, float], c
     share (so ``generation.<prompt>.<metric>.ppi`` is a summary figure and a gate may name it),
     and a ``labels`` section with what was labelled."""
     figs = labelled_figures(report, labels, weights, confidence)
-    for prompt, by_fig in figs.items():
-        for name, extra in by_fig.items():
-            target = report["judges"]["figures"].get(prompt, {}).get(name)
-            if target is not None:
-                target["ppi"] = extra["ppi"]
-                target["human"] = extra["human"]
     outcomes = labelled_outcomes(report, labels, weights, confidence)
-    for prompt, shares in outcomes.items():
-        for outcome, extra in shares.items():
-            target = report["attribution"]["shares"].get(prompt, {}).get(outcome)
-            if target is not None:
-                target["ppi"] = extra["ppi"]
-                target["human"] = extra["human"]
+    for section, found in ((report["judges"]["figures"], figs), (report["attribution"]["shares"], outcomes)):
+        for prompt, by_name in found.items():
+            for name, extra in by_name.items():
+                target = section.get(prompt, {}).get(name)
+                if target is not None:
+                    target.update(ppi=extra["ppi"], human=extra["human"])
     report["labels"] = {
         "source": source,
         "answers_labelled": len(labels),

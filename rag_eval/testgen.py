@@ -336,7 +336,7 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
 
     tg = cfg.testgen
     prompts = load_prompts(cfg)
-    kinds = allocate({k: v for k, v in tg.mix.items()}, tg.n)
+    kinds = allocate(tg.mix, tg.n)
     retriever = tg.retriever or next(iter(cfg.retrieval.retrievers))
     if retriever not in cfg.retrieval.retrievers:
         raise ConfigError(
