@@ -3,13 +3,20 @@ measured in the same run), on synthetic corpora built from text that ships with 
 
 The corpus: sentences of the reference topics (pydoc_data.topics) and of stdlib docstrings, shuffled
 (seeded) into chunks of 3-8 sentences, as many chunks as asked. Questions: sentences of the same
-text with a few words dropped. For each size it prints the index build time, the per-query search
-time of both implementations, each including its top-10 selection (rank-bm25 on a subset of
-queries, since it is slow), their ratio,
-whether the rankings are identical (top 10 of every compared query), and peak memory.
+text with a few words dropped. For each size and stage it prints the time and the peak memory it added:
 
-    python benchmarks/scale.py                      # 10k and 100k chunks
-    python benchmarks/scale.py --sizes 10000 100000 1000000 --queries 1000
+- BM25: tokenizing, index build, and search with top-10 selection for every question; the per-query
+  time of rank-bm25 (the baseline, on the first queries, in the same run), the ratio, and whether
+  the top 10 are identical;
+- dense: embedding (the packaged model up to --real-embeddings-up-to chunks, seeded random unit
+  vectors above, which cost the same to score), exact search in question blocks from a
+  memory-mapped file (depth 100, exact rank of one labelled chunk per question), and FAISS HNSW
+  with its recall@10 against exact search;
+- metrics: hit@10, MRR and nDCG@10 over --metric-queries synthetic rankings against ranx;
+- the growth of each search with corpus size (linear: time grows as the size does).
+
+    python benchmarks/scale.py                      # 10k and 100k chunks, 1,000 questions
+    python benchmarks/scale.py --sizes 10000 100000 1000000
 """
 
 from __future__ import annotations
@@ -74,33 +81,45 @@ def queries(sents: list[str], n: int, seed: int = 1) -> list[str]:
     return out
 
 
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+class PeakRss:
+    """Peak resident memory over a block, above what the process held when it began (sampled
+    every 10 ms from /proc, so memory-mapped pages read count too)."""
+
+    def __enter__(self) -> PeakRss:
+        import threading
+
+        self.start = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    @staticmethod
+    def _rss() -> float:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * resource.getpagesize() / 2**20
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._rss())
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    @property
+    def mb(self) -> float:
+        return self.peak - self.start
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--baseline-queries", type=int, default=20, help="queries timed with rank-bm25")
-    args = ap.parse_args()
-
+def bm25_stage(docs, q_tokens, tok, baseline_queries: int) -> dict:
     from rank_bm25 import BM25Okapi
 
-    from rag_eval.retrieval.base import top_k
-    from rag_eval.retrieval.bm25 import SparseBm25, make_tokenizer
+    from rag_eval.retrieval.base import Rankings
+    from rag_eval.retrieval.bm25 import SparseBm25
 
-    tok = make_tokenizer(r"[a-z0-9_]+")
-    t = time.perf_counter()
-    sents = sentences()
-    print(f"{len(sents)} distinct sentences from the stdlib in {time.perf_counter() - t:.1f} s")
-    qs = queries(sents, args.queries)
-    q_tokens = [tok(q) for q in qs]
-    print(
-        f"{'chunks':>9} {'tokenize s':>10} {'build s':>8} {'sparse ms/q':>12} {'rank_bm25 ms/q':>15} {'ratio':>7} {'identical':>10} {'peak MB':>8}"
-    )
-    for n in args.sizes:
-        docs = corpus(sents, n)
+    with PeakRss() as mem:
         t = time.perf_counter()
         toks = [tok(d) for d in docs]
         t_tok = time.perf_counter() - t
@@ -108,23 +127,166 @@ def main() -> None:
         index = SparseBm25.build(toks, 1.5, 0.75, 0.25)
         t_build = time.perf_counter() - t
         t = time.perf_counter()
-        tops = []
-        for i in range(0, len(q_tokens), 64):
-            s = index.scores(q_tokens[i : i + 64])
-            tops.append(top_k(s, 10))
-        t_sparse = (time.perf_counter() - t) / len(q_tokens)
-        top = np.vstack(tops)
-        ref = BM25Okapi(toks, k1=1.5, b=0.75, epsilon=0.25)
-        m = min(args.baseline_queries, len(q_tokens))
-        t = time.perf_counter()
-        ref_top = [np.argsort(-ref.get_scores(q), kind="stable")[:10] for q in q_tokens[:m]]
-        t_ref = (time.perf_counter() - t) / m
-        same = all((r == top[i]).all() for i, r in enumerate(ref_top))
-        print(
-            f"{n:>9} {t_tok:>10.1f} {t_build:>8.1f} {t_sparse * 1000:>12.2f} {t_ref * 1000:>15.1f} "
-            f"{t_ref / t_sparse:>6.0f}x {str(same) + f' ({m})':>10} {peak_mb():>8.0f}"
+        ranked = Rankings.from_scorer(
+            lambda rows: index.scores([q_tokens[i] for i in rows]), len(q_tokens), len(docs), 10
         )
-        del ref, index, toks, docs
+        t_search = time.perf_counter() - t
+    m = min(baseline_queries, len(q_tokens))
+    ref = BM25Okapi(toks, k1=1.5, b=0.75, epsilon=0.25)
+    t = time.perf_counter()
+    ref_top = [np.argsort(-ref.get_scores(q), kind="stable")[:10] for q in q_tokens[:m]]
+    t_ref = (time.perf_counter() - t) / m
+    same = all((r == ranked.top[i]).all() for i, r in enumerate(ref_top))
+    per_q = t_search / len(q_tokens)
+    return {
+        "tokenize s": t_tok,
+        "build s": t_build,
+        "search s": t_search,
+        "ms/query": per_q * 1000,
+        "rank_bm25 ms/query": t_ref * 1000,
+        "vs rank_bm25": f"{t_ref / per_q:.0f}x",
+        "identical": f"{same} ({m})",
+        "+MB": mem.mb,
+    }
+
+
+def embeddings(docs: list[str], real: bool, seed: int = 2) -> tuple[np.ndarray, float]:
+    """Passage embeddings: the packaged model's (real) or seeded random unit vectors of the same
+    shape (384), and the seconds taken."""
+    t = time.perf_counter()
+    if real:
+        from sentence_transformers import SentenceTransformer
+
+        from rag_eval.retrieval.dense import resolve_model
+
+        model = SentenceTransformer(str(resolve_model("all-MiniLM-L6-v2")), device="cpu")
+        emb = model.encode(docs, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    else:
+        rng = np.random.default_rng(seed)
+        emb = np.empty((len(docs), 384), dtype=np.float32)
+        for s in range(0, len(docs), 65536):
+            x = rng.standard_normal((min(65536, len(docs) - s), 384), dtype=np.float32)
+            emb[s : s + len(x)] = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return emb.astype(np.float32), time.perf_counter() - t
+
+
+def dense_stage(passages: np.ndarray, queries_emb: np.ndarray, folder: Path, hnsw: bool) -> dict:
+    """Exact block scoring from a memory-mapped file; optionally HNSW with recall@10 against it."""
+    from rag_eval.retrieval.ann import build_hnsw, recall_at, search
+    from rag_eval.retrieval.base import Rankings
+
+    path = folder / "passages.npy"
+    np.save(path, passages)
+    mapped = np.load(path, mmap_mode="r")
+    wanted = [[int(i)] for i in np.random.default_rng(3).integers(0, len(passages), len(queries_emb))]
+    with PeakRss() as mem:
+        t = time.perf_counter()
+        exact = Rankings.from_scorer(
+            lambda rows: queries_emb[rows] @ mapped.T, len(queries_emb), len(passages), 100, wanted
+        )
+        t_exact = time.perf_counter() - t
+    out = {"exact s": t_exact, "exact ms/query": 1000 * t_exact / len(queries_emb), "exact +MB": mem.mb}
+    if hnsw:
+        t = time.perf_counter()
+        index = build_hnsw(passages, 32)
+        out["hnsw build s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        top, _ = search(index, queries_emb, 100, 128)
+        out["hnsw ms/query"] = 1000 * (time.perf_counter() - t) / len(queries_emb)
+        out["hnsw recall@10"] = recall_at(top, exact.top, 10)
+        del index
+    return out
+
+
+def metrics_stage(n_queries: int, n_chunks: int, depth: int = 100) -> dict:
+    """hit@10, MRR and nDCG@10 over ``n_queries`` synthetic runs: rag-eval against ranx."""
+    from ranx import Qrels, Run, evaluate
+
+    from rag_eval.metrics import parse_metric, relevance_data
+
+    rng = np.random.default_rng(4)
+    ranked = [[f"c{j}" for j in rng.choice(n_chunks, depth, replace=False)] for _ in range(n_queries)]
+    qrels = [{r[int(rng.integers(0, depth))]: 1, f"c{int(rng.integers(0, n_chunks))}": 2} for r in ranked]
+    names = ["hit@10", "mrr", "ndcg@10"]
+    t = time.perf_counter()
+    data = relevance_data(ranked, qrels, depth)
+    ours = {n: parse_metric(n).compute(data).mean() for n in names}
+    t_ours = time.perf_counter() - t
+    t = time.perf_counter()
+    run = Run({f"q{i}": {c: float(depth - j) for j, c in enumerate(r)} for i, r in enumerate(ranked)})
+    qr = Qrels({f"q{i}": q for i, q in enumerate(qrels)})
+    theirs = evaluate(qr, run, names)
+    t_ranx = time.perf_counter() - t
+    agree = all(abs(ours[n] - theirs[n]) < 1e-9 for n in names)
+    return {
+        "queries": n_queries,
+        "rag-eval s": t_ours,
+        "ranx s": t_ranx,
+        "ratio": f"{t_ours / t_ranx:.2f}",
+        "same values": agree,
+    }
+
+
+def table(rows: list[dict], first: str) -> None:
+    keys = list(rows[0])
+    print("  ".join(f"{k:>14}" for k in keys))
+    for r in rows:
+        print("  ".join(f"{v:>14.2f}" if isinstance(v, float) else f"{v!s:>14}" for v in r.values()))
+
+
+def growth(rows: list[dict], key: str) -> str:
+    """How a stage's time grew against corpus size between consecutive sizes (1.0: linear)."""
+    parts = []
+    for a, b in zip(rows, rows[1:]):
+        parts.append(
+            f"{a['chunks']}->{b['chunks']}: time x{b[key] / a[key]:.1f} for size x{b['chunks'] / a['chunks']:.0f}"
+        )
+    return "; ".join(parts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--baseline-queries", type=int, default=20, help="queries timed with rank-bm25")
+    ap.add_argument("--real-embeddings-up-to", type=int, default=10_000, help="larger corpora get random unit vectors")
+    ap.add_argument("--hnsw-up-to", type=int, default=100_000)
+    ap.add_argument("--metric-queries", type=int, default=100_000)
+    args = ap.parse_args()
+
+    import tempfile
+
+    from rag_eval.retrieval.bm25 import make_tokenizer
+
+    tok = make_tokenizer(r"[a-z0-9_]+")
+    t = time.perf_counter()
+    sents = sentences()
+    print(
+        f"{len(sents)} distinct sentences from the stdlib in {time.perf_counter() - t:.1f} s; {args.queries} questions"
+    )
+    qs = queries(sents, args.queries)
+    q_tokens = [tok(q) for q in qs]
+    bm25_rows, dense_rows = [], []
+    work = Path(tempfile.mkdtemp(prefix="rag-eval-scale-"))
+    for n in args.sizes:
+        docs = corpus(sents, n)
+        bm25_rows.append({"chunks": n, **bm25_stage(docs, q_tokens, tok, args.baseline_queries)})
+        real = n <= args.real_embeddings_up_to
+        passages, t_embed = embeddings(docs, real)
+        q_emb, _ = embeddings(qs, real, seed=5)
+        del docs
+        row = {"chunks": n, "embeddings": "model" if real else "random", "embed s": t_embed}
+        row |= dense_stage(passages, q_emb, work, n <= args.hnsw_up_to)
+        dense_rows.append(row)
+        del passages
+    print("\nBM25 (sparse matrix, rank-bm25 the baseline on the first queries; +MB: peak memory above the start)")
+    table(bm25_rows, "chunks")
+    print("growth of search:", growth(bm25_rows, "search s"))
+    print("\nDense (exact: blocks over a memory-mapped file, depth 100; HNSW: FAISS M=32, efSearch 128)")
+    table([{k: v for k, v in r.items()} for r in dense_rows], "chunks")
+    print("growth of exact search:", growth(dense_rows, "exact s"))
+    print("\nMetrics (hit@10, MRR, nDCG@10, depth 100): rag-eval against ranx (ratio < 1: rag-eval faster)")
+    table([metrics_stage(args.metric_queries, 1_000_000)], "queries")
 
 
 if __name__ == "__main__":

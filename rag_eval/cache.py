@@ -15,10 +15,11 @@ def cache_root(configured: str | None = None) -> Path:
     return Path(root).expanduser()
 
 
-def load_array(path: Path) -> np.ndarray | None:
-    """An array saved by :func:`save_array`, or None if absent or unreadable."""
+def load_array(path: Path, mmap: bool = False) -> np.ndarray | None:
+    """An array saved by :func:`save_array` (memory-mapped read-only if ``mmap``), or None if
+    absent or unreadable."""
     try:
-        return np.load(path, allow_pickle=False)
+        return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (OSError, ValueError):
         return None
 

@@ -96,6 +96,12 @@ class DenseConfig(_Model):
     batch_size: int = Field(32, gt=0)
     query_prefix: str = ""
     passage_prefix: str = ""
+    index: Literal["exact", "hnsw"] = Field(
+        "exact",
+        description="exact: every chunk scored (numpy, in blocks); hnsw: approximate (FAISS, pip install faiss-cpu)",
+    )
+    hnsw_m: int = Field(32, gt=1, description="HNSW graph degree")
+    ef_search: int = Field(128, gt=0, description="HNSW search breadth (higher: better recall, slower)")
 
 
 class HybridConfig(_Model):
@@ -351,6 +357,21 @@ class ReportConfig(_Model):
     out: str = "runs/"
 
 
+class EngineConfig(_Model):
+    """Where the heavy work runs: here (``local``), or on a Ray cluster (``ray``): corpus embedding
+    as Ray tasks, and calls to the embedded model through Ray actors that each run a model server."""
+
+    type: Literal["local", "ray"] = "local"
+    address: str | None = Field(
+        None, description='"auto" (a running cluster), "ray://host:10001", or none: start one here'
+    )
+    num_cpus: int | None = Field(None, gt=0, description="CPUs of a Ray instance started here (default: all)")
+    model_workers: int = Field(1, gt=0, description="model-server actors for provider: local")
+    worker_threads: int = Field(2, gt=0, description="CPU threads (and Ray CPUs) of each model-server actor")
+    embed_batch: int = Field(8192, gt=0, description="texts embedded per Ray task")
+    runtime_env: dict | None = Field(None, description="Ray runtime_env for the workers (e.g. pip, py_modules)")
+
+
 class AuditConfig(_Model):
     """One audit, as written in a YAML file."""
 
@@ -367,6 +388,7 @@ class AuditConfig(_Model):
     report: ReportConfig = ReportConfig()
     gates: dict[str, str] = Field(default_factory=dict, description='e.g. {"retrieval.hybrid.hit@5": ">= 0.80"}')
     cache_dir: str | None = None
+    engine: EngineConfig = EngineConfig()
 
     # Set by load_config / config_from_dict, not by the user.
     config_path: str | None = Field(None, exclude=True)

@@ -285,7 +285,11 @@ def run_audit(
     report["config_path"] = config_path
     write_report(run_dir, report)
     g = cfg.generation
-    session = LLMSession(cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir)
+    from rag_eval.engine import make_engine
+
+    session = LLMSession(
+        cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
+    )
     try:
         selected = select_questions(cfg, res)
         n_prompts = 1 if g.answers else len(g.prompts)

@@ -143,7 +143,11 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
 
     corpus, questions, generations = as_audit_inputs(rows)
     write_text(run_dir / "generation.jsonl", "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in generations))
-    session = LLMSession(cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir)
+    from rag_eval.engine import make_engine
+
+    session = LLMSession(
+        cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
+    )
     try:
         judgements, _ = run_judging(cfg, corpus, questions, generations, session, run_dir)
     finally:

@@ -512,7 +512,11 @@ def run_generate(cfg: AuditConfig, out: Path, *, use_cache: bool = True, corpus=
 
     corpus = load_corpus(cfg, corpus)
     out.parent.mkdir(parents=True, exist_ok=True)
-    session = LLMSession(cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=out.parent)
+    from rag_eval.engine import make_engine
+
+    session = LLMSession(
+        cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=out.parent, engine=make_engine(cfg.engine)
+    )
     try:
         report = generate_test_set(cfg, corpus, session, out)
         report["usage"] = session.usage()

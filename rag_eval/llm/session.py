@@ -17,8 +17,9 @@ class LLMSession:
     LLM objects must be created and used inside one event loop: the run's.
     """
 
-    def __init__(self, cache_dir: Path, *, use_cache: bool = True, log_dir: Path | None = None):
-        self.cache_dir = cache_dir
+    def __init__(self, cache_dir: Path, *, use_cache: bool = True, log_dir: Path | None = None, engine=None):
+        """``engine`` (rag_eval.engine) may route the embedded model's calls elsewhere (Ray actors)."""
+        self.cache_dir, self.engine = cache_dir, engine
         self.cache = ResponseCache(cache_dir / "llm-cache.sqlite3") if use_cache else None
         self.log_dir = log_dir
         self.servers: dict[str, LocalServer] = {}
@@ -63,7 +64,11 @@ class LLMSession:
         if key not in self.llms:
             identity = self.identity(cfg)
             local = cfg.provider == "local" and not cfg.base_url
-            if local:
+            inner = self.engine.model_transport(cfg) if self.engine is not None else None
+            if inner is not None:
+                # One request per model-server actor at a time.
+                cfg = cfg.model_copy(update={"concurrency": self.engine.cfg.model_workers})
+            elif local:
                 # One slot on the embedded server: more in flight would only queue and time out.
                 cfg = cfg.model_copy(update={"concurrency": 1})
             self.llms[key] = LLM(
@@ -73,7 +78,8 @@ class LLMSession:
                 cache=self.cache,
                 api_key=api_key(cfg, where),
                 identity=identity,
-                start=self._starter(cfg, identity) if local else None,
+                start=self._starter(cfg, identity) if local and inner is None else None,
+                inner=inner,
             )
             self._usages.append(self.llms[key].usage)
         return self.llms[key]

@@ -2,16 +2,30 @@
 
 Ties are broken by corpus order: of two chunks with the same score, the one that comes first in
 the corpus ranks higher (a stable sort on descending score).
+
+A retriever that scores the whole corpus hands over a *scorer* (question rows -> their scores for
+every chunk). Small problems keep the whole (questions x chunks) matrix; large ones are scored in
+blocks of questions, so memory stays bounded by ``BLOCK_CELLS`` scores whatever the corpus size,
+and ranks beyond the top ``depth`` stay exact (computed from the block while it is at hand for the
+chunks the questions are labelled with, and recomputed from the scorer for any other).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from rag_eval.types import Corpus, Question
+
+# Up to this many scores the whole matrix is kept (128 MiB of float64); above it, blocks.
+FULL_CELLS = 2**24
+# Scores held at once when scoring in blocks (64 MiB of float64).
+BLOCK_CELLS = 2**23
+
+Scorer = Callable[[np.ndarray], np.ndarray]  # question row indices -> (len(rows), n_chunks) scores
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -29,24 +43,88 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def exact_rank(row: np.ndarray, idx: int) -> int:
+    """1-based rank of column ``idx`` in a row of scores, ties in column order."""
+    s = row[idx]
+    return int(1 + (row > s).sum() + (row[:idx] == s).sum())
+
+
+def ranks_of_rows(scores: np.ndarray) -> np.ndarray:
+    """1-based rank of every column of each row, ties in column order (float, for fusion)."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, order.shape[1] + 1)[None, :], axis=1)
+    return ranks.astype(float)
+
+
+def _clean(scores: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(scores), -np.inf, scores)
+
+
+def relevant_indices(corpus: Corpus, questions: list[Question]) -> list[list[int]]:
+    """Corpus indices of each question's relevant chunks (the ranks the metrics need)."""
+    return [[corpus.index[c] for c, g in q.qrels.items() if g > 0 and c in corpus.index] for q in questions]
+
+
 @dataclass
 class Rankings:
     """Top-``depth`` chunk indices and scores per question.
 
     ``top`` is ``(n_questions, depth)`` of corpus indices, -1 where the retriever returned fewer;
-    ``scores`` matches it (NaN padding). ``full`` holds every chunk's score when the retriever
-    scores the whole corpus, which gives exact ranks beyond ``depth``.
+    ``scores`` matches it (NaN padding). When the retriever scores the whole corpus, ``full`` holds
+    every score (small problems) or ``scorer`` recomputes any question's scores (large ones); either
+    gives exact ranks beyond ``depth``. ``known`` caches exact ranks by (question, chunk).
     """
 
     top: np.ndarray
     scores: np.ndarray
     full: np.ndarray | None = None
+    scorer: Scorer | None = None
+    known: dict[tuple[int, int], int] = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)  # how the rankings were made, when that matters (ANN recall)
 
     @classmethod
     def from_full(cls, full: np.ndarray, depth: int) -> Rankings:
-        full = np.where(np.isnan(full), -np.inf, full)
+        full = _clean(full)
         order = top_k(full, depth)
         return cls(order, np.take_along_axis(full, order, axis=1), full)
+
+    @classmethod
+    def from_scorer(
+        cls,
+        scorer: Scorer,
+        n_questions: int,
+        n_chunks: int,
+        depth: int,
+        wanted: list[list[int]] | None = None,
+        *,
+        full_cells: int | None = None,
+        block_cells: int | None = None,
+        progress: Callable | None = None,
+    ) -> Rankings:
+        """Rankings from a scorer: the whole matrix when it is small, else blocks of questions
+        with the exact ranks of ``wanted`` chunks (per question) kept from each block (limits
+        default to ``FULL_CELLS`` and ``BLOCK_CELLS``)."""
+        full_cells = FULL_CELLS if full_cells is None else full_cells
+        block_cells = BLOCK_CELLS if block_cells is None else block_cells
+        per = max(1, block_cells // max(1, n_chunks))
+        blocks = [np.arange(s, min(n_questions, s + per)) for s in range(0, n_questions, per)]
+        blocks = progress(blocks) if progress else blocks
+        if n_questions * n_chunks <= full_cells:
+            parts = [scorer(rows) for rows in blocks]
+            return cls.from_full(np.vstack(parts) if parts else np.zeros((0, n_chunks)), depth)
+        width = min(depth, n_chunks)
+        top = np.full((n_questions, width), -1, dtype=np.int64)
+        scores = np.full((n_questions, width), np.nan)
+        known: dict[tuple[int, int], int] = {}
+        for rows in blocks:
+            block = _clean(scorer(rows))
+            order = top_k(block, width)
+            top[rows], scores[rows] = order, np.take_along_axis(block, order, axis=1)
+            for j, q in enumerate(rows):
+                for idx in wanted[q] if wanted else ():
+                    known[(int(q), idx)] = exact_rank(block[j], idx)
+        return cls(top, scores, None, scorer, known)
 
     @classmethod
     def from_lists(cls, lists: list[list[tuple[int, float]]], depth: int) -> Rankings:
@@ -67,23 +145,38 @@ class Rankings:
     def __len__(self) -> int:
         return len(self.top)
 
+    @property
+    def exhaustive(self) -> bool:
+        """Every chunk has a score (ranks are exact at any depth)."""
+        return self.full is not None or self.scorer is not None
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """Every chunk's score for these questions (exhaustive rankings only)."""
+        if self.full is not None:
+            return self.full[rows]
+        if self.scorer is None:
+            raise ValueError("these rankings do not score every chunk")
+        return _clean(self.scorer(np.asarray(rows)))
+
     def rank_of(self, q: int, idx: int) -> int | None:
         """1-based rank of chunk ``idx`` for question ``q``; None if the retriever did not return it."""
         if self.full is not None:
-            row = self.full[q]
-            s = row[idx]
-            return int(1 + (row > s).sum() + (row[:idx] == s).sum())
+            return exact_rank(self.full[q], idx)
+        if (q, idx) in self.known:
+            return self.known[(q, idx)]
+        if self.scorer is not None:
+            self.known[(q, idx)] = exact_rank(self.rows(np.array([q]))[0], idx)
+            return self.known[(q, idx)]
         hits = np.flatnonzero(self.top[q] == idx)
         return int(hits[0]) + 1 if len(hits) else None
 
+    def rank_rows(self, rows: np.ndarray) -> np.ndarray:
+        """1-based rank of every chunk for these questions, shape ``(len(rows), n_chunks)``."""
+        return ranks_of_rows(self.rows(rows))
+
     def rank_matrix(self) -> np.ndarray:
-        """1-based rank of every chunk per question, shape ``(n_questions, n_chunks)``; inf if absent."""
-        if self.full is not None:
-            order = np.argsort(-self.full, axis=1, kind="stable")
-            ranks = np.empty_like(order)
-            np.put_along_axis(ranks, order, np.arange(1, order.shape[1] + 1)[None, :], axis=1)
-            return ranks.astype(float)
-        raise ValueError("rank_matrix needs full scores")
+        """1-based rank of every chunk per question, shape ``(n_questions, n_chunks)``."""
+        return self.rank_rows(np.arange(len(self)))
 
     def ids(self, corpus: Corpus, q: int) -> list[str]:
         return [corpus.chunks[i].id for i in self.top[q] if i >= 0]

@@ -22,7 +22,7 @@ import numpy as np
 
 from rag_eval.config import Bm25Config
 from rag_eval.progress import track
-from rag_eval.retrieval.base import Rankings
+from rag_eval.retrieval.base import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
 BLOCK = 256  # questions scored per sparse product (bounds the dense block of scores)
@@ -104,7 +104,7 @@ class Bm25Retriever:
     """BM25 over each chunk's title and text; scores every chunk for every question."""
 
     def __init__(self, corpus: Corpus, cfg: Bm25Config, name: str = "bm25", cache_dir: Path | None = None):
-        self.name, self.cfg = name, cfg
+        self.name, self.cfg, self.corpus = name, cfg, corpus
         self.tokenize = make_tokenizer(cfg.tokenizer, cfg.lowercase)
         if cfg.engine == "rank_bm25":
             from rank_bm25 import BM25Okapi
@@ -129,20 +129,27 @@ class Bm25Retriever:
             self.index.save(folder)
 
     def rank(self, questions: list[Question], depth: int) -> Rankings:
+        tokens = [self.tokenize(q.question) for q in questions]
         if self.reference is not None:
-            full = np.vstack(
-                [
-                    self.reference.get_scores(self.tokenize(q.question))
-                    for q in track(questions, f"{self.name}: searching")
-                ]
-            )
-            return Rankings.from_full(full, depth)
-        blocks = [questions[i : i + BLOCK] for i in range(0, len(questions), BLOCK)]
-        full = np.vstack(
-            [
-                self.index.scores([self.tokenize(q.question) for q in blk])
-                for blk in track(blocks, f"{self.name}: searching")
-            ]
-            or [np.zeros((0, self.index.n_docs))]
+            ref = self.reference
+
+            def scorer(rows: np.ndarray) -> np.ndarray:
+                return np.vstack([ref.get_scores(tokens[i]) for i in rows] or [np.zeros((0, ref.corpus_size))])
+
+            n_docs = ref.corpus_size
+        else:
+            index = self.index
+
+            def scorer(rows: np.ndarray) -> np.ndarray:
+                parts = [index.scores([tokens[i] for i in rows[s : s + BLOCK]]) for s in range(0, len(rows), BLOCK)]
+                return np.vstack(parts or [np.zeros((0, index.n_docs))])
+
+            n_docs = index.n_docs
+        return Rankings.from_scorer(
+            scorer,
+            len(questions),
+            n_docs,
+            depth,
+            relevant_indices(self.corpus, questions),
+            progress=lambda blocks: track(blocks, f"{self.name}: searching"),
         )
-        return Rankings.from_full(full, depth)

@@ -48,9 +48,13 @@ def dependency_order(cfg: AuditConfig) -> list[str]:
 
 def run_retrievers(cfg: AuditConfig, corpus: Corpus, questions: list[Question], cache_dir: Path) -> dict[str, Rankings]:
     """Rankings of every configured retriever, keyed by name in config order."""
+    from rag_eval.engine import make_engine
+    from rag_eval.retrieval.base import relevant_indices
     from rag_eval.retrieval.hybrid import fuse
 
+    engine = make_engine(cfg.engine)
     depth = cfg.retrieval.depth
+    wanted = relevant_indices(corpus, questions)
     results: dict[str, Rankings] = {}
     for name in dependency_order(cfg):
         r = cfg.retrieval.retrievers[name]
@@ -61,9 +65,9 @@ def run_retrievers(cfg: AuditConfig, corpus: Corpus, questions: list[Question], 
         elif isinstance(r, DenseConfig):
             from rag_eval.retrieval.dense import DenseRetriever
 
-            results[name] = DenseRetriever(corpus, r, cache_dir, name).rank(questions, depth)
+            results[name] = DenseRetriever(corpus, r, cache_dir, name, engine).rank(questions, depth)
         elif isinstance(r, HybridConfig):
-            results[name] = fuse([results[p] for p in r.of], len(corpus), depth, r.rrf_k, r.weights)
+            results[name] = fuse([results[p] for p in r.of], len(corpus), depth, r.rrf_k, r.weights, wanted)
         elif isinstance(r, RerankConfig):
             from rag_eval.retrieval.rerank import Reranker
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
+import os
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from rag_eval.cache import load_array, save_array
+from rag_eval.cache import load_array
 from rag_eval.config import DenseConfig
 from rag_eval.errors import ConfigError, Problem
-from rag_eval.progress import enabled, say
-from rag_eval.retrieval.base import Rankings
+from rag_eval.progress import enabled, say, track
+from rag_eval.retrieval.base import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
+EMBED_BATCH = 8192  # texts embedded between two writes to the memory-mapped cache
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
@@ -58,8 +62,12 @@ class DenseRetriever:
     keyed by model and text, so a warm run never loads the model.
     """
 
-    def __init__(self, corpus: Corpus, cfg: DenseConfig, cache_dir: Path, name: str = "dense"):
+    def __init__(self, corpus: Corpus, cfg: DenseConfig, cache_dir: Path, name: str = "dense", engine=None):
+        """``engine`` (rag_eval.engine) runs the embedding: here by default, or as Ray tasks."""
+        from rag_eval.engine import LocalEngine
+
         self.corpus, self.cfg, self.name = corpus, cfg, name
+        self.engine = engine or LocalEngine()
         self.model_path = resolve_model(cfg.model)
         self.fingerprint = model_fingerprint(self.model_path)
         self.cache_dir = cache_dir / "embeddings"
@@ -84,28 +92,81 @@ class DenseRetriever:
             ) from None
 
     def embed(self, texts: list[str], kind: str) -> np.ndarray:
-        """Normalised embeddings of ``texts``, from the disk cache when it has them."""
+        """Normalised float32 embeddings of ``texts``, memory-mapped from the disk cache.
+
+        Computed in batches of ``EMBED_BATCH`` texts straight into a memory-mapped file, with the
+        count done beside it, so memory stays bounded and an interrupted run resumes where it
+        stopped; the file takes its final name when complete.
+        """
         h = hashlib.sha256(f"{self.fingerprint}\0{kind}\0".encode())
         for t in texts:
             h.update(t.encode())
             h.update(b"\0")
         path = self.cache_dir / f"{h.hexdigest()}.npy"
-        cached = load_array(path)
+        cached = load_array(path, mmap=True)
         if cached is not None and cached.shape[0] == len(texts):
             return cached
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
         if enabled():
             say(f"{self.name}: embedding {len(texts)} {kind}")
-        emb = self.model.encode(
-            texts,
-            batch_size=self.cfg.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=enabled(),
-        )
-        save_array(path, emb.astype(np.float32))
-        return emb
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # One process embeds a given text list at a time; another waits, then finds it cached.
+        with open(path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            cached = load_array(path, mmap=True)
+            if cached is not None and cached.shape[0] == len(texts):
+                return cached
+            return self._embed_into(path, texts, kind)
+
+    def _embed_into(self, path: Path, texts: list[str], kind: str) -> np.ndarray:
+        partial, done_file = path.with_suffix(".partial.npy"), path.with_suffix(".partial.done")
+        step = self.engine.cfg.embed_batch if self.engine.type == "ray" else EMBED_BATCH
+        done: set[int] = set()
+        out = None
+        try:
+            out = np.lib.format.open_memmap(partial, mode="r+")
+            state = json.loads(done_file.read_text())
+            if out.shape[0] != len(texts) or state["step"] != step:
+                raise ValueError("another shape")
+            done = set(state["done"])
+        except (OSError, ValueError, KeyError):
+            out = None
+        batches = {s: texts[s : s + step] for s in range(0, len(texts), step) if s not in done}
+
+        def here(batch: list[str]) -> np.ndarray:
+            return self.model.encode(
+                batch,
+                batch_size=self.cfg.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=enabled() and len(batches) == 1,
+            )
+
+        results = self.engine.encode(here, str(self.model_path), batches, self.cfg.batch_size)
+        many = len(batches) > 1
+        for start, emb in track(results, f"{self.name}: embedding {kind}", total=len(batches)) if many else results:
+            if out is None:
+                out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=(len(texts), emb.shape[1]))
+            out[start : start + len(emb)] = emb
+            out.flush()
+            done.add(start)
+            done_file.write_text(json.dumps({"step": step, "done": sorted(done)}))
+        del out
+        os.replace(partial, path)
+        done_file.unlink(missing_ok=True)
+        return np.load(path, mmap_mode="r")
 
     def rank(self, questions: list[Question], depth: int) -> Rankings:
         passages = self.embed([self.cfg.passage_prefix + c.passage for c in self.corpus.chunks], "passages")
-        queries = self.embed([self.cfg.query_prefix + q.question for q in questions], "questions")
-        return Rankings.from_full(queries @ passages.T, depth)
+        queries = np.asarray(self.embed([self.cfg.query_prefix + q.question for q in questions], "questions"))
+        wanted = relevant_indices(self.corpus, questions)
+        if self.cfg.index == "hnsw":
+            from rag_eval.retrieval.ann import hnsw_rankings
+
+            return hnsw_rankings(self, passages, queries, depth)
+
+        def scorer(rows: np.ndarray) -> np.ndarray:
+            return queries[rows] @ passages.T
+
+        return Rankings.from_scorer(scorer, len(questions), len(passages), depth, wanted)

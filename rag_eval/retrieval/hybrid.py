@@ -7,29 +7,45 @@ import numpy as np
 from rag_eval.retrieval.base import Rankings
 
 
-def rrf_scores(parts: list[Rankings], n_chunks: int, rrf_k: float, weights: list[float] | None = None) -> np.ndarray:
-    """Each retriever adds weight / (rrf_k + rank) for every chunk it ranked; shape (n_q, n_chunks)."""
-    weights = weights or [1.0] * len(parts)
-    n_q = len(parts[0])
-    fused = np.zeros((n_q, n_chunks))
+def _rrf_rows(parts: list[Rankings], rows: np.ndarray, n_chunks: int, rrf_k: float, weights: list[float]) -> np.ndarray:
+    """Fused scores of every chunk for these questions: each retriever adds weight / (rrf_k + rank)
+    for every chunk it ranked (all of them when it scores the whole corpus)."""
+    fused = np.zeros((len(rows), n_chunks))
     for w, part in zip(weights, parts):
-        if part.full is not None:
-            fused += w / (rrf_k + part.rank_matrix())
+        if part.exhaustive:
+            fused += w / (rrf_k + part.rank_rows(rows))
         else:
-            for q in range(n_q):
+            for j, q in enumerate(rows):
                 idx = part.top[q][part.top[q] >= 0]
-                fused[q, idx] += w / (rrf_k + np.arange(1, len(idx) + 1))
+                fused[j, idx] += w / (rrf_k + np.arange(1, len(idx) + 1))
     return fused
 
 
+def rrf_scores(parts: list[Rankings], n_chunks: int, rrf_k: float, weights: list[float] | None = None) -> np.ndarray:
+    """Fused scores of every chunk for every question, shape (n_q, n_chunks)."""
+    return _rrf_rows(parts, np.arange(len(parts[0])), n_chunks, rrf_k, weights or [1.0] * len(parts))
+
+
 def fuse(
-    parts: list[Rankings], n_chunks: int, depth: int, rrf_k: float, weights: list[float] | None = None
+    parts: list[Rankings],
+    n_chunks: int,
+    depth: int,
+    rrf_k: float,
+    weights: list[float] | None = None,
+    wanted: list[list[int]] | None = None,
 ) -> Rankings:
-    """Rankings by fused score; chunks no part returned score 0 and fall back to corpus order."""
-    full = rrf_scores(parts, n_chunks, rrf_k, weights)
-    if all(p.full is not None for p in parts):
-        return Rankings.from_full(full, depth)
-    ranked = Rankings.from_full(full, depth)
-    # Chunks that no retriever returned are not ranked at all.
-    mask = np.take_along_axis(full, ranked.top, axis=1) > 0
+    """Rankings by fused score; chunks no part returned score 0 and fall back to corpus order.
+
+    When every part scores the whole corpus the fusion does too, question block by question block
+    (exact ranks, bounded memory); otherwise chunks that no retriever returned are not ranked.
+    """
+    weights = weights or [1.0] * len(parts)
+
+    def scorer(rows: np.ndarray) -> np.ndarray:
+        return _rrf_rows(parts, rows, n_chunks, rrf_k, weights)
+
+    ranked = Rankings.from_scorer(scorer, len(parts[0]), n_chunks, depth, wanted)
+    if all(p.exhaustive for p in parts):
+        return ranked
+    mask = ranked.scores > 0
     return Rankings(np.where(mask, ranked.top, -1), np.where(mask, ranked.scores, np.nan), None)

@@ -1,0 +1,118 @@
+"""Dense retrieval at scale: embeddings written in batches to a memory-mapped cache that resumes
+after an interruption; block scoring equal to whole-matrix scoring with the real model; HNSW
+checked against exact search."""
+
+import numpy as np
+import pytest
+
+from rag_eval.config import DenseConfig
+from rag_eval.errors import ConfigError
+from rag_eval.retrieval import base, dense
+from rag_eval.retrieval.ann import build_hnsw, recall_at, search
+from rag_eval.retrieval.dense import DenseRetriever
+from rag_eval.types import Chunk, Corpus, Question
+
+from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS
+
+
+class CountingModel:
+    """Stands in for the embedding model to count and interrupt batches (fault injection)."""
+
+    def __init__(self, fail_at: int | None = None):
+        self.calls, self.fail_at = [], fail_at
+
+    def get_embedding_dimension(self) -> int:
+        return 4
+
+    def encode(self, texts, **kw):
+        if self.fail_at is not None and len(self.calls) == self.fail_at:
+            raise KeyboardInterrupt
+        self.calls.append(list(texts))
+        out = np.array([[len(t), t.count("a"), t.count("e"), 1.0] for t in texts], dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def _corpus(n: int) -> Corpus:
+    return Corpus([Chunk(f"c{i}", "a" * (i % 5) + "e" * (i % 3) + " text", f"t{i}", f"doc{i % 7}") for i in range(n)], "test")
+
+
+def test_embeddings_resume_after_an_interruption(tmp_path, monkeypatch):
+    monkeypatch.setattr(dense, "EMBED_BATCH", 4)
+    corpus = _corpus(10)
+    texts = [c.passage for c in corpus.chunks]
+    r = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path)
+    r.__dict__["model"] = CountingModel(fail_at=2)
+    with pytest.raises(KeyboardInterrupt):
+        r.embed(texts, "passages")
+    assert r.model.calls == [texts[0:4], texts[4:8]]
+    r2 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path)
+    r2.__dict__["model"] = CountingModel()
+    got = r2.embed(texts, "passages")
+    assert r2.model.calls == [texts[8:10]]  # only the batch not done before
+    assert isinstance(got, np.memmap) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, CountingModel().encode(texts))
+    r3 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path)
+    r3.__dict__["model"] = CountingModel()
+    np.testing.assert_array_equal(r3.embed(texts, "passages"), got)
+    assert r3.model.calls == []
+    assert not list(tmp_path.rglob("*.partial*"))
+
+
+def test_block_scoring_equals_the_whole_matrix_with_the_real_model(tmp_path, monkeypatch):
+    corpus = Corpus([Chunk(c["id"], c["text"], c["title"], c["id"]) for c in SMALL_CORPUS], "small")
+    qs = [Question(q["id"], q["question"], {"py/lists": 1} if q["id"] == "q1" else {}, True) for q in SMALL_QUESTIONS]
+    cfg = DenseConfig(type="dense")
+    whole = DenseRetriever(corpus, cfg, tmp_path).rank(qs, 5)
+    assert whole.full is not None
+    monkeypatch.setattr(base, "FULL_CELLS", 0)
+    monkeypatch.setattr(base, "BLOCK_CELLS", 10)  # two questions a block
+    blocks = DenseRetriever(corpus, cfg, tmp_path).rank(qs, 5)
+    assert blocks.full is None and blocks.known
+    np.testing.assert_array_equal(blocks.top, whole.top)
+    np.testing.assert_allclose(blocks.scores, whole.scores, atol=1e-6)
+    assert blocks.rank_of(0, corpus.index["py/lists"]) == whole.rank_of(0, corpus.index["py/lists"]) == 2
+
+
+def test_hnsw_against_exact_search():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(50, 32))
+    x = (centers[rng.integers(0, 50, 4000)] + 0.3 * rng.normal(size=(4000, 32))).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = x[rng.choice(4000, 100, replace=False)] + 0.05 * rng.normal(size=(100, 32)).astype(np.float32)
+    exact = base.top_k(q @ x.T, 10)
+    top, scores = search(build_hnsw(x, 16), q, 10, 128)
+    assert recall_at(top, exact, 10) >= 0.95
+    np.testing.assert_allclose(scores[:, 0], (q @ x.T).max(axis=1), atol=1e-4)  # the best is found
+    assert recall_at(exact[:, ::-1], exact, 10) == 1.0 and recall_at(exact, exact[::-1], 10) < 0.3
+
+
+def test_hnsw_index_in_a_config_reports_its_recall(tmp_path, capsys):
+    from rag_eval import progress
+
+    progress.set_enabled(True)
+    try:
+        corpus = Corpus([Chunk(c["id"], c["text"], c["title"], c["id"]) for c in SMALL_CORPUS], "small")
+        qs = [Question(q["id"], q["question"], {}, True) for q in SMALL_QUESTIONS]
+        exact = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path).rank(qs, 5)
+        approx = DenseRetriever(corpus, DenseConfig(type="dense", index="hnsw"), tmp_path).rank(qs, 5)
+    finally:
+        progress.set_enabled(False)
+    assert approx.notes["recall@10_vs_exact"] == 1.0  # five chunks: HNSW finds them all
+    np.testing.assert_array_equal(approx.top, exact.top)
+    assert len(list((tmp_path / "embeddings").glob("hnsw-*.faiss"))) == 1
+
+
+def test_hnsw_without_faiss_names_the_fix(tmp_path, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+    monkeypatch.setattr(
+        builtins,
+        "__import__",
+        lambda n, *a, **k: (_ for _ in ()).throw(ImportError) if n == "faiss" else real(n, *a, **k),
+    )
+    corpus = Corpus([Chunk(c["id"], c["text"], c["title"], c["id"]) for c in SMALL_CORPUS], "small")
+    r = DenseRetriever(corpus, DenseConfig(type="dense", index="hnsw"), tmp_path)
+    r.__dict__["model"] = CountingModel()
+    with pytest.raises(ConfigError, match="faiss-cpu"):
+        r.rank([Question("q", "lists?", {}, True)], 3)
