@@ -33,7 +33,9 @@ class CountingModel:
 
 
 def _corpus(n: int) -> Corpus:
-    return Corpus([Chunk(f"c{i}", "a" * (i % 5) + "e" * (i % 3) + " text", f"t{i}", f"doc{i % 7}") for i in range(n)], "test")
+    return Corpus(
+        [Chunk(f"c{i}", "a" * (i % 5) + "e" * (i % 3) + " text", f"t{i}", f"doc{i % 7}") for i in range(n)], "test"
+    )
 
 
 def test_embeddings_resume_after_an_interruption(tmp_path, monkeypatch):
