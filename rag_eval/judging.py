@@ -23,6 +23,9 @@ from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
 
 
+JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
+
+
 def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
     """Finished judgements keyed by (judge, question id, prompt); not_judged ones are retried."""
     from rag_eval.rundir import read_jsonl
@@ -164,9 +167,11 @@ async def judge_all(
     by_id = {q.id: q for q in questions}
     max_chars = cfg.generation.max_context_chars if cfg.generation else 2000
     records: list[dict] = []
-    # Questions are judged a few at a time (as many as the model serves at once), so that each
-    # question finishes early and a killed run loses little; each verdict is written as it comes.
-    gate = asyncio.Semaphore(llm.cfg.concurrency)
+    # Answers are judged a few at a time, so that a killed run loses little (each verdict is
+    # written as it comes), yet more than the model serves at once: the client's prefix-aware
+    # scheduler then has requests of one judge template from several answers to send back to
+    # back, and the template's fixed part stays in the server's KV cache.
+    gate = asyncio.Semaphore(llm.cfg.concurrency + JUDGE_AHEAD)
     with out.open("a", encoding="utf-8") as fh:
 
         def emit(j: Judgement) -> None:

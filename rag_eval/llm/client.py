@@ -19,6 +19,7 @@ import httpx
 from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.llm.cache import ResponseCache, cache_key
+from rag_eval.llm.schedule import PrefixScheduler, prompt_text
 
 CACHE_HEADER = "x-rag-eval-cache"
 LATENCY_HEADER = "x-rag-eval-latency"
@@ -100,7 +101,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
     ):
         self.identity, self.usage, self.cache = identity, usage, cache
         self.inner = inner or EnvironmentTransport()
-        self.semaphore = asyncio.Semaphore(concurrency)
+        self.scheduler = PrefixScheduler(concurrency)
         self.start, self.target, self.start_error = start, None, None
         self.inflight: dict[str, asyncio.Future] = {}
 
@@ -133,7 +134,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
         return _response(status, content, headers, request)
 
     async def _send(self, request: httpx.Request, body: bytes, key: str) -> tuple[int, bytes, list]:
-        async with self.semaphore:
+        async with await self.scheduler(prompt_text(body)):
             routed = self._routed(request, body)
             self.usage.calls += 1
             start = time.perf_counter()
