@@ -351,6 +351,10 @@ class DiagnosisConfig(_Model):
     vocabulary_overlap: float = Field(
         0.3, ge=0, le=1, description="vocabulary_gap: question words found in the passage"
     )
+    generic_words: int = Field(3, ge=1, description="generic_label: an evidence quote with fewer content words")
+    generic_chunks: int = Field(5, ge=1, description="generic_label: a label that resolves to more chunks")
+    rechunk: bool = Field(True, description="try other chunkers on a folder corpus when misses point at chunking")
+    rechunk_max_chunks: int = Field(20000, gt=0, description="rechunk: only corpora up to this many chunks")
 
 
 class ReportConfig(_Model):

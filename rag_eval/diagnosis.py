@@ -8,25 +8,31 @@ Specific causes come before broad ones:
 
 1. suspect_label: the top-ranked chunk holds at least ``reference_coverage`` of the reference
    answer's content words, more than any labelled chunk: the label is probably wrong.
-2. distractor: a chunk ranked above every relevant one is a near-duplicate of a relevant chunk
+2. generic_label: an evidence quote has fewer than ``generic_words`` content words, or the label
+   resolves to more than ``generic_chunks`` chunks: the label says little about the answer, so
+   neither its hits nor its misses mean much.
+3. distractor: a chunk ranked above every relevant one is a near-duplicate of a relevant chunk
    (word 5-gram Jaccard >= ``near_duplicate``).
-3. fusion_buried: a hybrid retriever misses a chunk that one of its parts ranks within k (the
+4. chunk_boundary: the chunk next to a relevant one in the same document ranks within k while the
+   relevant one does not: the retriever found the place, and the boundary cut the evidence from
+   the words the question uses (more overlap or larger chunks; the re-chunking simulation tries it).
+5. fusion_buried: a hybrid retriever misses a chunk that one of its parts ranks within k (the
    component ranks are in the evidence).
-4. exact_token: the question names a symbol or identifier that occurs in the relevant chunk, and
+6. exact_token: the question names a symbol or identifier that occurs in the relevant chunk, and
    a keyword (bm25) retriever finds the chunk within k while this retriever does not.
-5. keyword_only: keyword search finds the chunk within k, this (embedding) retriever does not.
-6. paraphrase: embedding search finds the chunk within k, this (keyword) retriever does not: the
+7. keyword_only: keyword search finds the chunk within k, this (embedding) retriever does not.
+8. paraphrase: embedding search finds the chunk within k, this (keyword) retriever does not: the
    question says it in other words.
-7. long_passage: the relevant chunk is at least ``long_factor`` times the median chunk length,
+9. long_passage: the relevant chunk is at least ``long_factor`` times the median chunk length,
    the evidence quote (if any) is at most ``small_part`` of it, and the question shares more
    than ``vocabulary_overlap`` of its words with it (else vocabulary is the likelier cause).
-8. vocabulary_gap: at most ``vocabulary_overlap`` of the question's content words occur in the
+10. vocabulary_gap: at most ``vocabulary_overlap`` of the question's content words occur in the
    relevant chunk, and no keyword or embedding retriever finds it within k.
-9. unclear: none of the above.
+11. unclear: none of the above.
 
 Where a fix can be tried cheaply, :func:`simulate_fixes` tries it on every question (misses and
 hits) before anyone follows it: other ``rrf_k`` or weights for a hybrid, or a hybrid of a
-keyword and an embedding retriever.
+keyword and an embedding retriever; ``rechunk.py`` tries other chunkers on a folder corpus.
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ from rag_eval.types import Corpus, Question
 
 CAUSES = (
     "suspect_label",
+    "generic_label",
     "distractor",
+    "chunk_boundary",
     "fusion_buried",
     "exact_token",
     "keyword_only",
@@ -51,6 +59,9 @@ CAUSES = (
     "unclear",
 )
 FIXES = {
+    "generic_label": "the label says little about the answer: quote the sentence that answers the question",
+    "chunk_boundary": "a chunk boundary cut the evidence from the question's words: more chunk overlap or larger "
+    "chunks (see the simulated re-chunking)",
     "fusion_buried": "fusion buried a chunk one part ranked high: try other hybrid weights or rrf_k (see the "
     "simulated fixes)",
     "keyword_only": "keyword search finds it, embeddings do not: use hybrid search",
@@ -101,7 +112,9 @@ class Diagnoser:
         ranking = [i for i in self.res.retrievers[retriever].rankings.top[q] if i >= 0]
         for rule in (
             self._suspect_label,
+            self._generic_label,
             self._distractor,
+            self._chunk_boundary,
             self._fusion_buried,
             self._exact_token,
             self._keyword_only,
@@ -131,6 +144,41 @@ class Diagnoser:
                     "label_coverage": round(label_cov, 2),
                 },
             )
+        return None
+
+    def _generic_label(self, retriever, q, question: Question, relevant, ranking, k):
+        short = [e for e in question.evidence if len(set(content_tokens(e))) < self.dc.generic_words]
+        if short or len(relevant) > self.dc.generic_chunks:
+            return Diagnosis(
+                "generic_label",
+                f"an evidence quote has fewer than {self.dc.generic_words} content words"
+                if short
+                else f"the label resolves to more than {self.dc.generic_chunks} chunks",
+                {"quotes": short, "relevant_chunks": len(relevant)},
+            )
+        return None
+
+    def _chunk_boundary(self, retriever, q, question: Question, relevant, ranking, k):
+        chunks = self.corpus.chunks
+        rel = set(relevant)
+        for pos, i in enumerate(ranking[:k]):
+            if i in rel:
+                continue
+            for r in relevant:
+                if abs(i - r) == 1 and chunks[i].doc_id and chunks[i].doc_id == chunks[r].doc_id:
+                    words = set(content_tokens(question.question))
+                    return Diagnosis(
+                        "chunk_boundary",
+                        f"the chunk next to the relevant one in the same document ranks within the top {k}",
+                        {
+                            "neighbour": chunks[i].id,
+                            "neighbour_rank": pos + 1,
+                            "relevant": chunks[r].id,
+                            "rank": self.res.retrievers[retriever].first_rank[q],
+                            "question_words_in_neighbour": round(coverage(words, self.chunk_tokens(i)), 2),
+                            "question_words_in_relevant": round(coverage(words, self.chunk_tokens(r)), 2),
+                        },
+                    )
         return None
 
     def _distractor(self, retriever, q, question, relevant, ranking, k):

@@ -190,3 +190,28 @@ def test_every_cause_has_a_fix(cause):
     from rag_eval.diagnosis import FIXES
 
     assert FIXES[cause]
+
+
+def test_generic_label():
+    q = Question("q", "How do I check a config file?", {"f2": 1}, True, evidence=["Check it:"])
+    d = diagnose([], q, {"bm25": ["f1", "f2"], "dense": ["f3", "f2"]})
+    assert d.cause == "generic_label"
+    assert d.evidence["quotes"] == ["Check it:"]
+    many = Question("q", "What are sequences?", {f"f{i}": 1 for i in range(1, 5)}, True)
+    d2 = diagnose(
+        [Chunk(f"x{i}", f"Sequence note {i}.", "Notes") for i in range(3)],
+        Question("q", many.question, {**many.qrels, "x0": 1, "x1": 1}, True),
+        {"bm25": ["x2"], "dense": ["x2"]},
+    )
+    assert d2.cause == "generic_label" and d2.evidence["relevant_chunks"] == 6
+
+
+def test_chunk_boundary():
+    # The question's words sit in part 1 of the document; the evidence in part 2, its neighbour.
+    part1 = Chunk("doc#1", "To hide the input of a prompt, such as a password, use the option below.", "Prompts", "doc")
+    part2 = Chunk("doc#2", "hide_input=True makes the typed characters invisible.", "Prompts", "doc")
+    q = Question("q", "How do I hide the input of a password prompt?", {"doc#2": 1}, True)
+    d = diagnose([part1, part2], q, {"bm25": ["doc#1", "f1", "doc#2"], "dense": ["doc#1", "doc#2"]}, "bm25")
+    assert d.cause == "chunk_boundary"
+    assert d.evidence["neighbour"] == "doc#1" and d.evidence["neighbour_rank"] == 1
+    assert d.evidence["question_words_in_neighbour"] > d.evidence["question_words_in_relevant"]

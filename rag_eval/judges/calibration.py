@@ -96,21 +96,44 @@ def balanced_accuracy(positive: np.ndarray, predicted: np.ndarray) -> float:
     return float(np.mean(recalls)) if recalls else float("nan")
 
 
-GRID = np.round(np.arange(0.01, 1.0, 0.01), 2)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, float), 1e-12, 1 - 1e-12)
+    return np.log(p) - np.log1p(-p)
+
+
+def candidate_cutoffs(probs: np.ndarray) -> np.ndarray:
+    """Every cut-off that separates the cases differently: the midpoints, in log-odds, between
+    consecutive distinct probabilities, and one beyond each end. A 0.01 grid on the probability
+    scale cannot split 0.9991 from 0.9998, and a small model's verdict probabilities are often
+    that close to 0 or 1."""
+    z = np.unique(_logit(np.asarray(probs, float).ravel()))
+    if len(z) == 0:
+        return np.array([0.5])
+    mids = np.concatenate([[z[0] - 1.0], (z[:-1] + z[1:]) / 2, [z[-1] + 1.0]])
+    return 1.0 / (1.0 + np.exp(-mids))
 
 
 def fit_cutoff(probs: np.ndarray, positive: np.ndarray, decide=None) -> float:
-    """The cut-off that maximises balanced accuracy on these cases: the middle of the range of
-    cut-offs (on a 0.01 grid) that reach the best value, so that a held-out case near the edge of
-    the training cases is not decided by where exactly one training case fell.
+    """The cut-off that maximises balanced accuracy on these cases: among the cut-offs that reach
+    the best value, the middle one in log-odds (so that a held-out case near the edge of the
+    training cases is not decided by where exactly one training case fell).
 
     ``decide(cutoff) -> predicted`` replaces ``probs >= cutoff`` for judges whose decision combines
-    several probabilities (a share of statements)."""
+    several probabilities (a share of statements); ``probs`` then holds all of them."""
     probs = np.asarray(probs, float)
     decide = decide or (lambda c: probs >= c)
-    scores = np.array([balanced_accuracy(positive, decide(c)) for c in GRID])
-    best = GRID[scores >= np.nanmax(scores) - 1e-12]
-    return float(np.round(np.median(best), 3))
+    cands = candidate_cutoffs(probs)
+    scores = np.array([balanced_accuracy(positive, decide(c)) for c in cands])
+    if not np.isfinite(scores).any() or np.nanmax(scores) <= 0.5:
+        return 0.5  # nothing separates the classes: the plain reading of the probability
+    best = cands[scores >= np.nanmax(scores) - 1e-12]
+    z = _logit(best)
+    mid = (z.min() + z.max()) / 2
+    # The best cut-offs may form more than one run; take the candidate nearest the middle.
+    chosen = float(best[np.argmin(np.abs(z - mid))])
+    return float(f"{chosen:.6g}")
 
 
 def out_of_fold(

@@ -38,10 +38,8 @@ def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, d
         misses[name] = rows
     names = [s.name for s in res.metrics]
     hist = {name: rank_histogram([r.first_rank[i] for i in res.answerable]) for name, r in res.retrievers.items()}
-    from rag_eval.diagnosis import simulate_fixes
-
     return {
-        "simulated_fixes": simulate_fixes(cfg, corpus, res),
+        "simulated_fixes": res.simulated_fixes,
         "rank_histogram": hist,
         "metrics": names,
         "table": [m for m in table_metrics(cfg.retrieval.k) if m in names],

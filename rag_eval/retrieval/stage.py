@@ -36,6 +36,7 @@ class RetrievalResults:
     miss_k: int
     retrievers: dict[str, RetrieverResult]
     comparisons: list[Comparison] = field(default_factory=list)
+    simulated_fixes: list[dict] = field(default_factory=list)  # set by the runner (diagnosis, rechunk)
 
     def is_miss(self, retriever: str, q: int) -> bool:
         """Answerable question ``q`` has no relevant chunk in the retriever's top miss_k."""

@@ -14,8 +14,19 @@ def test_fit_cutoff_separates_and_prefers_the_middle_on_ties():
     assert balanced_accuracy(positive, probs >= cut) == 1.0
     # A shifted judge (every probability low) gets a low cut-off, not 0.5.
     shifted = probs / 4
-    assert fit_cutoff(shifted, positive) == pytest.approx((0.3 + 0.7) / 8)
+    assert 0.3 / 4 < fit_cutoff(shifted, positive) < 0.7 / 4
     assert fit_cutoff(np.full(4, 0.6), np.array([True, False, True, False])) == 0.5
+
+
+def test_fit_cutoff_separates_probabilities_near_one():
+    """A small model's P(yes) is often 0.999x for both classes: the cut-off must fall between."""
+    probs = np.array([0.99991, 0.99995, 0.99998, 0.999995, 0.999999, 0.9999995])
+    positive = np.array([False, False, False, True, True, True])
+    cut = fit_cutoff(probs, positive)
+    assert 0.99998 < cut < 0.999995
+    assert balanced_accuracy(positive, probs >= cut) == 1.0
+    near_zero = 1 - probs
+    assert balanced_accuracy(~positive, near_zero >= fit_cutoff(near_zero, ~positive)) == 1.0
 
 
 def test_balanced_accuracy_weighs_each_class_equally():
