@@ -22,7 +22,6 @@ from rag_eval.progress import track_async
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
 
-
 JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
 
 

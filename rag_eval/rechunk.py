@@ -51,9 +51,7 @@ def simulate_rechunking(
         return []
     if not any(d.cause in CHUNKING_CAUSES for per in diagnoses.values() for d in per.values()):
         return []
-    own = {
-        n: r for n, r in cfg.retrieval.retrievers.items() if isinstance(r, (Bm25Config, DenseConfig, HybridConfig))
-    }
+    own = {n: r for n, r in cfg.retrieval.retrievers.items() if isinstance(r, (Bm25Config, DenseConfig, HybridConfig))}
     own = {n: r for n, r in own.items() if not isinstance(r, HybridConfig) or all(p in own for p in r.of)}
     picked = [i for i in results.answerable if results.questions[i].evidence]
     if not own or not picked:

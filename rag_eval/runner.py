@@ -50,8 +50,8 @@ def load_inputs(cfg: AuditConfig, corpus: Any = None, test_set: Any = None) -> I
 def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path):
     """Stage 1 into a run folder: rankings, metrics, diagnoses, lint; writes retrieval.jsonl."""
     from rag_eval.diagnosis import diagnose_misses, simulate_fixes
-    from rag_eval.rechunk import simulate_rechunking
     from rag_eval.lint import lint
+    from rag_eval.rechunk import simulate_rechunking
     from rag_eval.retrieval.build import run_retrievers
     from rag_eval.retrieval.stage import evaluate, question_records, write_records
 

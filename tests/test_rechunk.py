@@ -16,7 +16,7 @@ def _project(tmp_path):
     (docs / "strings.md").write_text(
         "# String methods\n\n" + filler + "\n\nThe zfill method pads a numeric string on the left with zeros.\n"
     )
-    for i, topic in enumerate(["numbers", "padding", "alignment", "formatting"]):
+    for topic in ["numbers", "padding", "alignment", "formatting"]:
         (docs / f"{topic}.md").write_text(
             f"# {topic.title()}\n\nA short note on {topic}: which method pads a number string on the left.\n"
         )

@@ -96,8 +96,6 @@ def balanced_accuracy(positive: np.ndarray, predicted: np.ndarray) -> float:
     return float(np.mean(recalls)) if recalls else float("nan")
 
 
-
-
 def _logit(p: np.ndarray) -> np.ndarray:
     p = np.clip(np.asarray(p, float), 1e-12, 1 - 1e-12)
     return np.log(p) - np.log1p(-p)

@@ -1,7 +1,6 @@
 """Cut-off fitting and cross-validation: out-of-fold figures never see a case's own label."""
 
 import numpy as np
-import pytest
 
 from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
 
