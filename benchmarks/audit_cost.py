@@ -65,6 +65,39 @@ def main() -> None:
     print(f"seconds per audited answer (generation + judges): {wall / max(1, judged):.1f}")
     model_s = u["model_ms"] / 1000
     print(f"model time {model_s:.0f} s; wall / model = {wall / max(1e-9, model_s):.2f}x")
+    by_kind(work / "cache" / "llm-cache.sqlite3", len(gens))
+
+
+def by_kind(db_path: Path, n_generations: int) -> None:
+    """Calls, tokens and model seconds per kind of request, read back from the response cache in
+    the order the responses came (generation first, then the judges: Ragas' steps told apart by
+    the first key of their JSON output, the yes/no judges by their plain-text verdict)."""
+    import sqlite3
+    from collections import defaultdict
+
+    kinds: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0.0])
+    with sqlite3.connect(db_path) as db:
+        bodies = [b for (b,) in db.execute("SELECT body FROM responses ORDER BY created")]
+    for i, body in enumerate(bodies):
+        d = json.loads(body)
+        t, text = d.get("timings") or {}, d["choices"][0]["message"]["content"] or ""
+        if i < n_generations:
+            kind = "generation"
+        elif text.lstrip().startswith("{"):
+            kind = "ragas " + {"statements": "faithfulness", "reason": "context_precision"}.get(
+                text.split('"')[1] if '"' in text else "", "context_recall"
+            )
+        else:
+            kind = "yes/no judges"
+        k = kinds[kind]
+        k[0] += 1
+        k[1] += d["usage"]["prompt_tokens"]
+        k[2] += t.get("prompt_n", 0)
+        k[3] += d["usage"]["completion_tokens"]
+        k[4] += (t.get("prompt_ms", 0) + t.get("predicted_ms", 0)) / 1000
+    print(f"{'kind':<28}{'calls':>6}{'sent':>8}{'evaluated':>11}{'completion':>11}{'model s':>9}")
+    for kind, (n, sent, ev, comp, sec) in sorted(kinds.items(), key=lambda x: -x[1][4]):
+        print(f"{kind:<28}{n:>6}{sent:>8}{ev:>7} {ev / max(1, sent):>3.0%}{comp:>11}{sec:>9.0f}")
 
 
 if __name__ == "__main__":

@@ -42,17 +42,19 @@ def write_folder(folder: Path) -> None:
         (folder / f"{name}.md").write_text(text, encoding="utf-8")
 
 
-def applied(cfg: dict, fix: dict) -> dict:
-    """The config with a simulated fix really applied."""
+def applied(cfg: dict, fix: dict) -> tuple[dict, str]:
+    """The config with a simulated fix really applied, and the retriever to compare (a new hybrid
+    of a keyword and an embedding retriever is added as "proposed")."""
     out = {**cfg, "retrieval": {**cfg["retrieval"], "retrievers": dict(cfg["retrieval"]["retrievers"])}}
     name, change = fix["retriever"], fix["config"]
     if "corpus" in change:
         out["corpus"] = {**cfg["corpus"], **change["corpus"]}
     elif change.get("type") == "hybrid":
-        out["retrieval"]["retrievers"][name] = change
+        out["retrieval"]["retrievers"]["proposed"] = change
+        return out, "proposed"
     else:
         out["retrieval"]["retrievers"][name] = {**out["retrieval"]["retrievers"][name], **change}
-    return out
+    return out, name
 
 
 def misses(result, name: str) -> set[str]:
@@ -77,9 +79,9 @@ def measure(label: str, cfg: dict, base: Path) -> tuple[int, int]:
         print("simulated:", fix["summary"])
         if fix["net"] == 0 and not fix["fixes"]:
             continue
-        real = rag_eval.retrieval(applied(cfg, fix), base_dir=base)
-        name = fix["retriever"]
-        before, after = misses(result, name), misses(real, name)
+        config, target = applied(cfg, fix)
+        real = rag_eval.retrieval(config, base_dir=base)
+        before, after = misses(result, fix["retriever"]), misses(real, target)
         # Only the questions the simulation covered (re-chunking: those labelled by quotes, here all).
         real_fixed, real_caused = sorted(before - after), sorted(after - before)
         ok = real_fixed == sorted(fix["fixes"]) and real_caused == sorted(fix["causes"])

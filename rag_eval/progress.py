@@ -7,7 +7,16 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequen
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 T = TypeVar("T")
 console = Console(stderr=True, highlight=False)
@@ -24,12 +33,22 @@ def enabled() -> bool:
     return _enabled and console.is_terminal
 
 
+class SecondsEach(ProgressColumn):
+    """The rate, as seconds per item (model calls take seconds, so items/s would read 0.1)."""
+
+    def render(self, task) -> Text:
+        if not task.completed or not task.elapsed:
+            return Text("")
+        return Text(f"{task.elapsed / task.completed:.1f} s each")
+
+
 def _bar() -> Progress:
-    """Description, bar, done/total, elapsed time and ETA, cleared when finished."""
+    """Description, bar, done/total, rate, elapsed time and ETA, cleared when finished."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        SecondsEach(),
         TimeElapsedColumn(),
         TextColumn("eta"),
         TimeRemainingColumn(),

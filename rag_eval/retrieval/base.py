@@ -22,8 +22,9 @@ from rag_eval.types import Corpus, Question
 
 # Up to this many scores the whole matrix is kept (128 MiB of float64); above it, blocks.
 FULL_CELLS = 2**24
-# Scores held at once when scoring in blocks (64 MiB of float64).
-BLOCK_CELLS = 2**23
+# Scores held at once when scoring in blocks (256 MiB of float64). Larger blocks mean fewer passes
+# over a memory-mapped embedding matrix: at 10^6 chunks, 32 questions a pass.
+BLOCK_CELLS = 2**25
 
 Scorer = Callable[[np.ndarray], np.ndarray]  # question row indices -> (len(rows), n_chunks) scores
 

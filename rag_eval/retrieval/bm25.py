@@ -15,7 +15,9 @@ import hashlib
 import json
 import math
 import re
+from array import array
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -41,28 +43,34 @@ class SparseBm25:
         self.vocab, self.weights, self.n_docs = vocab, weights, n_docs
 
     @classmethod
-    def build(cls, docs: list[list[str]], k1: float, b: float, epsilon: float) -> SparseBm25:
+    def build(cls, docs: Iterable[list[str]], k1: float, b: float, epsilon: float) -> SparseBm25:
+        """The index of ``docs`` (token lists, consumed one at a time: pass a generator and no more
+        than one document's tokens are held at once; the postings take 12 bytes each)."""
         from scipy import sparse
 
         vocab: dict[str, int] = {}
-        rows, cols, tfs = [], [], []
-        lengths = np.zeros(len(docs))
+        rows, cols, tfs, lengths = array("i"), array("i"), array("i"), array("d")
         for d, toks in enumerate(docs):
-            lengths[d] = len(toks)
+            lengths.append(len(toks))
             for t, c in Counter(toks).items():
                 rows.append(vocab.setdefault(t, len(vocab)))
                 cols.append(d)
                 tfs.append(c)
-        rows_a, cols_a, tf = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(tfs, float)
-        n = len(docs)
+        rows_a, cols_a = np.frombuffer(rows, dtype=np.intc), np.frombuffer(cols, dtype=np.intc)
+        tf_counts, dls = np.frombuffer(tfs, dtype=np.intc), np.frombuffer(lengths, dtype=float)
+        n = len(dls)
         df = np.bincount(rows_a, minlength=len(vocab)).astype(float)
         # rank-bm25: idf = log(N - df + 0.5) - log(df + 0.5); negative ones become epsilon x mean idf.
         idf = np.array([math.log(n - f + 0.5) - math.log(f + 0.5) for f in df])
         if len(idf):
             idf = np.where(idf < 0, epsilon * (idf.sum() / len(idf)), idf)
-        avgdl = lengths.sum() / n if n else 1.0
-        dl = lengths[cols_a]
-        w = idf[rows_a] * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+        avgdl = dls.sum() / n if n else 1.0
+        w = np.empty(len(rows_a))
+        step = 1 << 22  # postings weighed at a time (bounds the temporaries)
+        for s in range(0, len(w), step):
+            tf = tf_counts[s : s + step].astype(float)
+            dl = dls[cols_a[s : s + step]]
+            w[s : s + step] = idf[rows_a[s : s + step]] * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
         matrix = sparse.csr_matrix((w, (rows_a, cols_a)), shape=(len(vocab), n))
         return cls(vocab, matrix, n)
 
@@ -124,7 +132,7 @@ class Bm25Retriever:
             if cached is not None and cached.n_docs == len(corpus):
                 self.index = cached
                 return
-        self.index = SparseBm25.build([self.tokenize(c.passage) for c in corpus.chunks], cfg.k1, cfg.b, cfg.epsilon)
+        self.index = SparseBm25.build((self.tokenize(c.passage) for c in corpus.chunks), cfg.k1, cfg.b, cfg.epsilon)
         if folder is not None:
             self.index.save(folder)
 
