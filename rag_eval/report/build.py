@@ -40,6 +40,8 @@ def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, d
     hist = {name: rank_histogram([r.first_rank[i] for i in res.answerable]) for name, r in res.retrievers.items()}
     return {
         "simulated_fixes": res.simulated_fixes,
+        # How approximate rankings were made and what they cost (HNSW: recall@10 against exact search).
+        "index_notes": {n: r.rankings.notes for n, r in res.retrievers.items() if r.rankings.notes},
         "rank_histogram": hist,
         "metrics": names,
         "table": [m for m in table_metrics(cfg.retrieval.k) if m in names],

@@ -71,6 +71,13 @@ def retrieval_markdown(report: dict) -> list[str]:
             for c in r["comparisons"]
         ]
         out += _table(["pair", "metric", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"], rows)
+    for name, note in r.get("index_notes", {}).items():
+        out += [
+            "",
+            f"**{name}** searched an approximate {note.get('index', '')} index: recall@10 against exact search "
+            f"{note.get('recall@10_vs_exact', float('nan')):.3f} on {note.get('recall_sample')} questions "
+            "(chunks exact search ranks high may be missing from its lists).",
+        ]
     out += ["", f"### Misses (no relevant chunk in the top {r['miss_k']}), by probable cause", ""]
     for name, rows in r["misses"].items():
         out += [f"**{name}**: {len(rows)} of {ts['answerable']} answerable questions", ""]

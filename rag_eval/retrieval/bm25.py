@@ -27,7 +27,7 @@ from rag_eval.progress import track
 from rag_eval.retrieval.base import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
-BLOCK = 256  # questions scored per sparse product (bounds the dense block of scores)
+BLOCK = 64  # questions scored per sparse product (small blocks stay in the CPU's cache: faster)
 
 
 def make_tokenizer(pattern: str, lowercase: bool = True):

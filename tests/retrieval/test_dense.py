@@ -104,6 +104,18 @@ def test_hnsw_index_in_a_config_reports_its_recall(tmp_path, capsys):
     assert len(list((tmp_path / "embeddings").glob("hnsw-*.faiss"))) == 1
 
 
+def test_hnsw_recall_is_in_the_report(small_project):
+    import rag_eval
+
+    text = (small_project / "audit.yaml").read_text()
+    (small_project / "audit.yaml").write_text(
+        text.replace("    bm25: {type: bm25}\n", "    bm25: {type: bm25}\n    ann: {type: dense, index: hnsw}\n")
+    )
+    result = rag_eval.retrieval(str(small_project / "audit.yaml"))
+    assert result.report["retrieval"]["index_notes"]["ann"]["recall@10_vs_exact"] == 1.0
+    assert "recall@10 against exact search 1.000 on 4 questions" in (result.run_dir / "report.md").read_text()
+
+
 def test_hnsw_without_faiss_names_the_fix(tmp_path, monkeypatch):
     import builtins
 
