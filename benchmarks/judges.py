@@ -130,6 +130,18 @@ def main() -> None:
                 {
                     "cutoff": cut,
                     "fitted_on": f"halueval {args.tune}" if name != "refusal" else "data/judge-check refusal cases",
+                    # What reports quote (and PPI sizes labels by): agreement over every source.
+                    "agreement": next(
+                        {
+                            "accuracy": round(r.accuracy.value, 3),
+                            "n": r.accuracy.n,
+                            "measured_on": "data/judge-check refusal cases, out of fold"
+                            if name == "refusal"
+                            else f"held-out HaluEval QA {args.report} and data/judge-check (benchmarks/judges.py)",
+                        }
+                        for r in rows
+                        if r.judge == name and r.source == "all"
+                    ),
                 },
                 path=path,
             )
