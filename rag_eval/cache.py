@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -16,22 +15,9 @@ def cache_root(configured: str | None = None) -> Path:
 
 
 def load_array(path: Path, mmap: bool = False) -> np.ndarray | None:
-    """An array saved by :func:`save_array` (memory-mapped read-only if ``mmap``), or None if
-    absent or unreadable."""
+    """An array saved with ``np.save`` (memory-mapped read-only if ``mmap``), or None if absent or
+    unreadable."""
     try:
         return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (OSError, ValueError):
         return None
-
-
-def save_array(path: Path, array: np.ndarray) -> None:
-    """Write atomically, so that a crash or a concurrent run never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, array, allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

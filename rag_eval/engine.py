@@ -25,6 +25,7 @@ import httpx
 import numpy as np
 
 from rag_eval.config import EngineConfig, LLMConfig
+from rag_eval.embedding import encode_texts
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.progress import say
 
@@ -80,10 +81,7 @@ def _encode_on_worker(model_path: str, texts: list[str], batch_size: int) -> np.
         from sentence_transformers import SentenceTransformer
 
         _WORKER_MODELS[model_path] = SentenceTransformer(model_path, device="cpu")
-    emb = _WORKER_MODELS[model_path].encode(
-        texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-    )
-    return emb.astype(np.float32)
+    return encode_texts(_WORKER_MODELS[model_path], texts, batch_size)
 
 
 class LocalEngine:

@@ -13,12 +13,12 @@ import numpy as np
 
 from rag_eval.cache import load_array
 from rag_eval.config import DenseConfig
+from rag_eval.embedding import encode_texts
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.progress import enabled, say, track
 from rag_eval.retrieval.base import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
-EMBED_BATCH = 8192  # texts embedded between two writes to the memory-mapped cache
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
@@ -94,9 +94,9 @@ class DenseRetriever:
     def embed(self, texts: list[str], kind: str) -> np.ndarray:
         """Normalised float32 embeddings of ``texts``, memory-mapped from the disk cache.
 
-        Computed in batches of ``EMBED_BATCH`` texts straight into a memory-mapped file, with the
-        count done beside it, so memory stays bounded and an interrupted run resumes where it
-        stopped; the file takes its final name when complete.
+        Computed in batches of the engine's ``embed_batch`` texts straight into a memory-mapped
+        file, with the batches done noted beside it, so memory stays bounded and an interrupted run
+        resumes where it stopped; the file takes its final name when complete.
         """
         h = hashlib.sha256(f"{self.fingerprint}\0{kind}\0".encode())
         for t in texts:
@@ -121,7 +121,7 @@ class DenseRetriever:
 
     def _embed_into(self, path: Path, texts: list[str], kind: str) -> np.ndarray:
         partial, done_file = path.with_suffix(".partial.npy"), path.with_suffix(".partial.done")
-        step = self.engine.cfg.embed_batch if self.engine.type == "ray" else EMBED_BATCH
+        step = self.engine.cfg.embed_batch
         done: set[int] = set()
         out = None
         try:
@@ -135,13 +135,7 @@ class DenseRetriever:
         batches = {s: texts[s : s + step] for s in range(0, len(texts), step) if s not in done}
 
         def here(batch: list[str]) -> np.ndarray:
-            return self.model.encode(
-                batch,
-                batch_size=self.cfg.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=enabled() and len(batches) == 1,
-            )
+            return encode_texts(self.model, batch, self.cfg.batch_size, progress=enabled() and len(batches) == 1)
 
         results = self.engine.encode(here, str(self.model_path), batches, self.cfg.batch_size)
         many = len(batches) > 1
@@ -160,7 +154,6 @@ class DenseRetriever:
     def rank(self, questions: list[Question], depth: int) -> Rankings:
         passages = self.embed([self.cfg.passage_prefix + c.passage for c in self.corpus.chunks], "passages")
         queries = np.asarray(self.embed([self.cfg.query_prefix + q.question for q in questions], "questions"))
-        wanted = relevant_indices(self.corpus, questions)
         if self.cfg.index == "hnsw":
             from rag_eval.retrieval.ann import hnsw_rankings
 
@@ -169,4 +162,6 @@ class DenseRetriever:
         def scorer(rows: np.ndarray) -> np.ndarray:
             return queries[rows] @ passages.T
 
-        return Rankings.from_scorer(scorer, len(questions), len(passages), depth, wanted)
+        return Rankings.from_scorer(
+            scorer, len(questions), len(passages), depth, relevant_indices(self.corpus, questions)
+        )

@@ -5,9 +5,10 @@ checked against exact search."""
 import numpy as np
 import pytest
 
-from rag_eval.config import DenseConfig
+from rag_eval.config import DenseConfig, EngineConfig
+from rag_eval.engine import LocalEngine
 from rag_eval.errors import ConfigError
-from rag_eval.retrieval import base, dense
+from rag_eval.retrieval import base
 from rag_eval.retrieval.ann import build_hnsw, recall_at, search
 from rag_eval.retrieval.dense import DenseRetriever
 from rag_eval.types import Chunk, Corpus, Question
@@ -39,21 +40,21 @@ def _corpus(n: int) -> Corpus:
 
 
 def test_embeddings_resume_after_an_interruption(tmp_path, monkeypatch):
-    monkeypatch.setattr(dense, "EMBED_BATCH", 4)
     corpus = _corpus(10)
     texts = [c.passage for c in corpus.chunks]
-    r = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path)
+    small = LocalEngine(EngineConfig(embed_batch=4))
+    r = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path, engine=small)
     r.__dict__["model"] = CountingModel(fail_at=2)
     with pytest.raises(KeyboardInterrupt):
         r.embed(texts, "passages")
     assert r.model.calls == [texts[0:4], texts[4:8]]
-    r2 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path)
+    r2 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path, engine=small)
     r2.__dict__["model"] = CountingModel()
     got = r2.embed(texts, "passages")
     assert r2.model.calls == [texts[8:10]]  # only the batch not done before
     assert isinstance(got, np.memmap) and got.dtype == np.float32
     np.testing.assert_array_equal(got, CountingModel().encode(texts))
-    r3 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path)
+    r3 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path, engine=small)
     r3.__dict__["model"] = CountingModel()
     np.testing.assert_array_equal(r3.embed(texts, "passages"), got)
     assert r3.model.calls == []
@@ -130,3 +131,55 @@ def test_hnsw_without_faiss_names_the_fix(tmp_path, monkeypatch):
     r.__dict__["model"] = CountingModel()
     with pytest.raises(ConfigError, match="faiss-cpu"):
         r.rank([Question("q", "lists?", {}, True)], 3)
+
+
+_CHILD = """
+import json, os, sys
+import numpy as np
+from rag_eval.config import DenseConfig, EngineConfig
+from rag_eval.engine import LocalEngine
+from rag_eval.retrieval.dense import DenseRetriever
+from rag_eval.types import Chunk, Corpus
+
+class Model:
+    calls = []
+    def encode(self, texts, **kw):
+        if len(self.calls) == int(sys.argv[2]):
+            os._exit(9)  # killed mid-run: no clean-up, no Python exit handlers
+        self.calls.append(len(texts))
+        with open(sys.argv[3], "a") as fh:
+            fh.write(json.dumps(list(texts)) + "\\n")
+        return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32)
+
+corpus = Corpus([Chunk(f"c{i}", "a" * (i % 5) + " text", f"t{i}") for i in range(10)], "test")
+from pathlib import Path
+r = DenseRetriever(corpus, DenseConfig(type="dense"), Path(sys.argv[1]), engine=LocalEngine(EngineConfig(embed_batch=4)))
+r.__dict__["model"] = Model()
+print(json.dumps(np.asarray(r.embed([c.passage for c in corpus.chunks], "passages")).tolist()))
+"""
+
+
+def test_embedding_resumes_in_a_new_process_after_a_kill(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "encoded.jsonl"
+
+    def run(fail_at: int) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", _CHILD, str(tmp_path), str(fail_at), str(log)], capture_output=True, text=True
+        )
+
+    first = run(fail_at=2)
+    assert first.returncode == 9
+    assert [len(json.loads(x)) for x in log.read_text().splitlines()] == [4, 4]
+    second = run(fail_at=99)
+    assert second.returncode == 0, second.stderr
+    batches = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [len(b) for b in batches] == [4, 4, 2]  # the new process embedded only the missing batch
+    got = np.array(json.loads(second.stdout))
+    texts = [t for b in batches for t in b]
+    np.testing.assert_array_equal(got, [[len(t), t.count("a"), 1.0] for t in texts])
+    third = run(fail_at=0)  # everything cached: a third process encodes nothing
+    assert third.returncode == 0 and len(log.read_text().splitlines()) == 3
