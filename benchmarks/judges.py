@@ -35,15 +35,52 @@ def span(text: str) -> tuple[int, int]:
 
 
 def fitted_cutoffs(cases, preds, judges, threshold):
-    """Each probability-scored judge's cut-off fitted on all of ``cases`` (judge-check's own fit)."""
+    """Each probability-scored judge's cut-offs (one per prompt variant) fitted on all of ``cases``
+    (judge-check's own fit)."""
     out = {}
     for name in judges:
         kind = next(k for k, js in JUDGES_FOR.items() if name in js)
         if name == "faithfulness" or not any(c["judge"] == kind for c in cases):
             continue  # Ragas has no cut-off; refusal has no HaluEval cases (fitted out-of-fold below)
         overall = score_judge(name, cases, preds[name], threshold=threshold, folds=5, seed=0)[0]
-        out[name] = overall.cutoff
+        out[name] = overall.cutoffs
     return out
+
+
+def refusal_transfer(cases, preds, threshold):
+    """The refusal cases added after the prompt was chosen (ids rg*), decided at the cut-off fitted
+    on the earlier ones (r*): how a cut-off from one small set carries to cases written later."""
+    new = [i for i, c in enumerate(cases) if c["id"].startswith("rg")]
+    old = [i for i, c in enumerate(cases) if not c["id"].startswith("rg")]
+    if not new or not old:
+        return []
+    fitted = score_judge(
+        "refusal", [cases[i] for i in old], [preds[i] for i in old], threshold=threshold, folds=5, seed=0
+    )[0]
+    later = [{**cases[i], "source": f"rg*, cut-off from {len(old)} r*"} for i in new]
+    rows = score_judge(
+        "refusal", later, [preds[i] for i in new], threshold=threshold, folds=5, seed=0, fixed_cutoff=fitted.cutoffs
+    )
+    return [r for r in rows if r.source != "all"]
+
+
+def long_reference_cutoff(tune, llm, threshold) -> float:
+    """The cut-off of the correctness prompt for long references, fitted on the TUNE items asked
+    with that prompt (HaluEval's references are short, so the judge itself would ask them the
+    short-reference prompt): the same prompt files, with correctness_short.md replaced by
+    correctness.md."""
+    import shutil
+    import tempfile
+
+    from rag_eval.resources import shipped_prompt
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "judges"
+        shutil.copytree(shipped_prompt("judges"), folder)
+        shutil.copy(folder / "correctness.md", folder / "correctness_short.md")
+        preds, _, _, _ = predict(tune, llm, cache_root(), folder, ["correctness"])
+    rows = score_judge("correctness", tune, preds["correctness"], threshold=threshold, folds=5, seed=0)
+    return next(iter(rows[0].cutoffs.values()))
 
 
 def main() -> None:
@@ -69,6 +106,8 @@ def main() -> None:
         tune, llm, cache_root(), None, [j for j in judges if j != "refusal"]
     )
     cutoffs = fitted_cutoffs(tune, preds_tune, judges, threshold)
+    if "correctness" in cutoffs:
+        cutoffs["correctness"]["correctness"] = long_reference_cutoff(tune, llm, threshold)
     t1 = time.perf_counter()
     evaluated = report + [c for c in hand if c["judge"] != "refusal"]
     preds, usage, _, _ = predict(evaluated, llm, cache_root(), None, [j for j in judges if j != "refusal"])
@@ -80,7 +119,8 @@ def main() -> None:
     for name in judges:
         if name == "refusal":
             rows += score_judge(name, hand_refusal, preds_ref[name], threshold=threshold, folds=5, seed=0)
-            cutoffs["refusal"] = next(r.cutoff for r in rows if r.judge == "refusal" and r.source == "all")
+            cutoffs["refusal"] = next(r.cutoffs for r in rows if r.judge == "refusal" and r.source == "all")
+            rows += refusal_transfer(hand_refusal, preds_ref["refusal"], threshold)
         else:
             rows += score_judge(
                 name, evaluated, preds[name], threshold=threshold, folds=5, seed=0, fixed_cutoff=cutoffs.get(name)
@@ -88,7 +128,7 @@ def main() -> None:
     n_tune = len({c["id"].split("-")[0] for c in tune})
     print(
         f"\nmodel {identity}; cut-offs fitted on HaluEval items {args.tune} ({n_tune} items): "
-        + ", ".join(f"{k} {v:.3f}" for k, v in cutoffs.items())
+        + ", ".join(f"{v} {c:.3f}" for cuts in cutoffs.values() for v, c in cuts.items())
     )
     print(
         f"{'judge':<20}{'source':<12}{'acc':>6}{' [95% CI]':<15}{'bal.acc':>8}{'kappa':>7}{'AUC':>6}{'n':>5}{'nj':>4}  target"
@@ -122,11 +162,11 @@ def main() -> None:
         from rag_eval.judges.calibration import SHIPPED, save
 
         path = ROOT / "rag_eval" / "judges" / SHIPPED
-        for name, cut in cutoffs.items():
+        for name, variant, cut in [(n, v, c) for n, cuts in cutoffs.items() for v, c in cuts.items()]:
             save(
                 identity,
-                name,
-                scored.prompt_hash(name),
+                variant,
+                scored.prompt_hash(variant),
                 {
                     "cutoff": cut,
                     "fitted_on": f"halueval {args.tune}" if name != "refusal" else "data/judge-check refusal cases",

@@ -151,7 +151,7 @@ def _judge_check(args: argparse.Namespace) -> int:
             f"{auc:>6}{s.accuracy.n:>5}{s.not_judged:>4}"
         )
         if s.source == "all":
-            cut = f"; cut-off fitted on all: {s.cutoff:.3f}" if s.cutoff is not None else ""
+            cut = f"; cut-off fitted on all: {s.cutoff_text()}" if s.cutoffs else ""
             print(
                 f"    {s.method}{cut}; confusion (label -> predicted): "
                 + "; ".join(

@@ -156,12 +156,25 @@ class JudgeScore:
     auc: float | None
     not_judged: int
     confusion: dict[str, dict[str, int]]
-    cutoff: float | None = None  # fitted on all cases of the judge (what --save stores)
+    # Fitted on all cases of the judge (what --save stores): one per variant of the judge's prompt.
+    cutoffs: dict[str, float] | None = None
     method: str = ""
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def cutoff(self) -> float | None:
+        """The cut-off of a judge with one prompt (the first variant's otherwise)."""
+        return next(iter(self.cutoffs.values())) if self.cutoffs else None
+
+    def cutoff_text(self) -> str:
+        if not self.cutoffs:
+            return ""
+        if len(self.cutoffs) == 1:
+            return f"{self.cutoff:.3f}"
+        return ", ".join(f"{v} {c:.3f}" for v, c in self.cutoffs.items())
 
 
 @dataclass
@@ -172,6 +185,7 @@ class Prediction:
     fixed: bool | None = None  # judges without probabilities (Ragas): the decision itself
     score: float | None = None  # a continuous value for the AUC
     error: str | None = None
+    variant: str | None = None  # the prompt asked, for a judge with several (its own cut-off)
 
 
 async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
@@ -195,7 +209,7 @@ async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> 
         if name == "faithfulness_yesno":
             ps = [s["p_supported"] for s in j.details["statements"]]
             return name, i, Prediction(probs=ps, score=min(ps))
-        return name, i, Prediction(probs=[j.probability], score=j.probability)
+        return name, i, Prediction(probs=[j.probability], score=j.probability, variant=j.details.get("variant"))
 
     jobs = [one(name, i, c) for name in judges for i, c in enumerate(cases) if name in JUDGES_FOR[c["judge"]]]
     out: dict[str, list[Prediction]] = {name: [Prediction(error="not run")] * len(cases) for name in judges}
@@ -220,38 +234,47 @@ def score_judge(
     threshold: float,
     folds: int,
     seed: int,
-    fixed_cutoff: float | None = None,
+    fixed_cutoff: dict[str, float] | float | None = None,
 ) -> list[JudgeScore]:
     """Out-of-fold figures of one judge, overall and per source; with ``fixed_cutoff`` (fitted on
-    other cases), every case is decided at that cut-off instead."""
+    other cases; one per variant of the judge's prompt), every case is decided at it instead.
+    A judge that asks one of several prompts gets a cut-off per prompt, each fitted on its cases."""
     kind = next(k for k, js in JUDGES_FOR.items() if name in js)
     idx = [i for i, c in enumerate(cases) if c["judge"] == kind]
     ok = [i for i in idx if preds[i].error is None]
     positive = np.array([cases[i]["label"] == POSITIVE[kind] for i in ok])
     if name == "faithfulness":  # Ragas: a score, decided at the attribution threshold
         predicted = np.array([preds[i].score >= threshold for i in ok])
-        cutoff, method = None, f"Ragas score >= {threshold}"
+        cutoffs, method = None, f"Ragas score >= {threshold}"
     else:
         probs = [np.array(preds[i].probs) for i in ok]
+        variant = [preds[i].variant or name for i in ok]
+        variants = sorted(set(variant))
 
-        def decide(sub: list[int], c: float) -> np.ndarray:
+        def decide(sub: list[int], cuts: dict[str, float]) -> np.ndarray:
             if name == "faithfulness_yesno":
-                return np.array([np.mean(probs[j] >= c) >= threshold for j in sub], dtype=bool)
-            return np.array([probs[j][0] >= c for j in sub], dtype=bool)
+                return np.array([np.mean(probs[j] >= cuts[variant[j]]) >= threshold for j in sub], dtype=bool)
+            return np.array([probs[j][0] >= cuts[variant[j]] for j in sub], dtype=bool)
 
-        def fit(train: np.ndarray) -> float:
-            flat = np.concatenate([probs[j] for j in train]) if len(train) else np.array([0.5])
-            return fit_cutoff(flat, positive[train], decide=lambda c: decide(list(train), c))
+        def fit(train: np.ndarray) -> dict[str, float]:
+            cuts = {}
+            for v in variants:
+                mine = [j for j in train if variant[j] == v]
+                flat = np.concatenate([probs[j] for j in mine]) if mine else np.array([0.5])
+                cuts[v] = fit_cutoff(flat, positive[mine], decide=lambda c, mine=mine, v=v: decide(mine, {v: c}))
+            return cuts
 
         if fixed_cutoff is not None:
-            predicted = decide(list(range(len(ok))), fixed_cutoff)
-            cutoff, method = fixed_cutoff, f"P(yes) >= {fixed_cutoff:.3f}, fitted on other cases"
+            fixed = fixed_cutoff if isinstance(fixed_cutoff, dict) else dict.fromkeys(variants, fixed_cutoff)
+            predicted = decide(list(range(len(ok))), fixed)
+            cutoffs = {v: fixed[v] for v in variants}
+            method = "P(yes) >= " + ", ".join(f"{c:.3f}" for c in cutoffs.values()) + ", fitted on other cases"
         else:
             predicted, _ = out_of_fold(
                 len(ok), positive, fit, lambda test, c: decide(list(test), c), folds=folds, seed=seed
             )
-            cutoff = fit(np.arange(len(ok))) if ok else None
-            method = f"P(yes) cut-off, {folds}-fold cross-validated"
+            cutoffs = fit(np.arange(len(ok))) if ok else None
+            method = f"P(yes) cut-off{'s per prompt' if len(variants) > 1 else ''}, {folds}-fold cross-validated"
     scores = []
     sources = ["all"] + sorted({cases[i]["source"] for i in idx})
     for source in sources:
@@ -278,7 +301,7 @@ def score_judge(
                 _auc(pos, sc) if len(sel) else None,
                 n_all - len(sel),
                 confusion,
-                cutoff,
+                cutoffs,
                 method,
             )
         )
@@ -337,13 +360,14 @@ def run_judge_check(
         mine = score_judge(name, cases, preds[name], threshold=threshold, folds=folds, seed=seed)
         scores += mine
         overall = mine[0] if mine else None
-        if save and overall and overall.cutoff is not None:
+        fitted = (overall.cutoffs or {}) if save and overall else {}
+        for variant, cut in fitted.items():
             save_calibration(
                 identity,
-                name,
-                scored.prompt_hash(name),
+                variant,
+                scored.prompt_hash(variant),
                 {
-                    "cutoff": overall.cutoff,
+                    "cutoff": cut,
                     "n": overall.accuracy.n,
                     "accuracy_out_of_fold": overall.accuracy.value,
                     "balanced_accuracy_out_of_fold": overall.balanced_accuracy,

@@ -60,7 +60,7 @@ class JudgeRun:
     def judge_hash(self, name: str) -> str | None:
         if JUDGES[name].family == "ragas":
             return self.ragas.hashes.get(name) if self.ragas else None
-        return self.scored.prompt_hash(name) if self.scored else None
+        return self.scored.judge_hash(name) if self.scored else None
 
     def make(self, name: str, q: Question, prompt: str, answer: str, contexts: list[str]):
         """The coroutine that judges, for a judge of the registry."""
@@ -91,7 +91,7 @@ class JudgeRun:
         spec = JUDGES[name]
         values = {"question": q.question, "answer": answer, "contexts": contexts, "reference": q.reference}
         inputs = {k: values[k] for k in spec.needs}
-        cut = self.scored.cutoff(name) if self.scored and spec.family == "scored" else None
+        cut = self.scored.decision_cutoffs(name) if self.scored and spec.family == "scored" else None
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
@@ -192,7 +192,8 @@ async def judge_all(
     calibration = {
         name: {
             "cutoff": scored.cutoff(name),
-            "calibrated": scored.calibrated.get(name, False),
+            "cutoffs": scored.decision_cutoffs(name),
+            "calibrated": all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
             "agreement": agreement.get(name),
         }
         for name in jc.metrics

@@ -6,6 +6,7 @@ import math
 import shutil
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from rag_eval.config import load_config
@@ -238,3 +239,65 @@ def test_every_judge_with_the_real_local_model(tmp_path, monkeypatch):
     scored = [j for j in judgements if j["status"] == "judged" and j["method"] is not None]
     assert scored and all(j["method"] == "logprobs" for j in scored)  # llama-server returns logprobs
     assert all(0 <= (j["probability"] if j["probability"] is not None else 0.5) <= 1 for j in scored)
+
+
+def test_correctness_asks_a_short_reference_by_name_with_its_own_cutoff(tmp_path):
+    """A reference of a few words gets the short-reference prompt and that prompt's cut-off; a
+    sentence gets the statement prompt and its own; a rerun compares both prompts' hashes."""
+    import asyncio
+
+    from rag_eval.config import LLMConfig
+    from rag_eval.judges.scored import ScoredJudges, correctness_variant
+    from rag_eval.llm.session import LLMSession
+
+    assert correctness_variant("Bath") == "correctness_short"
+    assert correctness_variant("Since Python 3.7 dict order is guaranteed to be insertion order.") == "correctness"
+    with ScriptedServer(reply=structured_reply) as s:
+        session = LLMSession(tmp_path)
+
+        async def main():
+            llm = session.llm(LLMConfig(provider="openai", model="scripted", base_url=s.base_url), "test")
+            # The scripted judge answers Yes with P = 0.9 to either prompt.
+            scored = ScoredJudges.load(llm, None, {"correctness_short": 0.95, "correctness": 0.5})
+            try:
+                short = await scored.correctness("q1", "p", "Which town?", "Bath", "Small represented Bath.")
+                long = await scored.correctness(
+                    "q2", "p", "Since when?", "Since Python 3.7 dicts keep insertion order.", "Python 3.7."
+                )
+                return scored, short, long
+            finally:
+                await session.aclose()
+
+        scored, short, long = asyncio.run(main())
+        session.close()
+        asked = [b["messages"][-1]["content"] for b in s.bodies]
+    assert "Does the answer to check give Bath as the answer" in asked[0]
+    assert "Does the candidate answer state the reference answer" in asked[1]
+    assert (short.details["variant"], short.cutoff, short.verdict) == ("correctness_short", 0.95, "incorrect")
+    assert (long.details["variant"], long.cutoff, long.verdict) == ("correctness", 0.5, "correct")
+    assert short.probability == pytest.approx(0.9) and long.probability == pytest.approx(0.9)
+    assert scored.decision_cutoffs("correctness") == {"correctness": 0.5, "correctness_short": 0.95}
+    assert short.judge_prompt_hash == scored.judge_hash("correctness") != scored.prompt_hash("correctness")
+
+
+def test_judge_check_fits_a_cutoff_per_prompt_variant():
+    """Two prompts on different probability scales: one cut-off for both cannot separate the
+    classes, one per prompt does, and judge-check reports the out-of-fold result of the latter."""
+    from rag_eval.judge_check import Prediction, score_judge
+
+    cases, preds = [], []
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        short, correct = i % 2 == 0, i % 4 < 2
+        # short-reference prompt: correct ~0.9, incorrect ~0.8; statement prompt: 0.6 vs 0.3
+        p = (0.9 if correct else 0.8) if short else (0.6 if correct else 0.3)
+        p += rng.uniform(-0.02, 0.02)
+        cases.append(
+            {"id": f"c{i}", "judge": "correctness", "source": "s", "label": "correct" if correct else "incorrect"}
+        )
+        preds.append(Prediction(probs=[p], score=p, variant="correctness_short" if short else "correctness"))
+    row = score_judge("correctness", cases, preds, threshold=0.5, folds=5, seed=0)[0]
+    assert row.accuracy.value == 1.0
+    assert 0.62 < row.cutoffs["correctness_short"] < 0.88 and 0.32 < row.cutoffs["correctness"] < 0.58
+    one = [Prediction(probs=p.probs, score=p.score) for p in preds]  # no variants: a single cut-off
+    assert score_judge("correctness", cases, one, threshold=0.5, folds=5, seed=0)[0].accuracy.value <= 0.8

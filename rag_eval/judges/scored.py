@@ -3,7 +3,11 @@
 - ``refusal``: does the answer give the information asked for? (verdict answered / refused; the
   record's probability is P(refused))
 - ``correctness``: does the answer give the reference's fact without contradicting it?
-  (verdict correct / incorrect; "partial" answers count as not correct, as in attribution)
+  (verdict correct / incorrect; "partial" answers count as not correct, as in attribution). A
+  short reference (a name, number or phrase of at most ``SHORT_REFERENCE_WORDS`` words) is asked
+  about by name ("does it give Bath as the answer?", ``correctness_short.md``), a longer one as a
+  statement (``correctness.md``): each prompt measures better on its own kind of reference, and
+  each has its own cut-off.
 - ``faithfulness_yesno``: the answer split into statements, each asked "supported by the
   contexts?"; the score is the share supported.
 - ``context_recall_yesno``: the reference split into statements, each asked the same of the
@@ -22,24 +26,37 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.base import Judgement, text_hash
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
 
 PROMPTS = {
     "refusal": ("refusal.md", ("question", "answer")),
     "correctness": ("correctness.md", ("question", "reference", "answer")),
+    "correctness_short": ("correctness_short.md", ("question", "reference", "answer")),
     "supported": ("supported.md", ("context", "question", "statement")),
     "useful": ("useful.md", ("question", "reference", "context")),
 }
-# Which prompt each judge asks.
+# The prompt behind each cut-off: one per judge, or per variant of a judge that asks one of
+# several prompts (VARIANTS).
 PROMPT_OF = {
     "refusal": "refusal",
     "correctness": "correctness",
+    "correctness_short": "correctness_short",
     "faithfulness_yesno": "supported",
     "context_recall_yesno": "supported",
     "context_precision_yesno": "useful",
 }
+# Judges that ask one of several prompts, case by case; each variant has its own cut-off.
+VARIANTS = {"correctness": ("correctness", "correctness_short")}
 DEFAULT_CUTOFF = 0.5
+SHORT_REFERENCE_WORDS = 6
+
+
+def correctness_variant(reference: str) -> str:
+    """The correctness prompt for this reference: by name for a short one, as a statement else."""
+    return "correctness_short" if len(reference.split()) <= SHORT_REFERENCE_WORDS else "correctness"
+
+
 MAX_STATEMENTS = 8
 
 
@@ -78,28 +95,49 @@ class ScoredJudges:
         return cls(llm, prompts, dict(cutoffs), {k: True for k in cutoffs})
 
     def prompt_hash(self, judge: str) -> str:
+        """The hash of the prompt behind one cut-off name (a judge or a variant)."""
         return self.prompts[PROMPT_OF[judge]].hash
+
+    def judge_hash(self, judge: str) -> str:
+        """The hash of every prompt a judge may ask (what a rerun compares)."""
+        variants = VARIANTS.get(judge, (judge,))
+        if len(variants) == 1:
+            return self.prompt_hash(judge)
+        return text_hash("|".join(self.prompt_hash(v) for v in variants))
 
     def cutoff(self, judge: str) -> float:
         return self.cutoffs.get(judge, DEFAULT_CUTOFF)
 
+    def decision_cutoffs(self, judge: str) -> dict[str, float]:
+        """The cut-off of each variant of a judge (the judge's own for a judge with one prompt)."""
+        return {v: self.cutoff(v) for v in VARIANTS.get(judge, (judge,))}
+
     def _record(self, judge: str, qid: str, prompt: str, **kw) -> Judgement:
-        return Judgement(judge, qid, prompt, judge_prompt_hash=self.prompt_hash(judge), model=self.llm.model, **kw)
+        return Judgement(judge, qid, prompt, judge_prompt_hash=self.judge_hash(judge), model=self.llm.model, **kw)
 
     def _failed(self, judge: str, qid: str, prompt: str, error: str, details: dict | None = None) -> Judgement:
         return self._record(judge, qid, prompt, status="not_judged", error=error, details=details or {})
 
     async def _verdict(
-        self, judge: str, qid: str, prompt: str, labels: tuple[str, str], positive: str, **values: str
+        self,
+        judge: str,
+        qid: str,
+        prompt: str,
+        labels: tuple[str, str],
+        positive: str,
+        variant: str | None = None,
+        **values: str,
     ) -> Judgement:
         """One yes/no decision; ``labels`` = (the verdict for yes, the verdict for no). The record's
-        probability is P(``positive``), and the verdict is ``positive`` when it reaches the cut-off."""
-        d = await self.prompts[PROMPT_OF[judge]].ask(self.llm, **values)
+        probability is P(``positive``), and the verdict is ``positive`` when it reaches the cut-off
+        (of ``variant``, the prompt asked, when the judge has several)."""
+        variant = variant or judge
+        d = await self.prompts[PROMPT_OF[variant]].ask(self.llm, **values)
         p_yes = d.p("yes")
         if d.error or p_yes is None:
             return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
         p = p_yes if positive == labels[0] else 1.0 - p_yes
-        cut = self.cutoff(judge)
+        cut = self.cutoff(variant)
         negative = labels[1] if positive == labels[0] else labels[0]
         verdict = positive if p >= cut else negative
         return self._record(
@@ -113,7 +151,7 @@ class ScoredJudges:
             probability=round(p, 6),
             cutoff=cut,
             method=d.method,
-            details={"raw": d.raw, "calibrated": self.calibrated.get(judge, False)},
+            details={"raw": d.raw, "calibrated": self.calibrated.get(variant, False), "variant": variant},
         )
 
     async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
@@ -130,6 +168,7 @@ class ScoredJudges:
             prompt,
             ("correct", "incorrect"),
             "correct",
+            variant=correctness_variant(reference),
             question=question,
             reference=reference,
             answer=answer,

@@ -141,6 +141,7 @@ STRUCTURED_REPLIES = {
 YES_NO_REPLIES = {
     "Does the answer give the information asked for?": "Yes: the answer gives the information.",
     "Does the candidate answer state the reference answer": "Yes: the answer matches the reference.",
+    "Does the answer to check give": "Yes: the answer gives the correct answer.",
     "Is everything the answer states supported by the context?": "Yes: the context says so.",
     "Does the passage contain information that leads to the reference answer?": "Yes: the passage holds the answer.",
 }
@@ -183,7 +184,7 @@ def judge_name(body: dict) -> str | None:
     if name:
         return name
     text = body["messages"][-1]["content"]
-    names = dict(zip(YES_NO_REPLIES, ("refusal", "correctness", "supported", "useful")))
+    names = dict(zip(YES_NO_REPLIES, ("refusal", "correctness", "correctness", "supported", "useful")))
     return next((n for question, n in names.items() if question in text), None)
 
 

@@ -258,7 +258,9 @@ def calibration_lines(j: dict) -> list[str]:
             if c["calibrated"]
             else "NOT calibrated for this judge model or prompt: run `rag-eval judge-check --save`"
         )
-        line = f"- `{name}`: decides at P(yes) >= {c['cutoff']:.3f} ({how})"
+        cuts = c.get("cutoffs") or {name: c["cutoff"]}
+        at = " or ".join(f"{cut:.3f}" + (f" (`{v}`)" if len(cuts) > 1 else "") for v, cut in cuts.items())
+        line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
         agree = c.get("agreement")
         if agree and agree.get("accuracy") is not None:
             from rag_eval.ppi import labels_needed
