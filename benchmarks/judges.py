@@ -1,6 +1,6 @@
 """How well the judges agree with labels they were not tuned on, with the embedded model (or any).
 
-    python benchmarks/judges.py [--tune 0-60] [--report 200-260] [--ragas] [--write-calibration]
+    python benchmarks/judges.py [--tune 0-90] [--report 200-260] [--ragas] [--write-calibration]
 
 Cases: HaluEval QA items from ../shared/data/halueval-qa/qa_dev.jsonl (faithfulness and
 correctness cases, see rag_eval.judge_check.halueval_cases) and the hand-labelled
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from pathlib import Path
 
@@ -47,21 +48,29 @@ def fitted_cutoffs(cases, preds, judges, threshold):
     return out
 
 
+REFUSAL_BATCHES = ("r", "rg", "rh")  # id prefixes of the refusal cases, in the order they were written
+
+
 def refusal_transfer(cases, preds, threshold):
-    """The refusal cases added after the prompt was chosen (ids rg*), decided at the cut-off fitted
-    on the earlier ones (r*): how a cut-off from one small set carries to cases written later."""
-    new = [i for i, c in enumerate(cases) if c["id"].startswith("rg")]
-    old = [i for i, c in enumerate(cases) if not c["id"].startswith("rg")]
-    if not new or not old:
-        return []
-    fitted = score_judge(
-        "refusal", [cases[i] for i in old], [preds[i] for i in old], threshold=threshold, folds=5, seed=0
-    )[0]
-    later = [{**cases[i], "source": f"rg*, cut-off from {len(old)} r*"} for i in new]
-    rows = score_judge(
-        "refusal", later, [preds[i] for i in new], threshold=threshold, folds=5, seed=0, fixed_cutoff=fitted.cutoffs
-    )
-    return [r for r in rows if r.source != "all"]
+    """Each batch of refusal cases written after the prompt was chosen (ids rg*, then rh*), decided
+    at the cut-off fitted on the batches before it: how a cut-off from a small set carries to
+    cases written later."""
+    batch = [re.match(r"[a-z]+", c["id"]).group(0) for c in cases]
+    rows = []
+    for k, name in enumerate(REFUSAL_BATCHES[1:], start=1):
+        new = [i for i, b in enumerate(batch) if b == name]
+        old = [i for i, b in enumerate(batch) if b in REFUSAL_BATCHES[:k]]
+        if not new or not old:
+            continue
+        fitted = score_judge(
+            "refusal", [cases[i] for i in old], [preds[i] for i in old], threshold=threshold, folds=5, seed=0
+        )[0]
+        later = [{**cases[i], "source": f"{name}*, cut-off from {len(old)} earlier"} for i in new]
+        got = score_judge(
+            "refusal", later, [preds[i] for i in new], threshold=threshold, folds=5, seed=0, fixed_cutoff=fitted.cutoffs
+        )
+        rows += [r for r in got if r.source != "all"]
+    return rows
 
 
 def long_reference_cutoff(tune, llm, threshold) -> float:
@@ -85,7 +94,7 @@ def long_reference_cutoff(tune, llm, threshold) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tune", default="0-30", help="HaluEval items to fit cut-offs on")
+    parser.add_argument("--tune", default="0-90", help="HaluEval items to fit cut-offs on")
     parser.add_argument("--report", default="200-240", help="HaluEval items to report on (never tuned on)")
     parser.add_argument("--ragas", action="store_true", help="also measure Ragas Faithfulness (slow)")
     parser.add_argument("--write-calibration", action="store_true", help="ship the tuned cut-offs with rag-eval")
