@@ -301,3 +301,30 @@ def test_judge_check_fits_a_cutoff_per_prompt_variant():
     assert 0.62 < row.cutoffs["correctness_short"] < 0.88 and 0.32 < row.cutoffs["correctness"] < 0.58
     one = [Prediction(probs=p.probs, score=p.score) for p in preds]  # no variants: a single cut-off
     assert score_judge("correctness", cases, one, threshold=0.5, folds=5, seed=0)[0].accuracy.value <= 0.8
+
+
+def test_ragas_reasons_are_bounded_in_the_schema_sent_not_in_validation(small_project):
+    """Every Ragas verdict step sends its own output model's schema, named as Ragas names it, with
+    maxLength on each reason; what comes back is validated by Ragas' own rules (a long reason from
+    an endpoint without guided decoding still parses)."""
+    from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput
+
+    from rag_eval.judges.ragas_judges import REASON_CHARS, bounded_reasons
+
+    with ScriptedServer(reply=structured_reply) as s:
+        run_audit(_config(small_project, s.base_url))
+        bodies = s.bodies
+    seen = set()
+    for b in bodies:
+        name = judge_name(b)
+        if name in ("NLIStatementOutput", "ContextPrecisionOutput", "ContextRecallOutput"):
+            text = json.dumps(b["response_format"])
+            assert f'"maxLength": {REASON_CHARS}' in text, name
+            seen.add(name)
+        elif name == "StatementGeneratorOutput":
+            assert "maxLength" not in json.dumps(b["response_format"])
+    assert seen == {"NLIStatementOutput", "ContextPrecisionOutput", "ContextRecallOutput"}
+    bounded = bounded_reasons(ContextPrecisionOutput, REASON_CHARS)
+    assert bounded.__name__ == "ContextPrecisionOutput"
+    assert bounded(reason="x" * 500, verdict=1).verdict == 1
+    assert bounded_reasons(ContextPrecisionOutput, None) is ContextPrecisionOutput

@@ -4,6 +4,11 @@ The Ragas LLM wraps the same ``AsyncOpenAI`` client as everything else, so the r
 the concurrency bound, retries, timeouts and token counts apply to Ragas' calls too. Instructor's
 JSON-schema mode is used where the endpoint does guided decoding. Each metric's steps are run
 here (with Ragas' own prompts and output models) so that every verdict keeps its reason.
+
+Ragas' output models ask for a free-text ``reason`` before each verdict; a small model writes long
+ones, and they are most of what Ragas generates. Where the endpoint does guided decoding, each
+``reason`` carries ``maxLength: REASON_CHARS`` in the JSON schema sent (the prompt text, the fields
+and their validation stay Ragas'), so the reason stops there and the verdict follows.
 """
 
 from __future__ import annotations
@@ -12,6 +17,28 @@ import asyncio
 import re
 
 from rag_eval.judges.base import Judgement, text_hash
+
+REASON_CHARS = 160
+
+
+def bounded_reasons(model, chars: int | None):
+    """A subclass of a Ragas output model, with the same name and fields, whose ``reason`` strings
+    (nested ones too) carry ``maxLength`` in its JSON schema; the model itself when ``chars`` is None."""
+    import typing
+
+    from pydantic import BaseModel, Field, create_model
+
+    if chars is None:
+        return model
+    fields = {}
+    for name, f in model.model_fields.items():
+        ann = f.annotation
+        inner = typing.get_args(ann)[0] if typing.get_origin(ann) is list else None
+        if name == "reason" and ann is str:
+            fields[name] = (str, Field(..., description=f.description, json_schema_extra={"maxLength": chars}))
+        elif isinstance(inner, type) and issubclass(inner, BaseModel):
+            fields[name] = (list[bounded_reasons(inner, chars)], Field(..., description=f.description))
+    return create_model(model.__name__, __base__=model, **fields)
 
 
 def describe_error(exc: Exception) -> str:
@@ -30,11 +57,14 @@ def describe_error(exc: Exception) -> str:
 class RagasJudges:
     """Faithfulness (2 calls), context precision with reference (k calls), context recall (1 call)."""
 
-    def __init__(self, llm, *, json_schema: bool, max_tokens: int = 1024):
+    def __init__(self, llm, *, json_schema: bool, max_tokens: int = 1024, reason_chars: int | None = REASON_CHARS):
         import instructor
         import ragas
         from ragas.llms.base import InstructorLLM, InstructorModelArgs
         from ragas.metrics.collections import ContextPrecisionWithReference, ContextRecall, Faithfulness
+        from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput
+        from ragas.metrics.collections.context_recall.util import ContextRecallOutput
+        from ragas.metrics.collections.faithfulness.util import NLIStatementOutput
 
         mode = instructor.Mode.JSON_SCHEMA if json_schema else instructor.Mode.JSON
         client = instructor.from_openai(llm.client, mode=mode)
@@ -44,7 +74,12 @@ class RagasJudges:
         self.faithfulness = Faithfulness(llm=self.rllm)
         self.precision = ContextPrecisionWithReference(llm=self.rllm)
         self.recall = ContextRecall(llm=self.rllm)
-        version = ragas.__version__
+        chars = reason_chars if json_schema else None  # without guided decoding nothing enforces it
+        self.outputs = {
+            m.__name__: bounded_reasons(m, chars)
+            for m in (NLIStatementOutput, ContextPrecisionOutput, ContextRecallOutput)
+        }
+        version = ragas.__version__ + (f"|reason<={chars}" if chars else "")
         self.hashes = {
             "faithfulness": text_hash(
                 version
@@ -71,7 +106,14 @@ class RagasJudges:
             statements = await self.faithfulness._create_statements(question, answer)
             if not statements:
                 return self._not_judged(name, qid, prompt, "no statements could be extracted")
-            verdicts = await self.faithfulness._create_verdicts(statements, "\n".join(contexts))
+            from ragas.metrics.collections.faithfulness.util import NLIStatementInput
+
+            verdicts = await self.rllm.agenerate(
+                self.faithfulness.nli_statement_prompt.to_string(
+                    NLIStatementInput(context="\n".join(contexts), statements=statements)
+                ),
+                self.outputs["NLIStatementOutput"],
+            )
         except Exception as exc:  # instructor, openai and validation errors all mean "not judged"
             return self._failed(name, qid, prompt, exc)
         if not verdicts.statements:
@@ -99,7 +141,7 @@ class RagasJudges:
     async def judge_context_precision(
         self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
     ) -> Judgement:
-        from ragas.metrics.collections.context_precision.util import ContextPrecisionInput, ContextPrecisionOutput
+        from ragas.metrics.collections.context_precision.util import ContextPrecisionInput
 
         name = "context_precision"
         try:
@@ -109,7 +151,7 @@ class RagasJudges:
                         self.precision.prompt.to_string(
                             ContextPrecisionInput(question=question, context=c, answer=reference)
                         ),
-                        ContextPrecisionOutput,
+                        self.outputs["ContextPrecisionOutput"],
                     )
                     for c in contexts
                 )
@@ -139,7 +181,7 @@ class RagasJudges:
     async def judge_context_recall(
         self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
     ) -> Judgement:
-        from ragas.metrics.collections.context_recall.util import ContextRecallInput, ContextRecallOutput
+        from ragas.metrics.collections.context_recall.util import ContextRecallInput
 
         name = "context_recall"
         try:
@@ -147,7 +189,7 @@ class RagasJudges:
                 self.recall.prompt.to_string(
                     ContextRecallInput(question=question, context="\n".join(contexts), answer=reference)
                 ),
-                ContextRecallOutput,
+                self.outputs["ContextRecallOutput"],
             )
         except Exception as exc:  # as above
             return self._failed(name, qid, prompt, exc)
