@@ -288,7 +288,8 @@ class JudgesConfig(_Model):
     )
     cutoffs: dict[str, float] = Field(
         default_factory=dict,
-        description="P(yes) cut-offs per judge, overriding the calibration saved by judge-check --save",
+        description="P(yes) cut-offs per judge, overriding the calibration saved by judge-check --save; "
+        "correctness sets both of its prompts, correctness_short only the short-reference one",
     )
 
     @field_validator("metrics")

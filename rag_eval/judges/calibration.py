@@ -44,7 +44,7 @@ def saved() -> dict:
 def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dict[str, float], dict[str, bool]]:
     """(cut-off per judge, whether it is calibrated) for every scored judge with a saved calibration
     for this model and its current prompt; the config's ``judges.cutoffs`` win."""
-    from rag_eval.judges.scored import PROMPT_OF
+    from rag_eval.judges.scored import PROMPT_OF, VARIANTS
 
     table = saved()
     cutoffs, calibrated = {}, {}
@@ -53,7 +53,9 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
         if entry is not None:
             cutoffs[judge], calibrated[judge] = float(entry["cutoff"]), True
     for judge, cut in overrides.items():
-        cutoffs[judge], calibrated[judge] = float(cut), False
+        # A judge's name sets every variant of it that the config does not name itself.
+        for name in [v for v in VARIANTS.get(judge, ()) if v == judge or v not in overrides] or [judge]:
+            cutoffs[name], calibrated[name] = float(cut), False
     return cutoffs, calibrated
 
 

@@ -62,3 +62,15 @@ def test_folds_are_stratified_and_seeded():
     a, _ = _oof(probs, positive, seed=1)
     b, _ = _oof(probs, positive, seed=1)
     assert (a == b).all()
+
+
+def test_config_cutoff_for_a_judge_sets_every_variant_unless_named():
+    from types import SimpleNamespace
+
+    from rag_eval.judges.calibration import cutoffs_for
+
+    scored = SimpleNamespace(prompt_hash=lambda judge: "no-saved-calibration")
+    cuts, calibrated = cutoffs_for("nobody", scored, {"correctness": 0.6})
+    assert cuts == {"correctness": 0.6, "correctness_short": 0.6} and not any(calibrated.values())
+    cuts, _ = cutoffs_for("nobody", scored, {"correctness": 0.6, "correctness_short": 0.9, "refusal": 0.4})
+    assert cuts == {"correctness": 0.6, "correctness_short": 0.9, "refusal": 0.4}
