@@ -91,7 +91,10 @@ class JudgeRun:
         spec = JUDGES[name]
         values = {"question": q.question, "answer": answer, "contexts": contexts, "reference": q.reference}
         inputs = {k: values[k] for k in spec.needs}
-        cut = self.scored.decision_cutoffs(name) if self.scored and spec.family == "scored" else None
+        cut = None
+        if self.scored and spec.family == "scored":
+            cuts = self.scored.decision_cutoffs(name)
+            cut = cuts if len(cuts) > 1 else cuts[name]  # one cut-off: the key of earlier releases
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
