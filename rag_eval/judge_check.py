@@ -164,17 +164,12 @@ class JudgeScore:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    @property
-    def cutoff(self) -> float | None:
-        """The cut-off of a judge with one prompt (the first variant's otherwise)."""
-        return next(iter(self.cutoffs.values())) if self.cutoffs else None
-
     def cutoff_text(self) -> str:
-        if not self.cutoffs:
-            return ""
-        if len(self.cutoffs) == 1:
-            return f"{self.cutoff:.3f}"
-        return ", ".join(f"{v} {c:.3f}" for v, c in self.cutoffs.items())
+        """The fitted cut-off, or each variant's with its name."""
+        cuts = self.cutoffs or {}
+        if len(cuts) == 1:
+            return f"{next(iter(cuts.values())):.3f}"
+        return ", ".join(f"{v} {c:.3f}" for v, c in cuts.items())
 
 
 @dataclass
