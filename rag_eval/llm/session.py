@@ -7,7 +7,15 @@ from pathlib import Path
 from rag_eval.config import LLMConfig
 from rag_eval.llm.cache import ResponseCache
 from rag_eval.llm.client import LLM, api_key
-from rag_eval.llm.local import MODEL_NAME, LocalServer, default_model_path, model_fingerprint
+from rag_eval.llm.local import (
+    MODEL_NAME,
+    LocalServer,
+    ServerSettings,
+    default_model_path,
+    model_fingerprint,
+    server_binary,
+    server_fingerprint,
+)
 
 
 class LLMSession:
@@ -33,7 +41,8 @@ class LLMSession:
         if cfg.provider == "openai" or cfg.base_url:
             return (cfg.base_url or "https://api.openai.com/v1").rstrip("/")
         path = Path(cfg.model_path).expanduser() if cfg.model_path else None
-        return f"local:{model_fingerprint(path)}:ctx={cfg.ctx_size}"
+        binary = Path(cfg.server_binary) if cfg.server_binary else server_binary()
+        return f"local:{model_fingerprint(path)}:{server_fingerprint(binary)}:{ServerSettings.from_config(cfg.model_dump()).key()}"
 
     def model_name(self, cfg: LLMConfig) -> str:
         if cfg.provider == "openai" or cfg.base_url:
@@ -51,7 +60,7 @@ class LLMSession:
                     model_path,
                     binary=Path(cfg.server_binary) if cfg.server_binary else None,
                     threads=cfg.threads,
-                    ctx_size=cfg.ctx_size,
+                    settings=ServerSettings.from_config(cfg.model_dump()),
                     log_path=log,
                 ).start()
             return self.servers[identity].base_url
@@ -69,8 +78,8 @@ class LLMSession:
                 # One request per model-server actor at a time.
                 cfg = cfg.model_copy(update={"concurrency": self.engine.cfg.model_workers})
             elif local:
-                # One slot on the embedded server: more in flight would only queue and time out.
-                cfg = cfg.model_copy(update={"concurrency": 1})
+                # As many in flight as the embedded server has slots: more would only queue and time out.
+                cfg = cfg.model_copy(update={"concurrency": cfg.parallel})
             self.llms[key] = LLM(
                 cfg,
                 base_url="http://local.rag-eval.invalid/v1" if local else identity,
