@@ -10,6 +10,7 @@ import traceback
 
 from rag_eval import __version__
 from rag_eval.errors import RagEvalError
+from rag_eval.offline import go_offline
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -455,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    go_offline()
     args = build_parser().parse_args(argv)
     from rag_eval import progress
 

@@ -27,6 +27,7 @@ import numpy as np
 from rag_eval.config import EngineConfig, LLMConfig
 from rag_eval.embedding import encode_texts
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.offline import go_offline
 from rag_eval.progress import say
 
 _WORKER_MODELS: dict[str, Any] = {}  # embedding models loaded in a Ray worker process, by path
@@ -75,9 +76,7 @@ def ray_init(cfg: EngineConfig):
 def _encode_on_worker(model_path: str, texts: list[str], batch_size: int) -> np.ndarray:
     """Normalised float32 embeddings of ``texts``, with the worker's copy of the model."""
     if model_path not in _WORKER_MODELS:
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        go_offline()
         from sentence_transformers import SentenceTransformer
 
         _WORKER_MODELS[model_path] = SentenceTransformer(model_path, device="cpu")

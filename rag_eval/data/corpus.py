@@ -9,6 +9,7 @@ from rag_eval.config import AuditConfig, CorpusConfig
 from rag_eval.data.chunking import slugify, split_by_heading, split_fixed, unique_ids
 from rag_eval.data.records import Record, read_records
 from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.offline import go_offline
 from rag_eval.types import Chunk, Corpus
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
@@ -52,6 +53,7 @@ def load_corpus(cfg: AuditConfig, given: Any = None) -> Corpus:
 def _table_records(path: Path) -> list[Record]:
     if not path.is_file():
         raise DataError(Problem(str(path), "the corpus file does not exist", "check corpus.path in the config"))
+    go_offline()
     from datasets import Dataset
 
     try:

@@ -17,6 +17,7 @@ import asyncio
 import re
 
 from rag_eval.judges.base import Judgement, text_hash
+from rag_eval.offline import go_offline
 
 REASON_CHARS = 160
 
@@ -58,6 +59,7 @@ class RagasJudges:
     """Faithfulness (2 calls), context precision with reference (k calls), context recall (1 call)."""
 
     def __init__(self, llm, *, json_schema: bool, max_tokens: int = 1024, reason_chars: int | None = REASON_CHARS):
+        go_offline()
         import instructor
         import ragas
         from ragas.llms.base import InstructorLLM, InstructorModelArgs

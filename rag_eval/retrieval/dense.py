@@ -15,6 +15,7 @@ from rag_eval.cache import load_array
 from rag_eval.config import DenseConfig
 from rag_eval.embedding import encode_texts
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.offline import go_offline
 from rag_eval.progress import enabled, say, track
 from rag_eval.retrieval.base import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
@@ -74,6 +75,7 @@ class DenseRetriever:
 
     @cached_property
     def model(self):
+        go_offline()
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 

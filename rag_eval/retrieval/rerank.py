@@ -6,6 +6,7 @@ import numpy as np
 
 from rag_eval.config import RerankConfig
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.offline import go_offline
 from rag_eval.progress import track
 from rag_eval.retrieval.base import Rankings
 from rag_eval.retrieval.dense import resolve_model
@@ -16,6 +17,7 @@ class Reranker:
     """Scores the base retriever's top ``top_n`` with a cross-encoder; the rest keep base order below."""
 
     def __init__(self, corpus: Corpus, cfg: RerankConfig, base: Rankings, name: str):
+        go_offline()
         from sentence_transformers import CrossEncoder
 
         self.corpus, self.cfg, self.base, self.name = corpus, cfg, base, name
