@@ -648,6 +648,7 @@ def _generation_evidence(row: dict) -> dict:
 
 def _moved(b: RunView, n: RunView, moves: dict, figures: list[FigureDiff]) -> list[MovedQuestion]:
     systems = {(f.scope if f.scope == "retrieval" else "generation", f.system): f.base_system for f in figures}
+    position = {f.name: i for i, f in enumerate(figures)}
     out = []
     for (scope, system, q), changes in moves.items():
         base_system = systems[(scope, system)]
@@ -670,8 +671,8 @@ def _moved(b: RunView, n: RunView, moves: dict, figures: list[FigureDiff]) -> li
                 base_system,
                 severity,
                 {name: nat for name, (_, nat) in changes.items()},
-                sorted(name for name, (d, _) in changes.items() if d > 0),
-                sorted(name for name, (d, _) in changes.items() if d < 0),
+                sorted((name for name, (d, _) in changes.items() if d > 0), key=position.get),
+                sorted((name for name, (d, _) in changes.items() if d < 0), key=position.get),
                 eb,
                 en,
                 noise,
@@ -709,7 +710,7 @@ def moved_lines(diff_json: dict, figure: str, *, limit: int = 10) -> list[str]:
         m["question_id"]: m for m in diff_json.get("questions", []) if m["scope"] == scope and m["system"] == system
     }
     out = []
-    for q in worse:
+    for q in sorted(worse, key=lambda q: by_q[q]["severity"] if q in by_q else 0.0):  # worst first
         m = by_q.get(q)
         if m is None:
             out.append(q)

@@ -192,6 +192,10 @@ def test_diff_gate_fails_with_exit_1_and_a_looser_one_passes(two_runs, tmp_path,
     assert "| `diff.retrieval.alt.hit@1` | +0.05 [95% CI" in summary and "**FAIL**" in summary
     assert "Against the baseline" in summary and (run_dir / "diff.md").exists()
 
+    again = rag_eval.load_run(run_dir)  # read back later: the same diff and the same decision
+    assert again.diff.to_json()["figures"] == json.loads((run_dir / "diff.json").read_text())["figures"]
+    assert [g.passed for g in again.gates()] == [False]
+
     loose = config(folder, "gated", sys_run, alt_run, "questions_new.jsonl", {"diff.retrieval.alt.hit@1": ">= -0.25"})
     assert main(["-q", "retrieval", str(loose), "--baseline", str(base)]) == 0
     assert "gate pass: diff.retrieval.alt.hit@1" in capsys.readouterr().out
@@ -228,6 +232,13 @@ def test_the_diff_command_writes_json_and_markdown(two_runs, tmp_path, capsys):
     assert main(["diff", str(base), str(new), "--pair", "alt"]) == 2
     assert main(["diff", str(base), str(tmp_path)]) == 2
     assert "not a finished rag-eval run folder" in capsys.readouterr().err
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    for f in ("summary.json", "report.json"):
+        (unfinished / f).write_text((new / f).read_text())
+    (unfinished / "status.json").write_text('{"status": "started"}')
+    assert main(["diff", str(base), str(unfinished)]) == 2
+    assert "the new run did not finish" in capsys.readouterr().err
 
 
 DOCS = {
@@ -399,6 +410,15 @@ def test_judged_figures_and_outcomes_with_both_answers_and_judge_noise(tmp_path)
     q3 = next(m for m in d.moved if m.question_id == "q3")
     assert q3.judge_noise == ["correctness"] and q1.judge_noise == []
     assert "generation.baseline.needless_refusal" in {f.name for f in d.figures}
+    from rag_eval.report.diff_report import render_diff_markdown
+
+    md = render_diff_markdown(json.loads(json.dumps(d.to_json(), allow_nan=False)))
+    assert "### q1: prompt `baseline`: ok → incorrect" in md
+    assert "| answer | Lists. | Tuples. |" in md
+    assert (
+        "| correctness | correct: correctness says correct for 'Lists.' | incorrect: correctness says incorrect" in md
+    )
+    assert "Judge noise: correctness gave another verdict on identical inputs" in md
 
 
 def test_a_judged_difference_within_the_judges_measured_disagreement_is_flagged(tmp_path):

@@ -78,7 +78,9 @@ def _move_line(m: dict) -> str:
         what = f"{m['system']} rank {rb} -> {rn}"
     else:
         what = f"{m['system']} {m['base']['outcome']} -> {m['new']['outcome']}"
-    worse = f"; worse on {', '.join(_short(x) for x in m['worse'])}" if m["worse"] else ""
+    names = [_short(x) for x in m["worse"]]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    worse = f"; worse on {shown}" if names else ""
     return f"{m['question_id']}: {what}{worse}"
 
 

@@ -20,7 +20,7 @@ def trend_plot(runs: list[dict], figure: str, plot_id: str) -> str:
     y = lambda v: top + h - v * h  # noqa: E731
     x = lambda i: left + step * i + step / 2  # noqa: E731
     parts = [
-        f'<svg class="plot" id="{escape(plot_id)}" width="{width}" height="{h + top + 40}" role="img" '
+        f'<svg class="plot" id="{escape(plot_id)}" width="{width}" height="{h + top + 54}" role="img" '
         f'aria-label="{escape(figure)} across runs">'
     ]
     for t in (0, 0.25, 0.5, 0.75, 1):
@@ -29,17 +29,19 @@ def trend_plot(runs: list[dict], figure: str, plot_id: str) -> str:
             f'<text x="4" y="{y(t) + 4}">{t:.2f}</text>'
         )
     for i, r in enumerate(runs):
-        for c in r["changes"]:
-            if c["kind"] == "version":
-                continue
+        kinds = [c["kind"] for c in r["changes"] if c["kind"] != "version"]
+        if kinds:
+            # One line per run, coloured by its weightiest change; the tooltip lists them all.
+            color = next(CHANGE_COLORS[k] for k in ("corpus", "test_set", "config") if k in kinds)
+            what = "; ".join(c["what"] for c in r["changes"])
             cx = x(i) - step / 2
             parts.append(
-                f'<line x1="{cx}" x2="{cx}" y1="{top - 6}" y2="{top + h}" stroke="{CHANGE_COLORS[c["kind"]]}" '
-                f'stroke-dasharray="4 3" class="change change-{c["kind"]}"><title>{escape(c["what"])}</title></line>'
+                f'<line x1="{cx}" x2="{cx}" y1="{top - 6}" y2="{top + h}" stroke="{color}" stroke-dasharray="4 3" '
+                f'class="change {" ".join(f"change-{k}" for k in kinds)}"><title>{escape(what)}</title></line>'
             )
-            break
         parts.append(f'<text x="{x(i) - 8}" y="{top + h + 16}">#{i + 1}</text>')
         parts.append(f'<text x="{x(i) - 16}" y="{top + h + 30}">{escape(r["created"][5:10])}</text>')
+        parts.append(f'<text x="{x(i) - 15}" y="{top + h + 44}">{escape(r["created"][11:16])}</text>')
     points = [(i, r["figures"].get(figure)) for i, r in enumerate(runs)]
     points = [(i, e) for i, e in points if e and e.get("value") is not None]
     if len(points) > 1:
