@@ -77,20 +77,10 @@ class Result:
 
     @classmethod
     def from_dir(cls, run_dir: str | Path, config: AuditConfig | None = None) -> Result:
-        run_dir = Path(run_dir)
-        try:
-            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-            report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            from rag_eval.errors import DataError
+        from rag_eval.rundir import read_finished
 
-            raise DataError(
-                Problem(
-                    str(run_dir),
-                    f"not a finished rag-eval run folder: {exc}",
-                    "give a folder written by rag_eval.audit() or rag-eval run (it holds summary.json)",
-                )
-            ) from None
+        run_dir = Path(run_dir)
+        summary, report = read_finished(run_dir)
         return cls(run_dir, summary, report, config)
 
     def figure(self, name: str) -> dict:

@@ -56,20 +56,10 @@ def read_run(path: str | Path, role: str = "run") -> RunView:
     """A finished run folder; a folder that is not one (or did not finish) is a DataError."""
     import yaml
 
-    from rag_eval.rundir import read_jsonl
+    from rag_eval.rundir import read_finished, read_jsonl
 
     path = Path(path).resolve()
-    try:
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-        report = json.loads((path / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(
-            Problem(
-                str(path),
-                f"the {role} is not a finished rag-eval run folder ({exc})",
-                "give a folder under runs/ written by rag-eval run, retrieval or compare (it holds summary.json)",
-            )
-        ) from None
+    summary, report = read_finished(path, f"the {role}")
     status = _status(path)
     if status not in (None, "finished"):
         raise DataError(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.report.html import COLORS, CSS, _table
+from rag_eval.report.html import COLORS, CSS, _table, y_grid
 from rag_eval.report.markdown import fmt
 
 CHANGE_COLORS = {"config": "#e07b39", "corpus": "#b63b6f", "test_set": "#7a5cc2", "version": "#8c8c3b"}
@@ -23,11 +23,7 @@ def trend_plot(runs: list[dict], figure: str, plot_id: str) -> str:
         f'<svg class="plot" id="{escape(plot_id)}" width="{width}" height="{h + top + 54}" role="img" '
         f'aria-label="{escape(figure)} across runs">'
     ]
-    for t in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(
-            f'<line x1="{left}" x2="{width - 10}" y1="{y(t)}" y2="{y(t)}" stroke="#e4e7ee"/>'
-            f'<text x="4" y="{y(t) + 4}">{t:.2f}</text>'
-        )
+    parts += y_grid(left, width - 10, y)
     for i, r in enumerate(runs):
         kinds = [c["kind"] for c in r["changes"] if c["kind"] != "version"]
         if kinds:
