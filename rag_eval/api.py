@@ -167,8 +167,8 @@ def audit(
     from rag_eval.runner import run_audit
 
     _quiet(progress)
-    _check_baseline(baseline)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
+    baseline = _check_baseline(baseline, cfg)
     run_dir = run_audit(
         cfg,
         out=str(out) if out else None,
@@ -179,12 +179,16 @@ def audit(
     return _with_baseline(Result.from_dir(run_dir, cfg), baseline)
 
 
-def _check_baseline(baseline: str | Path | None) -> None:
-    """A baseline that is not a finished run folder fails before the run starts."""
-    if baseline is not None:
-        from rag_eval.diff import read_run
+def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | None:
+    """The baseline run folder (a folder of runs gives its newest finished run of this config); one
+    that is not a finished run fails before the run starts."""
+    if baseline is None:
+        return None
+    from rag_eval.diff import read_run, resolve_baseline
 
-        read_run(baseline, "baseline")
+    found = resolve_baseline(baseline, cfg.name)
+    read_run(found, "baseline")
+    return found
 
 
 def _with_baseline(result: Result, baseline: str | Path | None) -> Result:
@@ -223,8 +227,8 @@ def retrieval(
     from rag_eval.runner import run_retrieval
 
     _quiet(progress)
-    _check_baseline(baseline)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
+    baseline = _check_baseline(baseline, cfg)
     run_dir = run_retrieval(cfg, out=str(out) if out else None, inputs=_inputs(cfg, corpus, test_set))
     result = Result.from_dir(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
     return _with_baseline(result, baseline)
@@ -250,8 +254,8 @@ def compare(
     from rag_eval.runner import run_compare
 
     _quiet(progress)
-    _check_baseline(baseline)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
+    baseline = _check_baseline(baseline, cfg)
     run_dir = run_compare(
         cfg, out=str(out) if out else None, use_cache=use_cache, inputs=_inputs(cfg, corpus, test_set)
     )

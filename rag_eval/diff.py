@@ -691,6 +691,27 @@ def _flipped(jb: dict, jn: dict) -> bool:
     return jb.get("verdict") != jn.get("verdict") or not _close(jb.get("score"), jn.get("score"))
 
 
+def resolve_baseline(path: str | Path, name: str) -> Path:
+    """The baseline run folder: ``path`` itself, or, for a folder of run folders (e.g. the main
+    branch's ``runs/``), its newest finished run of the config ``name``."""
+    from rag_eval.history import collect_history
+
+    path = Path(path)
+    if (path / "summary.json").exists() or not path.is_dir():
+        return path
+    try:
+        return Path(collect_history(path, config=name)["systems"][name][-1]["path"])
+    except DataError as exc:
+        raise DataError(
+            Problem(
+                f"--baseline {path}",
+                f"neither a run folder (it has no summary.json) nor a folder of runs of config '{name}' "
+                f"({exc.problems[0].what})",
+                "give the baseline's run folder, or the folder its runs are written to (its report.out)",
+            )
+        ) from None
+
+
 def moved_lines(diff_json: dict, figure: str, *, limit: int = 10) -> list[str]:
     """The questions that got worse on a figure, as ``id: before -> after`` lines (gate output)."""
     worse = diff_json.get("moved", {}).get(figure, {}).get("worse", [])

@@ -200,6 +200,14 @@ def test_diff_gate_fails_with_exit_1_and_a_looser_one_passes(two_runs, tmp_path,
     assert main(["-q", "retrieval", str(loose), "--baseline", str(base)]) == 0
     assert "gate pass: diff.retrieval.alt.hit@1" in capsys.readouterr().out
 
+    # A folder of runs as the baseline: its newest finished run of this config (the last audit).
+    previous = sorted((folder / "runs").glob("gated-*"))[-1]
+    assert main(["-q", "retrieval", str(loose), "--baseline", str(folder / "runs")]) == 0
+    out = capsys.readouterr().out
+    newest = Path(out.split("run folder: ")[1].split(" ")[0])
+    data = json.loads((newest / "diff.json").read_text())
+    assert data["base"] == str(previous.resolve()) and data["empty"]
+
     # Without a baseline the diff gate is reported as skipped, never silently passed or failed.
     junit2 = tmp_path / "skip.xml"
     assert main(["-q", "retrieval", str(loose), "--junit-xml", str(junit2)]) == 0
@@ -211,7 +219,10 @@ def test_diff_gate_fails_with_exit_1_and_a_looser_one_passes(two_runs, tmp_path,
     assert main(["-q", "retrieval", str(wrong), "--baseline", str(base)]) == 2
     assert "did you mean 'retrieval.alt.hit@1'" in capsys.readouterr().err
     assert main(["-q", "retrieval", str(loose), "--baseline", str(tmp_path)]) == 2
-    assert "the baseline is not a finished rag-eval run folder" in capsys.readouterr().err
+    assert (
+        "neither a run folder (it has no summary.json) nor a folder of runs of config 'gated'"
+        in capsys.readouterr().err
+    )
 
 
 def test_the_diff_command_writes_json_and_markdown(two_runs, tmp_path, capsys):
