@@ -141,7 +141,8 @@ class FigureDiff:
 
 @dataclass
 class MovedQuestion:
-    """A question whose figures differ between the runs, with both runs' evidence.
+    """A question whose figures differ between the runs for one retriever or prompt, with both
+    runs' evidence (a diff lists them per retriever, then per prompt, worst regression first).
 
     ``severity``: the sum of the question's changes in the good direction of each figure (an
     outcome turning bad counts -1); the most negative is the worst regression."""
@@ -668,7 +669,11 @@ def _moved(b: RunView, n: RunView, moves: dict, figures: list[FigureDiff]) -> li
                 noise,
             )
         )
-    return sorted(out, key=lambda m: (m.severity, m.scope, m.system, m.question_id))
+    # Grouped as the figures are (retrievers, then prompts, in the run's order), worst regression first.
+    group = {}
+    for f in figures:
+        group.setdefault((f.scope if f.scope == "retrieval" else "generation", f.system), len(group))
+    return sorted(out, key=lambda m: (group[(m.scope, m.system)], m.severity, m.question_id))
 
 
 def _same_input_flips(b: RunView, n: RunView, bp: str, np_: str, q: str) -> list[str]:

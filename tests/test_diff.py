@@ -302,20 +302,15 @@ def test_runs_over_two_chunkings_compare_the_evidence_labelled_questions(tmp_pat
     ).render_diff_markdown(d.to_json())
 
 
-def test_an_identical_rerun_in_another_process_gives_an_empty_diff(small_project, tmp_path):
+@pytest.mark.slow
+def test_an_identical_rerun_in_another_process_gives_an_empty_diff(small_project, tmp_path, capsys):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "rag_eval.cli", "-q", "retrieval", str(small_project / "audit.yaml")]
     for _ in range(2):
         subprocess.run(cmd, check=True, env=env, capture_output=True, cwd=tmp_path)
     first, second = sorted((small_project / "runs").iterdir())
-    out = subprocess.run(
-        [sys.executable, "-m", "rag_eval.cli", "diff", str(first), str(second), "--json", str(tmp_path / "d.json")],
-        check=True,
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    ).stdout
+    assert main(["diff", str(first), str(second), "--json", str(tmp_path / "d.json")]) == 0
+    out = capsys.readouterr().out
     data = json.loads((tmp_path / "d.json").read_text())
     assert data["empty"] and data["questions"] == [] and data["not_compared"] == []
     assert all(e["diff"] == 0 and e["better_on"] == e["worse_on"] == 0 for e in data["figures"].values())
@@ -464,3 +459,10 @@ def test_the_readme_diff_example_runs(tmp_path):
     d = namespace["d"]
     assert not d.same_corpus and d.not_compared == []  # evidence labels survive the corpus change
     assert d.figure("retrieval.bm25.hit@1").worse_ids == ["q2"]
+
+
+def test_baseline_is_an_option_of_run_compare_and_retrieval():
+    from rag_eval.cli import build_parser
+
+    for command in ("run", "compare", "retrieval"):
+        assert build_parser().parse_args([command, "audit.yaml", "--baseline", "runs/"]).baseline == "runs/"

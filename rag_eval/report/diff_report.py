@@ -60,7 +60,7 @@ def diff_screen(d: dict, limit: int = 10) -> str:
     for name, e in d["figures"].items():
         if e.get("better_on") or e.get("worse_on"):
             lines.append(f"- {name}: {fmt_diff(e)}: {e['verdict']}")
-    worst = [m for m in d["questions"] if m["severity"] < 0][:limit]
+    worst = sorted((m for m in d["questions"] if m["severity"] < 0), key=lambda m: m["severity"])[:limit]
     if worst:
         lines.append(f"worst regressions ({sum(m['severity'] < 0 for m in d['questions'])} in all):")
         lines += [f"  {_move_line(m)}" for m in worst]
@@ -192,7 +192,10 @@ def render_diff_markdown(d: dict) -> str:
     )
     out += [f"- {text(n)}" for n in unmeasured] + ([""] if unmeasured else [])
     if d["questions"]:
-        out += [f"## Questions that moved ({len(d['questions'])}, worst regression first)", ""]
+        out += [
+            f"## Questions that moved ({len(d['questions'])}; per retriever and prompt, worst regression first)",
+            "",
+        ]
         for m in d["questions"]:
             out += moved_markdown(m)
     if d["not_compared"]:
