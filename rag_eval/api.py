@@ -184,7 +184,7 @@ def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | Non
     that is not a finished run fails before the run starts."""
     if baseline is None:
         return None
-    from rag_eval.diff import read_run, resolve_baseline
+    from rag_eval.runs import read_run, resolve_baseline
 
     found = resolve_baseline(baseline, cfg.name)
     read_run(found, "baseline")

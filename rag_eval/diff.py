@@ -16,83 +16,17 @@ unchanged. Every question that cannot be compared is listed with the reason, nev
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from rag_eval.errors import DataError, Problem
+from rag_eval.judge_noise import flag_judge_noise, same_input_flips
+from rag_eval.runs import RunView, read_run
 from rag_eval.stats import Comparison, apply_holm, compare_paired
 
 GOOD_OUTCOMES = ("ok", "correct_refusal")
 TOP_SHOWN = 5
-
-
-@dataclass
-class RunView:
-    """A finished run folder, read: its summary, report, per-question records and saved config."""
-
-    path: Path
-    summary: dict
-    report: dict
-    config: dict
-    retrieval: dict[str, dict[str, dict]]  # retriever -> question id -> retrieval.jsonl record
-    rows: dict[str, dict[str, dict]]  # prompt -> question id -> attribution row
-    judgements: dict[tuple[str, str, str], dict]  # (judge, prompt, question id) -> judgements.jsonl record
-    questions: dict[str, dict]  # question id -> {question, answerable}
-
-    @property
-    def fingerprint(self) -> str | None:
-        return (self.report.get("corpus") or {}).get("fingerprint")
-
-    @property
-    def judges(self) -> list[str]:
-        return list((self.report.get("judges") or {}).get("metrics", []))
-
-
-def read_run(path: str | Path, role: str = "run") -> RunView:
-    """A finished run folder; a folder that is not one (or did not finish) is a DataError."""
-    import yaml
-
-    from rag_eval.rundir import read_finished, read_jsonl
-
-    path = Path(path).resolve()
-    summary, report = read_finished(path, f"the {role}")
-    status = _status(path)
-    if status not in (None, "finished"):
-        raise DataError(
-            Problem(
-                str(path),
-                f"the {role} run did not finish (status.json says '{status}')",
-                f"finish it with rag-eval run CONFIG --resume {path}, or give a finished run",
-            )
-        )
-    try:
-        config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        config = {}
-    retrieval: dict[str, dict[str, dict]] = {}
-    questions: dict[str, dict] = {}
-    for r in read_jsonl(path / "retrieval.jsonl"):
-        retrieval.setdefault(r["retriever"], {})[r["question_id"]] = r
-        questions.setdefault(r["question_id"], {"question": r.get("question", ""), "answerable": r["answerable"]})
-    rows: dict[str, dict[str, dict]] = {}
-    for row in (report.get("attribution") or {}).get("rows", []):
-        rows.setdefault(row["prompt"], {})[row["question_id"]] = row
-        questions.setdefault(row["question_id"], {"question": row["question"], "answerable": row["answerable"]})
-        if not questions[row["question_id"]]["question"]:
-            questions[row["question_id"]]["question"] = row["question"]
-    judgements = {(j["judge"], j["prompt"], j["question_id"]): j for j in read_jsonl(path / "judgements.jsonl")}
-    return RunView(path, summary, report, config, retrieval, rows, judgements, questions)
-
-
-def _status(path: Path) -> str | None:
-    try:
-        return json.loads((path / "status.json").read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError):
-        return None
 
 
 @dataclass
@@ -425,7 +359,7 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
     _retrieval_figures(b, n, shared, same_corpus, pairs, builder, not_compared, notes)
     _generation_figures(b, n, shared, pairs, builder, not_compared, notes)
     figures = builder.finish()
-    _judge_noise(b, n, figures, pairs)
+    flag_judge_noise(b, n, figures)
     moved = _moved(b, n, builder.moves, figures)
     notes.append(
         f"p-values are Holm-corrected across all {sum(f.p_value is not None for f in figures)} figures; the "
@@ -545,80 +479,6 @@ def _answerable(run: RunView) -> dict[str, bool]:
     return {q: v["answerable"] for q, v in run.questions.items()}
 
 
-def _noise_sources(
-    b: RunView, n: RunView, judge: str, figure: str, pairs: list[tuple[str, str]]
-) -> list[tuple[float, str]]:
-    """The measured disagreement of a judge: with itself on identical inputs across the two runs,
-    with people (its calibration on labelled cases, or labels of these runs' answers)."""
-    out = []
-    same = flips = 0
-    for bp, np_ in pairs:
-        for (name, prompt, q), jb in b.judgements.items():
-            jn = n.judgements.get((name, np_, q))
-            if name != judge or prompt != bp or jn is None or jb["status"] != "judged" or jn["status"] != "judged":
-                continue
-            if _same_inputs(jb, jn):
-                same += 1
-                flips += _flipped(jb, jn)
-    if same:
-        out.append(
-            (flips / same, f"{judge} changed its verdict on {flips} of {same} identical inputs between the runs")
-        )
-    for run in (b, n):
-        agree = (((run.report.get("judges") or {}).get("calibration") or {}).get(judge) or {}).get("agreement") or {}
-        if agree.get("accuracy") is not None:
-            out.append(
-                (
-                    1 - agree["accuracy"],
-                    f"{judge} disagrees with people on {1 - agree['accuracy']:.2f} of {agree.get('n', '?')} labelled "
-                    f"cases ({agree.get('measured_on', 'judge-check')})",
-                )
-            )
-        for prompt, figs in ((run.report.get("labels") or {}).get("figures") or {}).items():
-            e = figs.get(figure)
-            if e and e.get("agreement_on_labelled") is not None:
-                out.append(
-                    (
-                        1 - e["agreement_on_labelled"],
-                        f"{judge} disagrees with people on {1 - e['agreement_on_labelled']:.2f} of the labelled "
-                        f"answers of {run.path.name} ({prompt})",
-                    )
-                )
-    return out
-
-
-def _close(a, b) -> bool:
-    if a is None or b is None:
-        return a is b
-    return math.isclose(float(a), float(b), abs_tol=1e-9)
-
-
-def _judge_noise(b: RunView, n: RunView, figures: list[FigureDiff], pairs: dict[str, str]) -> None:
-    """Flag each judged figure whose difference is within its judges' measured disagreement."""
-    from rag_eval.judges.registry import JUDGES
-
-    by_figure = {f.name: spec.name for spec in JUDGES.values() for f in spec.figures}
-    deciding = ["refusal", "correctness", (n.report.get("judges") or {}).get("faithfulness_judge") or "faithfulness"]
-    for fig in figures:
-        if fig.scope == "retrieval" or fig.diff is None:
-            continue
-        judges = [by_figure[fig.metric]] if fig.scope == "generation" else [j for j in deciding if j in n.judges]
-        sources = [s for j in judges for s in _noise_sources(b, n, j, fig.metric, [(fig.base_system, fig.system)])]
-        if not sources:
-            fig.judge_noise = {
-                "noise": None,
-                "within": None,
-                "note": f"the disagreement of {', '.join(judges)} is not measured for this judge model: run rag-eval "
-                "judge-check --save, or label answers (rag-eval label RUN_DIR)",
-            }
-            continue
-        noise, source = max(sources)
-        within = fig.changed and abs(fig.diff) <= noise
-        fig.judge_noise = {"noise": noise, "source": source, "within": within}
-        if within:
-            fig.verdict += f"; within judge noise: {source}, more than this difference ({fig.diff:+.3f})"
-
-
 def _retrieval_evidence(record: dict) -> dict:
     top = [
         {"id": r["id"], "relevant": r.get("grade", 0) > 0, "score": r.get("score")}
@@ -648,7 +508,7 @@ def _moved(b: RunView, n: RunView, moves: dict, figures: list[FigureDiff]) -> li
             noise = []
         else:
             eb, en = _generation_evidence(b.rows[base_system][q]), _generation_evidence(n.rows[system][q])
-            noise = _same_input_flips(b, n, base_system, system, q)
+            noise = same_input_flips(b, n, base_system, system, q)
         good = {name: d for name, (d, _) in changes.items() if not name.startswith("attribution.")}
         severity = sum(good.values())
         if scope == "generation" and (eb["outcome"] in GOOD_OUTCOMES) != (en["outcome"] in GOOD_OUTCOMES):
@@ -674,47 +534,6 @@ def _moved(b: RunView, n: RunView, moves: dict, figures: list[FigureDiff]) -> li
     for f in figures:
         group.setdefault((f.scope if f.scope == "retrieval" else "generation", f.system), len(group))
     return sorted(out, key=lambda m: (group[(m.scope, m.system)], m.severity, m.question_id))
-
-
-def _same_input_flips(b: RunView, n: RunView, bp: str, np_: str, q: str) -> list[str]:
-    """Judges that gave another verdict on exactly the same inputs in the two runs."""
-    out = []
-    for (judge, prompt, qid), jb in b.judgements.items():
-        if prompt != bp or qid != q:
-            continue
-        if _same_inputs(jb, n.judgements.get((judge, np_, q))) and _flipped(jb, n.judgements[(judge, np_, q)]):
-            out.append(judge)
-    return sorted(out)
-
-
-def _same_inputs(jb: dict, jn: dict | None) -> bool:
-    """Both judgements were made on exactly the same inputs (judge, its prompt, model, inputs)."""
-    return jn is not None and bool(jb.get("input_hash")) and jb.get("input_hash") == jn.get("input_hash")
-
-
-def _flipped(jb: dict, jn: dict) -> bool:
-    return jb.get("verdict") != jn.get("verdict") or not _close(jb.get("score"), jn.get("score"))
-
-
-def resolve_baseline(path: str | Path, name: str) -> Path:
-    """The baseline run folder: ``path`` itself, or, for a folder of run folders (e.g. the main
-    branch's ``runs/``), its newest finished run of the config ``name``."""
-    from rag_eval.history import collect_history
-
-    path = Path(path)
-    if (path / "summary.json").exists() or not path.is_dir():
-        return path
-    try:
-        return Path(collect_history(path, config=name)["systems"][name][-1]["path"])
-    except DataError as exc:
-        raise DataError(
-            Problem(
-                f"--baseline {path}",
-                f"neither a run folder (it has no summary.json) nor a folder of runs of config '{name}' "
-                f"({exc.problems[0].what})",
-                "give the baseline's run folder, or the folder its runs are written to (its report.out)",
-            )
-        ) from None
 
 
 def moved_lines(diff_json: dict, figure: str, *, limit: int = 10) -> list[str]:
