@@ -309,7 +309,7 @@ class _Builder:
                 move = self.moves.setdefault(
                     (fig.scope if fig.scope == "retrieval" else "generation", fig.system, q), {}
                 )
-                move[fig.name] = (sign * float(d[i]), float(d[i]))
+                move[fig.name] = (float(d[i]), sign * float(d[i]))  # (in the good direction, new − base)
         self.figs.append((fig, c))
 
     def finish(self) -> list[FigureDiff]:

@@ -412,6 +412,12 @@ def test_judged_figures_and_outcomes_with_both_answers_and_judge_noise(tmp_path)
     assert d.moved[0] is q1 and q1.severity < 0
     assert (q1.base["answer"], q1.new["answer"]) == ("Lists.", "Tuples.")
     assert (q1.base["outcome"], q1.new["outcome"]) == ("ok", "incorrect")
+    assert q1.changes == {
+        "generation.baseline.correctness": -1.0,
+        "attribution.baseline.ok": -1.0,
+        "attribution.baseline.incorrect": 1.0,  # its share went up: worse, in the figure's own units
+    }
+    assert q1.worse == list(q1.changes) and q1.better == []
     assert q1.new["judges"]["correctness"]["reason"] == "correctness says incorrect for 'Tuples.'"
     q3 = next(m for m in d.moved if m.question_id == "q3")
     assert q3.judge_noise == ["correctness"] and q1.judge_noise == []
