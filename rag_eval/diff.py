@@ -409,7 +409,9 @@ def _retrieval_figures(
             elif rb[q]["answerable"]:
                 comparable.append(q)
         known_b = (b.summary.get("retrieval") or {}).get(bname, {})
-        metrics = [m for m in (n.summary.get("retrieval") or {}).get(nname, {}) if m in known_b]
+        known_n = (n.summary.get("retrieval") or {}).get(nname, {})
+        metrics = [m for m in known_n if m in known_b]
+        notes += _one_sided(f"retriever '{nname}'", known_b, known_n)
         for m in metrics:
             qids = [q for q in comparable if m in (rb[q].get("metrics") or {}) and m in (rn[q].get("metrics") or {})]
             fig = FigureDiff(
@@ -449,9 +451,11 @@ def _generation_figures(
                 not_compared.append({"question_id": q, "scope": "generation", "system": np_, "why": why})
             else:
                 comparable.append(q)
-        judged_b = set((b.summary.get("generation") or {}).get(bp, {}))
+        judged_b = (b.summary.get("generation") or {}).get(bp, {})
+        judged_n = (n.summary.get("generation") or {}).get(np_, {})
+        notes += _one_sided(f"prompt '{np_}'", judged_b, judged_n)
         for _spec, f in figures(judges):
-            if f.name not in judged_b or f.name not in (n.summary.get("generation") or {}).get(np_, {}):
+            if f.name not in judged_b or f.name not in judged_n:
                 continue
             vb = values_b[f.comparison_name].get(bp, {})
             vn = values_n[f.comparison_name].get(np_, {})
@@ -473,6 +477,14 @@ def _generation_figures(
             f"{', '.join(weighted)} judged a stratified sample: the diff compares the sampled questions both runs "
             "answered, unweighted"
         )
+
+
+def _one_sided(what: str, base: dict, new: dict) -> list[str]:
+    """A note naming the figures only one run measured (another k, another judge)."""
+    only_b, only_n = [m for m in base if m not in new], [m for m in new if m not in base]
+    parts = [f"only in the base run: {', '.join(only_b)}"] * bool(only_b)
+    parts += [f"only in the new run: {', '.join(only_n)}"] * bool(only_n)
+    return [f"{what}: figures not compared, {'; '.join(parts)}"] if parts else []
 
 
 def _answerable(run: RunView) -> dict[str, bool]:

@@ -289,7 +289,9 @@ def test_runs_over_two_chunkings_compare_the_evidence_labelled_questions(tmp_pat
     small = chunked_run(tmp_path, "small", 80)  # one paragraph a chunk: guide.md#0..#3
     large = chunked_run(tmp_path, "large", 150)  # two paragraphs a chunk: guide.md#1 now holds others
     d = rag_eval.diff(small, large)
-    assert not d.same_corpus
+    assert (
+        not d.same_corpus and d.notes[0].startswith("the corpora differ (5 chunks from") and " vs 3 from " in d.notes[0]
+    )
     hit = d.figure("retrieval.bm25.hit@1")
     assert hit.n == 4  # e1, e2, e3 by their quotes; c2's chunk has the same passage in both
     why = {x["question_id"]: x["why"] for x in d.not_compared}
@@ -422,6 +424,11 @@ def test_judged_figures_and_outcomes_with_both_answers_and_judge_noise(tmp_path)
     q3 = next(m for m in d.moved if m.question_id == "q3")
     assert q3.judge_noise == ["correctness"] and q1.judge_noise == []
     assert "generation.baseline.needless_refusal" in {f.name for f in d.figures}
+    # The same answers and verdicts written twice: nothing moved.
+    again = judged_run(
+        tmp_path, "gen", {"q1": ("Lists.", "correct"), "q2": ("A set.", "correct"), "q3": ("Use with.", "incorrect")}
+    )
+    assert rag_eval.diff(base, again).empty
     from rag_eval.report.diff_report import render_diff_markdown
 
     md = render_diff_markdown(json.loads(json.dumps(d.to_json(), allow_nan=False)))
@@ -449,3 +456,13 @@ def test_baseline_is_an_option_of_run_compare_and_retrieval():
 
     for command in ("run", "compare", "retrieval"):
         assert build_parser().parse_args([command, "audit.yaml", "--baseline", "runs/"]).baseline == "runs/"
+
+
+def test_figures_only_one_run_measured_are_named(two_runs, tmp_path):
+    folder, base, _ = two_runs
+    cfg = config(folder, "other_k", folder / "sys_base.jsonl", folder / "alt_base.jsonl", "questions.jsonl")
+    cfg.write_text(cfg.read_text().replace("metrics: [hit@1, mrr]", "metrics: [hit@1, hit@3]"))
+    d = rag_eval.diff(base, rag_eval.retrieval(str(cfg)).run_dir)
+    assert "retriever 'sys': figures not compared, only in the base run: mrr; only in the new run: hit@3" in d.notes
+    assert {f.name for f in d.figures} == {"retrieval.sys.hit@1", "retrieval.alt.hit@1", "retrieval.bm25.hit@1"}
+    assert d.empty and not d.moved  # the same rankings: nothing moved, though fewer figures were compared
