@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.config import AuditConfig
-from rag_eval.errors import ConfigError, Problem, RagEvalError
+from rag_eval.errors import ConfigError, Problem
 
 ConfigLike = str | Path | dict | AuditConfig
 
@@ -379,10 +379,11 @@ def load_run(run_dir: str | Path) -> Result:
         result.config = config_from_dict(raw, run_dir)
     except (OSError, yaml.YAMLError, ConfigError):
         result.config = None
-    try:  # a run made with --baseline: its diff, recomputed from both folders (seeded, so the same)
-        base = json.loads((run_dir / "diff.json").read_text(encoding="utf-8"))["base"]
-        if Path(base).is_dir():
-            result.diff = diff(base, run_dir)
-    except (OSError, ValueError, KeyError, RagEvalError):
-        pass
+    if (run_dir / "diff.json").exists():  # a run made with --baseline: its diff, as recorded
+        from rag_eval.diff import RunDiff
+
+        try:
+            result.diff = RunDiff.from_json(json.loads((run_dir / "diff.json").read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError):
+            result.diff = None
     return result

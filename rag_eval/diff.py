@@ -68,6 +68,7 @@ class FigureDiff:
         out = {k: getattr(self, k) for k in keys}
         out |= {"better": self.better, "better_on": self.better_on, "worse_on": self.worse_on}
         out |= {"same_on": self.same_on, "detectable": self.detectable, "base_system": self.base_system}
+        out |= {"scope": self.scope, "system": self.system, "metric": self.metric, "binary": self.binary}
         if self.judge_noise is not None:
             out["judge_noise"] = self.judge_noise
         return out
@@ -155,6 +156,36 @@ class RunDiff:
             "not_compared": self.not_compared,
             "notes": self.notes,
         }
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunDiff:
+        """The diff back from what ``to_json`` wrote (a run's diff.json)."""
+        keys = {f for f in FigureDiff.__dataclass_fields__ if f not in ("name", "better_ids", "worse_ids")}
+        figures = [
+            FigureDiff(
+                name=name,
+                better_ids=d["moved"].get(name, {}).get("better", []),
+                worse_ids=d["moved"].get(name, {}).get("worse", []),
+                **{k: v for k, v in e.items() if k in keys},
+            )
+            for name, e in d["figures"].items()
+        ]
+        return cls(
+            d["base"],
+            d["new"],
+            d["base_name"],
+            d["new_name"],
+            d["shared_questions"],
+            figures,
+            [MovedQuestion(**m) for m in d["questions"]],
+            d["only_in_base"],
+            d["only_in_new"],
+            d["not_compared"],
+            d["notes"],
+            d["same_corpus"],
+            d.get("confidence", 0.95),
+            d.get("alpha", 0.05),
+        )
 
     def figures_df(self):
         """One row per figure: base, new, diff with its interval, counts, p-values, verdict."""

@@ -193,7 +193,7 @@ def test_diff_gate_fails_with_exit_1_and_a_looser_one_passes(two_runs, tmp_path,
     assert "Against the baseline" in summary and (run_dir / "diff.md").exists()
 
     again = rag_eval.load_run(run_dir)  # read back later: the same diff and the same decision
-    assert again.diff.to_json()["figures"] == json.loads((run_dir / "diff.json").read_text())["figures"]
+    assert again.diff.to_json() == json.loads((run_dir / "diff.json").read_text())
     assert [g.passed for g in again.gates()] == [False]
 
     loose = config(folder, "gated", sys_run, alt_run, "questions_new.jsonl", {"diff.retrieval.alt.hit@1": ">= -0.25"})
@@ -429,9 +429,11 @@ def test_judged_figures_and_outcomes_with_both_answers_and_judge_noise(tmp_path)
         tmp_path, "gen", {"q1": ("Lists.", "correct"), "q2": ("A set.", "correct"), "q3": ("Use with.", "incorrect")}
     )
     assert rag_eval.diff(base, again).empty
+    from rag_eval.diff import RunDiff
     from rag_eval.report.diff_report import render_diff_markdown
 
-    md = render_diff_markdown(json.loads(json.dumps(d.to_json(), allow_nan=False)))
+    assert RunDiff.from_json(json.loads(json.dumps(d.to_json(), allow_nan=False))).to_json() == d.to_json()
+    md = render_diff_markdown(d.to_json())
     assert "### q1: prompt `baseline`: ok → incorrect" in md
     assert "| answer | Lists. | Tuples. |" in md
     assert (
