@@ -12,7 +12,7 @@ import types  # noqa: E402
 # (rag_eval/retrieval/, lint.py, ...). Importing a submodule sets it as an attribute of this
 # package; this keeps the function instead (``from rag_eval.lint import ...`` still works, since
 # it reads sys.modules).
-_API_NAMES = frozenset({"retrieval", "lint", "compare", "judge_check"})
+_API_NAMES = frozenset({"retrieval", "lint", "compare", "judge_check", "diff"})
 
 
 class _Package(types.ModuleType):
@@ -30,6 +30,7 @@ from rag_eval.api import (  # noqa: E402  (the environment above must be set fir
     as_config,
     audit,
     compare,
+    diff,
     generate,
     judge_answers,
     judge_check,
@@ -49,6 +50,7 @@ __all__ = [
     "as_config",
     "audit",
     "compare",
+    "diff",
     "generate",
     "judge_answers",
     "judge_check",

@@ -73,23 +73,14 @@ class Result:
     summary: dict = field(repr=False)
     report: dict = field(repr=False)
     config: AuditConfig | None = field(default=None, repr=False)
+    diff: Any = field(default=None, repr=False)  # rag_eval.diff.RunDiff against a baseline run, if one was given
 
     @classmethod
     def from_dir(cls, run_dir: str | Path, config: AuditConfig | None = None) -> Result:
-        run_dir = Path(run_dir)
-        try:
-            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-            report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            from rag_eval.errors import DataError
+        from rag_eval.rundir import read_finished
 
-            raise DataError(
-                Problem(
-                    str(run_dir),
-                    f"not a finished rag-eval run folder: {exc}",
-                    "give a folder written by rag_eval.audit() or rag-eval run (it holds summary.json)",
-                )
-            ) from None
+        run_dir = Path(run_dir)
+        summary, report = read_finished(run_dir)
         return cls(run_dir, summary, report, config)
 
     def figure(self, name: str) -> dict:
@@ -108,7 +99,7 @@ class Result:
 
         rows = []
         for r in _read_jsonl(self.run_dir / "retrieval.jsonl"):
-            row = {k: v for k, v in r.items() if k not in ("metrics", "retrieved")}
+            row = {k: v for k, v in r.items() if k not in ("metrics", "retrieved", "labels")}
             row["retrieved"] = [x["id"] for x in r.get("retrieved", [])]
             row.update(r.get("metrics") or {})
             rows.append(row)
@@ -141,7 +132,8 @@ class Result:
         from rag_eval.gates import check_gates
 
         gates = gates if gates is not None else (self.config.gates if self.config else {})
-        return check_gates(gates, self.summary, self.config.where("gates") if self.config else "gates")
+        where = self.config.where("gates") if self.config else "gates"
+        return check_gates(gates, self.summary, where, self.diff.to_json() if self.diff is not None else None)
 
     def __str__(self) -> str:
         from rag_eval.report.screen import one_screen
@@ -165,15 +157,18 @@ def audit(
     resume: bool | str | Path | None = None,
     base_dir: str | Path | None = None,
     progress: bool = False,
+    baseline: str | Path | None = None,
 ) -> Result:
     """The whole audit (retrieval, generation, judges, attribution, report); a Result.
 
     ``corpus`` / ``test_set``: rows (list of dicts, DataFrame, Dataset) instead of the config's
-    files. ``resume``: True for the newest unfinished run of this config, or a run folder."""
+    files. ``resume``: True for the newest unfinished run of this config, or a run folder.
+    ``baseline``: a finished run folder to diff against (``diff.`` gates; diff.json in the run)."""
     from rag_eval.runner import run_audit
 
     _quiet(progress)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
+    baseline = _check_baseline(baseline, cfg)
     run_dir = run_audit(
         cfg,
         out=str(out) if out else None,
@@ -181,7 +176,41 @@ def audit(
         resume=Path(resume) if isinstance(resume, (str, Path)) else resume,
         inputs=_inputs(cfg, corpus, test_set),
     )
-    return Result.from_dir(run_dir, cfg)
+    return _with_baseline(Result.from_dir(run_dir, cfg), baseline)
+
+
+def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | None:
+    """The baseline run folder (a folder of runs gives its newest finished run of this config); one
+    that is not a finished run fails before the run starts."""
+    if baseline is None:
+        return None
+    from rag_eval.runs import read_run, resolve_baseline
+
+    found = resolve_baseline(baseline, cfg.name)
+    read_run(found, "baseline")
+    return found
+
+
+def _with_baseline(result: Result, baseline: str | Path | None) -> Result:
+    """The run diffed against the baseline: diff.json and diff.md in its folder, ``result.diff``."""
+    if baseline is not None:
+        from rag_eval.diff import diff_runs, write_diff
+
+        result.diff = diff_runs(baseline, result.run_dir)
+        write_diff(result.diff, result.run_dir)
+    return result
+
+
+def diff(base: str | Path | Result, new: str | Path | Result, *, pairs: dict[str, str] | None = None):
+    """Two finished runs compared question by question (``rag_eval.diff.RunDiff``: figures with paired
+    intervals, tests and verdicts, the questions that moved, what could not be compared).
+    ``pairs``: base name -> new name, for retrievers or prompts named differently."""
+    from rag_eval.diff import diff_runs
+
+    def folder(x):
+        return x.run_dir if isinstance(x, Result) else x
+
+    return diff_runs(folder(base), folder(new), pairs=pairs)
 
 
 def retrieval(
@@ -192,18 +221,21 @@ def retrieval(
     out: str | Path | None = None,
     base_dir: str | Path | None = None,
     progress: bool = False,
+    baseline: str | Path | None = None,
 ) -> Result:
-    """The retrieval stage alone (no LLM); a Result."""
+    """The retrieval stage alone (no LLM); a Result. ``baseline``: a run folder to diff against."""
     from rag_eval.runner import run_retrieval
 
     _quiet(progress)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
+    baseline = _check_baseline(baseline, cfg)
     run_dir = run_retrieval(cfg, out=str(out) if out else None, inputs=_inputs(cfg, corpus, test_set))
-    return Result.from_dir(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
+    result = Result.from_dir(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
+    return _with_baseline(result, baseline)
 
 
 def _retrieval_gates(cfg: AuditConfig) -> dict[str, str]:
-    return {k: v for k, v in cfg.gates.items() if k.startswith("retrieval")}
+    return {k: v for k, v in cfg.gates.items() if k.startswith(("retrieval", "diff.retrieval"))}
 
 
 def compare(
@@ -215,16 +247,19 @@ def compare(
     use_cache: bool = True,
     base_dir: str | Path | None = None,
     progress: bool = False,
+    baseline: str | Path | None = None,
 ) -> Result:
-    """Every prompt on the same retrieved contexts, with paired comparisons; a Result."""
+    """Every prompt on the same retrieved contexts, with paired comparisons; a Result.
+    ``baseline``: a run folder to diff against."""
     from rag_eval.runner import run_compare
 
     _quiet(progress)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
+    baseline = _check_baseline(baseline, cfg)
     run_dir = run_compare(
         cfg, out=str(out) if out else None, use_cache=use_cache, inputs=_inputs(cfg, corpus, test_set)
     )
-    return Result.from_dir(run_dir, cfg)
+    return _with_baseline(Result.from_dir(run_dir, cfg), baseline)
 
 
 def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_dir: str | Path | None = None) -> list:
@@ -344,4 +379,11 @@ def load_run(run_dir: str | Path) -> Result:
         result.config = config_from_dict(raw, run_dir)
     except (OSError, yaml.YAMLError, ConfigError):
         result.config = None
+    if (run_dir / "diff.json").exists():  # a run made with --baseline: its diff, as recorded
+        from rag_eval.diff import RunDiff
+
+        try:
+            result.diff = RunDiff.from_json(json.loads((run_dir / "diff.json").read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError):
+            result.diff = None
     return result

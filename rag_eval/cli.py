@@ -41,7 +41,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _retrieval(args: argparse.Namespace) -> int:
     from rag_eval import api, progress
 
-    result = api.retrieval(_with_test_set(args), out=args.out, progress=progress.enabled())
+    result = api.retrieval(_with_test_set(args), out=args.out, progress=progress.enabled(), baseline=args.baseline)
     summary = result.summary
     n = sum(len(pairs) for pairs in summary["retrieval_comparison"].values())
     if n:
@@ -78,7 +78,12 @@ def _run(args: argparse.Namespace) -> int:
 
     resume = True if args.resume == "newest" else args.resume
     result = api.audit(
-        _with_test_set(args), out=args.out, use_cache=not args.no_cache, resume=resume, progress=progress.enabled()
+        _with_test_set(args),
+        out=args.out,
+        use_cache=not args.no_cache,
+        resume=resume,
+        progress=progress.enabled(),
+        baseline=args.baseline,
     )
     return _finish(result, args, "audit")
 
@@ -104,12 +109,21 @@ def _finish(result, args: argparse.Namespace, suite: str) -> int:
 
     print(one_screen(result.summary))
     print(f"run folder: {result.run_dir} (report.md, report.html, summary.json)")
+    extra = None
+    if result.diff is not None:
+        from rag_eval.report.diff_report import diff_gate_markdown
+
+        print(str(result.diff))
+        print(f"diff against the baseline: {result.run_dir}/diff.md and diff.json")
+        extra = diff_gate_markdown(result.diff.to_json())
     results = result.gates()
     for r in results:
         print(f"gate {r.message}")
         if not r.passed:
             print("\n".join(describe_failure(r, result.summary, result.report, result.run_dir).splitlines()[1:]))
-    write_ci_outputs(results, result.summary, result.report, result.run_dir, suite, args.junit_xml, args.summary_md)
+    write_ci_outputs(
+        results, result.summary, result.report, result.run_dir, suite, args.junit_xml, args.summary_md, extra
+    )
     return 0 if all(r.passed for r in results) else 1
 
 
@@ -174,7 +188,9 @@ def _judge_check(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from rag_eval import api, progress
 
-    result = api.compare(args.config, out=args.out, use_cache=not args.no_cache, progress=progress.enabled())
+    result = api.compare(
+        args.config, out=args.out, use_cache=not args.no_cache, progress=progress.enabled(), baseline=args.baseline
+    )
     for pairs in result.summary.get("comparison", {}).values():
         for c in pairs.values():
             print(f"- {c['verdict']}")
@@ -303,7 +319,66 @@ def _parse_mix(text: str) -> dict[str, float]:
     return mix
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rag_eval import api
+    from rag_eval.report.diff_report import render_diff_markdown
+    from rag_eval.rundir import write_json, write_text
+
+    result = api.diff(args.base, args.new, pairs=_parse_pairs(args.pair or []))
+    data = result.to_json()
+    print(str(result))
+    if args.json:
+        write_json(Path(args.json), data)
+        print(f"wrote {args.json}")
+    if args.md:
+        write_text(Path(args.md), render_diff_markdown(data))
+        print(f"wrote {args.md}")
+    return 0
+
+
+def _parse_pairs(items: list[str]) -> dict[str, str]:
+    from rag_eval.errors import ConfigError, Problem
+
+    pairs = {}
+    for item in items:
+        base, sep, new = item.partition("=")
+        if not sep or not base.strip() or not new.strip():
+            raise ConfigError(
+                Problem(
+                    f"--pair {item}", "a pair is BASE_NAME=NEW_NAME", "e.g. --pair bm25=hybrid (a retriever or prompt)"
+                )
+            )
+        pairs[base.strip()] = new.strip()
+    return pairs
+
+
+def _history(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rag_eval.history import collect_history, history_text
+    from rag_eval.report.history_html import render_history_html
+    from rag_eval.rundir import write_json, write_text
+
+    hist = collect_history(Path(args.runs_dir), config=args.config)
+    print(history_text(hist))
+    html = Path(args.html) if args.html else Path(args.runs_dir) / "history.html"
+    write_text(html, render_history_html(hist))
+    print(f"wrote {html}")
+    if args.json:
+        write_json(Path(args.json), hist)
+        print(f"wrote {args.json}")
+    return 0
+
+
 def _ci_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--baseline",
+        metavar="RUN_DIR",
+        help="a finished run to diff against: diff.json and diff.md in the new run, and diff.<figure> gates "
+        "(decided on the interval of the difference)",
+    )
     p.add_argument("--junit-xml", metavar="PATH", help="write the gates as a JUnit XML file (one test case per gate)")
     p.add_argument(
         "--summary-md",
@@ -452,6 +527,42 @@ def build_parser() -> argparse.ArgumentParser:
     _ci_options(p)
     p.add_argument("--test-set", metavar="PATH", help="use this test set instead of the config's test_set")
     p.set_defaults(func=_retrieval)
+
+    p = add(
+        "diff",
+        "two finished runs compared question by question: paired tests per figure, the questions that moved",
+        "Match the questions of two run folders by id; for every figure both have (retrieval metrics per "
+        "retriever, judged figures and outcome shares per prompt) the paired difference new - base with its "
+        "bootstrap interval, the exact sign test (binary) or permutation test (scores), Holm-corrected, and the "
+        "verdict; then the questions that moved, worst regression first, with both runs' evidence. Runs over "
+        "different chunkings compare the questions labelled by evidence quotes; the others are listed with why.",
+        config=False,
+    )
+    p.add_argument("base", help="the baseline run folder (e.g. the main branch's last audit)")
+    p.add_argument("new", help="the run folder to compare with it")
+    p.add_argument("--json", metavar="PATH", help="write the diff as JSON (figures, moved questions, not compared)")
+    p.add_argument("--md", metavar="PATH", help="write the diff as Markdown, with both runs' evidence per question")
+    p.add_argument(
+        "--pair",
+        action="append",
+        metavar="BASE=NEW",
+        help="compare a retriever or prompt of the base run with one named differently in the new run (repeatable)",
+    )
+    p.set_defaults(func=_diff)
+
+    p = add(
+        "history",
+        "a system's runs over time: headline figures with intervals, and where the config or corpus changed",
+        "List the finished run folders under RUNS_DIR (of one config with --config) in time order with their "
+        "headline figures and intervals, marking the runs whose config, corpus or test set changed; write a "
+        "self-contained HTML page plotting each headline figure across the runs.",
+        config=False,
+    )
+    p.add_argument("runs_dir", help="the folder holding run folders (report.out of the config, e.g. runs/)")
+    p.add_argument("--config", metavar="NAME", help="only the runs of this config name")
+    p.add_argument("--html", metavar="PATH", help="the HTML page to write (default: RUNS_DIR/history.html)")
+    p.add_argument("--json", metavar="PATH", help="also write the history as JSON")
+    p.set_defaults(func=_history)
     return parser
 
 

@@ -39,19 +39,25 @@ def check_same_contexts(generations: list[dict]) -> None:
             )
 
 
-def compared_metrics(judges: list[str]) -> list[tuple[str, bool]]:
+def compared_metrics(judges: list[str], answer_independent: bool = False) -> list[tuple[str, bool]]:
     """(name, binary) of every compared metric: each judge's figures that depend on the answer
-    (higher is better: ``needless_refusal`` becomes ``no_needless_refusal``), then ``ok``."""
-    out = [(f.comparison_name, f.binary) for spec, f in figures(judges) if not spec.answer_independent]
+    (higher is better: ``needless_refusal`` becomes ``no_needless_refusal``), then ``ok``.
+    ``answer_independent``: also the figures of judges that read only the contexts (they differ
+    between runs, never between prompts of one run)."""
+    out = [
+        (f.comparison_name, f.binary)
+        for spec, f in figures(judges)
+        if answer_independent or not spec.answer_independent
+    ]
     return out + [("ok", True)]
 
 
 def per_question_values(
-    report: dict, answerable: dict[str, bool], judges: list[str]
+    report: dict, answerable: dict[str, bool], judges: list[str], answer_independent: bool = False
 ) -> dict[str, dict[str, dict[str, float]]]:
     """``{metric: {prompt: {question_id: value}}}`` from the judgements and outcomes of a run."""
-    values: dict[str, dict[str, dict[str, float]]] = {m: {} for m, _ in compared_metrics(judges)}
-    figs = [(spec, f) for spec, f in figures(judges) if not spec.answer_independent]
+    values: dict[str, dict[str, dict[str, float]]] = {m: {} for m, _ in compared_metrics(judges, answer_independent)}
+    figs = [(spec, f) for spec, f in figures(judges) if answer_independent or not spec.answer_independent]
     for j in report["judges"]["records"]:
         if j["status"] != "judged":
             continue

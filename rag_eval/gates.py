@@ -20,6 +20,9 @@ class GateResult:
     value: float | None
     passed: bool
     message: str
+    skipped: bool = False  # a diff gate without a baseline run: reported, not failed
+    shown: str | None = None  # the figure as the summaries show it, where the value alone is not enough
+    detail: str | None = None  # a failure's description, where describe_failure cannot find it
 
 
 def parse_rule(rule: str, where: str) -> tuple[str, float]:
@@ -50,11 +53,17 @@ def _split(figure: str) -> list[str]:
     return figure.split(".")
 
 
-def check_gates(gates: dict[str, str], summary: dict, where: str = "gates") -> list[GateResult]:
-    """Every gate's result; a figure that is not in the summary is a config error naming close ones."""
+def check_gates(
+    gates: dict[str, str], summary: dict, where: str = "gates", diff: dict | None = None
+) -> list[GateResult]:
+    """Every gate's result; a figure that is not in the summary is a config error naming close ones.
+    ``diff.<figure>`` gates are decided on the diff against a baseline run (``diff``: its JSON)."""
     results = []
     for figure, rule in gates.items():
         op, threshold = parse_rule(rule, f"{where}.{figure}")
+        if figure.startswith("diff."):
+            results.append(check_diff_gate(figure, op, threshold, diff, where))
+            continue
         try:
             value = lookup(summary, figure)
         except KeyError as exc:
@@ -78,6 +87,47 @@ def check_gates(gates: dict[str, str], summary: dict, where: str = "gates") -> l
             )
         )
     return results
+
+
+DIFF_BOUND = {">=": "ci_low", ">": "ci_low", "<=": "ci_high", "<": "ci_high", "==": "diff"}
+
+
+def check_diff_gate(figure: str, op: str, threshold: float, diff: dict | None, where: str) -> GateResult:
+    """A gate on the difference new − base of a figure, decided on its interval: ``>=`` / ``>`` on the
+    lower bound (non-inferiority: even the worst plausible difference clears the margin), ``<=`` /
+    ``<`` on the upper bound, ``==`` on the point estimate."""
+    from rag_eval.diff import moved_lines
+    from rag_eval.errors import did_you_mean
+
+    rule = f"{op} {threshold:g}"
+    name = figure.removeprefix("diff.")
+    if diff is None:
+        return GateResult(figure, rule, None, True, f"skip: {figure} (needs a baseline: --baseline RUN_DIR)", True)
+    entry = diff["figures"].get(name)
+    if entry is None:
+        raise ConfigError(
+            Problem(
+                f"{where}.{figure}",
+                f"the diff against {diff['base']} has no figure '{name}'",
+                did_you_mean(name, list(diff["figures"])) if diff["figures"] else "the two runs share no figure",
+            )
+        )
+    bound = DIFF_BOUND[op]
+    value = entry.get(bound)
+    passed = value is not None and OPS[op](value, threshold)
+    conf = f"{diff.get('confidence', 0.95):.0%}"
+    shown = (
+        "nothing compared"
+        if entry.get("diff") is None
+        else f"{entry['diff']:+.4g} [{conf} CI {entry['ci_low']:+.3f}, {entry['ci_high']:+.3f}; n={entry['n']}]"
+    )
+    decided = {"ci_low": "lower bound", "ci_high": "upper bound", "diff": "difference"}[bound]
+    message = f"{'pass' if passed else 'FAIL'}: {figure} = {shown} ({decided} needs {rule})"
+    detail = "\n".join(
+        [f"{figure} = {shown}, {decided} needs {rule}; base {diff['base']}", f"    {entry.get('verdict', '')}"]
+        + [f"    {line}" for line in moved_lines(diff, name)]
+    )
+    return GateResult(figure, rule, value, passed, message, shown=shown, detail=detail)
 
 
 def questions_behind(figure: str, report: dict, run_dir: Path | None = None, limit: int = 10) -> list[str]:
@@ -131,6 +181,8 @@ def questions_behind(figure: str, report: dict, run_dir: Path | None = None, lim
 
 def describe_failure(result: GateResult, summary: dict, report: dict, run_dir: Path | None = None) -> str:
     """A failed gate with its interval and the questions behind it, for test and CI output."""
+    if result.detail is not None:
+        return result.detail
     try:
         node = summary
         for part in _split(result.figure):

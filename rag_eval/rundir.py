@@ -55,3 +55,22 @@ def read_jsonl(path: Path) -> list[dict]:
         except json.JSONDecodeError:
             continue
     return out
+
+
+def read_finished(run_dir: Path, what: str = "the folder") -> tuple[dict, dict]:
+    """(summary.json, report.json) of a run folder; a folder without them is a DataError."""
+    from rag_eval.errors import DataError, Problem
+
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(
+            Problem(
+                str(run_dir),
+                f"{what} is not a finished rag-eval run folder ({exc})",
+                "give a folder under runs/ written by rag-eval run, retrieval or compare, or rag_eval.audit() "
+                "(it holds summary.json)",
+            )
+        ) from None
+    return summary, report

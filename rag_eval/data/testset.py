@@ -68,6 +68,23 @@ def _excerpt(text: str, start: int, length: int) -> str:
     return piece if len(piece) <= 120 else piece[:117] + "..."
 
 
+def label_provenance(question: Question, corpus: Corpus) -> dict:
+    """How a question's relevant chunks were labelled, for comparing runs over different corpora:
+    its evidence quotes (they find their chunks in any chunking), and each chunk it names by id that
+    no quote accounts for, with a hash of that chunk's passage (an id holds the same label across
+    runs only while its passage is unchanged)."""
+    quotes = [normalise(q) for q in question.evidence]
+    by_id: dict[str, str] = {}
+    for cid, grade in question.qrels.items():
+        if grade <= 0 or cid not in corpus.index:
+            continue
+        chunk = corpus.chunks[corpus.index[cid]]
+        passage = normalise(f"{chunk.title}\n{chunk.text}")
+        if not any(q in passage for q in quotes):
+            by_id[cid] = hashlib.sha1(passage.encode()).hexdigest()[:12]
+    return {"evidence": list(question.evidence), "chunk_ids": by_id}
+
+
 def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
     """Every question of the file with its labels resolved; raises DataError listing all problems."""
     return questions_from_records(read_records(path, "test set"), corpus, str(path))

@@ -40,6 +40,14 @@ def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
     return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def y_grid(left: int, right: int, y) -> list[str]:
+    """Horizontal grid lines at 0, 0.25, ..., 1 with their labels; ``y`` maps a value to a height."""
+    return [
+        f'<line x1="{left}" x2="{right}" y1="{y(t)}" y2="{y(t)}" stroke="#e4e7ee"/><text x="4" y="{y(t) + 4}">{t:.2f}</text>'
+        for t in (0, 0.25, 0.5, 0.75, 1)
+    ]
+
+
 def metric_bars(retrievers: dict[str, dict], metrics: list[str]) -> str:
     """Grouped bars per metric, one per retriever, with 95% interval whiskers."""
     names = list(retrievers)
@@ -50,11 +58,7 @@ def metric_bars(retrievers: dict[str, dict], metrics: list[str]) -> str:
         f'<svg class="plot" id="metric-bars" width="{width}" '
         f'height="{h + top + 60}" role="img" aria-label="metrics with intervals">'
     ]
-    for t in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(
-            f'<line x1="{left}" x2="{width - 10}" y1="{y(t)}" y2="{y(t)}" stroke="#e4e7ee"/>'
-            f'<text x="4" y="{y(t) + 4}">{t:.2f}</text>'
-        )
+    parts += y_grid(left, width - 10, y)
     for mi, m in enumerate(metrics):
         x0 = left + mi * group_w + 10
         for ri, name in enumerate(names):

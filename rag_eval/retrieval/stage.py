@@ -115,16 +115,21 @@ def question_records(
 
     ``diagnoses`` maps retriever -> question index -> an object with ``to_dict()`` (a miss's cause).
     """
+    from rag_eval.data.testset import label_provenance
+
     diagnoses = diagnoses or {}
     pos = {q: j for j, q in enumerate(res.answerable)}
+    labels = [label_provenance(q, corpus) for q in res.questions]
     records = []
     for name, r in res.retrievers.items():
         for i, q in enumerate(res.questions):
             top = r.rankings.top[i][:show]
             record = {
                 "question_id": q.id,
+                "question": q.question,
                 "retriever": name,
                 "answerable": q.answerable,
+                "labels": labels[i],
                 "first_relevant_rank": r.first_rank[i],
                 "miss": res.is_miss(name, i),
                 "relevant": {cid: g for cid, g in q.qrels.items() if g > 0},
