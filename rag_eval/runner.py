@@ -336,6 +336,16 @@ def run_audit(
                 "records": judgements,
             }
             report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
+            escalation = judge_reuse.pop("escalation", None)
+            if escalation is not None:
+                from rag_eval.judges.escalation import without_escalation
+
+                report["judges"]["escalation"] = without_escalation(
+                    escalation,
+                    judgements,
+                    lambda js: aggregate(cfg, inputs.questions, js, weights),
+                    lambda js: attribution_section(cfg, res, inputs.corpus, records, js)["shares"],
+                )
             if cfg.judges.labels:
                 from rag_eval.labels import label_run
 
