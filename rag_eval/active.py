@@ -57,16 +57,18 @@ def decision_uncertainty(record: dict) -> float | None:
     return 1.0 / (1.0 + math.exp(abs(logit(p) - logit(cut))))
 
 
-def question_scores(records: list[dict], deciding: set[str]) -> dict[str, float]:
+def question_scores(records: list[dict], deciding: set[str], unanswerable: set[str] = frozenset()) -> dict[str, float]:
     """Each question's chance of a wrong deciding verdict: the most unsure decision among its
     answers (a judge that does not decide the outcome counts half). The draw's probabilities grow
-    with its square root (the standard deviation of the label's correction)."""
+    with its square root (the standard deviation of the label's correction). Only the refusal
+    judge decides the outcome of a question in ``unanswerable``."""
     out: dict[str, float] = {}
     for r in records:
         u = decision_uncertainty(r)
         if u is None:
             continue
-        u *= 1.0 if r["judge"] in deciding else OTHER_WEIGHT
+        decides = r["judge"] == "refusal" if r["question_id"] in unanswerable else r["judge"] in deciding
+        u *= 1.0 if decides else OTHER_WEIGHT
         out[r["question_id"]] = max(out.get(r["question_id"], 0.0), u)
     return out
 
@@ -194,7 +196,9 @@ def draw_questions(report: dict, question_ids: list[str], n: int, seed: int = 0)
     the square root of its chance of a wrong deciding verdict, mixed with the uniform rate."""
     judges = report.get("judges") or {}
     deciding = {"refusal", "correctness", judges.get("faithfulness_judge")}
-    err = question_scores(judges.get("records", []), deciding)
+    rows = (report.get("attribution") or {}).get("rows", [])
+    unanswerable = {r["question_id"] for r in rows if not r.get("answerable", True)}
+    err = question_scores(judges.get("records", []), deciding, unanswerable)
     ids = sorted(set(question_ids))
     pi = inclusion_probabilities(np.sqrt([err.get(q, UNKNOWN) for q in ids]), min(n, len(ids)))
     chosen = systematic_draw(pi, seed)

@@ -201,7 +201,7 @@ def triage_markdown(report: dict) -> list[str]:
             "(`--uniform`; from the judge's measured agreement where known, else its probabilities) and the "
             "active draw of `rag-eval label` (from how unsure the judge is on each answer of this run; it assumes "
             "the judge's probabilities rank its errors). `escalations`: decisions a second judge would be asked "
-            "to decide the uncertain ones.",
+            "to decide the uncertain ones. `all N`: only labelling every answer gets there (the figure is then the labels' own).",
             "",
         ]
         out += _table(
@@ -221,13 +221,21 @@ def triage_markdown(report: dict) -> list[str]:
                     str(p["answers"]),
                     str(p["uncertain"]),
                     str(p["escalations"]),
-                    f"{p['labels_needed']['0.05']['uniform']} / {p['labels_needed']['0.05']['active']}",
-                    f"{p['labels_needed']['0.1']['uniform']} / {p['labels_needed']['0.1']['active']}",
+                    _needed(p, "0.05"),
+                    _needed(p, "0.1"),
                 ]
                 for p in plan
             ],
         )
     return out
+
+
+def _needed(plan: dict, width: str) -> str:
+    """``uniform / active`` labels, or "all N" where a draw would need every answer (labelling all
+    of them gives the figure itself)."""
+    n = plan["answers"]
+    got = plan["labels_needed"][width]
+    return " / ".join(f"all {n}" if got[k] >= n else str(got[k]) for k in ("uniform", "active"))
 
 
 def triage_html(report: dict) -> list[str]:
