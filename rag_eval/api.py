@@ -215,14 +215,23 @@ def compare(
     use_cache: bool = True,
     base_dir: str | Path | None = None,
     progress: bool = False,
+    stop_when_settled: bool = False,
+    batch: int = 10,
+    seed: int = 0,
 ) -> Result:
-    """Every prompt on the same retrieved contexts, with paired comparisons; a Result."""
+    """Every prompt on the same retrieved contexts, with paired comparisons; a Result.
+    ``stop_when_settled``: questions in a seeded random order, ``batch`` at a time, until an
+    always-valid test settles the differences."""
     from rag_eval.runner import run_compare
 
     _quiet(progress)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
     run_dir = run_compare(
-        cfg, out=str(out) if out else None, use_cache=use_cache, inputs=_inputs(cfg, corpus, test_set)
+        cfg,
+        out=str(out) if out else None,
+        use_cache=use_cache,
+        inputs=_inputs(cfg, corpus, test_set),
+        settle={"batch": batch, "seed": seed} if stop_when_settled else None,
     )
     return Result.from_dir(run_dir, cfg)
 

@@ -255,7 +255,21 @@ def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list
 def _compare(args: argparse.Namespace) -> int:
     from rag_eval import api, progress
 
-    result = api.compare(args.config, out=args.out, use_cache=not args.no_cache, progress=progress.enabled())
+    result = api.compare(
+        args.config,
+        out=args.out,
+        use_cache=not args.no_cache,
+        progress=progress.enabled(),
+        stop_when_settled=args.stop_when_settled,
+        batch=args.batch,
+        seed=args.seed,
+    )
+    seq = result.report.get("comparison", {}).get("sequential")
+    if seq:
+        print(
+            f"stopped {'when settled' if seq['settled'] else 'at the end, not settled'}: {seq['questions_used']} of "
+            f"{seq['questions_total']} questions, about {seq['calls_saved_estimate']} model calls saved"
+        )
     for pairs in result.summary.get("comparison", {}).values():
         for c in pairs.values():
             print(f"- {c['verdict']}")
@@ -448,6 +462,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
+    p.add_argument(
+        "--stop-when-settled",
+        action="store_true",
+        help="judge the questions in a seeded random order, a batch at a time, and stop once an always-valid "
+        "sequential test settles every prompt pair's difference of the outcome ok",
+    )
+    p.add_argument("--batch", type=int, default=10, help="questions per look with --stop-when-settled (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the question order with --stop-when-settled")
     _ci_options(p)
     p.set_defaults(func=_compare)
 

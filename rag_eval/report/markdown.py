@@ -181,6 +181,9 @@ def comparison_markdown(report: dict) -> list[str]:
             for x in c["comparisons"]
         ],
     )
+    from rag_eval.sequential import sequential_lines
+
+    out += sequential_lines(c)
     if c["disagreements"]:
         out += ["", f"### Questions where the prompts disagree ({len(c['disagreements'])})", ""]
         for d in c["disagreements"]:
