@@ -184,8 +184,9 @@ def _band_line(s) -> str:
     if not bands:
         return "    no band of uncertain decisions (no probabilities)"
     edges = ", ".join(
-        f"{v + ' ' if len(bands) > 1 else ''}[{b['low']:.3f}, {b['high']:.3f})"
-        + ("" if b["reached"] else f" (target {b['target']:.2f} not reached)")
+        f"{v + ' ' if len(bands) > 1 else ''}"
+        + (f"[{b['low']:.3f}, {b['high']:.3f})" if b["high"] > b["low"] else "empty (the cut-off alone reaches it)")
+        + (f" (target {b['target']:.2f})" if b["reached"] else f" (target {b['target']:.2f} not reached)")
         for v, b in bands.items()
     )
     acc = f"{oof['decided_accuracy']:.2f}" if oof.get("decided_accuracy") is not None else "–"

@@ -106,29 +106,44 @@ async def escalate(
 ) -> tuple[list[Judgement], Escalation]:
     """Every record, the uncertain ones asked again of ``second`` (within ``max_calls``
     decisions); ``inputs(record)`` gives the texts the prompts need (question, answer, reference,
-    context)."""
+    context). Uncertain refusal verdicts go first: an answer the second judge calls a refusal makes
+    no claim, so its faithfulness records become ``skipped`` (and are not sent)."""
+    from rag_eval.judges.registry import JUDGES
+
     info = Escalation(second.llm.model, second.llm.identity, max_calls)
-    unsure = sorted(
-        (i for i, j in enumerate(records) if j.status == "uncertain"),
-        key=lambda i: (records[i].question_id, records[i].prompt, records[i].judge),
-    )
-    info.uncertain = len(unsure)
-    chosen = []
-    for i in unsure:
-        need = _needed(records[i])
-        if max_calls is not None and info.calls + need > max_calls:
-            info.over_budget += 1
-            records[i] = _note(records[i], {"not_sent": f"judges.escalate.max_calls ({max_calls}) reached"})
-            continue
-        info.calls += need
-        chosen.append(i)
-    results = await asyncio.gather(
-        *(_one(records[i], inputs(records[i]), second, second_bands, threshold) for i in chosen)
-    )
-    for i, new in zip(chosen, results):
-        records[i] = new
-        info.escalated += 1
-        info.decided += new.status == "judged"
+    info.uncertain = sum(j.status == "uncertain" for j in records)
+
+    async def send(indices: list[int]) -> None:
+        chosen = []
+        for i in sorted(indices, key=lambda i: (records[i].question_id, records[i].prompt, records[i].judge)):
+            need = _needed(records[i])
+            if max_calls is not None and info.calls + need > max_calls:
+                info.over_budget += 1
+                records[i] = _note(records[i], {"not_sent": f"judges.escalate.max_calls ({max_calls}) reached"})
+                continue
+            info.calls += need
+            chosen.append(i)
+        results = await asyncio.gather(
+            *(_one(records[i], inputs(records[i]), second, second_bands, threshold) for i in chosen)
+        )
+        for i, new in zip(chosen, results):
+            records[i] = new
+            info.escalated += 1
+            info.decided += new.status == "judged"
+
+    await send([i for i, j in enumerate(records) if j.status == "uncertain" and j.judge == "refusal"])
+    refused = {
+        (j.question_id, j.prompt)
+        for j in records
+        if j.judge == "refusal" and j.verdict == "refused" and (j.details.get("escalation") or {}).get("decided_by")
+    }
+    for i, j in enumerate(records):
+        spec = JUDGES.get(j.judge)
+        if (j.question_id, j.prompt) in refused and spec is not None and spec.skip_refusals and j.status != "skipped":
+            info.uncertain -= j.status == "uncertain"
+            skipped = Judgement(j.judge, j.question_id, j.prompt, "skipped", reason="the answer is a refusal")
+            records[i] = _note(skipped, {"skipped": "the second judge called the answer a refusal"}, first=j)
+    await send([i for i, j in enumerate(records) if j.status == "uncertain" and j.judge != "refusal"])
     info.calibrated = dict(second.calibrated)
     return records, info
 

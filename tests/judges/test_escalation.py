@@ -201,3 +201,32 @@ def test_judge_check_measures_first_alone_second_alone_and_the_cascade(tmp_path,
     assert band["low"] <= score["cutoffs"]["refusal"] < band["high"]
     printed = capsys.readouterr().out
     assert "Cascade" in printed and "uncertain band [" in printed
+
+
+def test_an_answer_the_second_judge_calls_a_refusal_sends_no_faithfulness_question(small_project):
+    """Refusal verdicts go first: where the second judge says refused, the answer's faithfulness
+    (uncertain too) is skipped, not sent."""
+
+    def second_reply(body):
+        if judge_name(body) == "refusal":
+            return "No: it declines."
+        return structured_reply(body)
+
+    with ScriptedServer(reply=structured_reply) as first, ScriptedServer(reply=second_reply) as second:
+        cfg = _project(
+            small_project,
+            first.base_url,
+            "  uncertain: {refusal: [0.05, 0.15], faithfulness_yesno: [0.85, 0.95]}\n" + _second_block(second.base_url),
+        )
+        run_dir = run_audit(cfg)
+        kinds = [judge_name(b) for b in second.bodies]
+    assert kinds == ["refusal"] * 4  # P(refused) 0.1 is in the band for every answer; no statement sent
+    records = _records(run_dir)
+    faith = [r for r in records if r["judge"] == "faithfulness_yesno"]
+    assert faith and all(r["status"] == "skipped" and r["reason"] == "the answer is a refusal" for r in faith)
+    assert all(r["details"]["escalation"]["first_record"]["status"] == "uncertain" for r in faith)
+    report = json.loads((run_dir / "report.json").read_text())
+    outcomes = {r["question_id"]: r["outcome"] for r in report["attribution"]["rows"]}
+    assert outcomes == {"q1": "refused", "q2": "refused", "q3": "refused", "q4": "correct_refusal"}
+    e = report["judges"]["escalation"]
+    assert (e["escalated"], e["calls"]) == (4, 4)
