@@ -306,7 +306,7 @@ def _attribution(report: dict) -> list[str]:
         )
         + "</ul>"
     )
-    failed = [x for x in a["rows"] if x["outcome"] not in ("ok", "correct_refusal")]
+    failed = [x for x in a["rows"] if x["outcome"] not in ("ok", "correct_refusal", "uncertain")]
     out.append(f"<h3>Failed questions ({len(failed)})</h3>")
     rows = []
     for x in failed:

@@ -223,7 +223,7 @@ def attribution_markdown(report: dict) -> list[str]:
             f"retrieval, {sp['generation']} in generation; {sp['not_judged']} not judged"
             + (f"; {sp['uncertain']} uncertain." if sp.get("uncertain") else ".")
         )
-    failed = [r for r in a["rows"] if r["outcome"] not in ("ok", "correct_refusal")]
+    failed = [r for r in a["rows"] if r["outcome"] not in ("ok", "correct_refusal", "uncertain")]
     if failed:
         out += ["", "### Failed questions", ""]
         for r in failed:
