@@ -395,7 +395,9 @@ def estimates(
         est = active_mean(
             y, yhat, p, yhat_unlabelled, confidence=confidence, w=w, w_unlabelled=w_unlabelled, bounded=bounded
         )
-        return est, human_mean(y, confidence=confidence, w=base / p, bounded=bounded)
+        # A census (nothing left unlabelled) is its own figure; a sample is weighted by 1 / pi.
+        hw = base if len(yhat_unlabelled) == 0 else base / p
+        return est, human_mean(y, confidence=confidence, w=hw, bounded=bounded)
     est = ppi_mean(y, yhat, yhat_unlabelled, confidence=confidence, w=w, w_unlabelled=w_unlabelled, bounded=bounded)
     return est, human_mean(y, confidence=confidence, w=w, bounded=bounded)
 

@@ -155,3 +155,17 @@ def test_uniform_keeps_the_plain_draw(small_project):
     assert main(["label", str(run_dir), "--n", "2", "--uniform"]) == 0
     rows = list(csv.DictReader((run_dir / "labels" / "labels.csv").open()))
     assert {float(r["inclusion_probability"]) for r in rows} == {0.5}
+
+
+def test_labels_drawn_with_unequal_probabilities_are_weighted_by_their_inverse():
+    from rag_eval.labels import estimates
+
+    y, yh, yu = np.array([1.0, 0.0, 1.0]), np.array([1.0, 1.0, 1.0]), np.array([1.0, 0.0, 1.0, 1.0])
+    est, human = estimates(y, yh, yu, [0.5, 0.25, 0.5], confidence=0.95)
+    assert est.method.startswith("active")
+    # The labels alone, weighted by 1 / pi: (2 + 0 + 2) / (2 + 4 + 2)
+    assert human.value == pytest.approx(0.5)
+    plain, plain_human = estimates(y, yh, yu, [0.5, 0.5, 0.5], confidence=0.95)
+    assert plain.method in ("ppi++", "ppi") and plain_human.value == pytest.approx(2 / 3)
+    hand_made, _ = estimates(y, yh, yu, [None, None, None], confidence=0.95)
+    assert hand_made.method in ("ppi++", "ppi")
