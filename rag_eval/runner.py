@@ -320,6 +320,10 @@ def run_audit(
                 f"judging {sum(r.get('error') is None for r in records)} answers with "
                 f"{', '.join(cfg.judges.metrics)}: {_eta(calls, latency)} at most (cached calls are free)"
             )
+            esc = cfg.judges.escalate
+            if esc is not None:
+                cap = f"at most {esc.max_calls} decisions" if esc.max_calls is not None else "no call limit"
+                say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
             judgements, judge_reuse = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
             if resume:
                 report["resume"]["judgements"] = {k: judge_reuse[k] for k in ("reused", "redone")}

@@ -409,7 +409,12 @@ def _judges(report: dict) -> list[str]:
             [
                 [escape(p)]
                 + [
-                    _num(f"{fmt(f[m], 2)} n={f[m]['n']}, not judged {f[m]['n_not_judged']}") if m in f else "<td>–</td>"
+                    _num(
+                        f"{fmt(f[m], 2)} n={f[m]['n']}, not judged {f[m]['n_not_judged']}"
+                        + (f", uncertain {f[m]['n_uncertain']}" if f[m].get("n_uncertain") else "")
+                    )
+                    if m in f
+                    else "<td>–</td>"
                     for m in cols
                 ]
                 for p, f in j["figures"].items()
