@@ -35,9 +35,10 @@ def span(text: str) -> tuple[int, int]:
     return int(a), int(b)
 
 
-def fitted_cutoffs(cases, preds, judges, threshold):
+def fitted_cutoffs(cases, preds, judges, threshold, extras=None):
     """Each probability-scored judge's cut-offs (one per prompt variant) fitted on all of ``cases``
-    (judge-check's own fit)."""
+    (judge-check's own fit); ``extras`` (a dict) receives each judge's fitted bands of uncertain
+    decisions and the cases' probabilities."""
     out = {}
     for name in judges:
         kind = next(k for k, js in JUDGES_FOR.items() if name in js)
@@ -45,6 +46,8 @@ def fitted_cutoffs(cases, preds, judges, threshold):
             continue  # Ragas has no cut-off; refusal has no HaluEval cases (fitted out-of-fold below)
         overall = score_judge(name, cases, preds[name], threshold=threshold, folds=5, seed=0)[0]
         out[name] = overall.cutoffs
+        if extras is not None:
+            extras[name] = (dict(overall.cutoffs), overall.extra)
     return out
 
 
@@ -114,7 +117,8 @@ def main() -> None:
     preds_tune, usage_tune, identity, scored = predict(
         tune, llm, cache_root(), None, [j for j in judges if j != "refusal"]
     )
-    cutoffs = fitted_cutoffs(tune, preds_tune, judges, threshold)
+    extras: dict = {}
+    cutoffs = fitted_cutoffs(tune, preds_tune, judges, threshold, extras)
     if "correctness" in cutoffs:
         cutoffs["correctness"]["correctness"] = long_reference_cutoff(tune, llm, threshold)
     t1 = time.perf_counter()
@@ -128,7 +132,9 @@ def main() -> None:
     for name in judges:
         if name == "refusal":
             rows += score_judge(name, hand_refusal, preds_ref[name], threshold=threshold, folds=5, seed=0)
-            cutoffs["refusal"] = next(r.cutoffs for r in rows if r.judge == "refusal" and r.source == "all")
+            overall = next(r for r in rows if r.judge == "refusal" and r.source == "all")
+            cutoffs["refusal"] = overall.cutoffs
+            extras["refusal"] = (dict(overall.cutoffs), overall.extra)
             rows += refusal_transfer(hand_refusal, preds_ref["refusal"], threshold)
         else:
             rows += score_judge(
@@ -168,7 +174,13 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"cutoffs": cutoffs, "rows": [r.to_dict() for r in rows]}, indent=2))
     if args.write_calibration:
+        from rag_eval.judge_check import saved_band
         from rag_eval.judges.calibration import SHIPPED, save
+
+        def band(name, variant, cut):
+            """The band fitted with this very cut-off (none where the cut-off was refitted apart)."""
+            fitted, extra = extras.get(name, ({}, {}))
+            return saved_band(extra, variant) if fitted.get(variant) == cut else {}
 
         path = ROOT / "rag_eval" / "judges" / SHIPPED
         for name, variant, cut in [(n, v, c) for n, cuts in cutoffs.items() for v, c in cuts.items()]:
@@ -191,6 +203,7 @@ def main() -> None:
                         for r in rows
                         if r.judge == name and r.source == "all"
                     ),
+                    **band(name, variant, cut),
                 },
                 path=path,
             )

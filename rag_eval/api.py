@@ -248,16 +248,24 @@ def compare(
     base_dir: str | Path | None = None,
     progress: bool = False,
     baseline: str | Path | None = None,
+    stop_when_settled: bool = False,
+    batch: int = 10,
+    seed: int = 0,
 ) -> Result:
     """Every prompt on the same retrieved contexts, with paired comparisons; a Result.
-    ``baseline``: a run folder to diff against."""
+    ``baseline``: a run folder to diff against. ``stop_when_settled``: questions in a seeded
+    random order, ``batch`` at a time, until an always-valid test settles the differences."""
     from rag_eval.runner import run_compare
 
     _quiet(progress)
     cfg = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_compare(
-        cfg, out=str(out) if out else None, use_cache=use_cache, inputs=_inputs(cfg, corpus, test_set)
+        cfg,
+        out=str(out) if out else None,
+        use_cache=use_cache,
+        inputs=_inputs(cfg, corpus, test_set),
+        settle={"batch": batch, "seed": seed} if stop_when_settled else None,
     )
     return _with_baseline(Result.from_dir(run_dir, cfg), baseline)
 

@@ -5,7 +5,8 @@ given to the generator); then, with the answer in hand, ``refused`` (declined al
 was there), ``incorrect`` (the correctness judge did not say correct), ``unfaithful``
 (faithfulness under the threshold), else ``ok``. For an unanswerable question:
 ``correct_refusal`` or ``answered_unanswerable``. ``not_judged`` where a judge whose verdict
-decides the outcome failed, or the answer itself failed.
+decides the outcome failed, or the answer itself failed; ``uncertain`` where such a judge's
+decision lay in the band around its cut-off (see ``judges/uncertain.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ OUTCOMES = (
     "correct_refusal",
     "answered_unanswerable",
     "not_judged",
+    "uncertain",
 )
 RETRIEVAL_FAILURES = ("retrieval_miss",)
 GENERATION_FAILURES = ("refused", "incorrect", "unfaithful", "answered_unanswerable")
@@ -42,7 +44,7 @@ def attribute(
         j = judgements.get(name)
         if j is None or j["status"] == "skipped":
             return None, None
-        return (j["verdict"] if j["status"] == "judged" else "not_judged"), j
+        return (j["verdict"] if j["status"] == "judged" else j["status"]), j
 
     if question.answerable and not retrieved:
         return "retrieval_miss", "no relevant chunk in the contexts given to the generator"
@@ -51,6 +53,8 @@ def attribute(
     refusal, rj = verdict("refusal")
     if refusal == "not_judged":
         return "not_judged", f"refusal judge failed: {rj['error']}"
+    if refusal == "uncertain":
+        return "uncertain", _unsure("refusal", rj)
     if not question.answerable:
         if refusal is None:
             return "not_judged", "the refusal judge is not configured"
@@ -64,14 +68,30 @@ def attribute(
     correctness, cj = verdict("correctness")
     if correctness == "not_judged":
         return "not_judged", f"correctness judge failed: {cj['error']}"
+    if correctness == "uncertain":
+        return "uncertain", _unsure("correctness", cj)
     if correctness in ("partial", "incorrect"):
         return "incorrect", f"{correctness}: {cj['reason']}"
     faith = judgements.get(faithfulness_judge) if faithfulness_judge else None
     if faith is not None and faith["status"] == "not_judged":
         return "not_judged", f"{faithfulness_judge} judge failed: {faith['error']}"
+    if faith is not None and faith["status"] == "uncertain":
+        return "uncertain", _unsure(faithfulness_judge, faith)
     if faith is not None and faith["status"] == "judged" and faith["score"] < faithfulness_threshold:
         return (
             "unfaithful",
             f"{faithfulness_judge} {faith['score']:.2f} < {faithfulness_threshold}: {faith['reason']}",
         )
     return "ok", "retrieved, answered" + (", judged correct" if correctness == "correct" else "")
+
+
+def _unsure(name: str, j: dict) -> str:
+    """Why an outcome is uncertain: the judge, its probability and its band."""
+    d = j.get("details") or {}
+    band = d.get("band") or ["?", "?"]
+    if d.get("score_range") is not None:
+        lo, hi = d["score_range"]
+        what = f"its share of supported statements lies between {lo:.2f} and {hi:.2f}"
+    else:
+        what = f"P {j.get('probability'):.2f}" if j.get("probability") is not None else "its probability"
+    return f"{name} uncertain: {what}, within its band [{band[0]}, {band[1]}); label it or escalate it"

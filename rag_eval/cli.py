@@ -151,9 +151,8 @@ def _judge_check(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         folds=args.folds,
         save=args.save,
+        uncertain_target=args.uncertain_target,
     )
-    if args.json:
-        Path(args.json).write_text(json.dumps({"scores": [s.to_dict() for s in scores], "usage": usage}, indent=2))
     print("Out-of-fold figures (each case decided with a cut-off fitted on the other folds):")
     print(
         f"{'judge':<20}{'source':<14}{'accuracy [95% CI]':>22}{'bal.acc':>9}{'kappa [95% CI]':>24}{'AUC':>6}{'n':>5}{'nj':>4}"
@@ -173,6 +172,7 @@ def _judge_check(args: argparse.Namespace) -> int:
                     f"{lab}: " + ", ".join(f"{p} {n}" for p, n in row.items()) for lab, row in s.confusion.items()
                 )
             )
+            print(_band_line(s))
     for u in usage:
         print(
             f"model {u['model']}: {u['calls']} calls, {u['cache_hits']} from cache, {u['prompt_tokens']} prompt "
@@ -181,16 +181,112 @@ def _judge_check(args: argparse.Namespace) -> int:
     if args.save:
         from rag_eval.judges.calibration import user_path
 
-        print(f"cut-offs saved to {user_path()}")
+        print(f"cut-offs and bands saved to {user_path()}")
+    cascade = _cascade(args, cases, scores, usage) if args.escalate else None
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {"scores": [s.to_dict() for s in scores], "usage": usage, **({"cascade": cascade} if cascade else {})},
+                indent=2,
+            )
+        )
     return 0
+
+
+def _band_line(s) -> str:
+    """A judge's band of uncertain decisions, as judge-check fitted and measured it."""
+    bands, oof = s.extra.get("bands"), s.extra.get("band_out_of_fold")
+    if not bands:
+        return "    no band of uncertain decisions (no probabilities)"
+    edges = ", ".join(
+        f"{v + ' ' if len(bands) > 1 else ''}"
+        + (f"[{b['low']:.3f}, {b['high']:.3f})" if b["high"] > b["low"] else "empty (the cut-off alone reaches it)")
+        + (f" (target {b['target']:.2f})" if b["reached"] else f" (target {b['target']:.2f} not reached)")
+        for v, b in bands.items()
+    )
+    acc = f"{oof['decided_accuracy']:.2f}" if oof.get("decided_accuracy") is not None else "–"
+    return (
+        f"    uncertain band {edges}; out of fold: decided {oof['n_decided']} of {oof['n']} agree on {acc}, "
+        f"{oof['uncertain_share']:.0%} uncertain"
+    )
+
+
+def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list[dict]:
+    """judge-check --escalate: first judge alone, second alone and the cascade on the cases."""
+    from pathlib import Path
+
+    from rag_eval.cache import cache_root
+    from rag_eval.cascade import measure, second_opinions
+    from rag_eval.config import LLMConfig, PriceConfig
+    from rag_eval.judge_check import Prediction
+    from rag_eval.report.markdown import fmt
+
+    prices = PriceConfig()
+    if args.escalate_prices:
+        inp, _, out = args.escalate_prices.partition(",")
+        prices = PriceConfig(input=float(inp), output=float(out or inp))
+    second = LLMConfig(
+        provider="openai",
+        model=args.escalate_model or "second",
+        base_url=args.escalate,
+        api_key_env=args.escalate_api_key_env,
+        prices=prices,
+    )
+    names = [n for n in dict.fromkeys(s.judge for s in scores) if n != "faithfulness"]
+    prompts = Path(args.prompts_dir) if args.prompts_dir else None
+    # The first judge's probabilities, as judge-check kept them per case.
+    preds = {}
+    for s in scores:
+        if s.source == "all" and s.judge in names:
+            got = {c["id"]: Prediction(probs=c["p"], variant=c["variant"]) for c in s.extra.get("cases", [])}
+            preds[s.judge] = [got.get(c["id"], Prediction(error="not judged")) for c in cases]
+    ops, usage_second = second_opinions(cases, names, second, cache_root(), prompts)
+    first_usage = {"calls": sum(u["calls"] + u["cache_hits"] for u in usage), "cost": sum(u["cost"] for u in usage)}
+    rows = []
+    for name in names:
+        rows += measure(
+            name,
+            cases,
+            preds[name],
+            ops[name],
+            first_usage,
+            usage_second,
+            threshold=args.threshold,
+            folds=args.folds,
+            seed=0,
+            target=args.uncertain_target,
+        )
+    print(f"\nCascade (uncertain decisions of the first judge asked of {second.model} at {second.base_url}):")
+    print(
+        f"{'judge':<20}{'way':<14}{'accuracy [95% CI]':>22}{'n':>5}{'undecided':>10}{'calls 1st':>10}{'calls 2nd':>10}{'cost':>10}"
+    )
+    for r in rows:
+        print(
+            f"{r.judge:<20}{r.way:<14}{fmt(r.accuracy.to_dict(), 2):>22}{r.accuracy.n:>5}{r.undecided:>10}"
+            f"{r.calls_first:>10}{r.calls_second:>10}{r.cost:>10.4f}"
+        )
+    return [r.to_dict() for r in rows]
 
 
 def _compare(args: argparse.Namespace) -> int:
     from rag_eval import api, progress
 
     result = api.compare(
-        args.config, out=args.out, use_cache=not args.no_cache, progress=progress.enabled(), baseline=args.baseline
+        args.config,
+        out=args.out,
+        use_cache=not args.no_cache,
+        progress=progress.enabled(),
+        stop_when_settled=args.stop_when_settled,
+        batch=args.batch,
+        seed=args.seed,
+        baseline=args.baseline,
     )
+    seq = result.report.get("comparison", {}).get("sequential")
+    if seq:
+        print(
+            f"stopped {'when settled' if seq['settled'] else 'at the end, not settled'}: {seq['questions_used']} of "
+            f"{seq['questions_total']} questions, about {seq['calls_saved_estimate']} model calls saved"
+        )
     for pairs in result.summary.get("comparison", {}).values():
         for c in pairs.values():
             print(f"- {c['verdict']}")
@@ -237,7 +333,7 @@ def _label(args: argparse.Namespace) -> int:
     from rag_eval.labels import draw, write_csv, write_html
 
     run_dir = Path(args.run_dir)
-    rows = draw(run_dir, args.n, args.seed)
+    rows = draw(run_dir, args.n, args.seed, active=not args.uniform)
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     out = Path(args.out) if args.out else run_dir / "labels"
     out.mkdir(parents=True, exist_ok=True)
@@ -245,9 +341,13 @@ def _label(args: argparse.Namespace) -> int:
     for row in report.get("attribution", {}).get("rows", []):
         verdicts[(row["question_id"], row["prompt"])] = row.get("judges", {})
     write_csv(rows, out / "labels.csv")
-    write_html(rows, out / "labels.html", _context_texts(run_dir, report), verdicts)
+    from rag_eval.report.triage import labels_plan
+
+    plan = labels_plan(report, args.width)
+    write_html(rows, out / "labels.html", _context_texts(run_dir, report), verdicts, plan=plan)
+    how = "a plain random draw" if args.uniform else "drawn favouring uncertain and outcome-deciding verdicts"
     print(
-        f"{len(rows)} answers to label ({len({r['question_id'] for r in rows})} questions, seed {args.seed}): "
+        f"{len(rows)} answers to label ({len({r['question_id'] for r in rows})} questions, seed {args.seed}, {how}): "
         f"{out / 'labels.csv'} (fill in yes/no) or {out / 'labels.html'} (open in a browser; Save labels "
         f"downloads labels.csv).\nThen: rag-eval report {run_dir} --labels {out / 'labels.csv'}"
     )
@@ -438,6 +538,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
+    p.add_argument(
+        "--stop-when-settled",
+        action="store_true",
+        help="judge the questions in a seeded random order, a batch at a time, and stop once an always-valid "
+        "sequential test settles every prompt pair's difference of the outcome ok",
+    )
+    p.add_argument("--batch", type=int, default=10, help="questions per look with --stop-when-settled (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the question order with --stop-when-settled")
     _ci_options(p)
     p.set_defaults(func=_compare)
 
@@ -464,6 +572,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=30, help="questions to draw (default 30)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="folder for labels.csv and labels.html (default: RUN_DIR/labels/)")
+    p.add_argument(
+        "--uniform",
+        action="store_true",
+        help="a plain random draw (default: favour uncertain and outcome-deciding verdicts, each answer's "
+        "inclusion probability kept in labels.csv so the figures stay unbiased)",
+    )
+    p.add_argument(
+        "--width",
+        type=float,
+        default=0.10,
+        help="the interval half-width the labelling page tracks progress toward (default 0.10)",
+    )
     p.set_defaults(func=_label)
 
     p = add(
@@ -489,6 +609,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds for the cut-offs")
     p.add_argument("--save", action="store_true", help="save the cut-offs fitted on all cases for audits to use")
     p.add_argument("--json", help="also write the figures to this JSON file")
+    p.add_argument(
+        "--uncertain-target",
+        type=float,
+        help="agreement the decided verdicts must reach; the band of uncertain decisions is fitted to it "
+        "(default: 0.95 refusal, 0.90 the others)",
+    )
+    p.add_argument(
+        "--escalate",
+        metavar="BASE_URL",
+        help="a second judge (OpenAI-compatible endpoint): measure it alone and in a cascade with the first",
+    )
+    p.add_argument("--escalate-model", help="the second judge's model name")
+    p.add_argument("--escalate-api-key-env", help="environment variable holding the second judge's API key")
+    p.add_argument("--escalate-prices", metavar="IN,OUT", help="the second judge's price per million tokens")
     p.set_defaults(func=_judge_check)
 
     p = add(

@@ -68,7 +68,7 @@ def per_question_values(
             value = float(j["verdict"] == f.verdict) if f.binary else float(j["score"])
             values[f.comparison_name].setdefault(prompt, {})[qid] = 1.0 - value if f.better == "lower" else value
     for row in report.get("attribution", {}).get("rows", []):
-        if row["outcome"] != "not_judged":
+        if row["outcome"] not in ("not_judged", "uncertain"):
             values["ok"].setdefault(row["prompt"], {})[row["question_id"]] = float(
                 row["outcome"] in ("ok", "correct_refusal")
             )

@@ -269,6 +269,21 @@ class TestGenConfig(_Model):
         return mix
 
 
+class EscalateConfig(_Model):
+    """A second, stronger judge asked only the decisions the first judge is uncertain of."""
+
+    llm: LLMConfig = Field(description="the second judge: any OpenAI-compatible endpoint")
+    max_calls: int | None = Field(None, ge=0, description="at most this many decisions sent to the second judge")
+    prices: PriceConfig | None = Field(
+        None, description="price per million tokens of the second judge (else llm.prices)"
+    )
+
+    @property
+    def second(self) -> LLMConfig:
+        """The second judge's model config, with the prices given here."""
+        return self.llm.model_copy(update={"prices": self.prices}) if self.prices else self.llm
+
+
 class JudgesConfig(_Model):
     """Which judges run on the generated answers, with which model."""
 
@@ -298,6 +313,14 @@ class JudgesConfig(_Model):
         description="P(yes) cut-offs per judge, overriding the calibration saved by judge-check --save; "
         "correctness sets both of its prompts, correctness_short only the short-reference one",
     )
+    uncertain: Literal["auto", "off"] | dict[str, tuple[float, float]] = Field(
+        "auto",
+        description="decisions in a band around the cut-off are uncertain: auto (the band saved with the "
+        "calibration by judge-check --save), off, or {judge: [low, high]}",
+    )
+    escalate: EscalateConfig | None = Field(
+        None, description="a second judge for the uncertain decisions: {llm: {...}, max_calls, prices}"
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -315,6 +338,26 @@ class JudgesConfig(_Model):
         if fj is not None and fj not in self.metrics:
             raise ValueError(f"faithfulness_judge '{fj}' is not among judges.metrics; add it there")
         return self
+
+    @field_validator("uncertain", mode="before")
+    @classmethod
+    def _yaml_off(cls, value):
+        # YAML reads a bare off / on as a boolean.
+        return {False: "off", True: "auto"}.get(value, value) if isinstance(value, bool) else value
+
+    @field_validator("uncertain")
+    @classmethod
+    def _bands(cls, value):
+        from rag_eval.judges.uncertain import BANDED
+
+        if isinstance(value, dict):
+            known = (*BANDED, "correctness_short")
+            for judge, (low, high) in value.items():
+                if judge not in known:
+                    raise ValueError(f"judges.uncertain: no band for '{judge}'; " + did_you_mean(judge, list(known)))
+                if not 0 <= low <= high <= 1:
+                    raise ValueError(f"judges.uncertain.{judge}: need 0 <= low <= high <= 1, got [{low}, {high}]")
+        return value
 
     @property
     def deciding_faithfulness(self) -> str | None:

@@ -15,6 +15,7 @@ the probability. ``save`` stores the cut-off fitted on all cases for audits to u
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -221,6 +222,28 @@ def _auc(positive: np.ndarray, score: np.ndarray) -> float | None:
     return float(roc_auc_score(positive, score))
 
 
+def cutoff_fitter(name: str, probs: list[np.ndarray], positive: np.ndarray, variant: list[str], threshold: float):
+    """(decide, fit) for one judge's cases: ``decide(indices, cutoffs) -> bools`` (a statement
+    judge: the share at or above the cut-off reaches ``threshold``), ``fit(train) -> {variant: cut}``
+    (each variant's cut-off fitted on its training cases)."""
+    variants = sorted(set(variant))
+
+    def decide(sub, cuts: dict[str, float]) -> np.ndarray:
+        if name == "faithfulness_yesno":
+            return np.array([np.mean(probs[j] >= cuts[variant[j]]) >= threshold for j in sub], dtype=bool)
+        return np.array([probs[j][0] >= cuts[variant[j]] for j in sub], dtype=bool)
+
+    def fit(train) -> dict[str, float]:
+        cuts = {}
+        for v in variants:
+            mine = [j for j in train if variant[j] == v]
+            flat = np.concatenate([probs[j] for j in mine]) if mine else np.array([0.5])
+            cuts[v] = fit_cutoff(flat, positive[mine], decide=lambda c, mine=mine, v=v: decide(mine, {v: c}))
+        return cuts
+
+    return decide, fit
+
+
 def score_judge(
     name: str,
     cases: list[dict],
@@ -230,11 +253,16 @@ def score_judge(
     folds: int,
     seed: int,
     fixed_cutoff: dict[str, float] | float | None = None,
+    uncertain_target: float | None = None,
 ) -> list[JudgeScore]:
     """Out-of-fold figures of one judge, overall and per source; with ``fixed_cutoff`` (fitted on
     other cases; one per variant of the judge's prompt), every case is decided at it instead.
-    A judge that asks one of several prompts gets a cut-off per prompt, each fitted on its cases."""
+    A judge that asks one of several prompts gets a cut-off per prompt, each fitted on its cases.
+    Probability-scored judges also get the band of uncertain decisions around each cut-off
+    (``judges/uncertain.py``; ``uncertain_target``: the decided verdicts' agreement it aims at,
+    default per judge), fitted on all cases and measured out of fold, in ``extra``."""
     kind = next(k for k, js in JUDGES_FOR.items() if name in js)
+    extra: dict = {}
     idx = [i for i, c in enumerate(cases) if c["judge"] == kind]
     ok = [i for i in idx if preds[i].error is None]
     positive = np.array([cases[i]["label"] == POSITIVE[kind] for i in ok])
@@ -245,19 +273,7 @@ def score_judge(
         probs = [np.array(preds[i].probs) for i in ok]
         variant = [preds[i].variant or name for i in ok]
         variants = sorted(set(variant))
-
-        def decide(sub: list[int], cuts: dict[str, float]) -> np.ndarray:
-            if name == "faithfulness_yesno":
-                return np.array([np.mean(probs[j] >= cuts[variant[j]]) >= threshold for j in sub], dtype=bool)
-            return np.array([probs[j][0] >= cuts[variant[j]] for j in sub], dtype=bool)
-
-        def fit(train: np.ndarray) -> dict[str, float]:
-            cuts = {}
-            for v in variants:
-                mine = [j for j in train if variant[j] == v]
-                flat = np.concatenate([probs[j] for j in mine]) if mine else np.array([0.5])
-                cuts[v] = fit_cutoff(flat, positive[mine], decide=lambda c, mine=mine, v=v: decide(mine, {v: c}))
-            return cuts
+        decide, fit = cutoff_fitter(name, probs, positive, variant, threshold)
 
         if fixed_cutoff is not None:
             fixed = fixed_cutoff if isinstance(fixed_cutoff, dict) else dict.fromkeys(variants, fixed_cutoff)
@@ -270,6 +286,19 @@ def score_judge(
             )
             cutoffs = fit(np.arange(len(ok))) if ok else None
             method = f"P(yes) cut-off{'s per prompt' if len(variants) > 1 else ''}, {folds}-fold cross-validated"
+            if ok:
+                extra = uncertain_bands(
+                    probs, positive, variant, cutoffs, fit, uncertain_target, threshold, folds, seed
+                )
+                extra["cases"] = [
+                    {
+                        "id": cases[i]["id"],
+                        "p": [float(x) for x in probs[n]],
+                        "positive": bool(positive[n]),
+                        "variant": variant[n],
+                    }
+                    for n, i in enumerate(ok)
+                ]
     scores = []
     sources = ["all"] + sorted({cases[i]["source"] for i in idx})
     for source in sources:
@@ -298,9 +327,24 @@ def score_judge(
                 confusion,
                 cutoffs,
                 method,
+                extra if source == "all" else {},
             )
         )
     return scores
+
+
+def uncertain_bands(probs, positive, variant, cutoffs, fit, target, threshold, folds, seed) -> dict:
+    """The band around each variant's cut-off, fitted on all cases, and its out-of-fold figures."""
+    from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, bands_out_of_fold, fit_band
+
+    targets = {v: target or TARGETS.get(v, DEFAULT_TARGET) for v in cutoffs}
+    bands = {}
+    for v, cut in cutoffs.items():
+        mine = [j for j in range(len(probs)) if variant[j] == v]
+        b = fit_band([probs[j] for j in mine], positive[mine], cut, target=targets[v], threshold=threshold)
+        bands[v] = {**dataclasses.asdict(b), "target": targets[v]}
+    oof = bands_out_of_fold(probs, positive, variant, fit, targets=targets, threshold=threshold, folds=folds, seed=seed)
+    return {"bands": bands, "band_out_of_fold": oof}
 
 
 def predict(
@@ -343,6 +387,7 @@ def run_judge_check(
     folds: int = 5,
     seed: int = 0,
     save: bool = False,
+    uncertain_target: float | None = None,
 ) -> tuple[list[JudgeScore], list[dict]]:
     """Every judge on the cases; the scores, and the model usage. ``save`` stores each fitted cut-off."""
     from rag_eval.judges.calibration import save as save_calibration
@@ -352,7 +397,9 @@ def run_judge_check(
     preds, usage, identity, scored = predict(cases, llm_cfg, cache_dir, prompts_dir, judges)
     scores = []
     for name in judges:
-        mine = score_judge(name, cases, preds[name], threshold=threshold, folds=folds, seed=seed)
+        mine = score_judge(
+            name, cases, preds[name], threshold=threshold, folds=folds, seed=seed, uncertain_target=uncertain_target
+        )
         scores += mine
         overall = mine[0] if mine else None
         fitted = (overall.cutoffs or {}) if save and overall else {}
@@ -368,6 +415,22 @@ def run_judge_check(
                     "balanced_accuracy_out_of_fold": overall.balanced_accuracy,
                     "auc": overall.auc,
                     "sources": sorted({c["source"] for c in cases if name in JUDGES_FOR[c["judge"]]}),
+                    **saved_band(overall.extra, variant),
                 },
             )
     return scores, usage
+
+
+def saved_band(extra: dict, variant: str) -> dict:
+    """What a calibration keeps of the band: its edges and target, its out-of-fold figures, and the
+    cases' probabilities (so a band can be refitted without asking the model again)."""
+    band = (extra.get("bands") or {}).get(variant)
+    if not band:
+        return {}
+    return {
+        "band": [band["low"], band["high"]],
+        "band_target": band["target"],
+        "band_reached": band["reached"],
+        "band_out_of_fold": extra.get("band_out_of_fold"),
+        "cases": [[c["p"], c["positive"]] for c in extra.get("cases", []) if c["variant"] == variant],
+    }

@@ -26,13 +26,14 @@ JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
 
 
 def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
-    """Finished judgements keyed by (judge, question id, prompt); not_judged ones are retried."""
+    """Finished judgements keyed by (judge, question id, prompt); not_judged ones are retried, and
+    escalated ones come back as the first judge left them (escalation runs again after)."""
+    from rag_eval.judges.escalation import first_pass
     from rag_eval.rundir import read_jsonl
 
+    rows = [first_pass(r) for r in read_jsonl(path)]
     return {
-        (r["judge"], r["question_id"], r["prompt"]): Judgement.from_dict(r)
-        for r in read_jsonl(path)
-        if r["status"] != "not_judged"
+        (r["judge"], r["question_id"], r["prompt"]): Judgement.from_dict(r) for r in rows if r["status"] != "not_judged"
     }
 
 
@@ -56,6 +57,7 @@ class JudgeRun:
         self.by_inputs = {(n, qid, j.input_hash): j for (n, qid, _), j in done.items()}
         self.reused = 0
         self.redone: dict[str, int] = {}
+        self.bands: dict = {}  # cut-off name -> uncertain.Band
 
     def judge_hash(self, name: str) -> str | None:
         if JUDGES[name].family == "ragas":
@@ -95,6 +97,9 @@ class JudgeRun:
         if self.scored and spec.family == "scored":
             cuts = self.scored.decision_cutoffs(name)
             cut = cuts if len(cuts) > 1 else cuts[name]  # one cut-off: the key of earlier releases
+            bands = {v: [b.low, b.high] for v in cuts if (b := self.bands.get(v))}
+            if bands:  # a band changes the status: part of the key (and only then, for earlier runs)
+                cut = {"cutoffs": cuts, "bands": bands}
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
@@ -109,6 +114,10 @@ class JudgeRun:
             result = dataclasses.replace(twin, prompt=prompt, input_hash=key)
         else:
             result = dataclasses.replace(await make(), input_hash=key)
+        if self.bands:
+            from rag_eval.judges.uncertain import mark
+
+            result = mark(result, self.bands, self.cfg.judges.faithfulness_threshold)
         self.emit(result)
         return result
 
@@ -149,13 +158,21 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: dict, contexts: list[str]
 
 
 async def judge_all(
-    cfg: AuditConfig, corpus: Corpus, questions: list[Question], generations: list[dict], llm, out: Path
+    cfg: AuditConfig,
+    corpus: Corpus,
+    questions: list[Question],
+    generations: list[dict],
+    llm,
+    out: Path,
+    second=None,
 ) -> tuple[list[dict], dict]:
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
-    returns them and what was reused. ``out`` ends holding exactly the returned judgements."""
+    returns them and what was reused. ``out`` ends holding exactly the returned judgements.
+    ``second`` (an LLM): the judge that the uncertain decisions are escalated to."""
     from rag_eval.judges.calibration import agreement_for, cutoffs_for
     from rag_eval.judges.ragas_judges import RagasJudges
     from rag_eval.judges.scored import ScoredJudges
+    from rag_eval.judges.uncertain import bands_for
     from rag_eval.rundir import write_text
 
     jc = cfg.judges
@@ -181,6 +198,7 @@ async def judge_all(
             fh.flush()
 
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
+        jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
 
         async def one(g: dict) -> list:
             async with gate:
@@ -190,6 +208,18 @@ async def judge_all(
         jobs = [one(g) for g in generations if g["question_id"] in by_id]
         async for batch in track_async(jobs, "judging answers"):
             records += [j.to_dict() for j in batch]
+    escalation = None
+    if second is not None:
+        from rag_eval.judges.escalation import escalate_records
+
+        gens = {(g["question_id"], g["prompt"]): g for g in generations}
+        records, escalation = await escalate_records(
+            cfg,
+            records,
+            second,
+            lambda q, p: (by_id.get(q), gens.get((q, p))),
+            lambda ids: _contexts(corpus, ids, max_chars),
+        )
     write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     agreement = agreement_for(llm.identity, scored) if scored else {}
     calibration = {
@@ -198,11 +228,13 @@ async def judge_all(
             "cutoffs": scored.decision_cutoffs(name),
             "calibrated": all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
             "agreement": agreement.get(name),
+            "bands": {v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
+            "band_note": band_notes.get(name),
         }
         for name in jc.metrics
         if scored and JUDGES[name].family == "scored"
     }
-    return records, {"reused": jr.reused, "redone": jr.redone, "calibration": calibration}
+    return records, {"reused": jr.reused, "redone": jr.redone, "calibration": calibration, "escalation": escalation}
 
 
 def run_judging(
@@ -212,8 +244,10 @@ def run_judging(
 
     async def main() -> tuple[list[dict], dict]:
         llm = session.llm(cfg.judges.llm, cfg.where("judges.llm"))
+        esc = cfg.judges.escalate
+        second = session.llm(esc.second, cfg.where("judges.escalate.llm")) if esc is not None else None
         try:
-            return await judge_all(cfg, corpus, questions, generations, llm, run_dir / "judgements.jsonl")
+            return await judge_all(cfg, corpus, questions, generations, llm, run_dir / "judgements.jsonl", second)
         finally:
             await session.aclose()
 
@@ -264,4 +298,8 @@ def aggregate(
 
 
 def _with_excluded(est: Estimate, rows: list[dict]) -> dict:
-    return {**est.to_dict(), "n_not_judged": sum(j["status"] == "not_judged" for j in rows)}
+    return {
+        **est.to_dict(),
+        "n_not_judged": sum(j["status"] == "not_judged" for j in rows),
+        "n_uncertain": sum(j["status"] == "uncertain" for j in rows),
+    }

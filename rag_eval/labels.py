@@ -16,7 +16,17 @@ import numpy as np
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 
-COLUMNS = ["question_id", "prompt", "weight", *HUMAN_LABELS, "note", "question", "reference", "answer"]
+COLUMNS = [
+    "question_id",
+    "prompt",
+    "weight",
+    "inclusion_probability",
+    *HUMAN_LABELS,
+    "note",
+    "question",
+    "reference",
+    "answer",
+]
 YES = {"yes", "y", "true", "1"}
 NO = {"no", "n", "false", "0"}
 
@@ -29,6 +39,7 @@ class Label:
     prompt: str
     values: dict[str, bool | None]
     where: str
+    inclusion_probability: float | None = None  # the chance the draw had of picking this answer
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -37,9 +48,11 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def draw(run_dir: Path, n: int, seed: int = 0) -> list[dict]:
+def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[dict]:
     """A seeded random sample of ``n`` questions of the run (every prompt's answer to each), drawn
-    within the audit's strata in proportion to their size; each row keeps its audit weight."""
+    within the audit's strata in proportion to their size; each row keeps its audit weight and its
+    inclusion probability. ``active``: drawn with probabilities that favour uncertain and
+    outcome-deciding decisions instead (``rag_eval/active.py``)."""
     gens = [g for g in _read_jsonl(run_dir / "generation.jsonl") if g.get("error") is None]
     if not gens:
         raise DataError(
@@ -59,7 +72,12 @@ def draw(run_dir: Path, n: int, seed: int = 0) -> list[dict]:
     for s in sorted(quota, key=lambda s: quota[s] - take[s], reverse=True)[: n - sum(take.values())]:
         take[s] += 1
     chosen = {qid for s, ids in strata.items() for qid in rng.permutation(sorted(ids))[: take[s]]}
+    pi = {qid: take[s] / len(ids) for s, ids in strata.items() for qid in ids}
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    if active:
+        from rag_eval.active import draw_questions
+
+        chosen, pi = draw_questions(report, [q for ids in strata.values() for q in ids], n, seed)
     refs = {r["question_id"]: r for r in report.get("attribution", {}).get("rows", [])}
     rows = []
     for g in sorted(gens, key=lambda g: (g["question_id"], g["prompt"])):
@@ -71,6 +89,7 @@ def draw(run_dir: Path, n: int, seed: int = 0) -> list[dict]:
                 "question_id": g["question_id"],
                 "prompt": g["prompt"],
                 "weight": g.get("weight", 1.0),
+                "inclusion_probability": round(pi[g["question_id"]], 6),
                 "question": row.get("question", ""),
                 "reference": row.get("reference") or "",
                 "answerable": row.get("answerable", True),
@@ -90,9 +109,17 @@ def write_csv(rows: list[dict], path: Path) -> None:
             w.writerow({**r, **{c: "" for c in HUMAN_LABELS}, "note": ""})
 
 
-def write_html(rows: list[dict], path: Path, contexts: dict[str, str], verdicts: dict[tuple[str, str], dict]) -> None:
+def write_html(
+    rows: list[dict],
+    path: Path,
+    contexts: dict[str, str],
+    verdicts: dict[tuple[str, str], dict],
+    plan: list[dict] | None = None,
+) -> None:
     """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
-    the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns)."""
+    the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns). ``plan``
+    (``report.triage.labels_plan``): the page shows, per judged figure, the answers labelled so far
+    against the labels its chosen interval width needs."""
     import html
 
     items = []
@@ -117,7 +144,7 @@ def write_html(rows: list[dict], path: Path, contexts: dict[str, str], verdicts:
             for c, q in HUMAN_LABELS.items()
         )
         items.append(
-            f'<section data-i="{i}"><h3>{i + 1}. {html.escape(r["question"])}</h3>'
+            f'<section data-i="{i}" data-prompt="{html.escape(r["prompt"])}"><h3>{i + 1}. {html.escape(r["question"])}</h3>'
             f"<p class=meta>question {html.escape(r['question_id'])}, prompt {html.escape(r['prompt'])}"
             f"{'' if r['answerable'] else ', unanswerable from the documents'}</p>"
             f"<p><b>Reference:</b> {html.escape(r['reference'] or '–')}</p>{ctx}"
@@ -127,9 +154,27 @@ def write_html(rows: list[dict], path: Path, contexts: dict[str, str], verdicts:
             "</section>"
         )
     data = json.dumps(
-        [{k: r[k] for k in ("question_id", "prompt", "weight", "question", "reference", "answer")} for r in rows]
+        [
+            {
+                k: r.get(k, "")
+                for k in ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
+            }
+            for r in rows
+        ]
     )
     cols = json.dumps(list(HUMAN_LABELS))
+    goals = json.dumps(
+        [
+            {
+                "prompt": p["prompt"],
+                "figure": p["figure"],
+                "label": p["label"],
+                "width": p["width"],
+                "need": p["labels_needed"][f"{p['width']:g}"]["active"],
+            }
+            for p in plan or []
+        ]
+    )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>rag-eval labels</title><style>
 body{{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}}
 section{{border:1px solid #ccc;border-radius:6px;padding:0 1em 1em;margin:1em 0}}
@@ -138,20 +183,26 @@ pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5em}} .meta{{color:#666}}
 </style></head><body><h1>Label {len(rows)} answers</h1>
 <p>Answer each question yes or no (skip if unsure). Labels are kept in this browser while you work;
 <b>Save labels</b> downloads <code>labels.csv</code> for <code>rag-eval report RUN_DIR --labels labels.csv</code>.</p>
+<div id=progress></div>
 <button id=save>Save labels</button>{"".join(items)}<button id=save2>Save labels</button>
 <script>
-const ROWS={data}, COLS={cols}, KEY="rag-eval-labels:"+location.pathname;
+const ROWS={data}, COLS={cols}, GOALS={goals}, KEY="rag-eval-labels:"+location.pathname;
+function progress(){{const el=document.getElementById("progress");if(!GOALS.length){{el.textContent="";return;}}
+el.innerHTML="<p>Progress toward the chosen interval width (labels an active draw needs):</p><ul>"+GOALS.map(g=>{{
+let done=0;document.querySelectorAll(`section[data-prompt="${{CSS.escape(g.prompt)}}"]`).forEach(s=>{{const c=document.querySelector(`[name="${{g.label}}-${{s.dataset.i}}"]:checked`);if(c&&c.value!=="skip")done++;}});
+const pct=Math.min(100,Math.round(100*done/Math.max(g.need,1)));
+return `<li>${{g.figure}} (${{g.prompt}}): ${{done}} of ${{g.need}} labels for ±${{g.width}} <progress max=100 value=${{pct}}></progress></li>`;}}).join("")+"</ul>";}}
 const saved=JSON.parse(localStorage.getItem(KEY)||"{{}}");
 for(const [n,v] of Object.entries(saved)){{const el=document.querySelector(`[name="${{n}}"][value="${{v}}"]`)||document.querySelector(`textarea[name="${{n}}"]`);if(el){{if(el.type==="radio")el.checked=true;else el.value=v;}}}}
 function reveal(){{document.querySelectorAll("section").forEach(s=>{{const i=s.dataset.i;
 s.querySelector(".judges").hidden=!COLS.every(c=>document.querySelector(`[name="${{c}}-${{i}}"]:checked`));}});}}
-document.addEventListener("change",e=>{{const t=e.target;saved[t.name]=t.value;localStorage.setItem(KEY,JSON.stringify(saved));reveal();}});
-reveal();
+document.addEventListener("change",e=>{{const t=e.target;saved[t.name]=t.value;localStorage.setItem(KEY,JSON.stringify(saved));reveal();progress();}});
+reveal();progress();
 function q(v){{v=String(v??"");return /[",\\n]/.test(v)?'"'+v.replace(/"/g,'""')+'"':v;}}
-function save(){{const head=["question_id","prompt","weight",...COLS,"note","question","reference","answer"];
+function save(){{const head=["question_id","prompt","weight","inclusion_probability",...COLS,"note","question","reference","answer"];
 const lines=[head.join(",")];ROWS.forEach((r,i)=>{{const lab=COLS.map(c=>{{const el=document.querySelector(`[name="${{c}}-${{i}}"]:checked`);return el&&el.value!=="skip"?el.value:"";}});
 const note=document.querySelector(`textarea[name="note-${{i}}"]`).value;
-lines.push([r.question_id,r.prompt,r.weight,...lab,note,r.question,r.reference,r.answer].map(q).join(","));}});
+lines.push([r.question_id,r.prompt,r.weight,r.inclusion_probability,...lab,note,r.question,r.reference,r.answer].map(q).join(","));}});
 const a=document.createElement("a");a.href=URL.createObjectURL(new Blob([lines.join("\\n")+"\\n"],{{type:"text/csv"}}));a.download="labels.csv";a.click();}}
 document.getElementById("save").onclick=save;document.getElementById("save2").onclick=save;
 </script></body></html>"""
@@ -170,6 +221,25 @@ def _value(raw: str | None, where: str, column: str, problems: list[Problem]) ->
         Problem(f"{where} (column {column})", f"{raw!r} is not yes or no", "write yes, no, or leave it blank")
     )
     return None
+
+
+def _probability(raw, where: str, problems: list[Problem]) -> float | None:
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        p = float(raw)
+    except ValueError:
+        p = float("nan")
+    if not 0 < p <= 1:
+        problems.append(
+            Problem(
+                f"{where} (column inclusion_probability)",
+                f"{raw!r} is not a probability in (0, 1]",
+                "keep the value rag-eval label wrote, or clear the column on every row",
+            )
+        )
+        return None
+    return p
 
 
 def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
@@ -222,7 +292,9 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
         for c in HUMAN_LABELS:
             raw = row.get(c)
             values[c] = raw if isinstance(raw, bool) or raw is None else _value(str(raw), where, c, problems)
-        labels.append(Label(qid, prompt, values, where))
+        labels.append(
+            Label(qid, prompt, values, where, _probability(row.get("inclusion_probability"), where, problems))
+        )
     if problems:
         raise DataError(problems)
     if not any(v is not None for lab in labels for v in lab.values.values()):
@@ -234,8 +306,9 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
 
 def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float], confidence: float) -> dict:
     """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, judge_on_labelled}}}``
-    for every judged figure with a human label column, and ``attribution`` shares likewise."""
-    from rag_eval.ppi import human_mean, ppi_mean
+    for every judged figure with a human label column, and ``attribution`` shares likewise. An
+    uncertain verdict enters with what the judge leaned to (the labels correct it like any other)."""
+    from rag_eval.judges.uncertain import leaning_value
 
     judges = report.get("judges", {})
     records = judges.get("records", [])
@@ -252,12 +325,17 @@ def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float
                 for r in records
                 if r["judge"] == spec.name
                 and r["prompt"] == prompt
-                and r["status"] == "judged"
+                and r["status"] in ("judged", "uncertain")
                 and (fig.subset == "all" or answerable.get(r["question_id"]) is (fig.subset == "answerable"))
             ]
-            lab_y, lab_hat, lab_w, unl_hat, unl_w = [], [], [], [], []
+            lab_y, lab_hat, lab_w, lab_pi, unl_hat, unl_w = [], [], [], [], [], []
             for r in rows:
-                yhat = float(r["verdict"] == fig.verdict) if fig.binary else float(r["score"])
+                if r["status"] == "uncertain":
+                    yhat = leaning_value(r, fig.verdict)
+                    if yhat is None:
+                        continue
+                else:
+                    yhat = float(r["verdict"] == fig.verdict) if fig.binary else float(r["score"])
                 w = weights.get(r["question_id"], 1.0)
                 lab = by_key.get((r["question_id"], prompt))
                 y = lab.values.get(spec.human_label) if lab else None
@@ -270,25 +348,58 @@ def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float
                     lab_y.append(float(y))
                     lab_hat.append(yhat)
                     lab_w.append(w)
+                    lab_pi.append(lab.inclusion_probability)
             if not lab_y:
                 continue
             y, yh = np.array(lab_y), np.array(lab_hat)
-            est = ppi_mean(
+            est, human = estimates(
                 y,
                 yh,
                 np.array(unl_hat),
+                lab_pi,
                 confidence=confidence,
                 w=np.array(lab_w),
                 w_unlabelled=np.array(unl_w) if unl_w else None,
             )
             figs[fig.name] = {
                 "ppi": est.to_dict(),
-                "human": human_mean(y, confidence=confidence, w=np.array(lab_w)).to_dict(),
+                "human": human.to_dict(),
                 "label": spec.human_label,
                 "agreement_on_labelled": float(np.mean((yh >= 0.5) == (y >= 0.5))),
             }
         out[prompt] = figs
     return out
+
+
+def estimates(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    yhat_unlabelled: np.ndarray,
+    pi: list[float | None],
+    *,
+    confidence: float,
+    w: np.ndarray | None = None,
+    w_unlabelled: np.ndarray | None = None,
+    bounded: bool = True,
+):
+    """(prediction-powered, labels-only) estimates: weighted by each label's inverse inclusion
+    probability when the labels were drawn with unequal probabilities (``rag-eval label``'s active
+    draw), else PPI++ and the labels' plain mean."""
+    from rag_eval.active import active_mean
+    from rag_eval.ppi import human_mean, ppi_mean
+
+    known = [p for p in pi if p is not None]
+    if len(known) == len(pi) and known and max(known) - min(known) > 1e-9:
+        p = np.array(known)
+        base = np.ones(len(y)) if w is None else np.asarray(w, float)
+        est = active_mean(
+            y, yhat, p, yhat_unlabelled, confidence=confidence, w=w, w_unlabelled=w_unlabelled, bounded=bounded
+        )
+        # A census (nothing left unlabelled) is its own figure; a sample is weighted by 1 / pi.
+        hw = base if len(yhat_unlabelled) == 0 else base / p
+        return est, human_mean(y, confidence=confidence, w=hw, bounded=bounded)
+    est = ppi_mean(y, yhat, yhat_unlabelled, confidence=confidence, w=w, w_unlabelled=w_unlabelled, bounded=bounded)
+    return est, human_mean(y, confidence=confidence, w=w, bounded=bounded)
 
 
 def human_outcomes(report: dict, labels: list[Label]) -> dict[tuple[str, str], str]:
@@ -329,8 +440,6 @@ def human_outcomes(report: dict, labels: list[Label]) -> dict[tuple[str, str], s
 
 def labelled_outcomes(report: dict, labels: list[Label], weights: dict[str, float], confidence: float) -> dict:
     """PPI shares of every outcome: ``{prompt: {outcome: {ppi, human}}}``."""
-    from rag_eval.ppi import human_mean, ppi_mean
-
     att = report.get("attribution", {})
     human = human_outcomes(report, labels)
     out: dict[str, dict] = {}
@@ -339,6 +448,8 @@ def labelled_outcomes(report: dict, labels: list[Label], weights: dict[str, floa
         lab = [r for r in rows if (r["question_id"], prompt) in human]
         if not lab:
             continue
+        by_key = {(x.question_id, x.prompt): x for x in labels}
+        pi = [by_key[(r["question_id"], prompt)].inclusion_probability for r in lab]
         unl = [r for r in rows if (r["question_id"], prompt) not in human]
         w_lab = np.array([weights.get(r["question_id"], 1.0) for r in lab])
         w_unl = np.array([weights.get(r["question_id"], 1.0) for r in unl]) if unl else None
@@ -347,10 +458,8 @@ def labelled_outcomes(report: dict, labels: list[Label], weights: dict[str, floa
             y = np.array([float(human[(r["question_id"], prompt)] == outcome) for r in lab])
             yh = np.array([float(r["outcome"] == outcome) for r in lab])
             yu = np.array([float(r["outcome"] == outcome) for r in unl])
-            shares[outcome] = {
-                "ppi": ppi_mean(y, yh, yu, confidence=confidence, w=w_lab, w_unlabelled=w_unl).to_dict(),
-                "human": human_mean(y, confidence=confidence, w=w_lab).to_dict(),
-            }
+            est, hum = estimates(y, yh, yu, pi, confidence=confidence, w=w_lab, w_unlabelled=w_unl)
+            shares[outcome] = {"ppi": est.to_dict(), "human": hum.to_dict()}
         out[prompt] = shares
     return out
 
@@ -360,8 +469,6 @@ def paired_differences(report: dict, labels: list[Label], confidence: float) -> 
     labels alone and by paired PPI, over the questions both prompts were judged on; questions
     labelled for both are the labelled pairs, the others are judged-only pairs."""
     import itertools
-
-    from rag_eval.ppi import human_mean, ppi_mean
 
     judges = report.get("judges", {})
     records = [r for r in judges.get("records", []) if r["status"] == "judged"]
@@ -381,7 +488,7 @@ def paired_differences(report: dict, labels: list[Label], confidence: float) -> 
                 judged.setdefault(r["prompt"], {})[r["question_id"]] = value
         for a, b in itertools.combinations(prompts, 2):
             common = sorted(set(judged.get(a, {})) & set(judged.get(b, {})))
-            y, yh, yu = [], [], []
+            y, yh, yu, pi = [], [], [], []
             for q in common:
                 diff = judged[a][q] - judged[b][q]
                 la, lb = by_key.get((q, a)), by_key.get((q, b))
@@ -392,16 +499,18 @@ def paired_differences(report: dict, labels: list[Label], confidence: float) -> 
                 else:
                     y.append(float(va) - float(vb))
                     yh.append(diff)
+                    # Every prompt's answer to a question is drawn together: one probability.
+                    pi.append(la.inclusion_probability)
             if not y:
                 continue
-            est = ppi_mean(np.array(y), np.array(yh), np.array(yu), confidence=confidence, bounded=False)
+            est, hum = estimates(np.array(y), np.array(yh), np.array(yu), pi, confidence=confidence, bounded=False)
             out.append(
                 {
                     "metric": fig.name,
                     "a": a,
                     "b": b,
                     "ppi": est.to_dict(),
-                    "human": human_mean(np.array(y), confidence=confidence, bounded=False).to_dict(),
+                    "human": hum.to_dict(),
                 }
             )
     return out

@@ -320,6 +320,10 @@ def run_audit(
                 f"judging {sum(r.get('error') is None for r in records)} answers with "
                 f"{', '.join(cfg.judges.metrics)}: {_eta(calls, latency)} at most (cached calls are free)"
             )
+            esc = cfg.judges.escalate
+            if esc is not None:
+                cap = f"at most {esc.max_calls} decisions" if esc.max_calls is not None else "no call limit"
+                say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
             judgements, judge_reuse = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
             if resume:
                 report["resume"]["judgements"] = {k: judge_reuse[k] for k in ("reused", "redone")}
@@ -336,6 +340,16 @@ def run_audit(
                 "records": judgements,
             }
             report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
+            escalation = judge_reuse.pop("escalation", None)
+            if escalation is not None:
+                from rag_eval.judges.escalation import without_escalation
+
+                report["judges"]["escalation"] = without_escalation(
+                    escalation,
+                    judgements,
+                    lambda js: aggregate(cfg, inputs.questions, js, weights),
+                    lambda js: attribution_section(cfg, res, inputs.corpus, records, js)["shares"],
+                )
             if cfg.judges.labels:
                 from rag_eval.labels import label_run
 
@@ -374,9 +388,16 @@ def run_lint(cfg: AuditConfig, inputs: Inputs | None = None):
 
 
 def run_compare(
-    cfg: AuditConfig, *, out: str | None = None, use_cache: bool = True, inputs: Inputs | None = None
+    cfg: AuditConfig,
+    *,
+    out: str | None = None,
+    use_cache: bool = True,
+    inputs: Inputs | None = None,
+    settle: dict | None = None,
 ) -> Path:
-    """Every prompt on the same retrieved contexts, then paired comparisons; returns the run folder."""
+    """Every prompt on the same retrieved contexts, then paired comparisons; returns the run folder.
+    ``settle`` ({batch, seed}): judge a seeded random order of the questions a batch at a time and
+    stop once an always-valid test settles the differences (``rag_eval/sequential.py``)."""
     import json
 
     from rag_eval.compare import check_same_contexts, comparison_section
@@ -391,10 +412,26 @@ def run_compare(
             )
         )
     inputs = inputs or load_inputs(cfg)
-    run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
+    sequential = None
+    if settle is not None:
+        from rag_eval.sequential import run_until_settled
+
+        if cfg.generation.sample:
+            raise ConfigError(
+                Problem(
+                    cfg.where("generation.sample"),
+                    "--stop-when-settled draws its own order of the questions",
+                    "remove generation.sample, or drop --stop-when-settled",
+                )
+            )
+        run_dir, sequential = run_until_settled(cfg, inputs, out=out, use_cache=use_cache, **settle)
+    else:
+        run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
     report = json.loads((run_dir / "report.json").read_text())
     generations = [r for r in read_jsonl(run_dir / "generation.jsonl") if r.get("error") is None]
     check_same_contexts(generations)
     report["comparison"] = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
+    if sequential is not None:
+        report["comparison"]["sequential"] = sequential
     write_report(run_dir, report)
     return run_dir

@@ -224,6 +224,7 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
                     "retrieval": sum(outcomes.count(o) for o in RETRIEVAL_FAILURES),
                     "generation": sum(outcomes.count(o) for o in GENERATION_FAILURES),
                     "not_judged": outcomes.count("not_judged"),
+                    "uncertain": outcomes.count("uncertain"),
                     "questions": len(outcomes),
                 }
             },

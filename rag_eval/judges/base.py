@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-Status = Literal["judged", "not_judged", "skipped"]
+Status = Literal["judged", "not_judged", "skipped", "uncertain"]
 
 
 @dataclass

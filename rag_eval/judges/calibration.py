@@ -141,13 +141,7 @@ def out_of_fold(
 ) -> tuple[np.ndarray, list[float]]:
     """Out-of-fold predictions: each case predicted with a cut-off fitted on the other folds
     (stratified by label, seeded). ``fit(train_idx) -> cutoff``; ``predict(idx, cutoff) -> bools``."""
-    rng = np.random.default_rng(seed)
-    positive = np.asarray(positive, bool)
-    fold_of = np.empty(n, dtype=int)
-    for c in (True, False):
-        idx = np.flatnonzero(positive == c)
-        rng.shuffle(idx)
-        fold_of[idx] = np.arange(len(idx)) % folds
+    fold_of = fold_assignment(positive, folds, seed)
     predicted = np.zeros(n, dtype=bool)
     cutoffs = []
     for f in range(folds):
@@ -158,3 +152,15 @@ def out_of_fold(
         cutoffs.append(cut)
         predicted[test] = predict(test, cut)
     return predicted, cutoffs
+
+
+def fold_assignment(positive: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
+    """The fold of each case: stratified by label, seeded (what ``out_of_fold`` uses)."""
+    rng = np.random.default_rng(seed)
+    positive = np.asarray(positive, bool)
+    fold_of = np.empty(len(positive), dtype=int)
+    for c in (True, False):
+        idx = np.flatnonzero(positive == c)
+        rng.shuffle(idx)
+        fold_of[idx] = np.arange(len(idx)) % folds
+    return fold_of

@@ -5,7 +5,8 @@ each request gets the action of ``script(n, body)`` (n counts requests from 0), 
 ``"ok"``, ``"429"`` (with ``Retry-After``), ``"500"``, ``"sleep:SECONDS"`` (then ok),
 ``"malformed"`` (a 200 whose content is not the JSON asked for), ``"truncated"`` (cut-off JSON
 content, finish_reason length), ``"no-logprobs"`` (no logprobs although asked), ``"401-echo"``.
-The reply's content is ``reply(body)``; requests that ask for logprobs get them for the first word.
+The reply's content is ``reply(body)``; requests that ask for logprobs get them for the first word
+(P ``probability(body)`` for a Yes or No, 0.9 by default).
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ class ScriptedServer:
         latency_s: float = 0.0,
         retry_after: str = "0",
         port: int = 0,
+        probability: Callable[[dict], float] | None = None,
     ):
         self.script = script or (lambda n, body: "ok")
         self.reply = reply or _default_reply
         self.latency_s, self.retry_after = latency_s, retry_after
+        self.probability = probability or (lambda body: YES_P)
         self.calls = 0
         self.bodies: list[dict] = []
         self.lock = threading.Lock()
@@ -77,7 +80,7 @@ class ScriptedServer:
                     content, finish = '{"reason": "the answer is supported by', "length"
                 choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
                 if body.get("logprobs") and action != "no-logprobs":
-                    choice["logprobs"] = first_token_logprobs(content)
+                    choice["logprobs"] = first_token_logprobs(content, server.probability(body))
                 self._send(
                     200,
                     {
@@ -148,16 +151,17 @@ YES_NO_REPLIES = {
 YES_P = 0.9
 
 
-def first_token_logprobs(content: str) -> dict:
-    """OpenAI-style logprobs of a reply's first word: P = 0.9 for it, 0.1 for the other of yes/no."""
+def first_token_logprobs(content: str, p: float = YES_P) -> dict:
+    """OpenAI-style logprobs of a reply's first word: ``p`` for it (0.9), the rest for the other of
+    yes/no."""
     import math
 
     word = (content.split(":")[0].split() or [""])[0]
     if word not in ("Yes", "No"):
         return {"content": [{"token": word, "logprob": 0.0, "top_logprobs": [{"token": word, "logprob": 0.0}]}]}
     other = {"Yes": "No", "No": "Yes"}[word]
-    top = [{"token": word, "logprob": math.log(YES_P)}, {"token": other, "logprob": math.log(1 - YES_P)}]
-    return {"content": [{"token": word, "logprob": math.log(YES_P), "top_logprobs": top}]}
+    top = [{"token": word, "logprob": math.log(p)}, {"token": other, "logprob": math.log(1 - p)}]
+    return {"content": [{"token": word, "logprob": math.log(p), "top_logprobs": top}]}
 
 
 def schema_name(body: dict) -> str | None:

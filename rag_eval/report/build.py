@@ -253,7 +253,7 @@ def attribution_section(
                     "contexts": [{"id": cid, "relevant": cid in relevant} for cid in gen.get("contexts", [])],
                     "answer": gen.get("answer"),
                     "judges": {
-                        name: {k: j.get(k) for k in ("status", "score", "verdict", "reason", "error")}
+                        name: {k: j.get(k) for k in ("status", "score", "verdict", "reason", "error", "probability")}
                         for name, j in js.items()
                     },
                 }
@@ -277,6 +277,7 @@ def attribution_section(
             "generation": generation,
             "failures": retrieval + generation,
             "not_judged": outcomes.count("not_judged"),
+            "uncertain": outcomes.count("uncertain"),
             "questions": n,
         }
     return {

@@ -15,7 +15,7 @@ th{background:#f2f4f8}td.num{text-align:right;font-variant-numeric:tabular-nums;
 .sev-severe{color:#b00020;font-weight:600}.sev-warning{color:#a35a00;font-weight:600}.sev-info{color:#406080}
 .warn{background:#fff4e0;border-left:4px solid #e0a000;padding:.5em .8em}.meta{color:#556}
 .rel{font-weight:600;color:#11763a}.chip{display:inline-block;padding:0 6px;border-radius:8px;background:#eef;margin:1px;font-size:12px}
-.o-ok,.o-correct_refusal{background:#d6f5df}.o-retrieval_miss{background:#ffe0e0}.o-not_judged{background:#eee}
+.o-ok,.o-correct_refusal{background:#d6f5df}.o-retrieval_miss{background:#ffe0e0}.o-not_judged{background:#eee}.o-uncertain{background:#fff3c4}
 .o-refused,.o-incorrect,.o-unfaithful,.o-answered_unanswerable{background:#ffefd0}
 svg text{font:11px system-ui,sans-serif}details{margin:.4em 0}
 """
@@ -29,7 +29,12 @@ OUTCOME_COLORS = {
     "correct_refusal": "#7bc96f",
     "answered_unanswerable": "#a94442",
     "not_judged": "#b0b0b0",
+    "uncertain": "#e6c229",
 }
+
+
+def _uncertain_count(split: dict) -> str:
+    return f"; {split['uncertain']} uncertain" if split.get("uncertain") else ""
 
 
 def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
@@ -182,7 +187,10 @@ def render_html(report: dict) -> str:
         out += _attribution(report)
     out += _retrieval(report, r)
     if "judges" in report:
+        from rag_eval.report.triage import triage_html
+
         out += _judges(report)
+        out += triage_html(report)
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -297,12 +305,12 @@ def _attribution(report: dict) -> list[str]:
         "<ul>"
         + "".join(
             f"<li><b>{escape(p)}</b>: {sp['failures']} failures of {sp['questions']}: {sp['retrieval']} in retrieval, "
-            f"{sp['generation']} in generation; {sp['not_judged']} not judged</li>"
+            f"{sp['generation']} in generation; {sp['not_judged']} not judged{_uncertain_count(sp)}</li>"
             for p, sp in a["split"].items()
         )
         + "</ul>"
     )
-    failed = [x for x in a["rows"] if x["outcome"] not in ("ok", "correct_refusal")]
+    failed = [x for x in a["rows"] if x["outcome"] not in ("ok", "correct_refusal", "uncertain")]
     out.append(f"<h3>Failed questions ({len(failed)})</h3>")
     rows = []
     for x in failed:
@@ -405,7 +413,12 @@ def _judges(report: dict) -> list[str]:
             [
                 [escape(p)]
                 + [
-                    _num(f"{fmt(f[m], 2)} n={f[m]['n']}, not judged {f[m]['n_not_judged']}") if m in f else "<td>–</td>"
+                    _num(
+                        f"{fmt(f[m], 2)} n={f[m]['n']}, not judged {f[m]['n_not_judged']}"
+                        + (f", uncertain {f[m]['n_uncertain']}" if f[m].get("n_uncertain") else "")
+                    )
+                    if m in f
+                    else "<td>–</td>"
                     for m in cols
                 ]
                 for p, f in j["figures"].items()

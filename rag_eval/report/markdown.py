@@ -10,6 +10,8 @@ def fmt(est: dict | None, digits: int = 3) -> str:
     """``0.720 [0.610, 0.820]``, or ``–`` when there is no value."""
     if not est or est.get("value") is None:
         return "–"
+    if est.get("ci_low") is None or est.get("ci_high") is None:  # one label: no interval
+        return f"{est['value']:.{digits}f} [no interval]"
     return f"{est['value']:.{digits}f} [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
 
 
@@ -179,6 +181,9 @@ def comparison_markdown(report: dict) -> list[str]:
             for x in c["comparisons"]
         ],
     )
+    from rag_eval.sequential import sequential_lines
+
+    out += sequential_lines(c)
     if c["disagreements"]:
         out += ["", f"### Questions where the prompts disagree ({len(c['disagreements'])})", ""]
         for d in c["disagreements"]:
@@ -215,9 +220,10 @@ def attribution_markdown(report: dict) -> list[str]:
     for p, sp in a["split"].items():
         out.append(
             f"- **{p}**: {sp['failures']} failures of {sp['questions']} questions: {sp['retrieval']} in "
-            f"retrieval, {sp['generation']} in generation; {sp['not_judged']} not judged."
+            f"retrieval, {sp['generation']} in generation; {sp['not_judged']} not judged"
+            + (f"; {sp['uncertain']} uncertain." if sp.get("uncertain") else ".")
         )
-    failed = [r for r in a["rows"] if r["outcome"] not in ("ok", "correct_refusal")]
+    failed = [r for r in a["rows"] if r["outcome"] not in ("ok", "correct_refusal", "uncertain")]
     if failed:
         out += ["", "### Failed questions", ""]
         for r in failed:
@@ -271,6 +277,14 @@ def calibration_lines(j: dict) -> list[str]:
                 f"({agree.get('measured_on', '')}). Its figures carry that error; about {n10} labelled answers "
                 f"would give a prediction-powered interval of ±0.10 (`rag-eval label RUN_DIR --n {n10}`)"
             )
+        bands = c.get("bands") or {}
+        if bands:
+            line += "; uncertain where P lies in " + " or ".join(
+                f"[{b['low']:.3f}, {b['high']:.3f})" + (f" (`{v}`)" if len(bands) > 1 else "") for v, b in bands.items()
+            )
+            line += f" ({next(iter(bands.values()))['source']})"
+        if c.get("band_note"):
+            line += f"; {c['band_note']}"
         out.append(line)
     from rag_eval.judges.registry import JUDGES
 
@@ -365,7 +379,7 @@ def judges_markdown(report: dict) -> list[str]:
         out += ["> Warning: the generator and the judge are the same model; it grades its own answers.", ""]
     out += [
         "Means (scores) or shares (verdicts) with 95% intervals; `n` judged, `nj` not judged (excluded, "
-        "never counted as 0).",
+        "never counted as 0), `unc` uncertain (near the judge's cut-off; excluded likewise).",
         "",
     ]
     out += calibration_lines(j)
@@ -374,7 +388,13 @@ def judges_markdown(report: dict) -> list[str]:
     for prompt, figs in j["figures"].items():
         rows.append(
             [prompt]
-            + [f"{fmt(figs[m], 2)} n={figs[m]['n']} nj={figs[m]['n_not_judged']}" if m in figs else "–" for m in cols]
+            + [
+                f"{fmt(figs[m], 2)} n={figs[m]['n']} nj={figs[m]['n_not_judged']}"
+                + (f" unc={figs[m]['n_uncertain']}" if figs[m].get("n_uncertain") else "")
+                if m in figs
+                else "–"
+                for m in cols
+            ]
         )
     out += _table(["prompt"] + cols, rows)
     failed = [r for r in j["records"] if r["status"] == "not_judged"]
@@ -434,6 +454,9 @@ def render_markdown(report: dict) -> str:
     if "attribution" in report:
         out += attribution_markdown(report)
     if "judges" in report:
+        from rag_eval.report.triage import triage_markdown
+
         out += judges_markdown(report)
         out += labels_markdown(report)
+        out += triage_markdown(report)
     return "\n".join(out).rstrip() + "\n"

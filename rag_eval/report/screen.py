@@ -14,7 +14,9 @@ def one_screen(summary: dict) -> str:
     for prompt, figs in summary.get("generation", {}).items():
         lines.append(
             f"[{prompt}] "
-            + "  ".join(f"{m} {fmt(e, 2)} (n={e['n']}, not judged {e['n_not_judged']})" for m, e in figs.items())
+            + "  ".join(
+                f"{m} {fmt(e, 2)} (n={e['n']}, not judged {e['n_not_judged']}{_uncertain(e)})" for m, e in figs.items()
+            )
         )
     for prompt, shares in summary.get("attribution", {}).items():
         split = summary.get("failure_split", {}).get(prompt, {})
@@ -29,3 +31,7 @@ def one_screen(summary: dict) -> str:
             )
         )
     return "\n".join(lines)
+
+
+def _uncertain(e: dict) -> str:
+    return f", uncertain {e['n_uncertain']}" if e.get("n_uncertain") else ""

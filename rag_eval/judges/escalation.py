@@ -1,0 +1,275 @@
+"""Escalation: the decisions the first judge is uncertain of, asked again of a second judge.
+
+Only the uncertain decisions travel: a verdict judge's one question, or a statement judge's
+statements that lay in the band (the others keep the first judge's decision). The second judge
+is any OpenAI-compatible endpoint behind the same client layer (cache, retries, usage). It
+decides with its own calibrated cut-off where ``judge-check --save`` saved one for it (and its
+own band, if any, can leave a decision uncertain still), else by the word it wrote (recorded as
+``text verdict``). At most ``max_calls`` decisions are sent, in the order of (question, prompt,
+judge), so a rerun sends the same ones.
+
+An escalated record keeps the first judge's record (``details.escalation.first_record``): a rerun
+restores it before escalating again (answered from the response cache), and the report's figures
+without escalation come from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rag_eval.judges.base import Judgement
+from rag_eval.judges.scored import PROMPT_OF, ScoredJudges
+from rag_eval.judges.uncertain import Band
+
+# For each banded judge: (the prompt's verdict for "yes", the other verdict, the positive one).
+VERDICTS = {
+    "refusal": ("answered", "refused", "refused"),
+    "correctness": ("correct", "incorrect", "correct"),
+}
+
+
+@dataclass(frozen=True)
+class Opinion:
+    """The second judge on one decision."""
+
+    probability: float | None  # P(positive), where the endpoint gave logprobs
+    positive: bool | None  # None: no decision (error, or uncertain in its own band)
+    how: str  # "calibrated cut-off 0.620", "text verdict", ...
+    reason: str
+    method: str
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+async def second_opinion(
+    second: ScoredJudges, bands: dict[str, Band], variant: str, yes_is_positive: bool, values: dict[str, str]
+) -> Opinion:
+    """One decision by the second judge: its calibrated cut-off where saved, else its text verdict."""
+    d = await second.prompts[PROMPT_OF[variant]].ask(second.llm, **values)
+    p_yes = d.p("yes")
+    if d.error or p_yes is None:
+        return Opinion(None, None, "not decided", d.reason, d.method, d.error or "no yes/no in the reply")
+    p = p_yes if yes_is_positive else 1.0 - p_yes
+    prob = round(p, 6) if d.probs is not None else None
+    if second.calibrated.get(variant, False):
+        cut = second.cutoff(variant)
+        band = bands.get(variant)
+        if band is not None and band.holds(p):
+            return Opinion(prob, None, f"uncertain in its own band [{band.low}, {band.high})", d.reason, d.method)
+        return Opinion(prob, p >= cut, f"calibrated cut-off {cut:.3f}", d.reason, d.method)
+    if d.text_label is not None:
+        return Opinion(prob, (d.text_label == "yes") == yes_is_positive, "text verdict", d.reason, d.method)
+    return Opinion(prob, p >= 0.5, "P >= 0.5 (no verdict word in the text)", d.reason, d.method)
+
+
+def first_pass(record: dict) -> dict:
+    """The first judge's record of an escalated one (the record itself otherwise)."""
+    esc = (record.get("details") or {}).get("escalation") or {}
+    return esc.get("first_record") or record
+
+
+@dataclass
+class Escalation:
+    """What the escalation pass did."""
+
+    model: str
+    identity: str
+    max_calls: int | None
+    uncertain: int = 0  # uncertain records before escalation
+    escalated: int = 0  # records sent (wholly or by their uncertain statements)
+    decided: int = 0  # of those, decided now
+    over_budget: int = 0  # uncertain records not sent: max_calls reached
+    calls: int = 0  # decisions sent
+    calibrated: dict[str, bool] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _needed(j: Judgement) -> int:
+    return len(j.details.get("uncertain_statements") or []) if "statements" in j.details else 1
+
+
+async def escalate(
+    records: list[Judgement],
+    inputs: Callable[[Judgement], dict[str, str] | None],
+    second: ScoredJudges,
+    second_bands: dict[str, Band],
+    *,
+    max_calls: int | None,
+    threshold: float,
+) -> tuple[list[Judgement], Escalation]:
+    """Every record, the uncertain ones asked again of ``second`` (within ``max_calls``
+    decisions); ``inputs(record)`` gives the texts the prompts need (question, answer, reference,
+    context). Uncertain refusal verdicts go first: an answer the second judge calls a refusal makes
+    no claim, so its faithfulness records become ``skipped`` (and are not sent)."""
+    from rag_eval.judges.registry import JUDGES
+
+    info = Escalation(second.llm.model, second.llm.identity, max_calls)
+    info.uncertain = sum(j.status == "uncertain" for j in records)
+
+    async def send(indices: list[int]) -> None:
+        chosen = []
+        for i in sorted(indices, key=lambda i: (records[i].question_id, records[i].prompt, records[i].judge)):
+            need = _needed(records[i])
+            if max_calls is not None and info.calls + need > max_calls:
+                info.over_budget += 1
+                records[i] = _note(records[i], {"not_sent": f"judges.escalate.max_calls ({max_calls}) reached"})
+                continue
+            info.calls += need
+            chosen.append(i)
+        results = await asyncio.gather(
+            *(_one(records[i], inputs(records[i]), second, second_bands, threshold) for i in chosen)
+        )
+        for i, new in zip(chosen, results):
+            records[i] = new
+            info.escalated += 1
+            info.decided += new.status == "judged"
+
+    await send([i for i, j in enumerate(records) if j.status == "uncertain" and j.judge == "refusal"])
+    refused = {
+        (j.question_id, j.prompt)
+        for j in records
+        if j.judge == "refusal" and j.verdict == "refused" and (j.details.get("escalation") or {}).get("decided_by")
+    }
+    for i, j in enumerate(records):
+        spec = JUDGES.get(j.judge)
+        if (j.question_id, j.prompt) in refused and spec is not None and spec.skip_refusals and j.status != "skipped":
+            info.uncertain -= j.status == "uncertain"
+            skipped = Judgement(j.judge, j.question_id, j.prompt, "skipped", reason="the answer is a refusal")
+            records[i] = _note(skipped, {"skipped": "the second judge called the answer a refusal"}, first=j)
+    await send([i for i, j in enumerate(records) if j.status == "uncertain" and j.judge != "refusal"])
+    info.calibrated = dict(second.calibrated)
+    return records, info
+
+
+def _note(j: Judgement, escalation: dict, first: Judgement | None = None) -> Judgement:
+    """``j`` with what the escalation did, and the first judge's record (``first``, else ``j``)."""
+    record = first_pass((first or j).to_dict())
+    return dataclasses.replace(j, details={**j.details, "escalation": {**escalation, "first_record": record}})
+
+
+async def _one(
+    j: Judgement, values: dict[str, str] | None, second: ScoredJudges, bands: dict[str, Band], threshold: float
+) -> Judgement:
+    who = {"model": second.llm.model, "identity": second.llm.identity}
+    if values is None:
+        return _note(j, {**who, "error": "the answer's inputs are not in this run"})
+    if "statements" in j.details:
+        return await _statements(j, values, second, bands, threshold, who)
+    variant = j.details.get("variant") or j.judge
+    yes, no, positive = VERDICTS[j.judge]
+    ask = {k: values[k] for k in second.prompts[PROMPT_OF[variant]].placeholders}
+    op = await second_opinion(second, bands, variant, yes == positive, ask)
+    esc = {
+        **who,
+        "first_probability": j.probability,
+        "second_probability": op.probability,
+        "second": op.to_dict(),
+    }
+    if op.positive is None:
+        return _note(j, {**esc, "decided_by": None})
+    negative = no if positive == yes else yes
+    verdict = positive if op.positive else negative
+    decided = dataclasses.replace(
+        j,
+        status="judged",
+        verdict=verdict,
+        score=1.0 if op.positive else 0.0,
+        reason=op.reason,
+        method=op.method,
+    )
+    return _note(decided, {**esc, "decided_by": "second"}, first=j)
+
+
+async def _statements(
+    j: Judgement, values: dict[str, str], second: ScoredJudges, bands: dict[str, Band], threshold: float, who: dict
+) -> Judgement:
+    """The uncertain statements asked again; the answer decided when the rest can no longer move
+    its share across ``threshold``."""
+    rows = [dict(r) for r in j.details["statements"]]
+    unsure = j.details.get("uncertain_statements") or []
+    ops = await asyncio.gather(
+        *(
+            second_opinion(
+                second,
+                bands,
+                j.judge,
+                True,
+                {"context": values["context"], "question": values["question"], "statement": rows[k]["statement"]},
+            )
+            for k in unsure
+        )
+    )
+    band = j.details.get("band") or [0.0, 0.0]
+    # Each statement: supported (True/False) where decided, None where still uncertain.
+    decided: list[bool | None] = [None if band[0] <= r["p_supported"] < band[1] else r["supported"] for r in rows]
+    for k, op in zip(unsure, ops):
+        rows[k]["second"] = op.to_dict()
+        decided[k] = op.positive
+    lo = sum(d is True for d in decided) / len(rows)
+    hi = sum(d is not False for d in decided) / len(rows)
+    still = (lo >= threshold) != (hi >= threshold)
+    esc = {
+        **who,
+        "first_probability": j.probability,
+        "second_probability": [op.probability for op in ops],
+        "statements_sent": len(unsure),
+        "decided_by": None if still else "second",
+    }
+    details = {**j.details, "statements": rows, "score_range": [lo, hi]}
+    if still:
+        return _note(dataclasses.replace(j, details=details), esc, first=j)
+    supported = [d if d is not None else r["supported"] for d, r in zip(decided, rows)]
+    missing = [r["statement"] for r, s in zip(rows, supported) if not s]
+    reason = (
+        f"{sum(supported)} of {len(rows)} answer statements are supported by the contexts"
+        + (f"; not: {'; '.join(missing)}" if missing else "")
+        + f" ({len(unsure)} decided by {second.llm.model})"
+    )
+    done = dataclasses.replace(j, status="judged", score=sum(supported) / len(rows), reason=reason, details=details)
+    return _note(done, esc, first=j)
+
+
+async def escalate_records(cfg, records: list[dict], llm, answer_of, contexts_of) -> tuple[list[dict], dict]:
+    """The judging stage's records with the uncertain ones escalated to ``llm`` (the second
+    judge of ``cfg.judges.escalate``); ``answer_of(question_id, prompt)`` gives (the Question, its
+    generation record); ``contexts_of(ids)`` the context texts. Returns the records and what the
+    escalation did (with the second judge's usage and cost)."""
+    from rag_eval.judges.calibration import cutoffs_for
+    from rag_eval.judges.uncertain import bands_for
+
+    jc = cfg.judges
+    second = ScoredJudges.load(llm, cfg.resolve_path(jc.prompts_dir) if jc.prompts_dir else None)
+    # The config's cut-offs and bands are the first judge's; the second has only its own saved ones.
+    second.cutoffs, second.calibrated = cutoffs_for(llm.identity, second, {})
+    bands, _ = bands_for(llm.identity, second, "off" if jc.uncertain == "off" else "auto", judges=jc.metrics)
+
+    def inputs(j: Judgement) -> dict[str, str] | None:
+        q, gen = answer_of(j.question_id, j.prompt)
+        if q is None or gen is None or not gen.get("answer"):
+            return None
+        return {
+            "question": q.question,
+            "answer": gen["answer"],
+            "reference": q.reference or "",
+            "context": "\n\n".join(contexts_of(gen.get("contexts", []))),
+        }
+
+    judgements = [Judgement.from_dict(r) for r in records]
+    done, info = await escalate(
+        judgements, inputs, second, bands, max_calls=jc.escalate.max_calls, threshold=jc.faithfulness_threshold
+    )
+    return [j.to_dict() for j in done], {**info.to_dict(), "usage": llm.usage.to_dict()}
+
+
+def without_escalation(info: dict, judgements: list[dict], aggregate, shares) -> dict:
+    """The escalation's report section: what it did, its cost, and the judged figures and outcome
+    shares as the first judge alone left them (``aggregate`` and ``shares`` compute them)."""
+    first = [first_pass(r) for r in judgements]
+    return {**info, "figures_without": aggregate(first), "outcomes_without": shares(first)}
