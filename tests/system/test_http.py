@@ -1,0 +1,180 @@
+"""A deployed RAG service audited from a config: its returned ids give the retrieval figures (equal to
+a direct computation on them), its answers are judged on the passages it returned, a question it
+fails on is not_judged with the error, retries, cache and resume keep calls down, secrets stay out."""
+
+import json
+
+import pytest
+import yaml
+
+import rag_eval
+from rag_eval.cli import main
+from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
+from rag_eval.system.paths import extract, parse_path
+
+from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
+from .rag_service import RagService
+
+TOKEN = "s3cret-token-value"
+QUESTIONS = [
+    *SMALL_QUESTIONS,
+    {"id": "q5", "question": "Which sequences are immutable?", "answer_in": "py/tuples", "reference": "Tuples."},
+    {"id": "q6", "question": "What maps hashable values?", "answer_in": ["py/dicts"], "reference": "A mapping."},
+]
+
+
+def project(tmp_path, service_url: str, judge_url: str, **system) -> str:
+    write_jsonl(tmp_path / "corpus.jsonl", SMALL_CORPUS)
+    write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+    cfg = {
+        "name": "svc",
+        "corpus": {"path": "corpus.jsonl"},
+        "test_set": {"path": "questions.jsonl"},
+        "retrieval": {"k": [1, 3], "miss_k": 3},
+        "system": {
+            "type": "http",
+            "url": service_url,
+            "headers": {"Authorization": "Bearer ${RAG_SVC_KEY}"},
+            "body": {"query": "{question}", "trace": "{question_id}"},
+            "answer": "$.data.answer",
+            "contexts": "$.sources[*].text",
+            "ids": "$.sources[*].id",
+            "scores": "$.sources[*].score",
+            "concurrency": 2,
+            "max_retries": 1,
+            "backoff_s": 0.01,
+            **system,
+        },
+        "judges": {
+            "llm": {"provider": "openai", "model": "scripted", "base_url": judge_url, "max_retries": 0},
+            "metrics": ["refusal", "correctness", "faithfulness_yesno"],
+        },
+        "report": {"out": "runs"},
+    }
+    path = tmp_path / "svc.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return str(path)
+
+
+def direct_figures(returned: dict[str, list[str]], k: int) -> dict[str, float]:
+    """hit@k and MRR computed by hand from the ids the service returned, over the answered
+    answerable questions."""
+    relevant = {"q1": {"py/lists"}, "q2": {"py/sets"}, "q5": {"py/tuples"}, "q6": {"py/dicts"}}
+    by_text = {q["question"]: q["id"] for q in QUESTIONS}
+    hits, rr = [], []
+    for question, ids in returned.items():
+        qid = by_text[question]
+        if qid not in relevant:
+            continue
+        ranks = [i + 1 for i, cid in enumerate(ids) if cid in relevant[qid]]
+        hits.append(1.0 if ranks and ranks[0] <= k else 0.0)
+        rr.append(1.0 / ranks[0] if ranks else 0.0)
+    return {f"hit@{k}": sum(hits) / len(hits), "mrr": sum(rr) / len(rr), "n": len(hits)}
+
+
+def test_paths():
+    data = {"a": {"b": [{"id": 1, "t": "x"}, {"id": 2}]}, "odd key": 3}
+    assert extract(data, "$.a.b[*].id") == [1, 2]
+    assert extract(data, "$.a.b[0].t") == ["x"] and extract(data, "$.a.b[1].t") == []
+    assert extract(data, "$['odd key']") == [3] and extract(data, "$.a.b[-1].id") == [2]
+    with pytest.raises(ValueError, match="must start with"):
+        parse_path("a.b")
+    with pytest.raises(ValueError, match="cannot read"):
+        parse_path("$.a..b")
+
+
+def test_service_audited_from_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_SVC_KEY", TOKEN)
+    monkeypatch.chdir(tmp_path)
+    with (
+        RagService(SMALL_CORPUS, fail_on="context manager", rate_limit_once=True, token=TOKEN) as svc,
+        ScriptedServer(reply=structured_reply) as judge,
+    ):
+        config = project(tmp_path, svc.url, judge.base_url)
+        assert main(["-q", "run", config]) == 0
+        run = next((tmp_path / "runs").iterdir())
+        result = rag_eval.load_run(run)
+        judged_bodies = list(judge.bodies)
+        first_calls = svc.calls
+
+        # The retrieval figures are those of the ids it returned (q3 failed: not among them).
+        assert "How do I wrap a block with a context manager?" not in svc.returned
+        for k in (1, 3):
+            direct = direct_figures(svc.returned, k)
+            fig = result.figure(f"retrieval.system.hit@{k}")
+            assert fig["value"] == pytest.approx(direct[f"hit@{k}"]) and fig["n"] == direct["n"] == 4
+        assert result.figure("retrieval.system.mrr")["value"] == pytest.approx(direct_figures(svc.returned, 3)["mrr"])
+        df = result.retrieval_df().set_index("question_id")
+        for question, ids in svc.returned.items():
+            qid = next(q["id"] for q in QUESTIONS if q["question"] == question)
+            assert df.loc[qid, "retrieved"] == ids
+
+        # The failed question is not_judged with the service's error; the rest have figures.
+        att = result.attribution_df().set_index("question_id")
+        assert att.loc["q3", "outcome"] == "not_judged" and "HTTP 500" in att.loc["q3", "why"]
+        assert set(att.index) == {f"q{i}" for i in range(1, 7)}
+        fig = result.figure("generation.system.correctness")
+        assert fig["n"] == 4 and fig["n_not_judged"] == 1  # q3 not judged; q4 is unanswerable
+        report = json.loads((run / "report.json").read_text())
+        assert [f["question_id"] for f in report["system"]["failed"]] == ["q3"]
+        assert report["system"]["passages"]["by_id"] == 5 * 3
+        assert "The system (http" in (run / "report.md").read_text()
+
+        # Judged on the passages it returned: each faithfulness request holds exactly its passages.
+        gens = {g["question_id"]: g for g in map(json.loads, (run / "generation.jsonl").read_text().splitlines())}
+        texts = {c["id"]: c["text"] for c in SMALL_CORPUS}
+        faith = [b["messages"][-1]["content"] for b in judged_bodies if judge_name(b) == "supported"]
+        assert len(faith) == 5  # every answer but q3's (failed)
+        for qid in ("q1", "q2", "q4", "q5", "q6"):
+            g = gens[qid]
+            assert any(
+                g["answer"] in b and all((texts[cid] in b) == (cid in g["contexts"]) for cid in texts) for b in faith
+            ), qid
+
+        # The 429 was retried; the secret is nowhere in the run folder.
+        assert first_calls == 6 + 1 + 1  # six questions, one 429 retried, one retry of the 500
+        for f in run.rglob("*"):
+            if f.is_file():
+                assert TOKEN not in f.read_text(errors="ignore"), f
+        assert "${RAG_SVC_KEY}" in (run / "config.yaml").read_text()
+
+        # A rerun asks only what is not cached: the failed question, twice (one retry).
+        assert main(["-q", "run", config]) == 0
+        assert svc.calls == first_calls + 2
+
+
+def test_texts_without_ids_decided_by_evidence(tmp_path, monkeypatch):
+    """A service that returns texts only, partly rewritten: exact texts map to their chunks; a
+    rewritten text is a passage of its own, relevant when an evidence quote is in it."""
+    monkeypatch.chdir(tmp_path)
+
+    def rewrite(text: str) -> str:
+        return text.replace("A set object is", "Sets, in short, are") if "set object" in text else text
+
+    with (
+        RagService(SMALL_CORPUS, with_ids=False, rewrite=rewrite) as svc,
+        ScriptedServer(reply=structured_reply) as judge,
+    ):
+        config = project(tmp_path, svc.url, judge.base_url, ids=None, headers={})
+        result = rag_eval.audit(config)
+    report = result.report
+    p = report["system"]["passages"]
+    assert p["by_id"] == 0 and p["own_text"] >= 1 and p["by_text"] == p["passages"] - p["own_text"]
+    df = result.retrieval_df().set_index("question_id")
+    # q2's evidence ("unordered collection of distinct hashable objects") is in the rewritten text.
+    assert df.loc["q2", "first_relevant_rank"] is not None and df.loc["q2", "first_relevant_rank"] <= 3
+    assert any(r.startswith("ctx-") for r in df.loc["q2", "retrieved"])
+    assert result.figure("retrieval.system.hit@3")["n"] == 5
+
+
+def test_literal_secret_and_missing_env_are_config_errors(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    config = project(
+        tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1", headers={"Authorization": "Bearer abc"}
+    )
+    assert main(["-q", "run", config]) == 2
+    assert "secrets come from the environment" in capsys.readouterr().err
+    monkeypatch.delenv("RAG_SVC_KEY", raising=False)
+    config = project(tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1")
+    assert main(["-q", "run", config]) == 2
+    assert "RAG_SVC_KEY is not set" in capsys.readouterr().err
