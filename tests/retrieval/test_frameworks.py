@@ -163,4 +163,4 @@ def test_haystack_pipeline_as_the_system(app):
     for q in SMALL_QUESTIONS:
         docs = hs.run(query=q["question"])["documents"]
         assert got[q["id"]] == [d.id for d in docs]
-        assert gens[q["id"]]["answer"] == docs[0].content.split(".")[0] + "."
+        assert gens[q["id"]]["answer"] == (docs[0].content.split(".")[0] + "." if docs else "I do not know.")
