@@ -41,7 +41,11 @@ def request_key(cfg: AuditConfig, q: Question) -> str:
     """What a finished reply was asked with: the system's settings and the question."""
     from rag_eval.judges.base import inputs_hash
 
-    return inputs_hash(cfg.system.model_dump(mode="json"), q.id, q.question)
+    # How it is called (concurrency, retries, timeouts) does not change a reply: not part of the key.
+    how = {"concurrency", "max_retries", "backoff_s", "timeout_s", "cache"}
+    return inputs_hash(
+        cfg.system.model_dump(mode="json", exclude=how & set(type(cfg.system).model_fields)), q.id, q.question
+    )
 
 
 def ask_all(cfg: AuditConfig, questions: list[Question], out: Path, cache) -> tuple[dict[str, SystemReply], dict]:

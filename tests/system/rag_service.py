@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from rank_bm25 import BM25Okapi
@@ -30,10 +31,13 @@ class RagService:
         token: str | None = None,
         with_ids: bool = True,
         rewrite=None,
+        latency_s: float = 0.0,
+        port: int = 0,
     ):
         self.corpus, self.k = corpus, k
         self.bm25 = BM25Okapi([tokens(c["title"] + " " + c["text"]) for c in corpus])
         self.calls = 0
+        self.inflight = self.max_inflight = 0
         self.returned: dict[str, list[str]] = {}
         self.lock = threading.Lock()
         self.limited = not rate_limit_once
@@ -46,6 +50,18 @@ class RagService:
                 pass
 
             def do_POST(self):
+                with service.lock:
+                    service.inflight += 1
+                    service.max_inflight = max(service.max_inflight, service.inflight)
+                try:
+                    if latency_s:
+                        time.sleep(latency_s)
+                    self._answer()
+                finally:
+                    with service.lock:
+                        service.inflight -= 1
+
+            def _answer(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 with service.lock:
                     service.calls += 1
@@ -80,7 +96,7 @@ class RagService:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

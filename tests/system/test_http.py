@@ -10,6 +10,7 @@ import yaml
 import rag_eval
 from rag_eval.cli import main
 from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
+from rag_eval.supplied import context_id
 from rag_eval.system.paths import extract, parse_path
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
@@ -20,6 +21,8 @@ QUESTIONS = [
     *SMALL_QUESTIONS,
     {"id": "q5", "question": "Which sequences are immutable?", "answer_in": "py/tuples", "reference": "Tuples."},
     {"id": "q6", "question": "What maps hashable values?", "answer_in": ["py/dicts"], "reference": "A mapping."},
+    # The service ranks sets, dicts, lists: tuples (no word in common) is a miss.
+    {"id": "q7", "question": "Which container keeps distinct hashable objects?", "answer_in": "py/tuples"},
 ]
 
 
@@ -59,7 +62,7 @@ def project(tmp_path, service_url: str, judge_url: str, **system) -> str:
 def direct_figures(returned: dict[str, list[str]], k: int) -> dict[str, float]:
     """hit@k and MRR computed by hand from the ids the service returned, over the answered
     answerable questions."""
-    relevant = {"q1": {"py/lists"}, "q2": {"py/sets"}, "q5": {"py/tuples"}, "q6": {"py/dicts"}}
+    relevant = {"q1": {"py/lists"}, "q2": {"py/sets"}, "q5": {"py/tuples"}, "q6": {"py/dicts"}, "q7": {"py/tuples"}}
     by_text = {q["question"]: q["id"] for q in QUESTIONS}
     hits, rr = [], []
     for question, ids in returned.items():
@@ -102,7 +105,7 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         for k in (1, 3):
             direct = direct_figures(svc.returned, k)
             fig = result.figure(f"retrieval.system.hit@{k}")
-            assert fig["value"] == pytest.approx(direct[f"hit@{k}"]) and fig["n"] == direct["n"] == 4
+            assert fig["value"] == pytest.approx(direct[f"hit@{k}"]) and fig["n"] == direct["n"] == 5
         assert result.figure("retrieval.system.mrr")["value"] == pytest.approx(direct_figures(svc.returned, 3)["mrr"])
         df = result.retrieval_df().set_index("question_id")
         for question, ids in svc.returned.items():
@@ -112,27 +115,32 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         # The failed question is not_judged with the service's error; the rest have figures.
         att = result.attribution_df().set_index("question_id")
         assert att.loc["q3", "outcome"] == "not_judged" and "HTTP 500" in att.loc["q3", "why"]
-        assert set(att.index) == {f"q{i}" for i in range(1, 7)}
+        assert set(att.index) == {f"q{i}" for i in range(1, 8)}
+        assert att.loc["q7", "outcome"] == "retrieval_miss"
         fig = result.figure("generation.system.correctness")
-        assert fig["n"] == 4 and fig["n_not_judged"] == 1  # q3 not judged; q4 is unanswerable
+        assert fig["n"] == 4 and fig["n_not_judged"] == 1  # q3 not judged; q4 unanswerable, q7 no reference
+        # The miss has its diagnosis, as a built-in retriever's would.
+        records = [json.loads(line) for line in (run / "retrieval.jsonl").read_text().splitlines()]
+        miss = next(r for r in records if r["question_id"] == "q7")
+        assert miss["miss"] and miss["first_relevant_rank"] is None and miss["diagnosis"]["cause"]
         report = json.loads((run / "report.json").read_text())
         assert [f["question_id"] for f in report["system"]["failed"]] == ["q3"]
-        assert report["system"]["passages"]["by_id"] == 5 * 3
+        assert report["system"]["passages"]["by_id"] == 6 * 3
         assert "The system (http" in (run / "report.md").read_text()
 
         # Judged on the passages it returned: each faithfulness request holds exactly its passages.
         gens = {g["question_id"]: g for g in map(json.loads, (run / "generation.jsonl").read_text().splitlines())}
         texts = {c["id"]: c["text"] for c in SMALL_CORPUS}
         faith = [b["messages"][-1]["content"] for b in judged_bodies if judge_name(b) == "supported"]
-        assert len(faith) == 5  # every answer but q3's (failed)
-        for qid in ("q1", "q2", "q4", "q5", "q6"):
+        assert len(faith) == 6  # every answer but q3's (failed)
+        for qid in ("q1", "q2", "q4", "q5", "q6", "q7"):
             g = gens[qid]
             assert any(
                 g["answer"] in b and all((texts[cid] in b) == (cid in g["contexts"]) for cid in texts) for b in faith
             ), qid
 
         # The 429 was retried; the secret is nowhere in the run folder.
-        assert first_calls == 6 + 1 + 1  # six questions, one 429 retried, one retry of the 500
+        assert first_calls == 7 + 1 + 1  # seven questions, one 429 retried, one retry of the 500
         for f in run.rglob("*"):
             if f.is_file():
                 assert TOKEN not in f.read_text(errors="ignore"), f
@@ -141,6 +149,31 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         # A rerun asks only what is not cached: the failed question, twice (one retry).
         assert main(["-q", "run", config]) == 0
         assert svc.calls == first_calls + 2
+
+    # Resumed without the cache, against the service repaired (same URL): only the failed question is asked.
+    port = int(svc.url.split(":")[2].split("/")[0])
+    with (
+        RagService(SMALL_CORPUS, token=TOKEN, port=port) as fixed,
+        ScriptedServer(reply=structured_reply) as judge,
+    ):
+        config = project(tmp_path, fixed.url, judge.base_url)
+        resumed = rag_eval.audit(config, resume=run, use_cache=False)
+        assert fixed.calls == 1 and resumed.run_dir == run
+    assert resumed.figure("retrieval.system.hit@3")["n"] == 6
+    assert "not_judged" not in set(resumed.attribution_df()["outcome"])
+
+
+def test_concurrency_bound_and_a_service_that_is_down(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAG_SVC_KEY", TOKEN)
+    monkeypatch.chdir(tmp_path)
+    with RagService(SMALL_CORPUS, token=TOKEN, latency_s=0.1) as svc, ScriptedServer(reply=structured_reply) as judge:
+        rag_eval.audit(project(tmp_path, svc.url, judge.base_url, concurrency=2))
+    assert svc.calls == 7 and svc.max_inflight == 2
+    # Nothing listens there: every question fails, and the run stops with a clear message (exit 2).
+    config = project(tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1")
+    assert main(["-q", "run", config]) == 2
+    err = capsys.readouterr().err
+    assert "answered none of the 7 questions" in err and "ConnectError" in err
 
 
 def test_texts_without_ids_decided_by_evidence(tmp_path, monkeypatch):
@@ -164,7 +197,12 @@ def test_texts_without_ids_decided_by_evidence(tmp_path, monkeypatch):
     # q2's evidence ("unordered collection of distinct hashable objects") is in the rewritten text.
     assert df.loc["q2", "first_relevant_rank"] is not None and df.loc["q2", "first_relevant_rank"] <= 3
     assert any(r.startswith("ctx-") for r in df.loc["q2", "retrieved"])
-    assert result.figure("retrieval.system.hit@3")["n"] == 5
+    assert result.figure("retrieval.system.hit@3")["n"] == 6
+    # Texts were mapped back to the ids the service ranked; the rewritten one is its own passage.
+    own = context_id(rewrite(SMALL_CORPUS[3]["text"]))
+    for question, ids in svc.returned.items():
+        qid = next(q["id"] for q in QUESTIONS if q["question"] == question)
+        assert df.loc[qid, "retrieved"] == [own if cid == "py/sets" else cid for cid in ids]
 
 
 def test_literal_secret_and_missing_env_are_config_errors(tmp_path, monkeypatch, capsys):
