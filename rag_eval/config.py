@@ -571,7 +571,10 @@ class AuditConfig(_Model):
     def _system_retriever_needs_system(self) -> AuditConfig:
         names = [n for n, r in self.retrieval.retrievers.items() if isinstance(r, SystemRetrieverConfig)]
         if names and self.system is None:
-            raise ValueError(f"retriever '{names[0]}' has type system, but the config has no system: section")
+            raise ValueError(
+                f"retriever '{names[0]}' has type system, but the config has no system: section; add one "
+                "(type: http, llamaindex or haystack) or give the retriever another type"
+            )
         if len(names) > 1:
             raise ValueError(f"only one retriever can have type system; got {', '.join(names)}")
         if self.system is not None and self.generation and self.generation.retriever != names[0]:
@@ -649,17 +652,26 @@ def _line_of(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
 
 def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw: dict) -> list[Problem]:
     problems = []
+    systems = {"http": HttpSystemConfig, "llamaindex": LlamaIndexSystemConfig, "haystack": HaystackSystemConfig}
     for err in exc.errors():
         loc = tuple(err["loc"])
+        system_model = None
+        if loc[:1] == ("system",) and len(loc) > 1 and loc[1] in systems:
+            # The system's type tag is in pydantic's location; the user never wrote it.
+            system_model, loc = systems[loc[1]], (loc[0], *loc[2:])
         # Discriminated unions add the tag name to the location; users never wrote it.
-        shown = [str(p) for p in loc if not (isinstance(p, str) and p in RETRIEVER_TYPES and loc[-1] != p)]
+        shown = [
+            str(p)
+            for i, p in enumerate(loc)
+            if not (loc[:2] == ("retrieval", "retrievers") and i == 3 and p in RETRIEVER_TYPES and loc[-1] != p)
+        ]
         dotted = ".".join(shown) or "(top level)"
         line = _line_of(root, loc)
         where = f"{path}:{line}" if line else path
         msg = err["msg"].removeprefix("Value error, ")
         fix = ""
         if err["type"] == "extra_forbidden":
-            parent = _parent_fields(loc)
+            parent = sorted(system_model.model_fields) if system_model and len(loc) == 2 else _parent_fields(loc)
             msg = f"unknown key '{loc[-1]}'"
             fix = did_you_mean(str(loc[-1]), parent) if parent else "remove it"
         elif err["type"] == "missing":
@@ -682,6 +694,10 @@ def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw:
             dotted = f"retrieval.retrievers.{m.group(1)}.of"
             head, _, tail = msg.partition("; ")
             msg, fix = head, tail
+        elif err["type"] in ("union_tag_invalid", "union_tag_not_found") and loc[:1] == ("system",):
+            tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
+            msg = f"unknown system type {tag!r}" if tag else "the system has no 'type'"
+            fix = "set type to one of them: " + did_you_mean(str(tag or ""), list(systems))
         elif err["type"] in ("union_tag_invalid", "union_tag_not_found"):
             tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
             msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"

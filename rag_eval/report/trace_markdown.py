@@ -28,7 +28,7 @@ def system_markdown(report: dict) -> list[str]:
             ["question", "error"],
             [[f"{f['question_id']}: {text(f['question'], 80)}", text(f["error"], 200)] for f in s["failed"][:50]],
         )
-    return out
+    return out + [""]
 
 
 def traces_markdown(report: dict) -> list[str]:
@@ -57,7 +57,7 @@ def traces_markdown(report: dict) -> list[str]:
                 for s in t["skipped_traces"][:100]
             ],
         )
-    return out
+    return out + [""]
 
 
 def _judged_markdown(report: dict) -> list[str]:

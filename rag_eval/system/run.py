@@ -206,6 +206,9 @@ def audit_replies(
         cfg, mapped.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
     )
     report["config_path"] = str(Path(cfg.config_path).resolve()) if cfg.config_path else None
+    n_ans = sum(q.answerable for q in questions)
+    # The test set as asked; the retrieval section counts the questions the system answered.
+    report["test_set"] |= {"questions": len(questions), "answerable": n_ans, "unanswerable": len(questions) - n_ans}
     report["system"] = {**system_section(cfg, questions, replies, mapped, usage), **(source or {})}
     records = generation_records(cfg, replies, mapped)
     write_text(run_dir / "generation.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

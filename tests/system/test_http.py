@@ -216,3 +216,9 @@ def test_literal_secret_and_missing_env_are_config_errors(tmp_path, monkeypatch,
     config = project(tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1")
     assert main(["-q", "run", config]) == 2
     assert "RAG_SVC_KEY is not set" in capsys.readouterr().err
+    # A misspelt key and a bad JSON path name the line and the key under system.
+    config = project(tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1", answr="$.a", ids="sources[*].id")
+    assert main(["-q", "validate", config]) == 2
+    err = capsys.readouterr().err
+    assert "(system.answr): unknown key 'answr'" in err and "did you mean 'answer'" in err
+    assert "(system.ids): JSON path 'sources[*].id' must start with $" in err
