@@ -130,6 +130,10 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None, inputs: Inputs | 
     ``inputs``: the corpus and test set already loaded (default: from the config's files)."""
     from rag_eval.report.build import build_report
 
+    if cfg.system is not None:  # the system's retrieval comes with its replies: ask it, judge nothing
+        from rag_eval.system.run import run_system_audit
+
+        return run_system_audit(cfg.model_copy(update={"judges": None}), out=out, inputs=inputs)
     inputs, run_dir = _start(cfg, out, inputs)
     res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
     report = build_report(

@@ -86,6 +86,24 @@ def test_paths():
         parse_path("$.a..b")
 
 
+def test_reply_parsing():
+    from rag_eval.config import HttpSystemConfig
+    from rag_eval.system.http import answer_from, fill, passages_from
+    from rag_eval.types import Question
+
+    cfg = HttpSystemConfig(type="http", url="http://x", ids="$.hits[*].id", contexts="$.hits[*].text")
+    q = Question("q9", 'Say "hi"?', {}, True)
+    assert fill({"q": "{question}", "meta": ["{question_id}", 3]}, q) == {"q": 'Say "hi"?', "meta": ["q9", 3]}
+    data = {"answer": "yes", "hits": [{"id": 7, "text": "a"}, {"id": "c2", "text": "b"}]}
+    assert [(p.id, p.text) for p in passages_from(data, cfg)] == [("7", "a"), ("c2", "b")]
+    assert answer_from(data, "$.answer") == "yes"
+    with pytest.raises(ValueError, match="2 ids .* but 1 texts"):
+        passages_from({"hits": [{"id": 1, "text": "a"}, {"id": 2}]}, cfg)
+    with pytest.raises(ValueError, match="no answer at"):
+        answer_from(data, "$.reply")
+
+
+@pytest.mark.slow
 def test_service_audited_from_config(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_SVC_KEY", TOKEN)
     monkeypatch.chdir(tmp_path)
@@ -149,6 +167,11 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         # A rerun asks only what is not cached: the failed question, twice (one retry).
         assert main(["-q", "run", config]) == 0
         assert svc.calls == first_calls + 2
+        # The retrieval stage alone asks the system too (from the cache), and judges nothing.
+        assert main(["-q", "retrieval", config, "--out", str(tmp_path / "ret")]) == 0
+        alone = rag_eval.load_run(next((tmp_path / "ret").iterdir()))
+        assert alone.figure("retrieval.system.mrr") == result.figure("retrieval.system.mrr")
+        assert "judges" not in alone.report and svc.calls == first_calls + 4
 
     # Resumed without the cache, against the service repaired (same URL): only the failed question is asked.
     port = int(svc.url.split(":")[2].split("/")[0])

@@ -35,6 +35,7 @@ def folder(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_system_example(folder, monkeypatch):
     monkeypatch.setenv("DOCS_API_KEY", "readme-key-123")
     (text,) = blocks("system-example")
@@ -48,6 +49,7 @@ def test_system_example(folder, monkeypatch):
     assert result.figure("attribution.system.ok")["count"] >= 1
 
 
+@pytest.mark.slow
 def test_frameworks_example(folder, monkeypatch):
     pytest.importorskip("llama_index.retrievers.bm25")
     pytest.importorskip("haystack")
