@@ -77,6 +77,10 @@ def write_report(run_dir: Path, report: dict) -> None:
     from rag_eval.report.markdown import render_markdown
     from rag_eval.rundir import write_json, write_text
 
+    if "retrieval" not in report and "traces" in report:  # traces judged without labels
+        from rag_eval.trace_audit import write_traces_report
+
+        return write_traces_report(run_dir, report)
     write_json(run_dir / "report.json", report)
     write_json(run_dir / "summary.json", summary(report))
     write_text(run_dir / "report.md", render_markdown(report))

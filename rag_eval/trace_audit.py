@@ -198,8 +198,7 @@ def audit_traces(
 ) -> Path:
     """The audit of the traces in ``files``; returns the run folder (report.json, summary.json,
     report.md, traces.jsonl, labels/)."""
-    from rag_eval.report.build import summary as summary_of
-    from rag_eval.rundir import new_run_dir, write_json, write_text
+    from rag_eval.rundir import new_run_dir, write_text
     from rag_eval.traces import read_traces
 
     traces = read_traces(files)
@@ -225,8 +224,6 @@ def audit_traces(
     )
     if labelled(cfg):
         report = _labelled_audit(cfg, traces, run_dir, use_cache)
-        report["traces"] = skipped_section(traces, [str(f) for f in files])
-        summary = summary_of(report)
     else:
         from rag_eval.supplied import judge_supplied
 
@@ -240,18 +237,16 @@ def audit_traces(
                 )
             )
         report = judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
-        report["traces"] = skipped_section(traces, [str(f) for f in files])
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    summary["traces"] = {k: report["traces"][k] for k in ("read", "audited", "skipped")}
-    say(
-        f"traces: {len(traces)} read, {summary['traces']['audited']} audited, skipped: {summary['traces']['skipped'] or 'none'}"
-    )
-    report["traces"]["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
-    write_json(run_dir / "report.json", report)
-    write_json(run_dir / "summary.json", summary)
-    from rag_eval.report.trace_markdown import render_traces_markdown
+        if cfg.judges.labels:  # the labels of an earlier draw, filled in: prediction-powered figures
+            from rag_eval.labels import label_run
 
-    write_text(run_dir / "report.md", render_traces_markdown(report))
+            report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
+    report["traces"] = t = skipped_section(traces, [str(f) for f in files])
+    say(f"traces: {t['read']} read, {t['audited']} audited, skipped: {t['skipped'] or 'none'}")
+    report["traces"]["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
+    from rag_eval.runner import write_report
+
+    write_report(run_dir, report)
     from rag_eval.runner import _set_status
 
     _set_status(run_dir, "finished")
@@ -290,3 +285,24 @@ def _texts(run_dir: Path) -> dict[str, str]:
                 if d.get("id"):
                     texts.setdefault(str(d["id"]), d["content"])
     return texts
+
+
+def write_traces_report(run_dir: Path, report: dict) -> None:
+    """report.json, summary.json and report.md of a traces audit judged without labels (``rag-eval
+    report RUN_DIR --labels FILE`` re-renders through here)."""
+    from rag_eval.report.trace_markdown import render_traces_markdown
+    from rag_eval.rundir import write_json, write_text
+
+    summary = {
+        "name": report["name"],
+        "created": report["created"],
+        "supplied": report["supplied"],
+        "generation": report["judges"]["figures"],
+        "attribution": report["attribution"]["shares"],
+        "failure_split": report["attribution"]["split"],
+        "traces": {k: report["traces"][k] for k in ("read", "audited", "skipped")},
+        **({"labels": report["labels"]} if "labels" in report else {}),
+    }
+    write_json(run_dir / "report.json", report)
+    write_json(run_dir / "summary.json", summary)
+    write_text(run_dir / "report.md", render_traces_markdown(report))

@@ -68,6 +68,19 @@ def test_traces_judged_without_labels(tmp_path, monkeypatch, capsys):
     assert [r["question_id"] for r in again_rows] == [r["question_id"] for r in rows]
     assert "unordered collection" in (run / "labels" / "labels.html").read_text()
 
+    # Filled in, the labels come back: prediction-powered figures on the re-rendered report.
+    for r in rows:
+        r.update(correct="yes", faithful="yes", refused="no")
+    with (tmp_path / "filled.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert main(["-q", "report", str(run), "--labels", str(tmp_path / "filled.csv")]) == 0
+    labelled = json.loads((run / "summary.json").read_text())["labels"]
+    assert labelled["answers_labelled"] == 2
+    assert labelled["figures"]["system"]["faithfulness_yesno"]["human"]["value"] == 1.0
+    assert "Skipped traces" in (run / "report.md").read_text()
+
 
 def test_traces_matched_to_a_labelled_test_set(tmp_path):
     write_jsonl(tmp_path / "corpus.jsonl", SMALL_CORPUS)
