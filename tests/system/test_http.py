@@ -145,6 +145,7 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         assert [f["question_id"] for f in report["system"]["failed"]] == ["q3"]
         assert report["system"]["passages"]["by_id"] == 6 * 3
         assert "The system (http" in (run / "report.md").read_text()
+        assert "<h2>The system (http: http://127.0.0.1" in (run / "report.html").read_text()
 
         # Judged on the passages it returned: each faithfulness request holds exactly its passages.
         gens = {g["question_id"]: g for g in map(json.loads, (run / "generation.jsonl").read_text().splitlines())}
