@@ -23,7 +23,7 @@ from typing import Any
 from rag_eval.errors import DataError, Problem
 
 SKIP_REASONS = ("no_question", "no_answer", "no_retriever_span", "error_status")
-QUESTION_KEYS = ("question", "query", "input", "user_input", "q", "prompt")
+QUESTION_KEYS = ("question", "query", "input", "user_input", "q", "prompt", "messages", "content")
 ANSWER_KEYS = ("answer", "output", "result", "text", "content", "response")
 _DOC = re.compile(r"^(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.(id|content|score|metadata)$")
 
@@ -40,6 +40,7 @@ class Span:
     attributes: dict[str, Any]
     start: int = 0
     error: str | None = None
+    source: str = ""  # the file it was read from
 
 
 @dataclass
@@ -236,6 +237,8 @@ def documents_of(span: Span, prefix: str = "retrieval.documents") -> list[TraceD
         raw = _parsed(span.attributes[prefix])
         for n, d in enumerate(raw if isinstance(raw, list) else []):
             doc = d.get("document", d) if isinstance(d, dict) else {}
+            # Flattened keys inside (an OTLP kvlist: {"document.id": ..., "document.content": ...}).
+            doc = {k.removeprefix("document."): v for k, v in doc.items()} if isinstance(doc, dict) else {}
             by_n[n] = {k: doc.get(k) for k in ("id", "content", "score", "metadata")}
     out = []
     for n in sorted(by_n):
@@ -274,7 +277,7 @@ def _llm_output(span: Span) -> str | None:
     return _pick(span.attributes.get("output.value"), ANSWER_KEYS)
 
 
-def assemble(spans: list[Span], where: str) -> list[Trace]:
+def assemble(spans: list[Span]) -> list[Trace]:
     """One Trace per trace id, in the order the traces started."""
     by_trace: dict[str, list[Span]] = {}
     for s in spans:
@@ -302,7 +305,7 @@ def assemble(spans: list[Span], where: str) -> list[Trace]:
         meta = {
             k: root.attributes[k] for k in ("session.id", "user.id", "metadata") if root.attributes.get(k) is not None
         }
-        t = Trace(tid, question, answer, docs, f"{where} (trace {tid})", metadata=meta)
+        t = Trace(tid, question, answer, docs, f"{root.source} (trace {tid})", metadata=meta)
         failed = next((s for s in mine if s.error), None)
         if failed is not None:
             t.skipped, t.detail = "error_status", f"span '{failed.name}' ended with an error: {failed.error}"
@@ -318,10 +321,12 @@ def assemble(spans: list[Span], where: str) -> list[Trace]:
 
 def read_traces(paths: list[str | Path]) -> list[Trace]:
     """Every trace of the files, complete or skipped with its reason."""
-    traces: list[Trace] = []
-    for p in paths:
-        path = Path(p)
-        traces += assemble(read_spans(path), str(path))
+    spans: list[Span] = []
+    for p in paths:  # a trace's spans may be spread over several files (one per batch or per service)
+        for span in read_spans(Path(p)):
+            span.source = str(p)
+            spans.append(span)
+    traces = assemble(spans)
     if not traces:
         raise DataError(
             Problem(", ".join(str(p) for p in paths), "the files hold no spans", "export traces with spans in them")

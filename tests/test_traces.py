@@ -58,6 +58,52 @@ def test_collector_json_lines_and_bad_files(tmp_path):
     assert f"{torn}:2" in err.value.render()
 
 
+def test_documents_as_one_attribute_and_chat_messages(tmp_path):
+    """Documents given as one list attribute (an OTLP kvlist per document, as some exporters write),
+    a chat question in input.value's messages, and an SDK console span read alike."""
+    docs = {
+        "arrayValue": {
+            "values": [
+                {
+                    "kvlistValue": {
+                        "values": [
+                            {"key": "document.id", "value": {"stringValue": "py/sets"}},
+                            {"key": "document.content", "value": {"stringValue": TEXTS["py/sets"]}},
+                            {"key": "document.score", "value": {"doubleValue": 0.5}},
+                        ]
+                    }
+                }
+            ]
+        }
+    }
+    messages = json.dumps(
+        {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is a set?"}]}
+    )
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "rag",
+        "attributes": [
+            {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
+            {"key": "input.value", "value": {"stringValue": messages}},
+            {"key": "retrieval.documents", "value": docs},
+        ],
+    }
+    llm = {
+        "name": "llm",
+        "context": {"trace_id": "0x" + "ab" * 16, "span_id": "0x" + "ef" * 8},
+        "parent_id": "0x" + "cd" * 8,
+        "start_time": "2026-12-01T10:00:00.000001Z",
+        "attributes": {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": "A collection."},
+        "status": {"status_code": "UNSET"},
+    }
+    (tmp_path / "a.json").write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    (tmp_path / "b.json").write_text(json.dumps([llm]))
+    (t,) = read_traces([tmp_path / "a.json", tmp_path / "b.json"])[:1]
+    assert t.question == "What is a set?" and t.answer == "A collection." and t.skipped is None
+    assert [(d.id, d.content, d.score) for d in t.documents] == [("py/sets", TEXTS["py/sets"], 0.5)]
+
+
 def _langchain_spans():
     """Spans of a real LangChain chain (retriever | prompt | fake LLM) under the OpenInference
     instrumentation, from the opentelemetry-sdk's in-memory exporter."""
