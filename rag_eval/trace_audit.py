@@ -165,7 +165,10 @@ def _labelled_audit(cfg: AuditConfig, traces: list[Trace], run_dir: Path, use_ca
             )
         )
     name = "traces"
-    others = {k: v for k, v in cfg.retrieval.retrievers.items() if k != name}  # "traces" is the placeholder
+    # "traces" is the placeholder; a system retriever of the config has no replies here.
+    others = {
+        k: v for k, v in cfg.retrieval.retrievers.items() if k != name and not isinstance(v, SystemRetrieverConfig)
+    }
     retrievers = {name: SystemRetrieverConfig(type="system"), **others}
     tcfg = cfg.model_copy(
         update={

@@ -150,6 +150,16 @@ class HttpSystem:
     def __init__(self, cfg: HttpSystemConfig, cache: ResponseCache | None, where: str = "system"):
         self.cfg, self.where = cfg, where
         self.url = expand_env(cfg.url, f"{where}.url")
+        try:
+            scheme = httpx.URL(self.url).scheme
+        except httpx.InvalidURL as exc:
+            scheme = f"invalid ({exc})"
+        if scheme not in ("http", "https"):
+            raise ConfigError(
+                Problem(
+                    f"{where}.url", f"'{cfg.url}' is not an http(s) URL", "write e.g. url: https://rag.example.com/ask"
+                )
+            )
         self.headers = {k: expand_env(v, f"{where}.headers.{k}") for k, v in cfg.headers.items()}
         self.cache = cache if cfg.cache else None
         self.usage = Usage(f"system: {cfg.url}")

@@ -240,6 +240,9 @@ def test_literal_secret_and_missing_env_are_config_errors(tmp_path, monkeypatch,
     config = project(tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1")
     assert main(["-q", "run", config]) == 2
     assert "RAG_SVC_KEY is not set" in capsys.readouterr().err
+    monkeypatch.setenv("RAG_SVC_KEY", TOKEN)
+    assert main(["-q", "run", project(tmp_path, "ftp://host/ask", "http://127.0.0.1:9/v1")]) == 2
+    assert "'ftp://host/ask' is not an http(s) URL" in capsys.readouterr().err
     # A misspelt key and a bad JSON path name the line and the key under system.
     config = project(tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1", answr="$.a", ids="sources[*].id")
     assert main(["-q", "validate", config]) == 2
