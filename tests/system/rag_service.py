@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from rank_bm25 import BM25Okapi
 
+from rag_eval.llm.scripted_server import send_json
+
 
 def tokens(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
@@ -87,14 +89,7 @@ class RagService:
                 self._send(200, {"data": {"answer": answer}, "sources": sources})
 
             def _send(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload, headers)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
