@@ -131,7 +131,8 @@ def _rows(traces: list[Trace]):
 def _match(cfg: AuditConfig, traces: list[Trace], inputs):
     """Replies for the test set's questions that a trace asked (the latest trace of a question wins)."""
     from rag_eval.data.testset import normalise
-    from rag_eval.system.http import Passage, SystemReply
+    from rag_eval.retrieval.mapping import Passage
+    from rag_eval.system.http import SystemReply
 
     by_text = {normalise(q.question).casefold(): q for q in inputs.questions}
     replies: dict[str, SystemReply] = {}

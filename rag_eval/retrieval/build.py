@@ -9,8 +9,10 @@ from rag_eval.config import (
     Bm25Config,
     CallableConfig,
     DenseConfig,
+    HaystackConfig,
     HybridConfig,
     LangchainConfig,
+    LlamaIndexConfig,
     RerankConfig,
     RunFileConfig,
     SystemRetrieverConfig,
@@ -90,7 +92,7 @@ def run_retrievers(
             results[name] = RunFileRetriever(corpus, cfg.resolve_path(r.path), name).rank(questions, depth)
         elif isinstance(r, SystemRetrieverConfig):
             results[name] = _given(cfg, name, given)
-        else:
+        elif isinstance(r, (LlamaIndexConfig, HaystackConfig)):
             from rag_eval.retrieval.frameworks import framework_retriever
 
             results[name] = framework_retriever(corpus, r, name).rank(questions, depth)

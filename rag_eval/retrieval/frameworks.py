@@ -12,7 +12,7 @@ from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.progress import track
 from rag_eval.retrieval.base import Rankings
 from rag_eval.retrieval.custom import import_object
-from rag_eval.retrieval.mapping import TextMatcher, chunk_of
+from rag_eval.retrieval.mapping import TextMatcher, chunk_of, document_passage, node_passage
 from rag_eval.types import Corpus, Question
 
 
@@ -81,8 +81,6 @@ class LlamaIndexRetriever(_FrameworkRetriever):
             )
 
     def items(self, question: str, depth: int):
-        from rag_eval.system.frameworks import node_passage
-
         retriever = self.built
         if not hasattr(retriever, "retrieve"):
             retriever = retriever.as_retriever(similarity_top_k=depth)
@@ -107,8 +105,6 @@ class HaystackRetriever(_FrameworkRetriever):
             )
 
     def items(self, question: str, depth: int):
-        from rag_eval.system.frameworks import document_passage
-
         try:
             out = self.built.run(query=question, top_k=depth)
         except TypeError:  # a retriever without top_k

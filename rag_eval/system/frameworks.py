@@ -12,29 +12,10 @@ from rag_eval.config import HaystackSystemConfig, LlamaIndexSystemConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.llm.client import Usage
 from rag_eval.retrieval.custom import import_object
-from rag_eval.system.http import Passage, SystemReply, fill
+from rag_eval.retrieval.mapping import document_passage, node_passage
+from rag_eval.system.http import SystemReply, fill
 from rag_eval.system.paths import extract, parse_path
 from rag_eval.types import Question
-
-
-def node_passage(item: Any, id_key: str | None) -> Passage:
-    """A LlamaIndex ``NodeWithScore`` (or node) as a passage: id from metadata[id_key] or the node id."""
-    node = getattr(item, "node", item)
-    meta = getattr(node, "metadata", None) or {}
-    cid = meta.get(id_key) if id_key else getattr(node, "node_id", None)
-    text = node.get_content() if hasattr(node, "get_content") else getattr(node, "text", None)
-    score = getattr(item, "score", None)
-    return Passage(None if cid is None else str(cid), text, float(score) if score is not None else None)
-
-
-def document_passage(doc: Any, id_key: str | None) -> Passage:
-    """A Haystack ``Document`` as a passage: id from meta[id_key] or the document id."""
-    meta = getattr(doc, "meta", None) or {}
-    cid = meta.get(id_key) if id_key else getattr(doc, "id", None)
-    score = getattr(doc, "score", None)
-    return Passage(
-        None if cid is None else str(cid), getattr(doc, "content", None), float(score) if score is not None else None
-    )
 
 
 def text_of(value: Any) -> str:

@@ -19,23 +19,12 @@ from rag_eval.config import _ENV_REF, HttpSystemConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.llm.cache import ResponseCache, cache_key
 from rag_eval.llm.client import _SECRETS, Usage, redact
+from rag_eval.retrieval.mapping import Passage
 from rag_eval.system.paths import extract, is_single
 from rag_eval.types import Question
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_WAIT_S = 30.0
-
-
-@dataclass
-class Passage:
-    """One passage the system says it used: its chunk id and/or its text, and its score if given."""
-
-    id: str | None
-    text: str | None
-    score: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "text": self.text, "score": self.score}
 
 
 @dataclass
