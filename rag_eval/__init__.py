@@ -5,6 +5,7 @@ import os
 # Ragas phones home unless told not to; rag-eval never lets it. Models and data sets are
 # never fetched from a hub at run time.
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # Haystack's, for haystack retrievers and systems
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

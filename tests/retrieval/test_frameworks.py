@@ -146,6 +146,9 @@ def test_llamaindex_query_engine_as_the_system(app):
 def test_haystack_pipeline_as_the_system(app):
     pytest.importorskip("haystack")
     import fw_app
+    from haystack.telemetry import _telemetry
+
+    assert _telemetry.telemetry is None  # rag-eval turns Haystack's telemetry off (HAYSTACK_TELEMETRY_ENABLED)
 
     with ScriptedServer(reply=structured_reply) as s:
         judges = {"llm": {"provider": "openai", "model": "scripted", "base_url": s.base_url}, "metrics": ["refusal"]}
