@@ -63,6 +63,8 @@ APP = textwrap.dedent(
 
             @component.output_types(replies=list[str])
             def run(self, question: str, documents: list[Document]):
+                if "context manager" in question:
+                    raise RuntimeError("the model is overloaded")
                 return {"replies": [documents[0].content.split(".")[0] + "." if documents else "I do not know."]}
 
         pipe = Pipeline()
@@ -164,6 +166,11 @@ def test_haystack_pipeline_as_the_system(app):
         g["question_id"]: g for g in map(json.loads, (result.run_dir / "generation.jsonl").read_text().splitlines())
     }
     for q in SMALL_QUESTIONS:
+        if q["id"] == "q3":  # the pipeline raised: not_judged with its error, out of the retrieval figures
+            assert "q3" not in got and "the model is overloaded" in gens["q3"]["error"]
+            continue
         docs = hs.run(query=q["question"])["documents"]
         assert got[q["id"]] == [d.id for d in docs]
         assert gens[q["id"]]["answer"] == (docs[0].content.split(".")[0] + "." if docs else "I do not know.")
+    att = result.attribution_df().set_index("question_id")
+    assert att.loc["q3", "outcome"] == "not_judged" and "overloaded" in att.loc["q3", "why"]
