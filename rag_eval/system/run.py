@@ -191,11 +191,16 @@ def audit_replies(
     if failed:
         say(f"system: {len(failed)} of {len(questions)} questions failed (not_judged): {replies[failed[0].id].error}")
     if not any(q.answerable for q in answered):
-        first = replies[failed[0].id].error if failed else "no answerable question"
+        what = (
+            f"the system answered none of the {len(questions)} questions; first error: {replies[failed[0].id].error}"
+            if not answered
+            else f"the system answered only unanswerable questions ({len(answered)} of {len(questions)}): "
+            "its retrieval cannot be measured"
+        )
         raise DataError(
             Problem(
                 cfg.where("system"),
-                f"the system answered none of the {len(questions)} questions' answerable ones; first error: {first}",
+                what,
                 f"check that the system is up and the request fits it (replies in {run_dir})",
             )
         )
