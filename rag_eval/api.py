@@ -340,6 +340,30 @@ def judge_answers(
     return Result.from_dir(run_dir, cfg)
 
 
+def judge_traces(
+    files: str | Path | list[str | Path],
+    *,
+    config: ConfigLike | None = None,
+    out: str | Path | None = None,
+    labels: int = 30,
+    seed: int | None = None,
+    use_cache: bool = True,
+    progress: bool = False,
+) -> Result:
+    """Audit production traces: OTLP JSON exports with OpenInference attributes (Phoenix and other
+    OpenTelemetry exports). ``config``: a YAML path or dict with judges (default: every default
+    judge on the embedded model) and, optionally, a corpus and a labelled test set to match the
+    traces' questions to. ``labels``: traces drawn (seeded) to label. Returns a Result; skipped
+    traces are counted by reason in ``report["traces"]``."""
+    from rag_eval.trace_audit import audit_traces, traces_config
+
+    _quiet(progress)
+    cfg = traces_config(config if config is not None else {"name": "traces"}, out)
+    paths = [files] if isinstance(files, (str, Path)) else list(files)
+    run_dir = audit_traces(cfg, paths, use_cache=use_cache, label_n=labels, seed=seed)
+    return Result.from_dir(run_dir, cfg)
+
+
 def generate(
     config: ConfigLike,
     *,

@@ -487,6 +487,32 @@ def _ci_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _traces(args: argparse.Namespace) -> int:
+    from rag_eval import api, progress
+
+    result = api.judge_traces(
+        args.files,
+        config=args.config,
+        out=args.out,
+        labels=args.labels,
+        seed=args.seed,
+        use_cache=not args.no_cache,
+        progress=progress.enabled(),
+    )
+    t = result.report["traces"]
+    skipped = ", ".join(f"{n} {why}" for why, n in t["skipped"].items()) or "none"
+    print(f"traces: {t['read']} read, {t['audited']} audited; skipped: {skipped}")
+    for s in t["skipped_traces"][:10]:
+        print(f"    skipped {s['trace_id']} ({s['reason']}): {s['question'] or '(no question)'}")
+    if len(t["skipped_traces"]) > 10:
+        print(f"    ... and {len(t['skipped_traces']) - 10} more (report.md)")
+    print(f"run folder: {result.run_dir} (report.md, summary.json, labels/)")
+    results = result.gates()
+    for r in results:
+        print(f"gate {r.message}")
+    return 0 if all(r.passed for r in results) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description="Audit a RAG system stage by stage.")
     parser.add_argument("--version", action="version", version=f"rag-eval {__version__}")
@@ -697,6 +723,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="PATH", help="the HTML page to write (default: RUNS_DIR/history.html)")
     p.add_argument("--json", metavar="PATH", help="also write the history as JSON")
     p.set_defaults(func=_history)
+
+    p = add(
+        "traces",
+        "audit production traces (OTLP JSON with OpenInference attributes, as Phoenix exports them)",
+        "Read OpenTelemetry trace exports (OTLP JSON; the Collector's JSON lines; opentelemetry-sdk console "
+        "spans) with OpenInference attributes: the root span's question and answer, the retriever spans' "
+        "documents. Judge every complete trace (the config's judges), attribute failures (retrieval misses by "
+        "the context-recall judge, or by the labels when the config names a corpus and a test set the traces' "
+        "questions are in), draw a seeded sample to label; traces missing a part are counted and named.",
+        config=False,
+    )
+    p.add_argument("files", nargs="+", help="trace export files (JSON or JSON lines)")
+    p.add_argument("--config", required=True, help="YAML with name and judges (optionally corpus and test_set)")
+    p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
+    p.add_argument("--labels", type=int, default=30, help="traces drawn to label (default 30; 0: none)")
+    p.add_argument("--seed", type=int, help="seed of the draw (default: stats.seed)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
+    p.set_defaults(func=_traces)
     return parser
 
 

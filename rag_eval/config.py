@@ -141,11 +141,49 @@ class RunFileConfig(_Model):
     path: str
 
 
+class SystemRetrieverConfig(_Model):
+    """The deployed system's own retrieval (the passages its ``system:`` endpoint returned)."""
+
+    type: Literal["system"]
+
+
+class LlamaIndexConfig(_Model):
+    type: Literal["llamaindex"]
+    factory: str = Field(description="package.module:function() -> a LlamaIndex retriever (or index)")
+    id_key: str | None = Field(None, description="node.metadata key holding the chunk id; default: the node id")
+
+
+class HaystackConfig(_Model):
+    type: Literal["haystack"]
+    factory: str = Field(description="package.module:function() -> a Haystack retriever component (or pipeline)")
+    id_key: str | None = Field(None, description="Document.meta key holding the chunk id; default: the document id")
+
+
 RetrieverConfig = Annotated[
-    Bm25Config | DenseConfig | HybridConfig | RerankConfig | CallableConfig | LangchainConfig | RunFileConfig,
+    Bm25Config
+    | DenseConfig
+    | HybridConfig
+    | RerankConfig
+    | CallableConfig
+    | LangchainConfig
+    | RunFileConfig
+    | SystemRetrieverConfig
+    | LlamaIndexConfig
+    | HaystackConfig,
     Field(discriminator="type"),
 ]
-RETRIEVER_TYPES = ("bm25", "dense", "hybrid", "rerank", "callable", "langchain", "run")
+RETRIEVER_TYPES = (
+    "bm25",
+    "dense",
+    "hybrid",
+    "rerank",
+    "callable",
+    "langchain",
+    "run",
+    "system",
+    "llamaindex",
+    "haystack",
+)
 
 
 class RetrievalConfig(_Model):
@@ -427,6 +465,116 @@ class EngineConfig(_Model):
     runtime_env: dict | None = Field(None, description="Ray runtime_env for the workers (e.g. pip, py_modules)")
 
 
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SECRET_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
+
+
+class HttpSystemConfig(_Model):
+    """A deployed RAG service called once per question (``system: {type: http, ...}``)."""
+
+    type: Literal["http"]
+    url: str = Field(description="the endpoint; ${VAR} is replaced by the environment variable VAR")
+    method: Literal["POST", "GET"] = "POST"
+    headers: dict[str, str] = Field(
+        default_factory=dict, description='e.g. {Authorization: "Bearer ${MY_KEY}"}; secrets only as ${VAR}'
+    )
+    body: Any = Field(
+        default_factory=lambda: {"question": "{question}"},
+        description="the JSON body; {question} and {question_id} are replaced in every string",
+    )
+    params: dict[str, str] = Field(default_factory=dict, description="query-string parameters, templated like body")
+    answer: str = Field("$.answer", description="JSON path of the answer in the response")
+    contexts: str | None = Field(None, description="JSON path of the passage texts it used, e.g. $.sources[*].text")
+    ids: str | None = Field(None, description="JSON path of the passages' chunk ids, e.g. $.sources[*].id")
+    scores: str | None = Field(None, description="JSON path of the passages' scores (shown, not used to rank)")
+    concurrency: int = Field(4, ge=1)
+    max_retries: int = Field(3, ge=0, description="retries on 429, 5xx, timeouts and connection errors")
+    backoff_s: float = Field(0.5, ge=0, description="first retry's wait, doubled each retry (Retry-After wins)")
+    timeout_s: float = Field(60, gt=0)
+    cache: bool = Field(True, description="keep successful responses in the response cache (a rerun calls nothing)")
+
+    @field_validator("answer", "contexts", "ids", "scores")
+    @classmethod
+    def _json_path(cls, value: str | None) -> str | None:
+        from rag_eval.system.paths import parse_path
+
+        if value is not None:
+            parse_path(value)
+        return value
+
+    @model_validator(mode="after")
+    def _secrets_by_env(self) -> HttpSystemConfig:
+        for name, value in self.headers.items():
+            if _SECRET_HEADER.search(name) and not _ENV_REF.search(value):
+                raise ValueError(
+                    f"header {name} holds a literal value; secrets come from the environment only: write "
+                    f'{name}: "Bearer ${{MY_KEY_ENV}}" and export MY_KEY_ENV'
+                )
+        if not self.ids and not self.contexts:
+            raise ValueError(
+                "give ids (JSON path of the returned chunk ids) or contexts (of the passage texts), or both: "
+                "without them the system's retrieval cannot be measured"
+            )
+        return self
+
+
+class LlamaIndexSystemConfig(_Model):
+    """A LlamaIndex query engine built by ``factory()``: its response is the answer, its source
+    nodes the passages."""
+
+    type: Literal["llamaindex"]
+    factory: str = Field(description="package.module:function() -> a LlamaIndex query engine (or index)")
+    id_key: str | None = Field(None, description="node.metadata key holding the chunk id; default: the node id")
+    concurrency: int = Field(1, ge=1, description="questions asked at once (in threads)")
+
+
+class HaystackSystemConfig(_Model):
+    """A Haystack pipeline built by ``factory()``, run once per question."""
+
+    type: Literal["haystack"]
+    factory: str = Field(description="package.module:function() -> a Haystack Pipeline")
+    inputs: dict[str, Any] = Field(
+        description='the data of Pipeline.run, templated like body: e.g. {retriever: {query: "{question}"}, '
+        'prompt_builder: {question: "{question}"}}'
+    )
+    answer: str = Field("$.llm.replies[0]", description="JSON path of the answer in the pipeline's outputs")
+    documents: str = Field("$.retriever.documents", description="JSON path of the documents it used")
+    id_key: str | None = Field(None, description="Document.meta key holding the chunk id; default: the document id")
+    concurrency: int = Field(1, ge=1, description="questions asked at once (in threads)")
+
+    @field_validator("answer", "documents")
+    @classmethod
+    def _json_path(cls, value: str) -> str:
+        from rag_eval.system.paths import parse_path
+
+        parse_path(value)
+        return value
+
+
+SystemConfig = Annotated[HttpSystemConfig | LlamaIndexSystemConfig | HaystackSystemConfig, Field(discriminator="type")]
+
+
+def _with_system_defaults(data: Any) -> Any:
+    """A config with ``system:`` gets the retriever ``system`` and generation on it unless it names them."""
+    if not isinstance(data, dict) or not data.get("system"):
+        return data
+    data = dict(data)
+    retrieval = dict(data.get("retrieval") or {})
+    retrievers = dict(retrieval.get("retrievers") or {})
+    if not any(isinstance(r, dict) and r.get("type") == "system" for r in retrievers.values()):
+        if "system" in retrievers:
+            raise ValueError("retrieval.retrievers.system is taken by another retriever; rename it")
+        retrievers = {"system": {"type": "system"}, **retrievers}
+    retrieval["retrievers"] = retrievers
+    data["retrieval"] = retrieval
+    name = next(n for n, r in retrievers.items() if isinstance(r, dict) and r.get("type") == "system")
+    generation = dict(data.get("generation") or {})
+    generation.setdefault("retriever", name)
+    generation.setdefault("prompts", {"system": "(the deployed system)"})
+    data["generation"] = generation
+    return data
+
+
 class AuditConfig(_Model):
     """One audit, as written in a YAML file."""
 
@@ -444,6 +592,9 @@ class AuditConfig(_Model):
     gates: dict[str, str] = Field(default_factory=dict, description='e.g. {"retrieval.hybrid.hit@5": ">= 0.80"}')
     cache_dir: str | None = None
     engine: EngineConfig = EngineConfig()
+    system: SystemConfig | None = Field(
+        None, description="the system where it runs (type: http, llamaindex or haystack), audited as a black box"
+    )
 
     # Set by load_config / config_from_dict, not by the user.
     config_path: str | None = Field(None, exclude=True)
@@ -460,6 +611,28 @@ class AuditConfig(_Model):
             except ConfigError as exc:
                 raise ValueError(f"gate {figure}: {exc.problems[0].what}") from None
         return gates
+
+    @model_validator(mode="before")
+    @classmethod
+    def _system_defaults(cls, data: Any) -> Any:
+        return _with_system_defaults(data)
+
+    @model_validator(mode="after")
+    def _system_retriever_needs_system(self) -> AuditConfig:
+        names = [n for n, r in self.retrieval.retrievers.items() if isinstance(r, SystemRetrieverConfig)]
+        if names and self.system is None:
+            raise ValueError(
+                f"retriever '{names[0]}' has type system, but the config has no system: section; add one "
+                "(type: http, llamaindex or haystack) or give the retriever another type"
+            )
+        if len(names) > 1:
+            raise ValueError(f"only one retriever can have type system; got {', '.join(names)}")
+        if self.system is not None and self.generation and self.generation.retriever != names[0]:
+            raise ValueError(
+                f"with a system: section, generation is the system's own answers on its own passages; "
+                f"set generation.retriever to '{names[0]}' (or leave it out)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _generation_retriever_exists(self) -> AuditConfig:
@@ -529,17 +702,26 @@ def _line_of(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
 
 def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw: dict) -> list[Problem]:
     problems = []
+    systems = {"http": HttpSystemConfig, "llamaindex": LlamaIndexSystemConfig, "haystack": HaystackSystemConfig}
     for err in exc.errors():
         loc = tuple(err["loc"])
+        system_model = None
+        if loc[:1] == ("system",) and len(loc) > 1 and loc[1] in systems:
+            # The system's type tag is in pydantic's location; the user never wrote it.
+            system_model, loc = systems[loc[1]], (loc[0], *loc[2:])
         # Discriminated unions add the tag name to the location; users never wrote it.
-        shown = [str(p) for p in loc if not (isinstance(p, str) and p in RETRIEVER_TYPES and loc[-1] != p)]
+        shown = [
+            str(p)
+            for i, p in enumerate(loc)
+            if not (loc[:2] == ("retrieval", "retrievers") and i == 3 and p in RETRIEVER_TYPES and loc[-1] != p)
+        ]
         dotted = ".".join(shown) or "(top level)"
         line = _line_of(root, loc)
         where = f"{path}:{line}" if line else path
         msg = err["msg"].removeprefix("Value error, ")
         fix = ""
         if err["type"] == "extra_forbidden":
-            parent = _parent_fields(loc)
+            parent = sorted(system_model.model_fields) if system_model and len(loc) == 2 else _parent_fields(loc)
             msg = f"unknown key '{loc[-1]}'"
             fix = did_you_mean(str(loc[-1]), parent) if parent else "remove it"
         elif err["type"] == "missing":
@@ -562,6 +744,10 @@ def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw:
             dotted = f"retrieval.retrievers.{m.group(1)}.of"
             head, _, tail = msg.partition("; ")
             msg, fix = head, tail
+        elif err["type"] in ("union_tag_invalid", "union_tag_not_found") and loc[:1] == ("system",):
+            tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
+            msg = f"unknown system type {tag!r}" if tag else "the system has no 'type'"
+            fix = "set type to one of them: " + did_you_mean(str(tag or ""), list(systems))
         elif err["type"] in ("union_tag_invalid", "union_tag_not_found"):
             tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
             msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"
@@ -591,6 +777,9 @@ def _parent_fields(loc: tuple[Any, ...]) -> list[str]:
                 "callable": CallableConfig,
                 "langchain": LangchainConfig,
                 "run": RunFileConfig,
+                "system": SystemRetrieverConfig,
+                "llamaindex": LlamaIndexConfig,
+                "haystack": HaystackConfig,
             }.get(part)
             continue
         field = getattr(model, "model_fields", {}).get(part)

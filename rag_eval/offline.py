@@ -12,6 +12,8 @@ import os
 OFFLINE_ENV = {
     # Ragas phones home unless told not to; rag-eval never lets it.
     "RAGAS_DO_NOT_TRACK": "true",
+    # Haystack's, for haystack retrievers and systems.
+    "HAYSTACK_TELEMETRY_ENABLED": "False",
     # Models and data sets are never fetched from a hub at run time.
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",

@@ -47,15 +47,16 @@ def load_inputs(cfg: AuditConfig, corpus: Any = None, test_set: Any = None) -> I
     return Inputs(loaded, load_test_set(path, loaded), path)
 
 
-def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path):
-    """Stage 1 into a run folder: rankings, metrics, diagnoses, lint; writes retrieval.jsonl."""
+def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path, given: dict | None = None):
+    """Stage 1 into a run folder: rankings, metrics, diagnoses, lint; writes retrieval.jsonl.
+    ``given``: rankings made elsewhere (a deployed system's), by retriever name."""
     from rag_eval.diagnosis import diagnose_misses, simulate_fixes
     from rag_eval.lint import lint
     from rag_eval.rechunk import simulate_rechunking
     from rag_eval.retrieval.build import run_retrievers
     from rag_eval.retrieval.stage import evaluate, question_records, write_records
 
-    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder))
+    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder), given)
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
     diagnoses = diagnose_misses(cfg, inputs.corpus, res)
     res.simulated_fixes = sorted(
@@ -76,6 +77,10 @@ def write_report(run_dir: Path, report: dict) -> None:
     from rag_eval.report.markdown import render_markdown
     from rag_eval.rundir import write_json, write_text
 
+    if "retrieval" not in report and "traces" in report:  # traces judged without labels
+        from rag_eval.trace_audit import write_traces_report
+
+        return write_traces_report(run_dir, report)
     write_json(run_dir / "report.json", report)
     write_json(run_dir / "summary.json", summary(report))
     write_text(run_dir / "report.md", render_markdown(report))
@@ -129,6 +134,10 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None, inputs: Inputs | 
     ``inputs``: the corpus and test set already loaded (default: from the config's files)."""
     from rag_eval.report.build import build_report
 
+    if cfg.system is not None:  # the system's retrieval comes with its replies: ask it, judge nothing
+        from rag_eval.system.run import run_system_audit
+
+        return run_system_audit(cfg.model_copy(update={"judges": None}), out=out, inputs=inputs)
     inputs, run_dir = _start(cfg, out, inputs)
     res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
     report = build_report(
@@ -273,6 +282,10 @@ def run_audit(
     from rag_eval.report.build import attribution_section, build_report, generation_section
     from rag_eval.rundir import write_json
 
+    if cfg.system is not None:
+        from rag_eval.system.run import run_system_audit
+
+        return run_system_audit(cfg, out=out, use_cache=use_cache, resume=resume, inputs=inputs)
     if cfg.generation is None:
         raise ConfigError(
             Problem(

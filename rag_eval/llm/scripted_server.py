@@ -22,6 +22,21 @@ def _default_reply(body: dict) -> str:
     return "ok: " + body["messages"][-1]["content"][:40]
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload, headers: dict | None = None) -> None:
+    """A JSON response from a request handler (a client that timed out and left is no error)."""
+    data = json.dumps(payload).encode()
+    try:
+        handler.send_response(status)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            handler.send_header(k, v)
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 class ScriptedServer:
     """``with ScriptedServer(script) as s: s.base_url, s.calls, s.bodies``."""
 
@@ -94,17 +109,7 @@ class ScriptedServer:
                 )
 
             def _send(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and left
+                send_json(self, status, payload, headers)
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 stalls concurrent clients

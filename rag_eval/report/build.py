@@ -162,7 +162,14 @@ def summary(report: dict) -> dict:
             if "generation" in report
             else {}
         ),
+        **({"system": _system_summary(report["system"])} if "system" in report else {}),
+        **({"traces": {k: report["traces"][k] for k in ("read", "audited", "skipped")}} if "traces" in report else {}),
     }
+
+
+def _system_summary(section: dict) -> dict:
+    """The deployed system's calls: questions asked, answered, failed (not_judged)."""
+    return {"questions": section["questions"], "answered": section["answered"], "failed": len(section["failed"])}
 
 
 def _comparison_summary(section: dict) -> dict:
@@ -211,9 +218,16 @@ def generation_section(
 
 
 def attribution_section(
-    cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, generations: list[dict], judgements: list[dict]
+    cfg: AuditConfig,
+    res: RetrievalResults,
+    corpus: Corpus,
+    generations: list[dict],
+    judgements: list[dict],
+    more_questions: list | None = None,
 ) -> dict:
-    """Outcome per question and prompt, shares with Wilson intervals, and the failed questions."""
+    """Outcome per question and prompt, shares with Wilson intervals, and the failed questions.
+    ``more_questions``: questions outside the retrieval results whose generation failed (a deployed
+    system that returned an error): each is ``not_judged`` with that error."""
     import numpy as np
 
     from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
@@ -232,9 +246,12 @@ def attribution_section(
         outcomes, weights = [], []
         for gen in (r for r in generations if r["prompt"] == prompt):
             weights.append(gen.get("weight", 1.0))
-            i = index[gen["question_id"]]
-            q = res.questions[i]
-            retrieved = bool(first[i] and first[i] <= g.top_k)
+            i = index.get(gen["question_id"])
+            if i is None:  # not in the retrieval results: its generation failed, so not_judged follows
+                q, retrieved = next(x for x in more_questions or [] if x.id == gen["question_id"]), True
+            else:
+                q = res.questions[i]
+                retrieved = bool(first[i] and first[i] <= g.top_k)
             js = by_answer.get((q.id, prompt), {})
             outcome, why = attribute(
                 q, retrieved, gen, js, faithfulness_threshold=threshold, faithfulness_judge=deciding

@@ -171,6 +171,10 @@ def render_html(report: dict) -> str:
         f"({ts['answerable']} answerable, {ts['unanswerable']} unanswerable)</p>",
     ]
     out += _models(report)
+    if "system" in report or "traces" in report:
+        from rag_eval.report.system_html import system_html
+
+        out += system_html(report)
     if report.get("lint"):
         out.append("<h2>Test-set health</h2><ul>")
         for f in report["lint"]:

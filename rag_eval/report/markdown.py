@@ -446,6 +446,11 @@ def render_markdown(report: dict) -> str:
     ]
     out += resume_markdown(report.get("resume"))
     out += lint_markdown(report.get("lint", []))
+    if "system" in report or "traces" in report:
+        from rag_eval.report.trace_markdown import system_markdown, traces_markdown
+
+        out += system_markdown(report) if "system" in report else []
+        out += traces_markdown(report) if "traces" in report else []
     out += retrieval_markdown(report)
     if "generation" in report:
         out += generation_markdown(report)

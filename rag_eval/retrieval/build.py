@@ -9,10 +9,13 @@ from rag_eval.config import (
     Bm25Config,
     CallableConfig,
     DenseConfig,
+    HaystackConfig,
     HybridConfig,
     LangchainConfig,
+    LlamaIndexConfig,
     RerankConfig,
     RunFileConfig,
+    SystemRetrieverConfig,
 )
 from rag_eval.retrieval.base import Rankings
 from rag_eval.types import Corpus, Question
@@ -46,8 +49,11 @@ def dependency_order(cfg: AuditConfig) -> list[str]:
     return order
 
 
-def run_retrievers(cfg: AuditConfig, corpus: Corpus, questions: list[Question], cache_dir: Path) -> dict[str, Rankings]:
-    """Rankings of every configured retriever, keyed by name in config order."""
+def run_retrievers(
+    cfg: AuditConfig, corpus: Corpus, questions: list[Question], cache_dir: Path, given: dict | None = None
+) -> dict[str, Rankings]:
+    """Rankings of every configured retriever, keyed by name in config order; ``given`` holds
+    rankings made elsewhere (the deployed system's), by name."""
     from rag_eval.engine import make_engine
     from rag_eval.retrieval.base import relevant_indices
     from rag_eval.retrieval.hybrid import fuse
@@ -84,4 +90,24 @@ def run_retrievers(cfg: AuditConfig, corpus: Corpus, questions: list[Question], 
             from rag_eval.retrieval.custom import RunFileRetriever
 
             results[name] = RunFileRetriever(corpus, cfg.resolve_path(r.path), name).rank(questions, depth)
+        elif isinstance(r, SystemRetrieverConfig):
+            results[name] = _given(cfg, name, given)
+        elif isinstance(r, (LlamaIndexConfig, HaystackConfig)):
+            from rag_eval.retrieval.frameworks import framework_retriever
+
+            results[name] = framework_retriever(corpus, r, name).rank(questions, depth)
     return {name: results[name] for name in cfg.retrieval.retrievers}
+
+
+def _given(cfg: AuditConfig, name: str, given: dict | None) -> Rankings:
+    if not given or name not in given:
+        from rag_eval.errors import ConfigError, Problem
+
+        raise ConfigError(
+            Problem(
+                cfg.where(f"retrieval.retrievers.{name}"),
+                "the system's retrieval is measured from its replies, which only rag-eval run asks for",
+                "use rag-eval run (or rag_eval.audit) on a config with a system: section",
+            )
+        )
+    return given[name]

@@ -10,6 +10,7 @@ from typing import Any
 
 from rag_eval.data.records import read_text
 from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.offline import go_offline
 from rag_eval.progress import track
 from rag_eval.retrieval.base import Rankings
 from rag_eval.types import Corpus, Question
@@ -24,6 +25,7 @@ def import_object(spec: str, where: str) -> Any:
                 where, f"'{spec}' is not of the form package.module:name", "write e.g. function: my_pkg.search:retrieve"
             )
         )
+    go_offline()  # the user's module may load a model or a framework with telemetry (Haystack)
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or any error raised while importing the user's module
