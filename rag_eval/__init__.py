@@ -3,10 +3,10 @@
 # Importing rag_eval changes no environment variable: rag_eval.offline.go_offline() sets Ragas'
 # telemetry off and the hubs offline where a model or Ragas is loaded, and in the CLI.
 
-__version__ = "0.1.0"
+import sys
+import types
 
-import sys  # noqa: E402
-import types  # noqa: E402
+from rag_eval.version import __version__
 
 # The API's audit/retrieval/compare/lint/judge_check share names with submodules
 # (rag_eval/retrieval/, lint.py, ...). Importing a submodule sets it as an attribute of this
@@ -56,4 +56,5 @@ __all__ = [
     "load_config",
     "load_run",
     "retrieval",
+    "__version__",
 ]
