@@ -161,6 +161,7 @@ def test_cli_writes_junit_xml_and_a_markdown_summary(small_project, tmp_path, mo
     assert step.read_text() == text
 
 
+@pytest.mark.slow  # pytest and the embedding model in a subprocess (32 s on the shared 2 cores)
 def test_pytest_helper_fails_a_test_with_the_figure_and_the_questions(small_project):
     """A test file written the way the README shows, run by pytest in a subprocess."""
     _with_dense(small_project)
