@@ -28,8 +28,8 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
-# The edit loop: ruff and the tests not marked slow (no real embedded model, no Ray, no fresh
-# installs, no reference-rank check). `make test` stays the full suite.
+# The edit loop: ruff and the tests not marked slow (README, Development). `make test` stays the
+# full suite.
 .PHONY: test-fast
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
