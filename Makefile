@@ -28,6 +28,13 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
+# The edit loop: ruff and the tests not marked slow (README, Development). `make test` stays the
+# full suite.
+.PHONY: test-fast
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q -m "not slow"
+
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 

@@ -3,10 +3,10 @@
 # Importing rag_eval changes no environment variable: rag_eval.offline.go_offline() sets Ragas'
 # telemetry off and the hubs offline where a model or Ragas is loaded, and in the CLI.
 
-__version__ = "0.1.0"
+import sys
+import types
 
-import sys  # noqa: E402
-import types  # noqa: E402
+from rag_eval.version import __version__
 
 # The API's audit/retrieval/compare/lint/judge_check share names with submodules
 # (rag_eval/retrieval/, lint.py, ...). Importing a submodule sets it as an attribute of this
@@ -25,7 +25,7 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-from rag_eval.api import (  # noqa: E402  (the environment above must be set first)
+from rag_eval.api import (  # noqa: E402  (the package class above must be set first)
     Result,
     as_config,
     audit,
@@ -60,4 +60,5 @@ __all__ = [
     "load_config",
     "load_run",
     "retrieval",
+    "__version__",
 ]

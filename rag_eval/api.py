@@ -27,6 +27,18 @@ def as_config(config: ConfigLike, *, base_dir: str | Path | None = None) -> Audi
     if isinstance(config, AuditConfig):
         return config
     if isinstance(config, dict):
+        inline = [key for key in _ROW_KEYS if _is_rows(config.get(key))]
+        if inline:
+            raise ConfigError(
+                Problem(
+                    f"config (dict) ({', '.join(inline)})",
+                    "rows inline, which a config cannot hold (it says where rows come from)",
+                    "pass the dict as it is to rag_eval.audit / retrieval / compare / lint (they take the rows "
+                    "out), or give the rows as keyword arguments: rag_eval.audit(config, "
+                    + ", ".join(f"{key}=rows" for key in inline)
+                    + ")",
+                )
+            )
         return config_from_dict(config, base_dir)
     if isinstance(config, (str, Path)):
         return load_config(config)
@@ -39,16 +51,40 @@ def as_config(config: ConfigLike, *, base_dir: str | Path | None = None) -> Audi
     )
 
 
-def _config_with_given(config: ConfigLike, corpus: Any, test_set: Any, base_dir) -> AuditConfig:
-    """The config, with ``source: given`` filled in where the corpus or test set is passed and the
-    config does not name one."""
+# The sections of a config that rows may stand in for, from Python.
+_ROW_KEYS = ("corpus", "test_set")
+
+
+def _is_rows(value: Any) -> bool:
+    """Rows where a config section belongs: a list or tuple, a pandas DataFrame, a datasets.Dataset."""
+    return isinstance(value, (list, tuple)) or hasattr(value, "columns") or hasattr(value, "column_names")
+
+
+def _config_with_given(config: ConfigLike, corpus: Any, test_set: Any, base_dir) -> tuple[AuditConfig, Any, Any]:
+    """The config and the rows to load: rows a dict config carries inline (``{"corpus": [...],
+    "test_set": [...]}``) are taken as the ``corpus`` / ``test_set`` arguments, and ``source:
+    given`` is filled in where rows are passed and the config does not name a source."""
     if isinstance(config, dict):
         config = dict(config)
+        given = {"corpus": corpus, "test_set": test_set}
+        for key in _ROW_KEYS:
+            if not _is_rows(config.get(key)):
+                continue
+            if given[key] is not None:
+                raise ConfigError(
+                    Problem(
+                        f"config (dict) ({key})",
+                        f"{key} rows are given twice: inline in the config and as the {key}= argument",
+                        f"keep one: drop the config's {key} rows or the {key}= argument",
+                    )
+                )
+            given[key] = config.pop(key)
+        corpus, test_set = given["corpus"], given["test_set"]
         if corpus is not None and "corpus" not in config:
             config["corpus"] = {"source": "given"}
         if test_set is not None and "test_set" not in config:
             config["test_set"] = {"source": "given"}
-    return as_config(config, base_dir=base_dir)
+    return as_config(config, base_dir=base_dir), corpus, test_set
 
 
 def _inputs(cfg: AuditConfig, corpus: Any, test_set: Any):
@@ -167,7 +203,7 @@ def audit(
     from rag_eval.runner import run_audit
 
     _quiet(progress)
-    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_audit(
         cfg,
@@ -227,7 +263,7 @@ def retrieval(
     from rag_eval.runner import run_retrieval
 
     _quiet(progress)
-    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_retrieval(cfg, out=str(out) if out else None, inputs=_inputs(cfg, corpus, test_set))
     result = Result.from_dir(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
@@ -258,7 +294,7 @@ def compare(
     from rag_eval.runner import run_compare
 
     _quiet(progress)
-    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_compare(
         cfg,
@@ -274,7 +310,7 @@ def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_d
     """Test-set health findings (``rag_eval.lint.Finding``: code, severity, message, questions, fix)."""
     from rag_eval.runner import run_lint
 
-    cfg = _config_with_given(config, corpus, test_set, base_dir)
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     return run_lint(cfg, _inputs(cfg, corpus, test_set))
 
 
@@ -383,9 +419,7 @@ def generate(
     _quiet(progress)
     if isinstance(config, dict):
         config = {**config, "test_set": config.get("test_set", {"source": "given"})}
-        if corpus is not None and "corpus" not in config:
-            config["corpus"] = {"source": "given"}
-    cfg = as_config(config, base_dir=base_dir)
+    cfg, corpus, _ = _config_with_given(config, corpus, None, base_dir)
     if testgen:
         merged = {**cfg.testgen.model_dump(exclude_none=True), **testgen}
         try:

@@ -8,9 +8,9 @@ import signal
 import sys
 import traceback
 
-from rag_eval import __version__
 from rag_eval.errors import RagEvalError
 from rag_eval.offline import go_offline
+from rag_eval.version import __version__
 
 
 def _validate(args: argparse.Namespace) -> int:

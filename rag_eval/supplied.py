@@ -133,13 +133,13 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
 
     import numpy as np
 
-    from rag_eval import __version__
     from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
     from rag_eval.cache import cache_root
     from rag_eval.judging import aggregate, run_judging
     from rag_eval.llm.session import LLMSession
     from rag_eval.rundir import write_json, write_text
     from rag_eval.stats import weighted_share
+    from rag_eval.version import __version__
 
     corpus, questions, generations = as_audit_inputs(rows)
     write_text(run_dir / "generation.jsonl", "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in generations))

@@ -8,7 +8,19 @@ import pytest
 from rag_eval import progress
 
 ROOT = Path(__file__).resolve().parents[1]
-PEP_SECTIONS = ROOT.parent / "shared" / "benchmarks" / "pep" / "sections.json"
+PEP_SECTIONS = ROOT.parent / "shared" / "benchmarks" / "pep" / "sections.json"  # an extra, when present
+# Shipped with the tests: 40 sections (one a topic, text cut at 1,500 characters) of the Python
+# reference topics in pydoc_data.topics (Python 3.11), in the PEP file's format {id, title, text}.
+SECTIONS = ROOT / "tests" / "data" / "sections.json"
+# Section files the corpus-wide checks run on: the shipped one always, the PEP one where it exists.
+SECTION_FILES = [
+    pytest.param(SECTIONS, id="shipped"),
+    pytest.param(
+        PEP_SECTIONS,
+        id="pep",
+        marks=pytest.mark.skipif(not PEP_SECTIONS.exists(), reason="the PEP corpus is in ../shared (optional)"),
+    ),
+]
 
 SMALL_CORPUS = [
     {"id": "py/lists", "title": "Lists", "text": "Lists are mutable sequences, typically used to store collections."},

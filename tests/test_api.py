@@ -161,6 +161,7 @@ def test_cli_writes_junit_xml_and_a_markdown_summary(small_project, tmp_path, mo
     assert step.read_text() == text
 
 
+@pytest.mark.slow  # pytest and the embedding model in a subprocess (32 s on the shared 2 cores)
 def test_pytest_helper_fails_a_test_with_the_figure_and_the_questions(small_project):
     """A test file written the way the README shows, run by pytest in a subprocess."""
     _with_dense(small_project)
@@ -253,3 +254,42 @@ def test_audit_returns_every_stage_as_a_dataframe(tmp_path):
     outcomes = att.set_index("question_id")["outcome"].to_dict()
     assert outcomes == {"q1": "ok", "q2": "ok", "q3": "ok", "q4": "answered_unanswerable"}
     assert result.figure("attribution.base.ok")["count"] == 3
+
+
+def test_rows_inline_in_a_dict_config_are_taken_as_the_keyword_arguments(tmp_path):
+    """What a notebook user tries first: the corpus and the test set as rows inside the config dict
+    run exactly as the same rows passed as corpus= / test_set=; as_config alone names the arguments."""
+    bm25 = {**CONFIG, "retrieval": {"k": [1, 3], "depth": 5, "retrievers": {"bm25": {"type": "bm25"}}}, "gates": {}}
+    inline = {**bm25, "corpus": SMALL_CORPUS, "test_set": QUESTIONS, "report": {"out": str(tmp_path / "inline")}}
+    keyword = {**bm25, "report": {"out": str(tmp_path / "keyword")}}
+    a = rag_eval.retrieval(inline)
+    b = rag_eval.retrieval(keyword, corpus=SMALL_CORPUS, test_set=QUESTIONS)
+    # One inline (a DataFrame), the other as an argument.
+    c = rag_eval.retrieval({**keyword, "corpus": pd.DataFrame(SMALL_CORPUS)}, test_set=QUESTIONS)
+    cols = ["question_id", "retriever", "first_relevant_rank", "miss"]
+    for other in (b, c):
+        pd.testing.assert_frame_equal(a.retrieval_df()[cols], other.retrieval_df()[cols])
+        assert a.summary["retrieval"] == other.summary["retrieval"]
+    ranks = a.retrieval_df().set_index("question_id")["first_relevant_rank"].to_dict()
+    assert ranks == {"q1": 1, "q2": 1, "q3": 1}
+    # The run folder's config says where the rows came from; it does not hold them.
+    saved = (a.run_dir / "config.yaml").read_text()
+    assert "source: given" in saved and "Lists are mutable" not in saved
+    assert [q["id"] for q in map(json.loads, (a.run_dir / "inputs" / "test_set.jsonl").read_text().splitlines())] == [
+        "q1",
+        "q2",
+        "q3",
+    ]
+
+    found = rag_eval.lint({**bm25, "corpus": SMALL_CORPUS, "test_set": SMALL_QUESTIONS})
+    assert found and [(f.code, f.questions) for f in found] == [
+        (f.code, f.questions) for f in rag_eval.lint(bm25, corpus=SMALL_CORPUS, test_set=SMALL_QUESTIONS)
+    ]
+
+    with pytest.raises(rag_eval.ConfigError) as err:
+        rag_eval.retrieval(inline, corpus=SMALL_CORPUS)
+    assert "config (dict) (corpus): corpus rows are given twice" in err.value.render()
+    with pytest.raises(rag_eval.ConfigError) as err:
+        rag_eval.as_config(inline)
+    assert "config (dict) (corpus, test_set): rows inline" in err.value.render()
+    assert "rag_eval.audit(config, corpus=rows, test_set=rows)" in err.value.render()

@@ -215,6 +215,7 @@ def test_lint_exit_status_follows_fail_on(small_project, capsys):
     assert code == 1 and "failing (lint.fail_on: warning)" in out
 
 
+@pytest.mark.slow  # runs the demo's retrievers, embedding its 205 chunks (54 s on the shared 2 cores)
 def test_lint_on_the_demo_data_names_questions(capsys, monkeypatch):
     from .conftest import ROOT
 

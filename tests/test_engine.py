@@ -26,6 +26,7 @@ def _ray_instance():
         ray.shutdown()
 
 
+@pytest.mark.slow  # starts a Ray instance and embeds the corpus twice (75 s on the shared 2 cores)
 def test_retrieval_on_ray_equals_local(tmp_path, monkeypatch):
     monkeypatch.delenv("RAG_EVAL_CACHE_DIR")  # each engine its own embedding cache
     cfg = {
@@ -59,6 +60,7 @@ def test_retrieval_on_ray_equals_local(tmp_path, monkeypatch):
         np.testing.assert_allclose(np.load(x), np.load(y), atol=1e-6)
 
 
+@pytest.mark.slow  # starts the real embedded model (llama-server) twice, locally and in a Ray actor
 def test_embedded_model_calls_through_a_ray_actor_equal_local(tmp_path):
     llm_cfg = LLMConfig(provider="local", max_tokens=16)
     messages = [[{"role": "user", "content": f"Name one Python {w} in one word."}] for w in ("keyword", "builtin")]

@@ -96,6 +96,7 @@ def _random_case(seed: int, n_q: int = 40, n_docs: int = 60, depth: int = 20):
     return run, qrels, ranked, labels
 
 
+@pytest.mark.slow  # ranx compiles its metrics with numba: 143 s on a fresh install, 16 s from numba's cache
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_agrees_with_ranx(seed):
     import ranx  # a dev dependency: its absence is a failure, never a skip

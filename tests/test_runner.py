@@ -39,6 +39,7 @@ def _cli(*args, env=None):
     return [sys.executable, "-m", "rag_eval.cli", "--quiet", *args]
 
 
+@pytest.mark.slow  # a reference audit, then CLI processes killed and resumed (32-43 s a seed on the shared 2 cores)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_sigkill_then_resume_gives_the_same_figures_without_redoing_work(small_project, tmp_path, seed):
     from rag_eval.config import load_config
@@ -173,6 +174,7 @@ def _lines(path):
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+@pytest.mark.slow  # three audits in CLI processes (51 s on the shared 2 cores)
 def test_resume_redoes_exactly_the_work_whose_inputs_changed(small_project, tmp_path):
     """Across processes: an edited answer prompt redoes the answers and the judgements of the answers,
     not the answer-independent ones; an edited judge prompt redoes that judge only."""

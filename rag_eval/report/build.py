@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rag_eval import __version__
 from rag_eval.config import AuditConfig
 from rag_eval.retrieval.stage import RetrievalResults
 from rag_eval.types import Corpus
+from rag_eval.version import __version__
 
 
 def table_metrics(ks: list[int]) -> list[str]:

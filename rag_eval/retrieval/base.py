@@ -85,12 +85,6 @@ class Rankings:
     notes: dict = field(default_factory=dict)  # how the rankings were made, when that matters (ANN recall)
 
     @classmethod
-    def from_full(cls, full: np.ndarray, depth: int) -> Rankings:
-        full = _clean(full)
-        order = top_k(full, depth)
-        return cls(order, np.take_along_axis(full, order, axis=1), full)
-
-    @classmethod
     def from_scorer(
         cls,
         scorer: Scorer,
@@ -179,10 +173,6 @@ class Rankings:
     def rank_rows(self, rows: np.ndarray) -> np.ndarray:
         """1-based rank of every chunk for these questions, shape ``(len(rows), n_chunks)``."""
         return ranks_of_rows(self.rows(rows))
-
-    def rank_matrix(self) -> np.ndarray:
-        """1-based rank of every chunk per question, shape ``(n_questions, n_chunks)``."""
-        return self.rank_rows(np.arange(len(self)))
 
     def ids(self, corpus: Corpus, q: int) -> list[str]:
         return [corpus.chunks[i].id for i in self.top[q] if i >= 0]

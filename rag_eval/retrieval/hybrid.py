@@ -21,11 +21,6 @@ def _rrf_rows(parts: list[Rankings], rows: np.ndarray, n_chunks: int, rrf_k: flo
     return fused
 
 
-def rrf_scores(parts: list[Rankings], n_chunks: int, rrf_k: float, weights: list[float] | None = None) -> np.ndarray:
-    """Fused scores of every chunk for every question, shape (n_q, n_chunks)."""
-    return _rrf_rows(parts, np.arange(len(parts[0])), n_chunks, rrf_k, weights or [1.0] * len(parts))
-
-
 def fuse(
     parts: list[Rankings],
     n_chunks: int,

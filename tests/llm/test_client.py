@@ -3,6 +3,7 @@
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -111,18 +112,23 @@ def test_failures_are_not_cached(tmp_path):
 
 def test_concurrency_is_bounded():
     active, peak = 0, 0
+    lock = threading.Lock()  # the server answers each request on its own thread
 
     def script(n, body):
         nonlocal active, peak
-        active += 1
-        peak = max(peak, active)
-        time.sleep(0.1)
-        active -= 1
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.3)
+        with lock:
+            active -= 1
         return "ok"
 
     with ScriptedServer(script) as s:
-        ask(s, n=12, concurrency=3)
-    assert peak <= 3
+        results, _ = ask(s, n=12, concurrency=3)
+    assert all(r.error is None for r in results) and s.calls == 12
+    # Never more than the bound at once, and the bound is used: a serial client (peak 1) fails.
+    assert peak == 3
 
 
 WRITER = """

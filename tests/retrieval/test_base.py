@@ -7,6 +7,8 @@ from rag_eval.retrieval import base
 from rag_eval.retrieval.base import Rankings, ranks_of_rows
 from rag_eval.retrieval.hybrid import fuse
 
+from .rankings import from_full, rank_matrix
+
 
 def _scores(seed: int, n_q: int, n: int) -> np.ndarray:
     # Rounded, so that many chunks tie and the corpus-order tie-break is exercised.
@@ -22,7 +24,7 @@ def test_blocks_equal_the_whole_matrix_with_ties():
         calls.append(len(rows))
         return full[rows]
 
-    whole = Rankings.from_full(full, 20)
+    whole = from_full(full, 20)
     blocks = Rankings.from_scorer(scorer, 37, 500, 20, wanted, full_cells=0, block_cells=5000)
     assert blocks.full is None and blocks.exhaustive
     assert calls == [10, 10, 10, 7]  # 5000 cells / 500 chunks = 10 questions a block
@@ -37,20 +39,20 @@ def test_blocks_equal_the_whole_matrix_with_ties():
     worst = int(np.argsort(-full[5], kind="stable")[299])
     assert blocks.rank_of(5, worst) == whole.rank_of(5, worst) == 300
     assert calls == [1]
-    np.testing.assert_array_equal(blocks.rank_matrix(), whole.rank_matrix())
+    np.testing.assert_array_equal(rank_matrix(blocks), rank_matrix(whole))
 
 
 def test_small_problems_keep_the_whole_matrix():
     full = _scores(1, 4, 30)
     r = Rankings.from_scorer(lambda rows: full[rows], 4, 30, 10)
     assert r.full is not None
-    np.testing.assert_array_equal(r.top, Rankings.from_full(full, 10).top)
+    np.testing.assert_array_equal(r.top, from_full(full, 10).top)
 
 
 def test_fusion_in_blocks_equals_fusion_of_whole_matrices(monkeypatch):
     a, b = _scores(2, 23, 300), _scores(3, 23, 300)
     wanted = [[q, q + 100] for q in range(23)]
-    whole = fuse([Rankings.from_full(a, 50), Rankings.from_full(b, 50)], 300, 50, 60, [1.0, 0.5])
+    whole = fuse([from_full(a, 50), from_full(b, 50)], 300, 50, 60, [1.0, 0.5])
     monkeypatch.setattr(base, "FULL_CELLS", 0)
     monkeypatch.setattr(base, "BLOCK_CELLS", 900)
     pa = Rankings.from_scorer(lambda rows: a[rows], 23, 300, 50)

@@ -1,5 +1,6 @@
 """The sparse-matrix BM25 against rank-bm25's BM25Okapi: identical rankings, scores equal to 1e-9,
-on the demo corpus and the PEP corpus, with the same tokenizer and parameters."""
+on the demo corpus and on section files (the one shipped in tests/data, and the PEP corpus of
+../shared where it exists), with the same tokenizer and parameters."""
 
 import json
 
@@ -12,7 +13,7 @@ from rag_eval.data.python_docs import python_docs_corpus
 from rag_eval.retrieval.bm25 import Bm25Retriever, SparseBm25, make_tokenizer
 from rag_eval.types import Chunk, Corpus, Question
 
-from ..conftest import PEP_SECTIONS, ROOT
+from ..conftest import ROOT, SECTION_FILES
 
 
 def _check(corpus: Corpus, questions: list[str], **params):
@@ -37,15 +38,15 @@ def test_identical_to_rank_bm25_on_the_demo_corpus():
     _check(python_docs_corpus(), questions[:20], k1=0.9, b=0.4, epsilon=0.5)
 
 
-@pytest.mark.skipif(not PEP_SECTIONS.exists(), reason="the PEP benchmark corpus is in ../shared")
-def test_identical_to_rank_bm25_on_the_pep_corpus():
-    sections = json.loads(PEP_SECTIONS.read_text())
+@pytest.mark.parametrize("path", SECTION_FILES)
+def test_identical_to_rank_bm25_on_a_section_file(path):
+    sections = json.loads(path.read_text())
     rows = sections if isinstance(sections, list) else sections.get("sections", [])
     chunks = [
         Chunk(str(s.get("id", i)), s.get("text", ""), s.get("title", "")) for i, s in enumerate(rows) if s.get("text")
     ]
     questions = [c.title for c in chunks[:: max(1, len(chunks) // 150)]]
-    _check(Corpus(chunks, "pep"), questions)
+    _check(Corpus(chunks, path.stem), questions)
 
 
 def test_negative_idf_is_floored_like_rank_bm25():
