@@ -349,8 +349,14 @@ class DiagnosisConfig(_Model):
     reference_margin: float = Field(
         0.1, ge=0, le=1, description="suspect_label: ... and this much more than the labelled chunk's best passage"
     )
+    answer_meaning: bool = Field(
+        True, description="suspect_label: also compare passages by meaning (the first dense retriever's model)"
+    )
+    meaning_margin: float = Field(
+        0.0, ge=-1, le=1, description="suspect_label: a top chunk's passage this much closer than the label's"
+    )
     near_duplicate: float = Field(0.6, gt=0, le=1, description="distractor: 5-gram Jaccard with the relevant chunk")
-    long_factor: float = Field(3.0, gt=1, description="long_passage: chunk longer than this times the median")
+    long_factor: float = Field(2.0, gt=1, description="long_passage: chunk longer than this times the median")
     small_part: float = Field(0.1, gt=0, le=1, description="long_passage: evidence is at most this share of the chunk")
     vocabulary_overlap: float = Field(
         0.3, ge=0, le=1, description="vocabulary_gap: question words found in the passage"

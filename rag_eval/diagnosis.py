@@ -32,14 +32,14 @@ is the cause, the others are reported with their own evidence (``also``). The or
 6. exact_token: the question names a symbol found in the relevant chunk, and keyword search finds
    the chunk within k while this (embedding) retriever does not.
 7. keyword_only: keyword search finds the chunk within k, this embedding retriever does not.
-8. paraphrase: this keyword retriever (or a hybrid whose keyword part) misses a chunk that
-   embedding search ranks within ``near_factor`` x k, and, beyond k, the question shares at most
-   ``paraphrase_overlap`` of its words with it.
+8. paraphrase: this keyword retriever (or a hybrid's keyword part) misses a chunk that embedding
+   search ranks within k, or within ``near_factor`` x k while keyword search ranks it beyond that
+   and the question shares at most ``paraphrase_overlap`` of its words with it.
 9. chunk_boundary: the chunk next to a relevant one in the same document ranks within k, and
    re-chunking fixes the miss.
 10. distractor (same topic): the relevant chunk ranks just below k (at most ``near_factor`` x k)
-    and a chunk of another document, ranked within k, shares at least as many of the question's
-    words.
+    and another chunk (not its neighbour), ranked within k, shares at least as many of the
+    question's words.
 11. vocabulary_gap: at most ``vocabulary_overlap`` of the question's words are in the passage and no
     keyword or embedding retriever ranks it within ``near_factor`` x k.
 12. unclear: none of the above.
@@ -57,7 +57,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from statistics import median
 
-from rag_eval.answer_match import answer_in_chunk
+from rag_eval.answer_match import MeaningMatch, answer_in_chunk, meaning_query, passage_share, symbols
 from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
 from rag_eval.retrieval.stage import RetrievalResults
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, shingles, tokens
@@ -137,8 +137,10 @@ class Confirmations:
 class Diagnoser:
     """Diagnoses the misses of every retriever of one retrieval stage."""
 
-    def __init__(self, cfg: AuditConfig, corpus: Corpus, results: RetrievalResults):
-        self.cfg, self.dc, self.corpus, self.res = cfg, cfg.diagnosis, corpus, results
+    def __init__(
+        self, cfg: AuditConfig, corpus: Corpus, results: RetrievalResults, meaning: MeaningMatch | None = None
+    ):
+        self.cfg, self.dc, self.corpus, self.res, self.meaning = cfg, cfg.diagnosis, corpus, results, meaning
         self.median_len = median(len(c.text) for c in corpus.chunks)
         types = cfg.retrieval.retrievers
         self.keyword = [n for n, r in types.items() if isinstance(r, Bm25Config)]
@@ -146,6 +148,22 @@ class Diagnoser:
         self.hybrid = {n: r for n, r in types.items() if isinstance(r, HybridConfig)}
         self._tokens: dict[int, set[str]] = {}
         self.near = int(self.dc.near_factor * results.miss_k)  # a rank this close is nearly found
+
+    def prepare_meaning(self) -> None:
+        """Embeds, once, what the suspect_label rule compares by meaning: the question and reference
+        of every miss, and the passages of its top-k and labelled chunks."""
+        if self.meaning is None:
+            return
+        k, queries, chunks = self.res.miss_k, [], {}
+        for name, r in self.res.retrievers.items():
+            for q, question in enumerate(self.res.questions):
+                if not question.reference or not self.res.is_miss(name, q):
+                    continue
+                queries.append(meaning_query(question))
+                ids = [i for i in r.rankings.top[q][:k] if i >= 0]
+                ids += [self.corpus.index[c] for c, g in question.qrels.items() if g > 0]
+                chunks.update({self.corpus.chunks[i].id: self.corpus.chunks[i].passage for i in ids})
+        self.meaning.prepare(queries, chunks)
 
     def chunk_tokens(self, i: int) -> set[str]:
         if i not in self._tokens:
@@ -262,6 +280,39 @@ class Diagnoser:
                     f"a chunk in the top {k} {how}",
                     {"top_chunk": c.id, "top_rank": pos + 1, **found},
                 )
+        return self._answers_by_meaning(question, relevant, ranking, k)
+
+    def _answers_by_meaning(self, question: Question, relevant, ranking, k):
+        """A top chunk holding enough of the reference's words whose best passage is at least as
+        close in meaning to the question and its reference as the labelled chunk's best."""
+        ref = set(content_tokens(question.reference or ""))
+        if self.meaning is None or len(ref) < 3:
+            return None
+        dc, chunks, query = self.dc, self.corpus.chunks, meaning_query(question)
+        label = max(self.meaning.closeness(query, chunks[i].id) for i in relevant)
+        named = symbols(question.reference or "")
+        for pos, i in enumerate(ranking[:k]):
+            if i in relevant:
+                continue
+            share = passage_share(ref, tokens(chunks[i].passage))
+            if share < dc.reference_coverage or not all(s <= self.chunk_tokens(i) for s in named):
+                continue
+            close = self.meaning.closeness(query, chunks[i].id)
+            if close >= label + dc.meaning_margin:
+                return Diagnosis(
+                    "suspect_label",
+                    f"a chunk in the top {k} has a passage holding >= {dc.reference_coverage:.0%} of the reference "
+                    "answer's content words and at least as close in meaning to the question and its reference as "
+                    "the labelled chunk's best passage",
+                    {
+                        "top_chunk": chunks[i].id,
+                        "top_rank": pos + 1,
+                        "by": "reference answer (meaning)",
+                        "reference_share": round(share, 2),
+                        "closeness": round(close, 3),
+                        "label_closeness": round(label, 3),
+                    },
+                )
         return None
 
     def _generic_label(self, retriever, q, question: Question, relevant, ranking, k):
@@ -328,17 +379,17 @@ class Diagnoser:
         if not words:
             return None
         chunks = self.corpus.chunks
-        docs = {chunks[r].doc_id for r in relevant}
         own = max(coverage(words, self.chunk_tokens(r)) for r in relevant)
         for pos, i in enumerate(ranking[:k]):
-            if i in relevant or (chunks[i].doc_id and chunks[i].doc_id in docs):
-                continue
+            if i in relevant or self._neighbour(i, relevant):
+                continue  # a neighbour ranking high is the chunk-boundary rule's evidence
             other = coverage(words, self.chunk_tokens(i))
             if other >= own:
                 return Diagnosis(
                     "distractor",
-                    f"the relevant chunk ranks just below the top {k} (at most {self.near}) and a chunk "
-                    "of another document, within the top k, shares at least as many of the question's words",
+                    f"the relevant chunk ranks just below the top {k} (at most {self.near}) and another chunk "
+                    "on the topic (not its neighbour), within the top k, shares at least as many of the question's "
+                    "words",
                     {
                         "distractor": chunks[i].id,
                         "distractor_rank": pos + 1,
@@ -348,6 +399,10 @@ class Diagnoser:
                     },
                 )
         return None
+
+    def _neighbour(self, i: int, relevant: list[int]) -> bool:
+        chunks = self.corpus.chunks
+        return any(abs(i - r) == 1 and chunks[i].doc_id and chunks[i].doc_id == chunks[r].doc_id for r in relevant)
 
     def _exact_token(self, retriever, q, question, relevant, ranking, k):
         if retriever in self.keyword:
@@ -392,23 +447,26 @@ class Diagnoser:
         )
 
     def _paraphrase(self, retriever, q, question: Question, relevant, ranking, k):
+        near = self.near
         if retriever in self.hybrid:  # a hybrid whose keyword part fails and embedding part nearly finds it
             parts = self.hybrid[retriever].of
             keyword, embedding = [p for p in parts if p in self.keyword], [p for p in parts if p in self.embedding]
-            if not keyword or any((r or k + 1) <= k for r in self.found_by(keyword, q).values()):
-                return None
         elif retriever in self.keyword:
-            embedding = self.embedding
+            keyword, embedding = [retriever], self.embedding
         else:
             return None
-        near = self.near
+        if not keyword:
+            return None
         hits = {n: r for n, r in self.found_by(embedding, q).items() if r is not None and r <= near}
         if not hits:
             return None
         words = set(content_tokens(question.question))
         overlap = max(coverage(words, self.chunk_tokens(i)) for i in relevant) if words else 0.0
-        if min(hits.values()) > k and overlap > self.dc.paraphrase_overlap:
-            return None  # shared words and no embedding hit within k: the wording is not what differs
+        if min(hits.values()) > k and (
+            overlap > self.dc.paraphrase_overlap
+            or any(r is not None and r <= near for r in self.found_by(keyword, q).values())
+        ):
+            return None  # both nearly find it, or they share words: the wording is not what differs
         return Diagnosis(
             "paraphrase",
             f"embedding search ranks the chunk within {near} (keyword search not within {k})"
@@ -470,11 +528,14 @@ def diagnose_misses(
     results: RetrievalResults,
     fixes: list[dict] | None = None,
     rechunked: set[str] | None = None,
+    meaning: MeaningMatch | None = None,
 ) -> dict[str, dict[int, Diagnosis]]:
     """``{retriever: {question index: Diagnosis}}`` for every miss. ``fixes``: the simulated fixes
     that confirm causes implying them (None: nothing simulated yet); ``rechunked``: the retrievers
-    re-chunking was simulated for (a chunking cause it does not confirm is dropped)."""
-    d = Diagnoser(cfg, corpus, results)
+    re-chunking was simulated for (a chunking cause it does not confirm is dropped); ``meaning``:
+    compares passages by meaning for suspect_label (None: by words only)."""
+    d = Diagnoser(cfg, corpus, results, meaning)
+    d.prepare_meaning()
     confirm = Confirmations(fixes, rechunked)
     return {
         name: {q: d.diagnose(name, q, confirm) for q in range(len(results.questions)) if results.is_miss(name, q)}
@@ -488,13 +549,33 @@ def diagnose_with_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResu
     Sets ``results.simulated_fixes`` and returns the diagnoses."""
     from rag_eval.rechunk import rechunk_retrievers, simulate_rechunking
 
-    proposed = diagnose_misses(cfg, corpus, results)
+    meaning = meaning_match(cfg, corpus, cache_dir)
+    proposed = diagnose_misses(cfg, corpus, results, meaning=meaning)
     fixes = simulate_fixes(cfg, corpus, results)
     rechunked = rechunk_retrievers(cfg, corpus, results, proposed)
     if rechunked:
         fixes += simulate_rechunking(cfg, corpus, results, proposed, cache_dir)
     results.simulated_fixes = sorted(fixes, key=lambda f: -f["net"])
-    return diagnose_misses(cfg, corpus, results, results.simulated_fixes, rechunked)
+    return diagnose_misses(cfg, corpus, results, results.simulated_fixes, rechunked, meaning)
+
+
+def meaning_match(cfg: AuditConfig, corpus: Corpus, cache_dir) -> MeaningMatch | None:
+    """Passages compared by the embedding model of the stage's first dense retriever (its disk
+    cache too); None when there is none or ``diagnosis.answer_meaning`` is off."""
+    dense = [(n, r) for n, r in cfg.retrieval.retrievers.items() if isinstance(r, DenseConfig)]
+    if not (dense and cfg.diagnosis.answer_meaning):
+        return None
+    from rag_eval.engine import make_engine
+    from rag_eval.retrieval.dense import DenseRetriever
+
+    name, r = dense[0]
+    retriever = DenseRetriever(corpus, r, cache_dir, name, make_engine(cfg.engine))
+
+    def embed(texts: list[str], kind: str):
+        prefix = r.query_prefix if kind == "query" else r.passage_prefix
+        return retriever.embed([prefix + t for t in texts], f"diagnosis {kind}")
+
+    return MeaningMatch(embed)
 
 
 def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) -> list[dict]:
