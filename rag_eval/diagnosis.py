@@ -8,7 +8,8 @@ question, confirms it:
 - ``chunk_boundary`` and ``long_passage`` imply re-chunking: on a folder corpus the other chunkers
   are really applied (``rechunk.py``); a chunking cause whose re-chunking fixes nothing for this
   question is dropped (the neighbour ranking high was the same topic, not a cut). Where
-  re-chunking cannot be simulated (chunks given as a file) the cause stays, marked unconfirmed.
+  re-chunking cannot be simulated (chunks given as a file) the cause stays, marked unconfirmed,
+  after every cause whose evidence was seen directly.
 - ``fusion_buried`` is seen directly (a part of the hybrid ranks the chunk within k); the report
   adds whether another ``rrf_k`` or weighting fixes it.
 - ``exact_token``, ``keyword_only`` and ``paraphrase`` (one kind of search finds what the other
@@ -218,6 +219,8 @@ class Diagnoser:
                     "no cause's evidence was found" + (" (or none was confirmed)" if dropped else ""),
                 )
             ]
+        # A chunking cause nobody could simulate is weaker evidence than any cause seen directly.
+        kept.sort(key=lambda d: d.decided.startswith("unconfirmed"))
         first = kept[0]
         first.also = [
             {"cause": d.cause, "rule": d.rule, "evidence": d.evidence, "decided": d.decided} for d in kept[1:]

@@ -217,12 +217,14 @@ def test_chunk_boundary():
     part2 = Chunk("doc#2", "hide_input=True makes the typed characters invisible.", "Prompts", "doc")
     q = Question("q", "How do I hide the input of a password prompt?", {"doc#2": 1}, True)
     ranks = {"bm25": ["doc#1", "f1", "doc#2"], "dense": ["doc#1", "f1", "f2", "doc#2"]}
+    # Nothing simulated (a corpus given as chunks): reported, marked unconfirmed, after the cause
+    # seen directly (few shared words, neither search near the top).
     d = diagnose([part1, part2], q, ranks, "bm25")
-    assert d.cause == "chunk_boundary"
-    assert d.evidence["neighbour"] == "doc#1" and d.evidence["neighbour_rank"] == 1
-    assert d.evidence["question_words_in_neighbour"] > d.evidence["question_words_in_relevant"]
-    # Nothing simulated (a corpus given as chunks): given, but marked unconfirmed.
-    assert d.decided.startswith("unconfirmed: re-chunking could not be simulated")
+    assert d.causes == ["vocabulary_gap", "chunk_boundary"]
+    boundary = d.also[0]
+    assert boundary["evidence"]["neighbour"] == "doc#1" and boundary["evidence"]["neighbour_rank"] == 1
+    assert boundary["evidence"]["question_words_in_neighbour"] > boundary["evidence"]["question_words_in_relevant"]
+    assert boundary["decided"].startswith("unconfirmed: re-chunking could not be simulated")
     # Re-chunking simulated and it fixes this miss: confirmed, naming the chunker.
     fix = {"retriever": "bm25", "change": "fixed-size chunks of 2,000 characters", "config": {"corpus": {}}}
     confirmed = diagnose([part1, part2], q, ranks, "bm25", [{**fix, "fixes": ["q"]}], {"bm25"})
