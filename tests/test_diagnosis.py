@@ -329,3 +329,70 @@ def test_a_long_chunk_with_the_reference_words_scattered_does_not_answer():
     assert answer_in_chunk(q, scattered, ["unrelated text"], 0.5, 0.1) is None
     found = answer_in_chunk(q, close, ["unrelated text"], 0.5, 0.1)
     assert found["by"] == "reference answer" and found["reference_share"] == 1.0 and found["label_share"] == 0.0
+
+
+@pytest.mark.slow
+def test_suspect_label_by_meaning_with_the_dense_model(tmp_path):
+    """A retrieved chunk that says the answer in other words than the labelled one: words alone
+    (no 10-point margin) do not call it, the embedding model's closeness does."""
+    from rag_eval.diagnosis import meaning_match
+
+    labelled = Chunk(
+        "examples#validators",
+        "Validators are given as a decorator or a list. Define classes validate attributes at initialization; "
+        "an attribute setting hook also exists, see on_setattr in the API reference for field and define and the "
+        "setters module for what each hook does.",
+        "Validators",
+        "examples",
+    )
+    answering = Chunk(
+        "init#callables",
+        "Assigning to an attribute later checks its validators again: with attrs.define they run on assignment too.",
+        "Callables",
+        "init",
+    )
+    q = Question(
+        "q",
+        "are validators checked again when I assign to the attribute later?",
+        {"examples#validators": 1},
+        True,
+        reference="With attrs.define validators run on initialization and on attribute setting.",
+    )
+    cfg = config()
+    corpus = Corpus(FILLER + [labelled, answering], source="test")
+    order = ["init#callables", "f1", "examples#validators"]
+    rankings = {
+        n: Rankings.from_lists([[(corpus.index[c], 10.0 - j) for j, c in enumerate(order)]], 10)
+        for n in ("bm25", "dense")
+    }
+    res = evaluate(cfg, corpus, [q], rankings)
+    by_words = diagnose_misses(cfg, corpus, res)["dense"][0]
+    assert by_words.cause != "suspect_label"
+    meaning = meaning_match(cfg, corpus, tmp_path)
+    d = diagnose_misses(cfg, corpus, res, meaning=meaning)["dense"][0]
+    assert d.cause == "suspect_label" and d.evidence["by"] == "reference answer (meaning)"
+    assert d.evidence["top_chunk"] == "init#callables" and d.evidence["closeness"] >= d.evidence["label_closeness"]
+    # Switched off in the config: by words only.
+    cfg.diagnosis.answer_meaning = False
+    assert meaning_match(cfg, corpus, tmp_path) is None
+
+
+def test_error_class_names_are_exact_tokens():
+    from rag_eval.text import exact_tokens
+
+    assert exact_tokens("ValueError No mandatory attributes allowed") == ["ValueError"]
+    assert exact_tokens("Why is my class Frozen?") == []
+
+
+def test_report_says_how_each_cause_was_decided_and_the_other_causes():
+    from rag_eval.report.markdown import cause_notes
+
+    d = {
+        "cause": "fusion_buried",
+        "decided": "from the component ranks; confirmed: hybrid with rrf_k 10 fixes this miss",
+        "also": [{"cause": "paraphrase", "rule": "embedding search ranks the chunk within 10", "decided": "x"}],
+    }
+    assert cause_notes(d) == (
+        "; from the component ranks; confirmed: hybrid with rrf_k 10 fixes this miss"
+        "; also paraphrase: embedding search ranks the chunk within 10 (x)"
+    )
