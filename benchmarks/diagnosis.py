@@ -14,13 +14,15 @@ a new hybrid, another chunker) for real, reruns retrieval, and counts the fixes 
 (misses fixed and caused, question by question) equals the simulation.
 
 Then it measures the causes against blind expert readings (``data/diagnosis/``, built by
-``benchmarks/diagnosis_set.py``): for each part (tuning: the Python topics; reporting: the attrs
-docs) the share of misses whose cause equals the reader's primary cause, or the primary or
+``benchmarks/diagnosis_set.py``): for each corpus (tuning: the Python topics and the attrs docs;
+held-out reporting part: the structlog docs) the share of misses whose cause equals the reader's primary cause, or the primary or
 secondary, per cause precision and recall, agreement on whether re-chunking fixes the miss, and
 how often an advised fix that the simulation confirmed, applied for real, fixes the miss.
 
     python benchmarks/diagnosis.py              # both
     python benchmarks/diagnosis.py --agreement  # only the agreement with the readings
+
+The last agreement run is in ``benchmarks/diagnosis-agreement.txt``.
 """
 
 from __future__ import annotations
