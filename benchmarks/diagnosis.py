@@ -12,6 +12,17 @@ For each it prints the misses per retriever (at k=5), the causes, the share left
 the simulated fixes; then it applies each simulated fix that changes anything (the hybrid settings,
 a new hybrid, another chunker) for real, reruns retrieval, and counts the fixes whose real effect
 (misses fixed and caused, question by question) equals the simulation.
+
+Then it measures the causes against blind expert readings (``data/diagnosis/``, built by
+``benchmarks/diagnosis_set.py``): for each corpus (tuning: the Python topics and the attrs docs;
+held-out reporting part: the structlog docs) the share of misses whose cause equals the reader's primary cause, or the primary or
+secondary, per cause precision and recall, agreement on whether re-chunking fixes the miss, and
+how often an advised fix that the simulation confirmed, applied for real, fixes the miss.
+
+    python benchmarks/diagnosis.py              # both
+    python benchmarks/diagnosis.py --agreement  # only the agreement with the readings
+
+The last agreement run is in ``benchmarks/diagnosis-agreement.txt``.
 """
 
 from __future__ import annotations
@@ -92,17 +103,124 @@ def measure(label: str, cfg: dict, base: Path) -> tuple[int, int]:
     return unclear, total
 
 
+LABELS = ROOT / "data" / "diagnosis" / "labels"
+
+
+def load_labels(folder: Path = LABELS) -> dict[str, dict]:
+    """The blind readings: ``{miss_id: {primary, secondary, rechunk_fixes, note}}``."""
+    import json
+
+    out = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                out[row["miss_id"]] = row
+    return out
+
+
+def agreement(pairs: list[tuple[str, dict]]) -> dict:
+    """Agreement of the tool's causes with the readings: ``pairs`` of (tool cause, reading).
+
+    ``primary``: the tool's cause is the reader's primary; ``either``: it is the primary or the
+    secondary. Per cause: precision (of the misses the tool gives that cause, the share the reader
+    reads as primary) and recall (of the misses the reader reads so, the share the tool gives)."""
+    from rag_eval.stats import wilson_interval
+
+    n = len(pairs)
+    primary = sum(t == r["primary"] for t, r in pairs)
+    either = sum(t in (r["primary"], r.get("secondary")) for t, r in pairs)
+    causes = sorted({t for t, _ in pairs} | {r["primary"] for _, r in pairs})
+    per = {}
+    for c in causes:
+        given = [r for t, r in pairs if t == c]
+        read = [t for t, r in pairs if r["primary"] == c]
+        per[c] = {
+            "given": len(given),
+            "read": len(read),
+            "precision": sum(r["primary"] == c for r in given) / len(given) if given else None,
+            "recall": sum(t == c for t in read) / len(read) if read else None,
+        }
+    return {
+        "n": n,
+        "primary": wilson_interval(primary, n).to_dict(),
+        "either": wilson_interval(either, n).to_dict(),
+        "per_cause": per,
+    }
+
+
+def _fix_record(fixes: list[dict], retriever: str, qid: str, change: str) -> dict | None:
+    return next((f for f in fixes if f["retriever"] == retriever and f["change"] == change and qid in f["fixes"]), None)
+
+
+def measure_agreement(work: Path) -> None:
+    """Causes against the blind readings, per part; confirmed fixes applied for real."""
+    import re
+
+    import rag_eval
+    from benchmarks.diagnosis_set import PARTS, corpus_configs, miss_id, run
+    from rag_eval.cache import cache_root
+    from rag_eval.diagnosis import diagnose_with_fixes
+
+    labels = load_labels()
+    print(f"\n== agreement with {len(labels)} blind readings ({LABELS})")
+    for name, cfg_dict in corpus_configs(work).items():
+        cfg, corpus, res = run(cfg_dict)
+        diagnoses = diagnose_with_fixes(cfg, corpus, res, cache_root(cfg.cache_folder))
+        pairs, rechunk, advised = [], [], {}
+        for retriever, per in diagnoses.items():
+            for q, d in per.items():
+                qid = res.questions[q].id
+                reading = labels.get(miss_id(name, retriever, qid))
+                if reading is None:
+                    continue
+                pairs.append((d.cause, reading))
+                tool_rechunk = any(
+                    f["retriever"] == retriever and "corpus" in f["config"] and qid in f["fixes"]
+                    for f in res.simulated_fixes
+                )
+                rechunk.append(tool_rechunk == bool(reading.get("rechunk_fixes")))
+                m = re.search(r"confirmed: (?:simulated re-chunking \()?(.+?)\)? fixes this miss", d.decided)
+                if m:
+                    fix = _fix_record(res.simulated_fixes, retriever, qid, m.group(1))
+                    if fix:
+                        advised.setdefault(fix["change"] + "|" + retriever, (fix, []))[1].append(qid)
+        a = agreement(pairs)
+        print(f"\n{name} ({PARTS[name]} part): {a['n']} labelled misses")
+        for key, label in (("primary", "cause = reader's primary"), ("either", "cause = primary or secondary")):
+            e = a[key]
+            if e["value"] is not None:
+                print(f"  {label}: {e['value']:.0%} [{e['ci_low']:.0%}, {e['ci_high']:.0%}]")
+        print("  cause            given  read  precision  recall")
+        for c, v in a["per_cause"].items():
+            p = "–" if v["precision"] is None else f"{v['precision']:.2f}"
+            r = "–" if v["recall"] is None else f"{v['recall']:.2f}"
+            print(f"  {c:16} {v['given']:5} {v['read']:5} {p:>10} {r:>7}")
+        if rechunk:
+            print(f"  re-chunking fixes it (tool's simulation = reader): {sum(rechunk)} of {len(rechunk)}")
+        held = tried = 0
+        for fix, qids in advised.values():
+            config, target = applied(cfg_dict, fix)
+            real = rag_eval.retrieval(config, base_dir=work)
+            still = misses(real, target)
+            tried += len(qids)
+            held += sum(q not in still for q in qids)
+        print(f"  advised fixes confirmed by simulation, applied for real: fix {held} of {tried} misses")
+
+
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="rag-eval-diagnosis-"))
-    write_folder(work / "topics")
-    questions = str(ROOT / "data" / "python-docs" / "questions.jsonl")
-    common = {"test_set": {"path": questions}, "retrieval": RETRIEVAL, "report": {"out": str(work / "runs")}}
-    measure("demo (python-docs)", {"name": "diag-demo", "corpus": {"source": "python-docs"}, **common}, work)
-    measure(
-        "folder (reference topics as Markdown, heading chunker)",
-        {"name": "diag-folder", "corpus": {"folder": "topics", "chunker": {"type": "heading"}}, **common},
-        work,
-    )
+    if "--agreement" not in sys.argv:
+        write_folder(work / "topics")
+        questions = str(ROOT / "data" / "python-docs" / "questions.jsonl")
+        common = {"test_set": {"path": questions}, "retrieval": RETRIEVAL, "report": {"out": str(work / "runs")}}
+        measure("demo (python-docs)", {"name": "diag-demo", "corpus": {"source": "python-docs"}, **common}, work)
+        measure(
+            "folder (reference topics as Markdown, heading chunker)",
+            {"name": "diag-folder", "corpus": {"folder": "topics", "chunker": {"type": "heading"}}, **common},
+            work,
+        )
+    measure_agreement(work)
 
 
 if __name__ == "__main__":

@@ -432,16 +432,31 @@ class DiagnosisConfig(_Model):
     """Thresholds of the miss diagnosis rules (each diagnosis names the rule that fired)."""
 
     reference_coverage: float = Field(
-        0.8, gt=0, le=1, description="suspect_label: top chunk holds this share of the reference"
+        0.5, gt=0, le=1, description="suspect_label: a passage of a top chunk holds this share of the reference"
+    )
+    reference_margin: float = Field(
+        0.1, ge=0, le=1, description="suspect_label: ... and this much more than the labelled chunk's best passage"
+    )
+    answer_meaning: bool = Field(
+        True, description="suspect_label: also compare passages by meaning (the first dense retriever's model)"
+    )
+    meaning_margin: float = Field(
+        0.0, ge=-1, le=1, description="suspect_label: a top chunk's passage this much closer than the label's"
     )
     near_duplicate: float = Field(0.6, gt=0, le=1, description="distractor: 5-gram Jaccard with the relevant chunk")
-    long_factor: float = Field(3.0, gt=1, description="long_passage: chunk longer than this times the median")
+    long_factor: float = Field(2.0, gt=1, description="long_passage: chunk longer than this times the median")
     small_part: float = Field(0.1, gt=0, le=1, description="long_passage: evidence is at most this share of the chunk")
     vocabulary_overlap: float = Field(
         0.3, ge=0, le=1, description="vocabulary_gap: question words found in the passage"
     )
     generic_words: int = Field(3, ge=1, description="generic_label: an evidence quote with fewer content words")
     generic_chunks: int = Field(5, ge=1, description="generic_label: a label that resolves to more chunks")
+    near_factor: float = Field(
+        2.0, ge=1, description="paraphrase, distractor, vocabulary_gap: a rank up to this times k is nearly found"
+    )
+    paraphrase_overlap: float = Field(
+        0.5, ge=0, le=1, description="paraphrase: question words in the passage, at most (embedding rank beyond k)"
+    )
     rechunk: bool = Field(True, description="try other chunkers on a folder corpus when misses point at chunking")
     rechunk_max_chunks: int = Field(20000, gt=0, description="rechunk: only corpora up to this many chunks")
 

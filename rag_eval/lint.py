@@ -188,6 +188,57 @@ def suspect_labels(cfg: AuditConfig, corpus: Corpus, questions: list[Question]) 
     ]
 
 
+def answer_outside_label(
+    cfg: AuditConfig, corpus: Corpus, questions: list[Question], results: RetrievalResults | None = None
+) -> list[Finding]:
+    """Questions whose answer sits in a chunk the label lacks: a chunk matching an evidence quote
+    after normalisation (markup, case, punctuation), or, among the chunks a retriever ranks within
+    ``miss_k``, one holding the reference answer (``answer_match.py``; the same test as the
+    diagnosis's suspect_label). Each names the chunk to add."""
+    from rag_eval.answer_match import answer_in_chunk, loose
+
+    flat = [f" {loose(c.title + chr(10) + c.text)} " for c in corpus.chunks]
+    found: dict[str, dict] = {}
+    for q, question in enumerate(questions):
+        relevant = {corpus.index[c] for c, g in question.qrels.items() if g > 0}
+        if not question.answerable or not relevant:
+            continue
+        quotes = [f" {loose(e)} " for e in question.evidence if len(loose(e).split()) >= 3]
+        hit = next((i for i in range(len(flat)) if i not in relevant and any(e in flat[i] for e in quotes)), None)
+        if hit is not None:
+            found[question.id] = {"chunk_to_add": corpus.chunks[hit].id, "by": "evidence quote"}
+            continue
+        if results is None or not question.reference:
+            continue
+        label = [corpus.chunks[i].passage for i in sorted(relevant)]
+        dc = cfg.diagnosis
+        for name, r in results.retrievers.items():
+            top = [i for i in r.rankings.top[q][: results.miss_k] if i >= 0 and i not in relevant]
+            for i in top:
+                c = corpus.chunks[i]
+                m = answer_in_chunk(question, c.passage, label, dc.reference_coverage, dc.reference_margin)
+                if m:
+                    found[question.id] = {"chunk_to_add": c.id, "retriever": name, **m}
+                    break
+            if question.id in found:
+                break
+    if not found:
+        return []
+    listed = "; ".join(f"{qid} -> {v['chunk_to_add']}" for qid, v in sorted(found.items())[:8])
+    return [
+        Finding(
+            "answer_outside_label",
+            "warning",
+            f"{len(found)} questions are answered by a chunk their label lacks (it matches the evidence quote "
+            "after normalisation, or a retriever ranks it high and it holds the reference answer)",
+            f"add the chunk to the label (answer_in, or a second evidence quote): {listed}"
+            + (f" (+{len(found) - 8} more)" if len(found) > 8 else ""),
+            sorted(found),
+            found,
+        )
+    ]
+
+
 def test_set_size(cfg: AuditConfig, results: RetrievalResults) -> list[Finding]:
     """The smallest hit@k difference a paired comparison could detect at 80% power."""
     n = len(results.answerable)
@@ -283,6 +334,7 @@ def lint(
         + generic_labels(cfg, questions)
         + doc_coverage(corpus, questions)
     )
+    findings += answer_outside_label(cfg, corpus, questions, results)
     if results is not None:
         findings += test_set_size(cfg, results)
     return sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity])

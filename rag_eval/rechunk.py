@@ -18,9 +18,8 @@ import dataclasses
 from pathlib import Path
 
 from rag_eval.config import AuditConfig, Bm25Config, ChunkerConfig, DenseConfig, HybridConfig
+from rag_eval.diagnosis import CHUNKING_CAUSES
 from rag_eval.types import Corpus
-
-CHUNKING_CAUSES = ("long_passage", "chunk_boundary")
 
 
 def alternatives(cc: ChunkerConfig) -> list[tuple[str, ChunkerConfig]]:
@@ -30,11 +29,31 @@ def alternatives(cc: ChunkerConfig) -> list[tuple[str, ChunkerConfig]]:
         for m in (1500, 800):
             if cc.max_chars is None or m < cc.max_chars:
                 out.append((f"heading sections split at {m:,} characters", cc.model_copy(update={"max_chars": m})))
-    for size in (1000, 500):
+    for size in (2000, 1000, 500):
         alt = ChunkerConfig(type="fixed", size=size, overlap=size // 5)
         if alt != cc:
             out.append((f"fixed-size chunks of {size:,} characters (overlap {size // 5})", alt))
     return out
+
+
+def _own_retrievers(cfg: AuditConfig) -> dict:
+    """The retrievers rag-eval can rerun on new chunks (its built-in ones, hybrids of those)."""
+    own = {n: r for n, r in cfg.retrieval.retrievers.items() if isinstance(r, (Bm25Config, DenseConfig, HybridConfig))}
+    return {n: r for n, r in own.items() if not isinstance(r, HybridConfig) or all(p in own for p in r.of)}
+
+
+def rechunk_retrievers(cfg: AuditConfig, corpus: Corpus, results, diagnoses: dict[str, dict]) -> set[str]:
+    """The retrievers re-chunking is simulated for (none: the corpus is not a folder rag-eval chunks,
+    re-chunking is off or the corpus too large, no miss has a chunking cause among its causes, or
+    no question is labelled by quotes)."""
+    dc = cfg.diagnosis
+    if not (cfg.corpus.folder and dc.rechunk and len(corpus) <= dc.rechunk_max_chunks):
+        return set()
+    if not any(set(d.causes) & set(CHUNKING_CAUSES) for per in diagnoses.values() for d in per.values()):
+        return set()
+    if not any(results.questions[i].evidence for i in results.answerable):
+        return set()
+    return set(_own_retrievers(cfg))
 
 
 def simulate_rechunking(
@@ -46,16 +65,10 @@ def simulate_rechunking(
     from rag_eval.retrieval.build import run_retrievers
     from rag_eval.retrieval.stage import evaluate
 
-    dc = cfg.diagnosis
-    if not (cfg.corpus.folder and dc.rechunk and len(corpus) <= dc.rechunk_max_chunks):
+    own = _own_retrievers(cfg)
+    if not rechunk_retrievers(cfg, corpus, results, diagnoses):
         return []
-    if not any(d.cause in CHUNKING_CAUSES for per in diagnoses.values() for d in per.values()):
-        return []
-    own = {n: r for n, r in cfg.retrieval.retrievers.items() if isinstance(r, (Bm25Config, DenseConfig, HybridConfig))}
-    own = {n: r for n, r in own.items() if not isinstance(r, HybridConfig) or all(p in own for p in r.of)}
     picked = [i for i in results.answerable if results.questions[i].evidence]
-    if not own or not picked:
-        return []
     questions = [results.questions[i] for i in picked]
     out = []
     for change, chunker in alternatives(cfg.corpus.chunker):

@@ -50,20 +50,14 @@ def load_inputs(cfg: AuditConfig, corpus: Any = None, test_set: Any = None) -> I
 def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path, given: dict | None = None):
     """Stage 1 into a run folder: rankings, metrics, diagnoses, lint; writes retrieval.jsonl.
     ``given``: rankings made elsewhere (a deployed system's), by retriever name."""
-    from rag_eval.diagnosis import diagnose_misses, simulate_fixes
+    from rag_eval.diagnosis import diagnose_with_fixes
     from rag_eval.lint import lint
-    from rag_eval.rechunk import simulate_rechunking
     from rag_eval.retrieval.build import run_retrievers
     from rag_eval.retrieval.stage import evaluate, question_records, write_records
 
     rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder), given)
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
-    diagnoses = diagnose_misses(cfg, inputs.corpus, res)
-    res.simulated_fixes = sorted(
-        simulate_fixes(cfg, inputs.corpus, res)
-        + simulate_rechunking(cfg, inputs.corpus, res, diagnoses, cache_root(cfg.cache_folder)),
-        key=lambda f: -f["net"],
-    )
+    diagnoses = diagnose_with_fixes(cfg, inputs.corpus, res, cache_root(cfg.cache_folder))
     findings = lint(cfg, inputs.corpus, inputs.questions, res)
     show = cfg.retrieval.depth  # every ranked chunk: a rank beyond k is what a diagnosis needs
     write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show, diagnoses))

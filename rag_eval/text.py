@@ -119,8 +119,8 @@ STOPWORDS = frozenset(
 )
 
 # A question hinges on an exact token when it names a symbol: a dunder or snake_case name, a
-# dotted or called name, camelCase, a code mixing letters and digits, a backticked string, or an
-# operator made of symbols only.
+# dotted or called name, camelCase, PascalCase with an inner capital (ValueError), a code mixing
+# letters and digits, a backticked string, or an operator made of symbols only.
 _EXACT = re.compile(
     r"`[^`]+`"
     r"|\b_{1,2}[A-Za-z0-9]+\w*"
@@ -128,6 +128,7 @@ _EXACT = re.compile(
     r"|\b[A-Za-z_]\w*\.[A-Za-z_]\w*"
     r"|\b[A-Za-z_]\w*\(\)"
     r"|\b[a-z]+[A-Z]\w*"
+    r"|\b[A-Z][a-z]+[A-Z][A-Za-z]*\b"
     r"|\b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*\d[A-Za-z0-9-]*\b"
     r"|(?<![\w\s])[-+*/%@&|^~<>=!:]{2,}(?![\w])|(?<=\s)[-+*/%@&|^~<>=!:]{2,}(?=\s|$)"
 )

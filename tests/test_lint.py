@@ -168,3 +168,34 @@ def test_generic_quote_is_flagged_with_its_match_count(small_project):
     assert q2.quote_matches == {"typically used to store": 2}
     (f,) = generic_labels(cfg, inputs.questions)
     assert f.code == "generic_labels" and f.questions == ["q2"] and "matches 2" in f.message
+
+
+def test_answer_outside_label_names_the_chunk_to_add():
+    # The quote matches the tuples chunk only after normalisation (case, markup, punctuation), so
+    # the label (exact quotes) missed it; no retrieval run is needed to see it.
+    quote = "TUPLES are *immutable* sequences -- typically used to store collections"
+    q = Question("t", "what should I use for a fixed record?", {"lists": 1}, True, evidence=[quote])
+    (f,) = [f for f in lint(cfg(), CORPUS, clean_set() + [q]) if f.code == "answer_outside_label"]
+    assert f.questions == ["t"] and f.data["t"] == {"chunk_to_add": "tuples", "by": "evidence quote"}
+    assert "t -> tuples" in f.fix
+
+
+def test_answer_outside_label_from_a_retrieved_chunk_holding_the_reference():
+    # Labelled "lists", but bm25 ranks "sets" first and it holds the reference answer.
+    q = Question(
+        "w",
+        "what holds distinct hashable things?",
+        {"lists": 1},
+        True,
+        reference="An unordered collection of distinct hashable objects: a set.",
+    )
+    qs = clean_set() + [q]
+    order = [[(CORPUS.index["lists"], 1.0)]] * len(clean_set()) + [[(CORPUS.index["sets"], 2.0), (0, 1.0)]]
+    res = evaluate(cfg(), CORPUS, qs, {"bm25": Rankings.from_lists(order, 5)})
+    (f,) = [f for f in lint(cfg(), CORPUS, qs, res) if f.code == "answer_outside_label"]
+    assert f.questions == ["w"]
+    found = f.data["w"]
+    assert found["chunk_to_add"] == "sets" and found["retriever"] == "bm25" and found["by"] == "reference answer"
+    assert found["reference_share"] >= found["label_share"] + cfg().diagnosis.reference_margin
+    # Without the retrieval run nothing points at the sets chunk (no quote matches it).
+    assert "answer_outside_label" not in codes(lint(cfg(), CORPUS, qs))

@@ -60,3 +60,37 @@ def test_no_simulation_without_a_chunking_cause_or_a_folder(small_project):
     cfg = rag_eval.as_config(str(small_project / "audit.yaml"))
     result = rag_eval.retrieval(cfg)
     assert all("chunks" not in f for f in result.report["retrieval"]["simulated_fixes"])
+
+
+def test_a_chunk_boundary_is_given_only_when_re_chunking_fixes_it(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "prompts.md").write_text(
+        "# Prompts\n\nTo hide the input of a password prompt, use the option of the next section.\n\n"
+        "# Option\n\nPass hide_input=True; the typed characters stay invisible.\n"
+    )
+    for topic in ["colours", "paging", "progress bars", "editors"]:
+        (docs / f"{topic}.md").write_text(f"# {topic.title()}\n\nShowing {topic} in the terminal, with an example.\n")
+    q = {
+        "id": "q1",
+        "question": "How do I hide the input of a password prompt?",
+        "evidence": "Pass hide_input=True; the typed characters stay invisible.",
+    }
+    (tmp_path / "q.jsonl").write_text(json.dumps(q) + "\n")
+    cfg = {
+        "name": "boundary",
+        "corpus": {"folder": "docs", "chunker": {"type": "heading"}},
+        "test_set": {"path": "q.jsonl"},
+        "retrieval": {"k": [1], "depth": 10, "miss_k": 1, "retrievers": {"bm25": {"type": "bm25"}}},
+        "report": {"out": str(tmp_path / "runs")},
+    }
+    result = rag_eval.retrieval(cfg, base_dir=tmp_path)
+    (miss,) = result.report["retrieval"]["misses"]["bm25"]
+    d = miss["diagnosis"]
+    assert d["cause"] == "chunk_boundary" and d["evidence"]["neighbour"] == "prompts.md#prompts"
+    # The sections merged into one chunk put the question's words and the answer together.
+    assert d["decided"] == (
+        "confirmed: simulated re-chunking (fixed-size chunks of 2,000 characters (overlap 400)) fixes this miss"
+    )
+    report = (result.run_dir / "report.md").read_text()
+    assert "confirmed: simulated re-chunking (fixed-size chunks of 2,000 characters" in report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.report.markdown import calibration_lines, fmt, judge_columns, labels_table
+from rag_eval.report.markdown import calibration_lines, cause_notes, fmt, judge_columns, labels_table
 from rag_eval.stats import format_p
 
 CSS = """
@@ -390,7 +390,7 @@ def _retrieval(report: dict, r: dict) -> list[str]:
                         _num(str(m["rank"] or "none")),
                         escape(", ".join(m["relevant"][:3])),
                         escape(", ".join(m["top"][:3])),
-                        escape(m.get("diagnosis", {}).get("rule", "")),
+                        escape(m.get("diagnosis", {}).get("rule", "") + cause_notes(m.get("diagnosis", {}))),
                     ]
                     for m in rows
                 ],

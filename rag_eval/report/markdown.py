@@ -114,12 +114,21 @@ def fixes_markdown(fixes: list[dict]) -> list[str]:
     return out
 
 
+def cause_notes(d: dict) -> str:
+    """How a miss's cause was decided, and the other causes that fit (with their evidence)."""
+    out = f"; {d['decided']}" if d.get("decided") else ""
+    for a in d.get("also", []):
+        out += f"; also {a['cause']}: {a['rule']}" + (f" ({a['decided']})" if a.get("decided") else "")
+    return out
+
+
 def _miss_row(m: dict) -> list[str]:
     d = m.get("diagnosis", {})
     parts = d.get("evidence", {}).get("component_ranks")
     rule = d.get("rule", "")
     if parts:  # fusion: show where each part ranked the chunk
         rule += " (" + ", ".join(f"{n} rank {r or '>depth'}" for n, r in parts.items()) + ")"
+    rule += cause_notes(d)
     return [
         m["question"],
         m["question_id"],
