@@ -304,6 +304,19 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
     return labels
 
 
+def figure_records(records: list[dict], judge: str, prompt: str, subset: str, answerable: dict) -> list[dict]:
+    """The judged or uncertain records of one judge and prompt that a figure over ``subset``
+    ("all", "answerable" or "unanswerable") is made of."""
+    return [
+        r
+        for r in records
+        if r["judge"] == judge
+        and r["prompt"] == prompt
+        and r["status"] in ("judged", "uncertain")
+        and (subset == "all" or answerable.get(r["question_id"]) is (subset == "answerable"))
+    ]
+
+
 def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float], confidence: float) -> dict:
     """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, judge_on_labelled}}}``
     for every judged figure with a human label column, and ``attribution`` shares likewise. An
@@ -320,14 +333,7 @@ def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float
         for spec, fig in figures(judges.get("metrics", [])):
             if spec.human_label is None:
                 continue
-            rows = [
-                r
-                for r in records
-                if r["judge"] == spec.name
-                and r["prompt"] == prompt
-                and r["status"] in ("judged", "uncertain")
-                and (fig.subset == "all" or answerable.get(r["question_id"]) is (fig.subset == "answerable"))
-            ]
+            rows = figure_records(records, spec.name, prompt, fig.subset, answerable)
             lab_y, lab_hat, lab_w, lab_pi, unl_hat, unl_w = [], [], [], [], [], []
             for r in rows:
                 if r["status"] == "uncertain":

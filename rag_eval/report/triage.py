@@ -6,6 +6,7 @@ uncertain share."""
 from __future__ import annotations
 
 from rag_eval.judges.registry import figures
+from rag_eval.labels import figure_records
 
 WIDTHS = (0.05, 0.10)
 
@@ -65,14 +66,7 @@ def labels_plan(report: dict, chosen_width: float = 0.10) -> list[dict]:
         for spec, fig in figures(j.get("metrics", [])):
             if spec.human_label is None:
                 continue
-            rows = [
-                r
-                for r in records
-                if r["judge"] == spec.name
-                and r["prompt"] == prompt
-                and r["status"] in ("judged", "uncertain")
-                and (fig.subset == "all" or answerable.get(r["question_id"]) is (fig.subset == "answerable"))
-            ]
+            rows = figure_records(records, spec.name, prompt, fig.subset, answerable)
             if not rows:
                 continue
             errors = [decision_uncertainty(r) for r in rows]
