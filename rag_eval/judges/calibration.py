@@ -21,8 +21,20 @@ from rag_eval.cache import cache_root
 SHIPPED = "calibration_embedded.json"
 
 
+def model_identity(identity: str) -> str:
+    """The part of an endpoint's cache identity that a calibration belongs to: for the embedded
+    server, the model file and context size (``local:<sha256>:ctx=8192``), not the server's build
+    and flags. Those change numerics slightly (``benchmarks/server_flags.py`` counts the outputs
+    that differ); the response cache keeps them apart, the cut-offs are shared."""
+    if not identity.startswith("local:"):
+        return identity
+    parts = identity.split(":")
+    ctx = next((p for p in parts if p.startswith("ctx=")), None)
+    return ":".join(parts[:2] + ([ctx] if ctx else []))
+
+
 def key(identity: str, judge: str, prompt_hash: str) -> str:
-    return f"{identity}|{judge}|{prompt_hash}"
+    return f"{model_identity(identity)}|{judge}|{prompt_hash}"
 
 
 def user_path() -> Path:

@@ -74,3 +74,20 @@ def test_config_cutoff_for_a_judge_sets_every_variant_unless_named():
     assert cuts == {"correctness": 0.6, "correctness_short": 0.6} and not any(calibrated.values())
     cuts, _ = cutoffs_for("nobody", scored, {"correctness": 0.6, "correctness_short": 0.9, "refusal": 0.4})
     assert cuts == {"correctness": 0.6, "correctness_short": 0.9, "refusal": 0.4}
+
+
+def test_the_shipped_calibration_is_found_for_the_embedded_model_whatever_the_server_build(tmp_path):
+    """The cache identity names the server build and flags; the calibration belongs to the model."""
+    from rag_eval.config import LLMConfig
+    from rag_eval.judges.calibration import key, model_identity, saved
+    from rag_eval.llm.session import LLMSession
+
+    identity = LLMSession.identity(LLMConfig(provider="local", parallel=2, flash_attn="off"))
+    assert identity.count(":") > 3 and "llama" in identity
+    assert model_identity(identity) == f"local:{identity.split(':')[1]}:ctx=8192"
+    shipped = sorted(k for k in saved() if k.startswith("local:"))
+    assert shipped
+    for k in shipped:
+        _, judge, prompt_hash = k.split("|")
+        assert key(identity, judge, prompt_hash) == k
+    assert model_identity("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
