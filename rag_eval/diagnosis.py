@@ -242,23 +242,11 @@ class Diagnoser:
             return True
         if d.cause == "fusion_buried":
             fix = confirm.fixed_by("fusion", retriever, qid)
-            d.decided = "from the component ranks" + (
-                f"; confirmed: {fix} fixes this miss"
-                if fix
-                else "; no simulated rrf_k or weighting fixes it"
-                if confirm.simulated
-                else ""
-            )
+            d.decided = _decided("from the component ranks", fix, confirm.simulated, "no simulated rrf_k or weighting")
             return True
         if d.cause in SEARCH_CAUSES and retriever not in self.hybrid:
             fix = confirm.fixed_by("hybrid", retriever, qid)
-            d.decided = "from the other search's rank" + (
-                f"; confirmed: {fix} fixes this miss"
-                if fix
-                else "; a simulated hybrid does not fix it"
-                if confirm.simulated
-                else ""
-            )
+            d.decided = _decided("from the other search's rank", fix, confirm.simulated, "no simulated hybrid")
             return True
         d.decided = "from the rule's evidence (no fix to simulate)"
         return True
@@ -638,3 +626,10 @@ def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) 
             if found:
                 out.append(found)
     return sorted(out, key=lambda f: -f["net"])
+
+
+def _decided(basis: str, fix: str | None, simulated: bool, tried: str) -> str:
+    """How a cause was decided: its evidence, and what the simulated fix showed."""
+    if fix:
+        return f"{basis}; confirmed: {fix} fixes this miss"
+    return f"{basis}; {tried} fixes it" if simulated else basis
