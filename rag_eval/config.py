@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_eval.errors import ConfigError, Problem, did_you_mean
-from rag_eval.judges.registry import DEFAULT_METRICS, JUDGE_NAMES
+from rag_eval.judges.registry import DEFAULT_METRICS, JUDGES, Role, banded, deciders, of_role, variants
 
 
 class _Model(BaseModel):
@@ -329,7 +329,7 @@ class JudgesConfig(_Model):
     metrics: list[str] = Field(
         default_factory=lambda: list(DEFAULT_METRICS),
         min_length=1,
-        description="judges to run: " + ", ".join(JUDGE_NAMES),
+        description="judges to run: " + ", ".join(JUDGES),
     )
     prompts_dir: str | None = Field(
         None, description="folder of the own judges' prompts; default: the prompts shipped with rag-eval"
@@ -364,15 +364,15 @@ class JudgesConfig(_Model):
     @classmethod
     def _known_judges(cls, names: list[str]) -> list[str]:
         for n in names:
-            if n not in JUDGE_NAMES:
-                raise ValueError(f"unknown judge '{n}'; " + did_you_mean(n, JUDGE_NAMES))
+            if n not in JUDGES:
+                raise ValueError(f"unknown judge '{n}'; " + did_you_mean(n, tuple(JUDGES)))
         return list(dict.fromkeys(names))
 
     @model_validator(mode="after")
     def _faithfulness_judge(self) -> JudgesConfig:
-        fj = self.faithfulness_judge
-        if fj is not None and fj not in ("faithfulness", "faithfulness_yesno"):
-            raise ValueError(f"faithfulness_judge must be faithfulness or faithfulness_yesno, not '{fj}'")
+        fj, choices = self.faithfulness_judge, of_role("faithfulness")
+        if fj is not None and fj not in choices:
+            raise ValueError(f"faithfulness_judge must be {' or '.join(choices)}, not '{fj}'")
         if fj is not None and fj not in self.metrics:
             raise ValueError(f"faithfulness_judge '{fj}' is not among judges.metrics; add it there")
         return self
@@ -386,10 +386,9 @@ class JudgesConfig(_Model):
     @field_validator("uncertain")
     @classmethod
     def _bands(cls, value):
-        from rag_eval.judges.uncertain import BANDED
-
         if isinstance(value, dict):
-            known = (*BANDED, "correctness_short")
+            judges = banded()
+            known = (*judges, *(v for j in judges for v in variants(j) if v != j))
             for judge, (low, high) in value.items():
                 if judge not in known:
                     raise ValueError(f"judges.uncertain: no band for '{judge}'; " + did_you_mean(judge, list(known)))
@@ -400,9 +399,14 @@ class JudgesConfig(_Model):
     @property
     def deciding_faithfulness(self) -> str | None:
         """The faithfulness judge whose score decides ``unfaithful`` in attribution."""
-        if self.faithfulness_judge:
+        return self.deciding("faithfulness")
+
+    def deciding(self, role: Role) -> str | None:
+        """The configured judge that decides ``role`` in attribution (the registry's precedence;
+        for faithfulness, ``faithfulness_judge`` first)."""
+        if role == "faithfulness" and self.faithfulness_judge:
             return self.faithfulness_judge
-        return next((n for n in ("faithfulness_yesno", "faithfulness") if n in self.metrics), None)
+        return next((n for n in deciders(role) if n in self.metrics), None)
 
 
 class StatsConfig(_Model):
