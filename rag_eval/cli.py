@@ -232,7 +232,10 @@ def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list
         api_key_env=args.escalate_api_key_env,
         prices=prices,
     )
-    names = [n for n in dict.fromkeys(s.judge for s in scores) if n != "faithfulness"]
+    from rag_eval.judges.registry import JUDGES
+
+    # Judges without a prompt of their own to ask again (Ragas) cannot be escalated.
+    names = [n for n in dict.fromkeys(s.judge for s in scores) if JUDGES[n].family == "scored"]
     prompts = Path(args.prompts_dir) if args.prompts_dir else None
     # The first judge's probabilities, as judge-check kept them per case.
     preds = {}

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root
+from rag_eval.judges.registry import prompt_files, variants
 
 SHIPPED = "calibration_embedded.json"
 
@@ -56,17 +57,15 @@ def saved() -> dict:
 def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dict[str, float], dict[str, bool]]:
     """(cut-off per judge, whether it is calibrated) for every scored judge with a saved calibration
     for this model and its current prompt; the config's ``judges.cutoffs`` win."""
-    from rag_eval.judges.scored import PROMPT_OF, VARIANTS
-
     table = saved()
     cutoffs, calibrated = {}, {}
-    for judge in PROMPT_OF:
+    for judge in prompt_files():
         entry = table.get(key(identity, judge, scored.prompt_hash(judge)))
         if entry is not None:
             cutoffs[judge], calibrated[judge] = float(entry["cutoff"]), True
     for judge, cut in overrides.items():
         # A judge's name sets every variant of it that the config does not name itself.
-        for name in [v for v in VARIANTS.get(judge, ()) if v == judge or v not in overrides] or [judge]:
+        for name in [v for v in variants(judge) if v == judge or v not in overrides] or [judge]:
             cutoffs[name], calibrated[name] = float(cut), False
     return cutoffs, calibrated
 
@@ -74,11 +73,9 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
 def agreement_for(identity: str, scored) -> dict[str, dict]:
     """The measured agreement with human labels (accuracy, n, where measured) of each scored judge
     with a saved calibration for this model and its current prompt."""
-    from rag_eval.judges.scored import PROMPT_OF
-
     table = saved()
     out = {}
-    for judge in PROMPT_OF:
+    for judge in prompt_files():
         entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or {}
         if "agreement" in entry:
             out[judge] = entry["agreement"]

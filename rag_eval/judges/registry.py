@@ -275,7 +275,9 @@ JUDGES: dict[str, JudgeSpec] = {
             answer_independent=True,
             role="retrieval",
             description="Ragas ContextRecall: reference statements found in the contexts",
-            judge=lambda f, x: f.ragas.judge_context_recall(x.question_id, x.prompt, x.question, x.reference, x.contexts),
+            judge=lambda f, x: f.ragas.judge_context_recall(
+                x.question_id, x.prompt, x.question, x.reference, x.contexts
+            ),
         ),
         JudgeSpec(
             "context_recall_yesno",

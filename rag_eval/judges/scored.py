@@ -181,7 +181,9 @@ class ScoredJudges:
         # one, which the server keeps in its KV cache.
         decisions: list[Decision] = []
         for s in statements:
-            decisions.append(await self.prompt_for(judge).ask(self.llm, context=context, question=question, statement=s))
+            decisions.append(
+                await self.prompt_for(judge).ask(self.llm, context=context, question=question, statement=s)
+            )
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad:
             return self._failed(judge, qid, prompt, f"{len(bad)} of {len(decisions)} statements not judged: {bad[0]}")
