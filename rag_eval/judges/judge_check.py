@@ -26,7 +26,7 @@ import numpy as np
 
 from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
-from rag_eval.errors import DataError, Problem
+from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
 from rag_eval.judges.registry import CASE_KINDS, JUDGES, Families, Inputs, judges_for
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
@@ -398,6 +398,16 @@ def run_judge_check(
     from rag_eval.judges.calibration import save as save_calibration
 
     kinds = {c["judge"] for c in cases}
+    measured = [n for n, spec in JUDGES.items() if spec.check is not None]
+    for name in judges or []:
+        if name not in measured:
+            raise ConfigError(
+                Problem(
+                    "judge-check --judges",
+                    f"no judge '{name}' is measured by judge-check",
+                    did_you_mean(name, measured),
+                )
+            )
     judges = judges or [j for k in CASE_KINDS if k in kinds for j in judges_for(k) if JUDGES[j].check.by_default]
     preds, usage, identity, scored = predict(cases, llm_cfg, cache_dir, prompts_dir, judges)
     scores = []
