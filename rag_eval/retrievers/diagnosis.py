@@ -557,10 +557,11 @@ def meaning_match(cfg: AuditConfig, corpus: Corpus, cache_dir) -> MeaningMatch |
     if not (dense and cfg.diagnosis.answer_meaning):
         return None
     from rag_eval.engine import make_engine
+    from rag_eval.retrievers.base import RetrieverContext
     from rag_eval.retrievers.dense import DenseRetriever
 
     name, r = dense[0]
-    retriever = DenseRetriever(corpus, r, cache_dir, name, make_engine(cfg.engine))
+    retriever = DenseRetriever(corpus, r, name, RetrieverContext(cache_dir, make_engine(cfg.engine)))
 
     def embed(texts: list[str], kind: str):
         prefix = r.query_prefix if kind == "query" else r.passage_prefix
