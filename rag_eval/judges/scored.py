@@ -182,7 +182,7 @@ class ScoredJudges:
         decisions: list[Decision] = []
         for s in statements:
             decisions.append(
-                await self.prompt_for(judge).ask(self.llm, context=context, question=question, statement=s)
+                await self.prompts["supported"].ask(self.llm, context=context, question=question, statement=s)
             )
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad:
@@ -229,7 +229,7 @@ class ScoredJudges:
     ) -> Judgement:
         judge = "context_precision_yesno"
         decisions = await asyncio.gather(
-            *(self.prompt_for(judge).ask(self.llm, question=question, reference=reference, context=c) for c in contexts)
+            *(self.prompts["useful"].ask(self.llm, question=question, reference=reference, context=c) for c in contexts)
         )
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad or not decisions:
