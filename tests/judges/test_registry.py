@@ -106,7 +106,9 @@ def _cases(path):
     return path
 
 
-def test_a_judge_declared_in_one_place_runs_in_judge_check_audit_and_compare(project, capsys):
+def test_a_judge_declared_in_one_place_runs_in_judge_check_audit_and_compare(project, capsys, monkeypatch):
+    # Its own cache folder: the calibration judge-check saves stays with this test.
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(project / "cache"))
     with ScriptedServer(reply=reply) as s:
         # judge-check: measured on its own kind of case, its cut-off fitted and saved for audits.
         out = project / "check.json"
