@@ -23,7 +23,7 @@ from pathlib import Path
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig
-from rag_eval.judges.judge_check import JUDGES_FOR, halueval_cases, load_cases, predict, score_judge
+from rag_eval.judges.judge_check import halueval_cases, kind_of, load_cases, predict, score_judge
 
 ROOT = Path(__file__).resolve().parents[1]
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
@@ -41,7 +41,7 @@ def fitted_cutoffs(cases, preds, judges, threshold, extras=None):
     decisions and the cases' probabilities."""
     out = {}
     for name in judges:
-        kind = next(k for k, js in JUDGES_FOR.items() if name in js)
+        kind = kind_of(name)
         if name == "faithfulness" or not any(c["judge"] == kind for c in cases):
             continue  # Ragas has no cut-off; refusal has no HaluEval cases (fitted out-of-fold below)
         overall = score_judge(name, cases, preds[name], threshold=threshold, folds=5, seed=0)[0]

@@ -7,10 +7,14 @@ was there), ``incorrect`` (the correctness judge did not say correct), ``unfaith
 ``correct_refusal`` or ``answered_unanswerable``. ``not_judged`` where a judge whose verdict
 decides the outcome failed, or the answer itself failed; ``uncertain`` where such a judge's
 decision lay in the band around its cut-off (see ``judges/uncertain.py``).
+
+Which judge decides each step is its ``role`` in the judge registry: among the judges with a
+record for the answer, the one of highest precedence (faithfulness: the one the config names).
 """
 
 from __future__ import annotations
 
+from rag_eval.judges.registry import JUDGES, decider
 from rag_eval.types import Question
 
 OUTCOMES = (
@@ -50,27 +54,31 @@ def attribute(
         return "retrieval_miss", "no relevant chunk in the contexts given to the generator"
     if generation is None or generation.get("error") is not None:
         return "not_judged", f"no answer: {(generation or {}).get('error') or 'not generated'}"
-    refusal, rj = verdict("refusal")
+    rname = decider("refusal", judgements)
+    refusal, rj = verdict(rname) if rname else (None, None)
     if refusal == "not_judged":
-        return "not_judged", f"refusal judge failed: {rj['error']}"
+        return "not_judged", f"{rname} judge failed: {rj['error']}"
     if refusal == "uncertain":
-        return "uncertain", _unsure("refusal", rj)
+        return "uncertain", _unsure(rname, rj)
+    refused = rname is not None and refusal == JUDGES[rname].positive
     if not question.answerable:
         if refusal is None:
             return "not_judged", "the refusal judge is not configured"
         return (
             ("correct_refusal", rj["reason"] or "declined")
-            if refusal == "refused"
+            if refused
             else ("answered_unanswerable", rj["reason"] or "answered a question the documents cannot answer")
         )
-    if refusal == "refused":
+    if refused:
         return "refused", rj["reason"] or "declined although the answer was retrieved"
-    correctness, cj = verdict("correctness")
+    cname = decider("correctness", judgements)
+    correctness, cj = verdict(cname) if cname else (None, None)
     if correctness == "not_judged":
-        return "not_judged", f"correctness judge failed: {cj['error']}"
+        return "not_judged", f"{cname} judge failed: {cj['error']}"
     if correctness == "uncertain":
-        return "uncertain", _unsure("correctness", cj)
-    if correctness in ("partial", "incorrect"):
+        return "uncertain", _unsure(cname, cj)
+    correct = cname is not None and correctness == JUDGES[cname].positive
+    if correctness is not None and not correct:  # partial (earlier releases) counts as not correct
         return "incorrect", f"{correctness}: {cj['reason']}"
     faith = judgements.get(faithfulness_judge) if faithfulness_judge else None
     if faith is not None and faith["status"] == "not_judged":
@@ -82,7 +90,7 @@ def attribute(
             "unfaithful",
             f"{faithfulness_judge} {faith['score']:.2f} < {faithfulness_threshold}: {faith['reason']}",
         )
-    return "ok", "retrieved, answered" + (", judged correct" if correctness == "correct" else "")
+    return "ok", "retrieved, answered" + (", judged correct" if correct else "")
 
 
 def _unsure(name: str, j: dict) -> str:

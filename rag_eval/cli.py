@@ -18,6 +18,7 @@ from rag_eval.judges.calibration import user_path
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
 from rag_eval.judges.labels import draw, label_run, write_csv, write_html
+from rag_eval.judges.registry import JUDGES
 from rag_eval.offline import go_offline
 from rag_eval.orchestration.gates import describe_failure
 from rag_eval.orchestration.history import collect_history, history_text
@@ -214,7 +215,9 @@ def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list
         api_key_env=args.escalate_api_key_env,
         prices=prices,
     )
-    names = [n for n in dict.fromkeys(s.judge for s in scores) if n != "faithfulness"]
+
+    # Judges without a prompt of their own to ask again (Ragas) cannot be escalated.
+    names = [n for n in dict.fromkeys(s.judge for s in scores) if JUDGES[n].family == "scored"]
     prompts = Path(args.prompts_dir) if args.prompts_dir else None
     # The first judge's probabilities, as judge-check kept them per case.
     preds = {}

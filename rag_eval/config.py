@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_eval.errors import ConfigError, Problem, did_you_mean
-from rag_eval.judges.registry import BANDED, DEFAULT_METRICS, JUDGE_NAMES
+from rag_eval.judges.registry import (
+    DEFAULT_METRICS,
+    JUDGES,
+    Role,
+    banded,
+    deciders,
+    of_role,
+    variants,
+)
 from rag_eval.metrics import parse_metric
 from rag_eval.system.paths import parse_path
 
@@ -81,7 +91,30 @@ class TestSetConfig(_Model):
         return self
 
 
-class Bm25Config(_Model):
+class RetrieverKind(_Model):
+    """The config of one kind of retriever, tagged in the YAML by its ``type`` (a Literal).
+
+    ``retriever`` names the class that ranks for it, ``package.module:Class`` (imported when it
+    runs) or the class itself; every kind's class is built the same way,
+    ``Class(corpus, cfg, name, context)`` (``retrievers.base.RetrieverContext``), and ranks with
+    ``.rank(questions, depth)``. A new kind is one such config class, listed in ``RETRIEVER_KINDS``
+    (or passed to :func:`register_retriever`), and one module with its class.
+    """
+
+    retriever: ClassVar[str | type]
+
+    @classmethod
+    def tag(cls) -> str:
+        """Its ``type``."""
+        return get_args(cls.model_fields["type"].annotation)[0]
+
+    def parts(self) -> list[str]:
+        """The other retrievers it builds on (fuses or re-ranks): they run before it."""
+        return []
+
+
+class Bm25Config(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.bm25:Bm25Retriever"
     type: Literal["bm25"]
     tokenizer: str = Field(r"[a-z0-9_]+", description="regular expression whose matches are the tokens")
     lowercase: bool = True
@@ -93,7 +126,8 @@ class Bm25Config(_Model):
     )
 
 
-class DenseConfig(_Model):
+class DenseConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.dense:DenseRetriever"
     type: Literal["dense"]
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = Field(32, gt=0)
@@ -107,7 +141,8 @@ class DenseConfig(_Model):
     ef_search: int = Field(128, gt=0, description="HNSW search breadth (higher: better recall, slower)")
 
 
-class HybridConfig(_Model):
+class HybridConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.hybrid:HybridRetriever"
     type: Literal["hybrid"]
     of: list[str] = Field(min_length=1)
     rrf_k: float = Field(60, gt=0)
@@ -119,74 +154,86 @@ class HybridConfig(_Model):
             raise ValueError(f"weights has {len(self.weights)} entries but of names {len(self.of)} retrievers")
         return self
 
+    def parts(self) -> list[str]:
+        return list(self.of)
 
-class RerankConfig(_Model):
+
+class RerankConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.rerank:Reranker"
     type: Literal["rerank"]
     of: str
     model: str
     top_n: int = Field(50, gt=0)
     batch_size: int = Field(32, gt=0)
 
+    def parts(self) -> list[str]:
+        return [self.of]
 
-class CallableConfig(_Model):
+
+class CallableConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.custom:CallableRetriever"
     type: Literal["callable"]
     function: str = Field(description="package.module:function(question, k) -> [(chunk_id, score)]")
 
 
-class LangchainConfig(_Model):
+class LangchainConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.custom:LangchainRetriever"
     type: Literal["langchain"]
     factory: str = Field(description="package.module:function() -> a LangChain BaseRetriever")
     id_key: str = Field("id", description="the Document.metadata key that holds the chunk id")
 
 
-class RunFileConfig(_Model):
+class RunFileConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.custom:RunFileRetriever"
     type: Literal["run"]
     path: str
 
 
-class SystemRetrieverConfig(_Model):
+class SystemRetrieverConfig(RetrieverKind):
     """The deployed system's own retrieval (the passages its ``system:`` endpoint returned)."""
 
+    retriever: ClassVar[str] = "rag_eval.retrievers.custom:SystemRetriever"
     type: Literal["system"]
 
 
-class LlamaIndexConfig(_Model):
+class LlamaIndexConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.frameworks:LlamaIndexRetriever"
     type: Literal["llamaindex"]
     factory: str = Field(description="package.module:function() -> a LlamaIndex retriever (or index)")
     id_key: str | None = Field(None, description="node.metadata key holding the chunk id; default: the node id")
 
 
-class HaystackConfig(_Model):
+class HaystackConfig(RetrieverKind):
+    retriever: ClassVar[str] = "rag_eval.retrievers.frameworks:HaystackRetriever"
     type: Literal["haystack"]
     factory: str = Field(description="package.module:function() -> a Haystack retriever component (or pipeline)")
     id_key: str | None = Field(None, description="Document.meta key holding the chunk id; default: the document id")
 
 
-RetrieverConfig = Annotated[
-    Bm25Config
-    | DenseConfig
-    | HybridConfig
-    | RerankConfig
-    | CallableConfig
-    | LangchainConfig
-    | RunFileConfig
-    | SystemRetrieverConfig
-    | LlamaIndexConfig
-    | HaystackConfig,
-    Field(discriminator="type"),
-]
-RETRIEVER_TYPES = (
-    "bm25",
-    "dense",
-    "hybrid",
-    "rerank",
-    "callable",
-    "langchain",
-    "run",
-    "system",
-    "llamaindex",
-    "haystack",
-)
+# Every retriever kind by its type: the config's union, its error messages and the build step
+# read this (register_retriever adds one).
+RETRIEVER_KINDS: dict[str, type[RetrieverKind]] = {
+    k.tag(): k
+    for k in (
+        Bm25Config,
+        DenseConfig,
+        HybridConfig,
+        RerankConfig,
+        CallableConfig,
+        LangchainConfig,
+        RunFileConfig,
+        SystemRetrieverConfig,
+        LlamaIndexConfig,
+        HaystackConfig,
+    )
+}
+
+
+def _retriever_union() -> Any:
+    return Annotated[Union[tuple(RETRIEVER_KINDS.values())], Field(discriminator="type")]  # noqa: UP007
+
+
+RetrieverConfig = _retriever_union()  # the shipped kinds; RetrievalConfig.retrievers also takes registered ones
 
 
 class RetrievalConfig(_Model):
@@ -213,8 +260,7 @@ class RetrievalConfig(_Model):
     def _check_references(self) -> RetrievalConfig:
         names = list(self.retrievers)
         for name, r in self.retrievers.items():
-            refs = r.of if isinstance(r, HybridConfig) else [r.of] if isinstance(r, RerankConfig) else []
-            for ref in refs:
+            for ref in r.parts():
                 if ref not in self.retrievers or ref == name:
                     raise ValueError(
                         f"retriever '{name}' uses '{ref}', which is not another retriever here; "
@@ -330,7 +376,7 @@ class JudgesConfig(_Model):
     metrics: list[str] = Field(
         default_factory=lambda: list(DEFAULT_METRICS),
         min_length=1,
-        description="judges to run: " + ", ".join(JUDGE_NAMES),
+        description="judges to run: " + ", ".join(JUDGES),
     )
     prompts_dir: str | None = Field(
         None, description="folder of the own judges' prompts; default: the prompts shipped with rag-eval"
@@ -365,15 +411,15 @@ class JudgesConfig(_Model):
     @classmethod
     def _known_judges(cls, names: list[str]) -> list[str]:
         for n in names:
-            if n not in JUDGE_NAMES:
-                raise ValueError(f"unknown judge '{n}'; " + did_you_mean(n, JUDGE_NAMES))
+            if n not in JUDGES:
+                raise ValueError(f"unknown judge '{n}'; " + did_you_mean(n, tuple(JUDGES)))
         return list(dict.fromkeys(names))
 
     @model_validator(mode="after")
     def _faithfulness_judge(self) -> JudgesConfig:
-        fj = self.faithfulness_judge
-        if fj is not None and fj not in ("faithfulness", "faithfulness_yesno"):
-            raise ValueError(f"faithfulness_judge must be faithfulness or faithfulness_yesno, not '{fj}'")
+        fj, choices = self.faithfulness_judge, of_role("faithfulness")
+        if fj is not None and fj not in choices:
+            raise ValueError(f"faithfulness_judge must be {' or '.join(choices)}, not '{fj}'")
         if fj is not None and fj not in self.metrics:
             raise ValueError(f"faithfulness_judge '{fj}' is not among judges.metrics; add it there")
         return self
@@ -388,7 +434,8 @@ class JudgesConfig(_Model):
     @classmethod
     def _bands(cls, value):
         if isinstance(value, dict):
-            known = (*BANDED, "correctness_short")
+            judges = banded()
+            known = (*judges, *(v for j in judges for v in variants(j) if v != j))
             for judge, (low, high) in value.items():
                 if judge not in known:
                     raise ValueError(f"judges.uncertain: no band for '{judge}'; " + did_you_mean(judge, list(known)))
@@ -399,9 +446,14 @@ class JudgesConfig(_Model):
     @property
     def deciding_faithfulness(self) -> str | None:
         """The faithfulness judge whose score decides ``unfaithful`` in attribution."""
-        if self.faithfulness_judge:
+        return self.deciding("faithfulness")
+
+    def deciding(self, role: Role) -> str | None:
+        """The configured judge that decides ``role`` in attribution (the registry's precedence;
+        for faithfulness, ``faithfulness_judge`` first)."""
+        if role == "faithfulness" and self.faithfulness_judge:
             return self.faithfulness_judge
-        return next((n for n in ("faithfulness_yesno", "faithfulness") if n in self.metrics), None)
+        return next((n for n in deciders(role) if n in self.metrics), None)
 
 
 class StatsConfig(_Model):
@@ -721,7 +773,7 @@ def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw:
         shown = [
             str(p)
             for i, p in enumerate(loc)
-            if not (loc[:2] == ("retrieval", "retrievers") and i == 3 and p in RETRIEVER_TYPES and loc[-1] != p)
+            if not (loc[:2] == ("retrieval", "retrievers") and i == 3 and p in RETRIEVER_KINDS and loc[-1] != p)
         ]
         dotted = ".".join(shown) or "(top level)"
         line = _line_of(root, loc)
@@ -759,7 +811,7 @@ def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw:
         elif err["type"] in ("union_tag_invalid", "union_tag_not_found"):
             tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
             msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"
-            fix = "set type to one of them: " + did_you_mean(str(tag or ""), RETRIEVER_TYPES)
+            fix = "set type to one of them: " + did_you_mean(str(tag or ""), tuple(RETRIEVER_KINDS))
         problems.append(Problem(f"{where} ({dotted})", msg, fix))
     return problems
 
@@ -777,18 +829,7 @@ def _parent_fields(loc: tuple[Any, ...]) -> list[str]:
             model = "retriever"
             continue
         if model == "retriever":
-            model = {
-                "bm25": Bm25Config,
-                "dense": DenseConfig,
-                "hybrid": HybridConfig,
-                "rerank": RerankConfig,
-                "callable": CallableConfig,
-                "langchain": LangchainConfig,
-                "run": RunFileConfig,
-                "system": SystemRetrieverConfig,
-                "llamaindex": LlamaIndexConfig,
-                "haystack": HaystackConfig,
-            }.get(part)
+            model = RETRIEVER_KINDS.get(part)
             continue
         field = getattr(model, "model_fields", {}).get(part)
         model = getattr(field, "annotation", None) if field else None
@@ -918,3 +959,35 @@ def parse_rule(rule: str, where: str) -> tuple[str, float]:
             )
         )
     return m.group(1), float(m.group(2))
+
+
+def register_retriever(kind: type[RetrieverKind]) -> type[RetrieverKind]:
+    """Add a retriever kind: from now on a config's retrievers accept ``type: <its tag>``, its
+    errors name it, and the build step builds its ``retriever`` class. ValueError if the type is
+    taken. (The discriminated union is rebuilt: pydantic fixes a model's schema when it is made.)"""
+    tag = kind.tag()
+    if tag in RETRIEVER_KINDS:
+        raise ValueError(f"a retriever type '{tag}' exists already")
+    RETRIEVER_KINDS[tag] = kind
+    _rebuild_retrievers()
+    return kind
+
+
+@contextlib.contextmanager
+def registered_retrievers(*kinds: type[RetrieverKind]) -> Iterator[None]:
+    """The retriever kinds registered for the duration of a ``with`` block (a plug-in's tests)."""
+    before = dict(RETRIEVER_KINDS)
+    try:
+        for kind in kinds:
+            register_retriever(kind)
+        yield
+    finally:
+        RETRIEVER_KINDS.clear()
+        RETRIEVER_KINDS.update(before)
+        _rebuild_retrievers()
+
+
+def _rebuild_retrievers() -> None:
+    RetrievalConfig.model_fields["retrievers"].annotation = dict[str, _retriever_union()]
+    RetrievalConfig.model_rebuild(force=True)
+    AuditConfig.model_rebuild(force=True)

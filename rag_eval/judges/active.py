@@ -23,6 +23,7 @@ import numpy as np
 from scipy.stats import norm
 
 from rag_eval.judges.ppi import PPIEstimate, human_mean
+from rag_eval.judges.registry import of_role
 
 # The share of each inclusion probability that is uniform: a floor that keeps every pi > 0 and
 # the estimate's variance bounded when the judge's uncertainty misleads.
@@ -64,11 +65,12 @@ def question_scores(records: list[dict], deciding: set[str], unanswerable: set[s
     with its square root (the standard deviation of the label's correction). Only the refusal
     judge decides the outcome of a question in ``unanswerable``."""
     out: dict[str, float] = {}
+    refusal = of_role("refusal")
     for r in records:
         u = decision_uncertainty(r)
         if u is None:
             continue
-        decides = r["judge"] == "refusal" if r["question_id"] in unanswerable else r["judge"] in deciding
+        decides = r["judge"] in refusal if r["question_id"] in unanswerable else r["judge"] in deciding
         u *= 1.0 if decides else OTHER_WEIGHT
         out[r["question_id"]] = max(out.get(r["question_id"], 0.0), u)
     return out
@@ -190,7 +192,7 @@ def draw_questions(report: dict, question_ids: list[str], n: int, seed: int = 0)
     """The questions to label (exactly ``n``, or all) and each question's inclusion probability:
     the square root of its chance of a wrong deciding verdict, mixed with the uniform rate."""
     judges = report.get("judges") or {}
-    deciding = {"refusal", "correctness", judges.get("faithfulness_judge")}
+    deciding = {*of_role("refusal"), *of_role("correctness"), judges.get("faithfulness_judge")}
     rows = (report.get("attribution") or {}).get("rows", [])
     unanswerable = {r["question_id"] for r in rows if not r.get("answerable", True)}
     err = question_scores(judges.get("records", []), deciding, unanswerable)

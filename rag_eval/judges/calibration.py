@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root
-from rag_eval.judges.scored import PROMPT_OF, VARIANTS
+from rag_eval.judges.registry import prompt_files, variants
 from rag_eval.rundir import write_json
 
 SHIPPED = "calibration_embedded.json"
@@ -60,13 +60,13 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
     for this model and its current prompt; the config's ``judges.cutoffs`` win."""
     table = saved()
     cutoffs, calibrated = {}, {}
-    for judge in PROMPT_OF:
+    for judge in prompt_files():
         entry = table.get(key(identity, judge, scored.prompt_hash(judge)))
         if entry is not None:
             cutoffs[judge], calibrated[judge] = float(entry["cutoff"]), True
     for judge, cut in overrides.items():
         # A judge's name sets every variant of it that the config does not name itself.
-        for name in [v for v in VARIANTS.get(judge, ()) if v == judge or v not in overrides] or [judge]:
+        for name in [v for v in variants(judge) if v == judge or v not in overrides] or [judge]:
             cutoffs[name], calibrated[name] = float(cut), False
     return cutoffs, calibrated
 
@@ -76,7 +76,7 @@ def agreement_for(identity: str, scored) -> dict[str, dict]:
     with a saved calibration for this model and its current prompt."""
     table = saved()
     out = {}
-    for judge in PROMPT_OF:
+    for judge in prompt_files():
         entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or {}
         if "agreement" in entry:
             out[judge] = entry["agreement"]

@@ -22,14 +22,23 @@ import numpy as np
 from rag_eval.config import LLMConfig
 from rag_eval.judges.calibration import cutoffs_for, out_of_fold
 from rag_eval.judges.escalation import Opinion, second_opinion
-from rag_eval.judges.judge_check import JUDGES_FOR, POSITIVE, cutoff_fitter
+from rag_eval.judges.judge_check import cutoff_fitter, kind_of
+from rag_eval.judges.registry import CASE_KINDS, JUDGES, judges_for
 from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_statements
-from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, band_folds, bands_for
+from rag_eval.judges.uncertain import band_folds, bands_for
+from rag_eval.judges.uncertain import target as target_of
 from rag_eval.llm.session import LLMSession
 from rag_eval.stats import Estimate, wilson_interval
 
-# The prompt variant and whether "yes" is the positive label, per judge (as the judges ask).
-YES_IS_POSITIVE = {"refusal": False, "correctness": True, "faithfulness_yesno": True}
+
+def _statements(judge: str) -> bool:
+    return JUDGES[judge].check.reading == "statements"
+
+
+def _yes_is_positive(judge: str) -> bool:
+    """Whether the judge's prompts ask so that "yes" is its positive label (statements: supported)."""
+    spec = JUDGES[judge]
+    return _statements(judge) or spec.yes_no[0] == spec.positive
 
 
 @dataclass
@@ -48,12 +57,12 @@ class CascadeRow:
         return asdict(self)
 
 
-def _values(judge: str, case: dict) -> list[dict[str, str]]:
-    """The texts of each decision the judge takes on a case (one per statement for faithfulness)."""
-    if judge == "refusal":
-        return [{"question": case["question"], "answer": case["answer"]}]
-    if judge == "correctness":
-        return [{"question": case["question"], "reference": case["reference"], "answer": case["answer"]}]
+def _values(judge: str, case: dict, placeholders: tuple[str, ...]) -> list[dict[str, str]]:
+    """The texts of each decision the judge takes on a case: its prompt's placeholders, or one
+    decision per statement of the answer for a statement judge (faithfulness)."""
+
+    if not _statements(judge):
+        return [{p: case[p] for p in placeholders}]
     context = "\n\n".join(case["contexts"])
     return [
         {"context": context, "question": case["question"], "statement": s} for s in split_statements(case["answer"])
@@ -74,16 +83,14 @@ def second_opinions(
 
         async def one(judge: str, case: dict) -> list[Opinion]:
             variant = correctness_variant(case["reference"]) if judge == "correctness" else judge
-            return list(
-                await asyncio.gather(
-                    *(second_opinion(second, bands, variant, YES_IS_POSITIVE[judge], v) for v in _values(judge, case))
-                )
-            )
+            values = _values(judge, case, second.prompt_for(variant).placeholders)
+            yes = _yes_is_positive(judge)
+            return list(await asyncio.gather(*(second_opinion(second, bands, variant, yes, v) for v in values)))
 
         out: dict[str, list[list[Opinion] | None]] = {}
         try:
             for judge in judges:
-                mine = [i for i, c in enumerate(cases) if judge in JUDGES_FOR[c["judge"]]]
+                mine = [i for i, c in enumerate(cases) if judge in judges_for(c["judge"])]
                 got = await asyncio.gather(*(one(judge, cases[i]) for i in mine))
                 out[judge] = [None] * len(cases)
                 for i, ops in zip(mine, got):
@@ -125,18 +132,19 @@ def measure(
     target: float | None = None,
 ) -> list[CascadeRow]:
     """The three ways of deciding this judge's cases (see the module's docstring)."""
-    kind = next(k for k, js in JUDGES_FOR.items() if judge in js)
+
+    kind = kind_of(judge)
     ok = [i for i, c in enumerate(cases) if c["judge"] == kind and first_preds[i].error is None]
-    positive = np.array([cases[i]["label"] == POSITIVE[kind] for i in ok])
+    positive = np.array([cases[i]["label"] == CASE_KINDS[kind].positive for i in ok])
     probs = [np.array(first_preds[i].probs) for i in ok]
     variant = [first_preds[i].variant or judge for i in ok]
     decide, fit = cutoff_fitter(judge, probs, positive, variant, threshold)
     first, _ = out_of_fold(len(ok), positive, fit, lambda test, c: decide(list(test), c), folds=folds, seed=seed)
-    targets = {v: target or TARGETS.get(v, DEFAULT_TARGET) for v in set(variant)}
+    targets = {v: target or target_of(v) for v in set(variant)}
     unc, dec, band_of = band_folds(
         probs, positive, variant, fit, targets=targets, threshold=threshold, folds=folds, seed=seed
     )
-    single = judge != "faithfulness_yesno"
+    single = not _statements(judge)
     second = [_second_decision(second_ops[i] or [], threshold, single) for i in ok]
     n_second_calls = sum(len(second_ops[i] or []) for i in ok)
     per_call = _per_call(usage_second)

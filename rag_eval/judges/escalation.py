@@ -23,14 +23,8 @@ from dataclasses import dataclass
 from rag_eval.judges.base import Judgement
 from rag_eval.judges.calibration import cutoffs_for
 from rag_eval.judges.registry import JUDGES
-from rag_eval.judges.scored import PROMPT_OF, ScoredJudges
+from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for
-
-# For each banded judge: (the prompt's verdict for "yes", the other verdict, the positive one).
-VERDICTS = {
-    "refusal": ("answered", "refused", "refused"),
-    "correctness": ("correct", "incorrect", "correct"),
-}
 
 
 @dataclass(frozen=True)
@@ -52,7 +46,7 @@ async def second_opinion(
     second: ScoredJudges, bands: dict[str, Band], variant: str, yes_is_positive: bool, values: dict[str, str]
 ) -> Opinion:
     """One decision by the second judge: its calibrated cut-off where saved, else its text verdict."""
-    d = await second.prompts[PROMPT_OF[variant]].ask(second.llm, **values)
+    d = await second.prompt_for(variant).ask(second.llm, **values)
     p_yes = d.p("yes")
     if d.error or p_yes is None:
         return Opinion(None, None, "not decided", d.reason, d.method, d.error or "no yes/no in the reply")
@@ -131,11 +125,16 @@ async def escalate(
             info.escalated += 1
             info.decided += new.status == "judged"
 
-    await send([i for i, j in enumerate(records) if j.status == "uncertain" and j.judge == "refusal"])
+    def refusal(j: Judgement) -> bool:
+        return j.judge in JUDGES and JUDGES[j.judge].role == "refusal"
+
+    await send([i for i, j in enumerate(records) if j.status == "uncertain" and refusal(j)])
     refused = {
         (j.question_id, j.prompt)
         for j in records
-        if j.judge == "refusal" and j.verdict == "refused" and (j.details.get("escalation") or {}).get("decided_by")
+        if refusal(j)
+        and j.verdict == JUDGES[j.judge].positive
+        and (j.details.get("escalation") or {}).get("decided_by")
     }
     for i, j in enumerate(records):
         spec = JUDGES.get(j.judge)
@@ -143,7 +142,7 @@ async def escalate(
             info.uncertain -= j.status == "uncertain"
             skipped = Judgement(j.judge, j.question_id, j.prompt, "skipped", reason="the answer is a refusal")
             records[i] = _note(skipped, {"skipped": "the second judge called the answer a refusal"}, first=j)
-    await send([i for i, j in enumerate(records) if j.status == "uncertain" and j.judge != "refusal"])
+    await send([i for i, j in enumerate(records) if j.status == "uncertain" and not refusal(j)])
     info.calibrated = dict(second.calibrated)
     return records, info
 
@@ -163,8 +162,9 @@ async def _one(
     if "statements" in j.details:
         return await _statements(j, values, second, bands, threshold, who)
     variant = j.details.get("variant") or j.judge
-    yes, no, positive = VERDICTS[j.judge]
-    ask = {k: values[k] for k in second.prompts[PROMPT_OF[variant]].placeholders}
+    spec = JUDGES[j.judge]
+    (yes, no), positive = spec.yes_no, spec.positive
+    ask = {k: values[k] for k in second.prompt_for(variant).placeholders}
     op = await second_opinion(second, bands, variant, yes == positive, ask)
     esc = {
         **who,
@@ -251,12 +251,14 @@ async def escalate_records(cfg, records: list[dict], llm, answer_of, contexts_of
         q, gen = answer_of(j.question_id, j.prompt)
         if q is None or gen is None or not gen.get("answer"):
             return None
-        return {
+        values = {
             "question": q.question,
             "answer": gen["answer"],
             "reference": q.reference or "",
             "context": "\n\n".join(contexts_of(gen.get("contexts", []))),
         }
+        values["contexts"] = values["context"]
+        return values
 
     judgements = [Judgement.from_dict(r) for r in records]
     done, info = await escalate(

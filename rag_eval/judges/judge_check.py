@@ -2,7 +2,8 @@
 
 Cases (JSONL, one per line) are for the correctness judge (labels correct, partial, incorrect;
 partial counts as not correct, as in attribution), the refusal judge (refused, answered) and the
-faithfulness judges (faithful, unfaithful). Each case may name its ``source``; figures are given
+faithfulness judges (faithful, unfaithful): the case kinds of the judge registry, each judge's
+``check`` saying which kind it is measured on and how its judgement is read. Each case may name its ``source``; figures are given
 per source and overall. HaluEval QA items convert to faithfulness and correctness cases
 (:func:`halueval_cases`).
 
@@ -25,33 +26,17 @@ import numpy as np
 
 from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
-from rag_eval.errors import DataError, Problem
+from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
 from rag_eval.judges.calibration import save as save_calibration
 from rag_eval.judges.ragas_judges import RagasJudges
+from rag_eval.judges.registry import CASE_KINDS, JUDGES, Families, Inputs, judges_for
 from rag_eval.judges.scored import ScoredJudges
-from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, bands_out_of_fold, fit_band
+from rag_eval.judges.uncertain import bands_out_of_fold, fit_band
+from rag_eval.judges.uncertain import target as target_of
 from rag_eval.llm.session import LLMSession
 from rag_eval.progress import track_async
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
-
-LABELS = {
-    "correctness": ("correct", "partial", "incorrect"),
-    "refusal": ("refused", "answered"),
-    "faithfulness": ("faithful", "unfaithful"),
-}
-POSITIVE = {"correctness": "correct", "refusal": "refused", "faithfulness": "faithful"}
-NEEDS = {
-    "correctness": ("question", "reference", "answer"),
-    "refusal": ("question", "answer"),
-    "faithfulness": ("question", "contexts", "answer"),
-}
-# The judges measured on each kind of case.
-JUDGES_FOR = {
-    "correctness": ("correctness",),
-    "refusal": ("refusal",),
-    "faithfulness": ("faithfulness_yesno", "faithfulness"),
-}
 
 
 def load_cases(path: Path) -> list[dict]:
@@ -59,17 +44,20 @@ def load_cases(path: Path) -> list[dict]:
     for rec in read_records(path, "judge-check"):
         d = rec.data
         judge = d.get("judge")
-        if judge not in LABELS:
+        kind = CASE_KINDS.get(judge)
+        if kind is None:
             problems.append(
-                Problem(rec.where, f"judge must be one of {', '.join(LABELS)}, got {judge!r}", "fix the judge field")
+                Problem(
+                    rec.where, f"judge must be one of {', '.join(CASE_KINDS)}, got {judge!r}", "fix the judge field"
+                )
             )
             continue
-        missing = [f for f in NEEDS[judge] if not d.get(f)]
-        if missing or d.get("label") not in LABELS[judge]:
+        missing = [f for f in kind.needs if not d.get(f)]
+        if missing or d.get("label") not in kind.labels:
             problems.append(
                 Problem(
                     rec.where,
-                    f"a {judge} case needs {', '.join(NEEDS[judge])} and a label in {LABELS[judge]}",
+                    f"a {judge} case needs {', '.join(kind.needs)} and a label in {kind.labels}",
                     f"missing: {', '.join(missing) or 'label'}",
                 )
             )
@@ -188,28 +176,39 @@ class Prediction:
     variant: str | None = None  # the prompt asked, for a judge with several (its own cut-off)
 
 
-async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
-    async def one(name: str, i: int, c: dict):
-        qid = c["id"]
-        if name == "refusal":
-            j = await scored.refusal(qid, "check", c["question"], c["answer"])
-        elif name == "correctness":
-            j = await scored.correctness(qid, "check", c["question"], c["reference"], c["answer"])
-        elif name == "faithfulness_yesno":
-            j = await scored.faithfulness(qid, "check", c["question"], c["answer"], c["contexts"])
-        else:
-            j = await ragas.judge_faithfulness(qid, "check", c["question"], c["answer"], c["contexts"])
-            if j.status != "judged":
-                return name, i, Prediction(error=j.error)
-            return name, i, Prediction(fixed=None, score=j.score)
-        if j.status != "judged":
-            return name, i, Prediction(error=j.error)
-        if name == "faithfulness_yesno":
-            ps = [s["p_supported"] for s in j.details["statements"]]
-            return name, i, Prediction(probs=ps, score=min(ps))
-        return name, i, Prediction(probs=[j.probability], score=j.probability, variant=j.details.get("variant"))
+def case_inputs(case: dict) -> Inputs:
+    """A labelled case as the inputs of a judge (the generation prompt's name is "check")."""
+    return Inputs(
+        case["id"], "check", case["question"], case.get("answer"), case.get("contexts") or [], case.get("reference")
+    )
 
-    jobs = [one(name, i, c) for name in judges for i, c in enumerate(cases) if name in JUDGES_FOR[c["judge"]]]
+
+def prediction(name: str, j) -> Prediction:
+    """What judge-check reads of a judgement, as the judge's ``check.reading`` says."""
+    if j.status != "judged":
+        return Prediction(error=j.error)
+    reading = JUDGES[name].check.reading
+    if reading == "score":
+        return Prediction(fixed=None, score=j.score)
+    if reading == "statements":
+        ps = [s["p_supported"] for s in j.details["statements"]]
+        return Prediction(probs=ps, score=min(ps))
+    return Prediction(probs=[j.probability], score=j.probability, variant=j.details.get("variant"))
+
+
+def kind_of(name: str) -> str:
+    """The kind of case a judge is measured on."""
+    return JUDGES[name].check.kind.name
+
+
+async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
+
+    families = Families(scored, ragas)
+
+    async def one(name: str, i: int, c: dict):
+        return name, i, prediction(name, await JUDGES[name].judge(families, case_inputs(c)))
+
+    jobs = [one(name, i, c) for name in judges for i, c in enumerate(cases) if name in judges_for(c["judge"])]
     out: dict[str, list[Prediction]] = {name: [Prediction(error="not run")] * len(cases) for name in judges}
     async for name, i, pred in track_async(jobs, "judge check"):
         out[name][i] = pred
@@ -230,8 +229,10 @@ def cutoff_fitter(name: str, probs: list[np.ndarray], positive: np.ndarray, vari
     (each variant's cut-off fitted on its training cases)."""
     variants = sorted(set(variant))
 
+    statements = JUDGES[name].check.reading == "statements"
+
     def decide(sub, cuts: dict[str, float]) -> np.ndarray:
-        if name == "faithfulness_yesno":
+        if statements:
             return np.array([np.mean(probs[j] >= cuts[variant[j]]) >= threshold for j in sub], dtype=bool)
         return np.array([probs[j][0] >= cuts[variant[j]] for j in sub], dtype=bool)
 
@@ -263,12 +264,13 @@ def score_judge(
     Probability-scored judges also get the band of uncertain decisions around each cut-off
     (``judges/uncertain.py``; ``uncertain_target``: the decided verdicts' agreement it aims at,
     default per judge), fitted on all cases and measured out of fold, in ``extra``."""
-    kind = next(k for k, js in JUDGES_FOR.items() if name in js)
+    kind = kind_of(name)
+    pos_label = CASE_KINDS[kind].positive
     extra: dict = {}
     idx = [i for i, c in enumerate(cases) if c["judge"] == kind]
     ok = [i for i in idx if preds[i].error is None]
-    positive = np.array([cases[i]["label"] == POSITIVE[kind] for i in ok])
-    if name == "faithfulness":  # Ragas: a score, decided at the attribution threshold
+    positive = np.array([cases[i]["label"] == pos_label for i in ok])
+    if JUDGES[name].check.reading == "score":  # Ragas: a score, decided at the attribution threshold
         predicted = np.array([preds[i].score >= threshold for i in ok])
         cutoffs, method = None, f"Ragas score >= {threshold}"
     else:
@@ -309,12 +311,12 @@ def score_judge(
         if not sel and not n_all:
             continue
         pos, pred = positive[sel], predicted[sel]
-        lab = [POSITIVE[kind] if p else f"not {POSITIVE[kind]}" for p in pos]
-        out = [POSITIVE[kind] if p else f"not {POSITIVE[kind]}" for p in pred]
+        lab = [pos_label if p else f"not {pos_label}" for p in pos]
+        out = [pos_label if p else f"not {pos_label}" for p in pred]
         confusion: dict[str, dict[str, int]] = {}
         for n in sel:
             row = confusion.setdefault(cases[ok[n]]["label"], {})
-            key = POSITIVE[kind] if predicted[n] else f"not {POSITIVE[kind]}"
+            key = pos_label if predicted[n] else f"not {pos_label}"
             row[key] = row.get(key, 0) + 1
         sc = np.array([preds[ok[n]].score for n in sel], dtype=float)
         scores.append(
@@ -337,7 +339,8 @@ def score_judge(
 
 def uncertain_bands(probs, positive, variant, cutoffs, fit, target, threshold, folds, seed) -> dict:
     """The band around each variant's cut-off, fitted on all cases, and its out-of-fold figures."""
-    targets = {v: target or TARGETS.get(v, DEFAULT_TARGET) for v in cutoffs}
+
+    targets = {v: target or target_of(v) for v in cutoffs}
     bands = {}
     for v, cut in cutoffs.items():
         mine = [j for j in range(len(probs)) if variant[j] == v]
@@ -345,6 +348,10 @@ def uncertain_bands(probs, positive, variant, cutoffs, fit, target, threshold, f
         bands[v] = {**dataclasses.asdict(b), "target": targets[v]}
     oof = bands_out_of_fold(probs, positive, variant, fit, targets=targets, threshold=threshold, folds=folds, seed=seed)
     return {"bands": bands, "band_out_of_fold": oof}
+
+
+def _families(judges: list[str]) -> set[str]:
+    return {JUDGES[n].family for n in judges}
 
 
 def predict(
@@ -358,7 +365,7 @@ def predict(
         llm = session.llm(llm_cfg, "judge-check --llm")
         holder["identity"] = llm.identity
         holder["scored"] = scored = ScoredJudges.load(llm, prompts_dir)
-        ragas = RagasJudges(llm, json_schema=llm_cfg.json_schema) if "faithfulness" in judges else None
+        ragas = RagasJudges(llm, json_schema=llm_cfg.json_schema) if _families(judges) & {"ragas"} else None
         try:
             return await _predict(cases, llm, scored, ragas, judges)
         finally:
@@ -387,7 +394,17 @@ def run_judge_check(
 ) -> tuple[list[JudgeScore], list[dict]]:
     """Every judge on the cases; the scores, and the model usage. ``save`` stores each fitted cut-off."""
     kinds = {c["judge"] for c in cases}
-    judges = judges or [j for k in LABELS if k in kinds for j in JUDGES_FOR[k] if j != "faithfulness"]
+    measured = [n for n, spec in JUDGES.items() if spec.check is not None]
+    for name in judges or []:
+        if name not in measured:
+            raise ConfigError(
+                Problem(
+                    "judge-check --judges",
+                    f"no judge '{name}' is measured by judge-check",
+                    did_you_mean(name, measured),
+                )
+            )
+    judges = judges or [j for k in CASE_KINDS if k in kinds for j in judges_for(k) if JUDGES[j].check.by_default]
     preds, usage, identity, scored = predict(cases, llm_cfg, cache_dir, prompts_dir, judges)
     scores = []
     for name in judges:
@@ -408,7 +425,7 @@ def run_judge_check(
                     "accuracy_out_of_fold": overall.accuracy.value,
                     "balanced_accuracy_out_of_fold": overall.balanced_accuracy,
                     "auc": overall.auc,
-                    "sources": sorted({c["source"] for c in cases if name in JUDGES_FOR[c["judge"]]}),
+                    "sources": sorted({c["source"] for c in cases if name in judges_for(c["judge"])}),
                     **saved_band(overall.extra, variant),
                 },
             )

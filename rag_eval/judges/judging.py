@@ -20,7 +20,7 @@ from rag_eval.judges.base import Judgement, inputs_hash
 from rag_eval.judges.calibration import agreement_for, cutoffs_for
 from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.ragas_judges import RagasJudges
-from rag_eval.judges.registry import JUDGE_NAMES, JUDGES, figures
+from rag_eval.judges.registry import JUDGES, Families, Inputs, decider, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import bands_for, mark
 from rag_eval.progress import track_async
@@ -68,18 +68,9 @@ class JudgeRun:
         return self.scored.judge_hash(name) if self.scored else None
 
     def make(self, name: str, q: Question, prompt: str, answer: str, contexts: list[str]):
-        """The coroutine that judges, for a judge of the registry."""
-        qid, s, r = q.id, self.scored, self.ragas
-        return {
-            "refusal": lambda: s.refusal(qid, prompt, q.question, answer),
-            "correctness": lambda: s.correctness(qid, prompt, q.question, q.reference, answer),
-            "faithfulness": lambda: r.judge_faithfulness(qid, prompt, q.question, answer, contexts),
-            "faithfulness_yesno": lambda: s.faithfulness(qid, prompt, q.question, answer, contexts),
-            "context_precision": lambda: r.judge_context_precision(qid, prompt, q.question, q.reference, contexts),
-            "context_precision_yesno": lambda: s.context_precision(qid, prompt, q.question, q.reference, contexts),
-            "context_recall": lambda: r.judge_context_recall(qid, prompt, q.question, q.reference, contexts),
-            "context_recall_yesno": lambda: s.context_recall(qid, prompt, q.question, q.reference, contexts),
-        }[name]
+        """The coroutine that judges, for a judge of the registry (its ``judge`` callable)."""
+        x = Inputs(q.id, prompt, q.question, answer, contexts, q.reference)
+        return lambda: JUDGES[name].judge(Families(self.scored, self.ragas), x)
 
     def reusable(self, name: str, qid: str, prompt: str, key: str) -> Judgement | None:
         old = self.done.get((name, qid, prompt))
@@ -143,12 +134,13 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: dict, contexts: list[str]
 
     out: list[Judgement] = []
     refused = None
-    if "refusal" in metrics:
-        r = await jr.run("refusal", q, prompt, answer, contexts)
+    first = decider("refusal", metrics)
+    if first is not None:
+        r = await jr.run(first, q, prompt, answer, contexts)
         out.append(r)
-        refused = r.verdict == "refused" if r.status == "judged" else None
+        refused = r.verdict == JUDGES[first].positive if r.status == "judged" else None
     tasks = []
-    for name in (n for n in JUDGE_NAMES if n in metrics and n != "refusal"):
+    for name in (n for n in JUDGES if n in metrics and n != first):
         why = JUDGES[name].applies(q.answerable, bool(q.reference), refused)
         if why:
             out.append(jr.skip(name, qid, prompt, why))

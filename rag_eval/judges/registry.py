@@ -1,17 +1,28 @@
-"""Every judge, declared once: its inputs, when it applies, its labels or score, its calls per
-answer, the figures it aggregates to, how those are compared, and its role in attribution.
+"""Every judge, declared once: what it reads, when it applies, how it judges an answer, its labels
+or score, the prompts it asks, its calls per answer, the figures it aggregates to, how judge-check
+measures it, and the outcome it decides in attribution.
 
-The judging stage, aggregation, attribution, ``compare``, ``judge-check`` and the cost estimate
-loop over this registry; adding a judge is one entry here, one method and one prompt file.
+The judging stage, aggregation, attribution, ``compare``, ``judge-check``, the uncertain bands,
+escalation, the config's choices and the cost estimate loop over this registry: a new judge is
+one :class:`JudgeSpec` (here, or passed to :func:`register`) and one prompt file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from rag_eval.judges.base import Judgement
 
 Subset = Literal["all", "answerable", "unanswerable"]
+# What a judge's verdict or score decides in attribution: ``refusal`` (refused, correct_refusal,
+# answered_unanswerable), ``correctness`` (incorrect), ``faithfulness`` (unfaithful, below the
+# threshold) and ``retrieval`` (retrieval_miss where no retrieval labels exist: supplied answers).
+Role = Literal["refusal", "correctness", "faithfulness", "retrieval"]
 
 
 @dataclass(frozen=True)
@@ -35,8 +46,79 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class PromptFile:
+    """A yes/no prompt a judge asks: a file name in the judges' prompt folder (``judges.prompts_dir``,
+    else the shipped ``prompts/judges/``) or a path, and the placeholders it must hold. Its key (the
+    file's stem) names it among the loaded prompts."""
+
+    file: str
+    placeholders: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return Path(self.file).stem
+
+
+@dataclass(frozen=True)
+class CaseKind:
+    """A kind of labelled judge-check case (a case's ``judge`` field): its labels, the positive one
+    first, and the fields a case needs."""
+
+    name: str
+    labels: tuple[str, ...]
+    needs: tuple[str, ...]
+
+    @property
+    def positive(self) -> str:
+        return self.labels[0]
+
+
+Reading = Literal["probability", "statements", "score"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """How judge-check measures a judge: on which kind of case, and how a decision is read from its
+    judgement. ``probability``: its P(positive), decided at a cut-off fitted on the cases;
+    ``statements``: each statement's P(supported), the case positive when the share at the cut-off
+    reaches the threshold; ``score``: its score at the threshold, no cut-off (Ragas)."""
+
+    kind: CaseKind
+    reading: Reading = "probability"
+    by_default: bool = True  # measured when judge-check is given no --judges
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a judge reads of one answer; ``prompt`` names the generation prompt ("check" in judge-check)."""
+
+    question_id: str
+    prompt: str
+    question: str
+    answer: str | None = None
+    contexts: list[str] = field(default_factory=list)
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class Families:
+    """The judge implementations bound to one judge model: ``scored`` (``ScoredJudges``, yes/no
+    prompts scored by probability) and ``ragas`` (``RagasJudges``; None when no Ragas judge runs)."""
+
+    scored: Any = None
+    ragas: Any = None
+
+
+JudgeFn = Callable[[Families, Inputs], Awaitable["Judgement"]]
+
+
+def _undeclared(families: Families, x: Inputs) -> Awaitable[Judgement]:
+    raise NotImplementedError("this judge declares no judge callable")
+
+
+@dataclass(frozen=True)
 class JudgeSpec:
-    """A judge: what it reads, when it applies, what it returns and what it is used for."""
+    """A judge: what it reads, when it applies, how it judges, what it returns and what it is used for."""
 
     name: str
     needs: tuple[str, ...]  # of: question, answer, contexts, reference
@@ -46,10 +128,34 @@ class JudgeSpec:
     answer_independent: bool = False  # judged once per question, shared by every prompt
     answerable_only: bool = False
     skip_refusals: bool = False  # a refusal makes no claim to check
-    role: Literal["refusal", "correctness", "faithfulness", "context"] = "context"
+    role: Role | None = None  # the outcome it decides in attribution (None: it decides none)
+    precedence: int = 0  # among configured judges of one role, the highest decides
     calls: Callable[[int, int], int] = lambda top_k, statements: 1  # (top k, statements) -> calls
     description: str = ""
     human_label: str | None = None  # the column of a labels file a person fills for this judge (yes/no)
+    # (judges, inputs) -> the Judgement; e.g. ``lambda f, x: f.scored.verdict("mine", x)``.
+    judge: JudgeFn = _undeclared
+    # Scored judges: the prompt behind each cut-off name, one per judge or one per variant of a
+    # judge that asks one of several prompts case by case (each variant has its own cut-off).
+    prompts: Mapping[str, PromptFile] = field(default_factory=dict, hash=False)
+    yes: str | None = None  # verdict judges: the verdict a "yes" means (default: the positive)
+    check: Check | None = None  # how judge-check measures it (None: it does not)
+    band_target: float | None = None  # the decided verdicts' agreement its uncertain band aims at; None: no band
+
+    @property
+    def positive(self) -> str | None:
+        return self.labels[0] if self.labels else None
+
+    @property
+    def yes_no(self) -> tuple[str, str]:
+        """(the verdict for yes, the verdict for no) of a verdict judge."""
+        yes = self.yes or self.labels[0]
+        return yes, next(v for v in self.labels[:2] if v != yes)
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The names of its cut-offs: one per prompt it may ask, else its own name."""
+        return tuple(self.prompts) or (self.name,)
 
     def applies(self, answerable: bool, has_reference: bool, refused: bool | None) -> str | None:
         """None when the judge applies to this answer, else why it is skipped."""
@@ -61,6 +167,15 @@ class JudgeSpec:
             return "the answer is a refusal"
         return None
 
+
+SUPPORTED = PromptFile("supported.md", ("context", "question", "statement"))
+USEFUL = PromptFile("useful.md", ("question", "reference", "context"))
+
+# The kinds of labelled cases judge-check reads (partial counts as not correct, as in attribution).
+CORRECTNESS_CASES = CaseKind("correctness", ("correct", "partial", "incorrect"), ("question", "reference", "answer"))
+REFUSAL_CASES = CaseKind("refusal", ("refused", "answered"), ("question", "answer"))
+FAITHFULNESS_CASES = CaseKind("faithfulness", ("faithful", "unfaithful"), ("question", "contexts", "answer"))
+CASE_KINDS: dict[str, CaseKind] = {k.name: k for k in (CORRECTNESS_CASES, REFUSAL_CASES, FAITHFULNESS_CASES)}
 
 JUDGES: dict[str, JudgeSpec] = {
     j.name: j
@@ -76,6 +191,13 @@ JUDGES: dict[str, JudgeSpec] = {
             role="refusal",
             human_label="refused",
             description="did the answer give the information, or decline? (yes/no, scored by probability)",
+            judge=lambda f, x: f.scored.refusal(x.question_id, x.prompt, x.question, x.answer),
+            # The prompt asks "does the answer give the information?": a small model reads "does it
+            # decline?" backwards (AUC 0.14 against 0.98 on the hand-labelled refusal cases).
+            prompts={"refusal": PromptFile("refusal.md", ("question", "answer"))},
+            yes="answered",
+            check=Check(REFUSAL_CASES),
+            band_target=0.95,
         ),
         JudgeSpec(
             "correctness",
@@ -86,6 +208,14 @@ JUDGES: dict[str, JudgeSpec] = {
             role="correctness",
             human_label="correct",
             description="does the answer give the reference's fact? (yes/no, scored by probability)",
+            judge=lambda f, x: f.scored.correctness(x.question_id, x.prompt, x.question, x.reference, x.answer),
+            # A short reference is asked about by name, a longer one as a statement (scored.py).
+            prompts={
+                "correctness": PromptFile("correctness.md", ("question", "reference", "answer")),
+                "correctness_short": PromptFile("correctness_short.md", ("question", "reference", "answer")),
+            },
+            check=Check(CORRECTNESS_CASES),
+            band_target=0.90,
         ),
         JudgeSpec(
             "faithfulness",
@@ -97,6 +227,8 @@ JUDGES: dict[str, JudgeSpec] = {
             human_label="faithful",
             calls=lambda k, s: 2,
             description="Ragas Faithfulness: statements from the answer, each checked against the contexts",
+            judge=lambda f, x: f.ragas.judge_faithfulness(x.question_id, x.prompt, x.question, x.answer, x.contexts),
+            check=Check(FAITHFULNESS_CASES, "score", by_default=False),
         ),
         JudgeSpec(
             "faithfulness_yesno",
@@ -104,9 +236,14 @@ JUDGES: dict[str, JudgeSpec] = {
             (Figure("faithfulness_yesno"),),
             skip_refusals=True,
             role="faithfulness",
+            precedence=1,  # decides attribution when both faithfulness judges run
             human_label="faithful",
             calls=lambda k, s: s,
             description="share of the answer's sentences the contexts support (yes/no per sentence)",
+            judge=lambda f, x: f.scored.faithfulness(x.question_id, x.prompt, x.question, x.answer, x.contexts),
+            prompts={"faithfulness_yesno": SUPPORTED},
+            check=Check(FAITHFULNESS_CASES, "statements"),
+            band_target=0.90,
         ),
         JudgeSpec(
             "context_precision",
@@ -116,6 +253,9 @@ JUDGES: dict[str, JudgeSpec] = {
             answer_independent=True,
             calls=lambda k, s: k,
             description="Ragas ContextPrecisionWithReference: usefulness of each context, average precision",
+            judge=lambda f, x: f.ragas.judge_context_precision(
+                x.question_id, x.prompt, x.question, x.reference, x.contexts
+            ),
         ),
         JudgeSpec(
             "context_precision_yesno",
@@ -124,6 +264,8 @@ JUDGES: dict[str, JudgeSpec] = {
             answer_independent=True,
             calls=lambda k, s: k,
             description="usefulness of each context (yes/no), average precision",
+            judge=lambda f, x: f.scored.context_precision(x.question_id, x.prompt, x.question, x.reference, x.contexts),
+            prompts={"context_precision_yesno": USEFUL},
         ),
         JudgeSpec(
             "context_recall",
@@ -131,19 +273,27 @@ JUDGES: dict[str, JudgeSpec] = {
             (Figure("context_recall"),),
             family="ragas",
             answer_independent=True,
+            role="retrieval",
             description="Ragas ContextRecall: reference statements found in the contexts",
+            judge=lambda f, x: f.ragas.judge_context_recall(
+                x.question_id, x.prompt, x.question, x.reference, x.contexts
+            ),
         ),
         JudgeSpec(
             "context_recall_yesno",
             ("question", "reference", "contexts"),
             (Figure("context_recall_yesno"),),
             answer_independent=True,
+            role="retrieval",
+            precedence=1,
             calls=lambda k, s: s,
             description="share of the reference's sentences the contexts support (yes/no per sentence)",
+            judge=lambda f, x: f.scored.context_recall(x.question_id, x.prompt, x.question, x.reference, x.contexts),
+            prompts={"context_recall_yesno": SUPPORTED},
         ),
     )
 }
-JUDGE_NAMES = tuple(JUDGES)
+JUDGE_NAMES = tuple(JUDGES)  # the shipped judges; JUDGES also holds the ones registered since
 # What a default audit runs: the three Ragas metrics the user named, rag-eval's correctness and
 # refusal, and the probability-scored faithfulness that decides attribution on small models.
 DEFAULT_METRICS = (
@@ -164,11 +314,79 @@ HUMAN_LABELS = {
 }
 
 
+def register(spec: JudgeSpec) -> JudgeSpec:
+    """Add a judge (after the shipped ones; its judge-check case kind too); ValueError if the name
+    is taken. Config validation, the judging stage and judge-check see it from then on."""
+    if spec.name in JUDGES:
+        raise ValueError(f"a judge named '{spec.name}' exists already")
+    if spec.check is not None and CASE_KINDS.get(spec.check.kind.name, spec.check.kind) != spec.check.kind:
+        raise ValueError(f"judge-check cases '{spec.check.kind.name}' are declared already, differently")
+    JUDGES[spec.name] = spec
+    if spec.check is not None:
+        CASE_KINDS.setdefault(spec.check.kind.name, spec.check.kind)
+    return spec
+
+
+@contextlib.contextmanager
+def registered(*specs: JudgeSpec) -> Iterator[None]:
+    """The judges registered for the duration of a ``with`` block (a plug-in's tests, a notebook)."""
+    judges, kinds = dict(JUDGES), dict(CASE_KINDS)
+    try:
+        for spec in specs:
+            register(spec)
+        yield
+    finally:
+        JUDGES.clear()
+        JUDGES.update(judges)
+        CASE_KINDS.clear()
+        CASE_KINDS.update(kinds)
+
+
 def figures(names: list[str]) -> list[tuple[JudgeSpec, Figure]]:
     """Every figure of the named judges, in registry order."""
-    return [(JUDGES[n], f) for n in JUDGE_NAMES if n in names for f in JUDGES[n].figures]
+    return [(spec, f) for n, spec in JUDGES.items() if n in names for f in spec.figures]
 
 
-# Judges whose records an uncertainty band can mark (verdicts and statement shares with a human
-# label column); the config's judges.uncertain names only these.
-BANDED = ("refusal", "correctness", "faithfulness_yesno")
+def of_role(role: Role) -> tuple[str, ...]:
+    """The judges that decide ``role``, in registry order."""
+    return tuple(n for n, spec in JUDGES.items() if spec.role == role)
+
+
+def deciders(role: Role) -> tuple[str, ...]:
+    """The judges that decide ``role``, the one that decides first (highest precedence, then
+    registry order)."""
+    return tuple(sorted(of_role(role), key=lambda n: -JUDGES[n].precedence))
+
+
+def decider(role: Role, present) -> str | None:
+    """The judge that decides ``role`` among ``present`` (names, or records keyed by name)."""
+    return next((n for n in deciders(role) if n in present), None)
+
+
+def variants(name: str) -> tuple[str, ...]:
+    """The cut-off names of a judge (one per prompt it may ask); a name that is no judge (a variant
+    such as ``correctness_short``) stands for itself."""
+    spec = JUDGES.get(name)
+    return spec.variants if spec is not None else (name,)
+
+
+def prompt_files() -> dict[str, PromptFile]:
+    """Every cut-off name of the scored judges and the prompt behind it, in registry order."""
+    return {v: p for spec in JUDGES.values() if spec.family == "scored" for v, p in spec.prompts.items()}
+
+
+def banded() -> tuple[str, ...]:
+    """The judges whose decisions an uncertain band can mark, in registry order."""
+    return tuple(n for n, spec in JUDGES.items() if spec.band_target is not None)
+
+
+def band_targets() -> dict[str, float]:
+    """The agreement each cut-off's band aims at, by cut-off name."""
+    return {v: spec.band_target for spec in JUDGES.values() if spec.band_target is not None for v in spec.variants}
+
+
+def judges_for(kind: str) -> tuple[str, ...]:
+    """The judges judge-check measures on cases of ``kind``, in registry order, those run by
+    default first."""
+    mine = [n for n, spec in JUDGES.items() if spec.check is not None and spec.check.kind.name == kind]
+    return tuple(sorted(mine, key=lambda n: not JUDGES[n].check.by_default))

@@ -27,28 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_eval.judges.base import Judgement, text_hash
+from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
 from rag_eval.resources import shipped_prompt
 
-PROMPTS = {
-    "refusal": ("refusal.md", ("question", "answer")),
-    "correctness": ("correctness.md", ("question", "reference", "answer")),
-    "correctness_short": ("correctness_short.md", ("question", "reference", "answer")),
-    "supported": ("supported.md", ("context", "question", "statement")),
-    "useful": ("useful.md", ("question", "reference", "context")),
-}
-# The prompt behind each cut-off: one per judge, or per variant of a judge that asks one of
-# several prompts (VARIANTS).
-PROMPT_OF = {
-    "refusal": "refusal",
-    "correctness": "correctness",
-    "correctness_short": "correctness_short",
-    "faithfulness_yesno": "supported",
-    "context_recall_yesno": "supported",
-    "context_precision_yesno": "useful",
-}
-# Judges that ask one of several prompts, case by case; each variant has its own cut-off.
-VARIANTS = {"correctness": ("correctness", "correctness_short")}
 DEFAULT_CUTOFF = 0.5
 SHORT_REFERENCE_WORDS = 6
 
@@ -89,27 +71,32 @@ class ScoredJudges:
     @classmethod
     def load(cls, llm, prompts_dir: Path | None, cutoffs: dict[str, float] | None = None) -> ScoredJudges:
         folder = prompts_dir or shipped_prompt("judges")
-        prompts = {key: load_prompt(folder / file, key, placeholders) for key, (file, placeholders) in PROMPTS.items()}
+        files = {p.key: p for p in prompt_files().values()}
+        prompts = {key: load_prompt(folder / p.file, key, p.placeholders) for key, p in files.items()}
         cutoffs = cutoffs or {}
         return cls(llm, prompts, dict(cutoffs), {k: True for k in cutoffs})
 
+    def prompt_for(self, name: str) -> YesNoPrompt:
+        """The prompt behind one cut-off name (a judge or a variant)."""
+        return self.prompts[prompt_files()[name].key]
+
     def prompt_hash(self, judge: str) -> str:
         """The hash of the prompt behind one cut-off name (a judge or a variant)."""
-        return self.prompts[PROMPT_OF[judge]].hash
+        return self.prompt_for(judge).hash
 
     def judge_hash(self, judge: str) -> str:
         """The hash of every prompt a judge may ask (what a rerun compares)."""
-        variants = VARIANTS.get(judge, (judge,))
-        if len(variants) == 1:
-            return self.prompt_hash(judge)
-        return text_hash("|".join(self.prompt_hash(v) for v in variants))
+        names = variants(judge)
+        if len(names) == 1:
+            return self.prompt_hash(names[0])
+        return text_hash("|".join(self.prompt_hash(v) for v in names))
 
     def cutoff(self, judge: str) -> float:
         return self.cutoffs.get(judge, DEFAULT_CUTOFF)
 
     def decision_cutoffs(self, judge: str) -> dict[str, float]:
         """The cut-off of each variant of a judge (the judge's own for a judge with one prompt)."""
-        return {v: self.cutoff(v) for v in VARIANTS.get(judge, (judge,))}
+        return {v: self.cutoff(v) for v in variants(judge)}
 
     def _record(self, judge: str, qid: str, prompt: str, **kw) -> Judgement:
         return Judgement(judge, qid, prompt, judge_prompt_hash=self.judge_hash(judge), model=self.llm.model, **kw)
@@ -131,7 +118,7 @@ class ScoredJudges:
         probability is P(``positive``), and the verdict is ``positive`` when it reaches the cut-off
         (of ``variant``, the prompt asked, when the judge has several)."""
         variant = variant or judge
-        d = await self.prompts[PROMPT_OF[variant]].ask(self.llm, **values)
+        d = await self.prompt_for(variant).ask(self.llm, **values)
         p_yes = d.p("yes")
         if d.error or p_yes is None:
             return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
@@ -152,6 +139,15 @@ class ScoredJudges:
             method=d.method,
             details={"raw": d.raw, "calibrated": self.calibrated.get(variant, False), "variant": variant},
         )
+
+    async def verdict(self, judge: str, x: Inputs, variant: str | None = None) -> Judgement:
+        """A verdict judge of the registry on one answer: its prompt (``variant``'s, else its first)
+        with each placeholder filled from ``x`` (``context`` and ``contexts``: the contexts joined),
+        a yes meaning the verdict its ``yes`` names."""
+        spec = JUDGES[judge]
+        variant = variant or spec.variants[0]
+        values = {p: _value(x, p) for p in self.prompt_for(variant).placeholders}
+        return await self._verdict(judge, x.question_id, x.prompt, spec.yes_no, spec.positive, variant, **values)
 
     async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
         # The prompt asks "does the answer give the information?": a small model reads "does it
@@ -255,6 +251,12 @@ class ScoredJudges:
             method="logprobs" if all(d.method == "logprobs" for d in decisions) else "text",
             details={"p_useful": [round(p, 6) for p in ps], "calibrated": self.calibrated.get(judge, False)},
         )
+
+
+def _value(x: Inputs, placeholder: str) -> str:
+    if placeholder in ("context", "contexts"):
+        return "\n\n".join(x.contexts)
+    return getattr(x, placeholder, None) or ""
 
 
 def average_precision(useful: list[bool]) -> float:

@@ -12,7 +12,7 @@ supported statements across the attribution threshold.
 
 The band is fitted with the calibration (``rag-eval judge-check --save``) on labelled cases: the
 narrowest share of cases left uncertain such that the decided ones agree with the labels on at
-least the target (``TARGETS``); it is saved beside the cut-off with the cases' probabilities.
+least the target (the judge's ``band_target`` in the registry); it is saved beside the cut-off with the cases' probabilities.
 """
 
 from __future__ import annotations
@@ -26,15 +26,18 @@ import numpy as np
 from rag_eval.judges import calibration
 from rag_eval.judges.base import Judgement
 from rag_eval.judges.calibration import fold_assignment, key
-from rag_eval.judges.registry import BANDED
-from rag_eval.judges.scored import VARIANTS
+from rag_eval.judges.registry import band_targets, banded, variants
 
-# The agreement of decided verdicts a fitted band aims at (issue 28's targets).
-TARGETS = {"refusal": 0.95, "correctness": 0.90, "correctness_short": 0.90, "faithfulness_yesno": 0.90}
+# The agreement of decided verdicts a fitted band aims at where a judge declares none.
 DEFAULT_TARGET = 0.90
 # A band never leaves more than this share of the labelled cases undecided.
 MAX_UNCERTAIN_SHARE = 0.5
 MAX_CANDIDATES = 60
+
+
+def target(name: str) -> float:
+    """The agreement the band of a cut-off (a judge or a variant) aims at (issue 28's targets)."""
+    return band_targets().get(name, DEFAULT_TARGET)
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,7 @@ def bands_out_of_fold(probs, positive, variants, fit_cutoffs, **kw) -> dict:
 def mark(j: Judgement, bands: dict[str, Band], threshold: float) -> Judgement:
     """The judgement as ``uncertain`` where its probability (or, for a statement judge, its share
     of supported statements) falls in the band of its cut-off; else unchanged."""
-    if j.status != "judged" or j.judge not in BANDED:
+    if j.status != "judged" or j.judge not in banded():
         return j
     variant = j.details.get("variant") or j.judge
     band = bands.get(variant)
@@ -268,21 +271,21 @@ def bands_for(identity: str, scored, setting, *, judges: Sequence[str]) -> tuple
     ``{judge: [low, high]}`` (a judge's name sets every prompt variant of it)."""
     bands: dict[str, Band] = {}
     notes: dict[str, str] = {}
-    mine = [j for j in judges if j in BANDED]
+    mine = [j for j in judges if j in banded()]
     if setting == "off" or scored is None:
         return bands, {j: "judges.uncertain is off" for j in mine}
     if isinstance(setting, dict):
         for judge, (low, high) in setting.items():
-            for name in [v for v in VARIANTS.get(judge, ()) if v == judge or v not in setting] or [judge]:
+            for name in [v for v in variants(judge) if v == judge or v not in setting] or [judge]:
                 bands[name] = Band(float(low), float(high), "judges.uncertain")
         for j in mine:
-            if not any(v in bands for v in VARIANTS.get(j, (j,))):
+            if not any(v in bands for v in variants(j)):
                 notes[j] = "no band in judges.uncertain: every decision is taken at the cut-off"
         return bands, notes
     table = calibration.saved()
     for j in mine:
         missing = []
-        for v in VARIANTS.get(j, (j,)):
+        for v in variants(j):
             entry = table.get(key(identity, v, scored.prompt_hash(v)))
             if entry is None:
                 missing.append(f"`{v}` has no calibration for this judge model and prompt")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from rag_eval.judges.registry import JUDGES
+from rag_eval.judges.registry import JUDGES, decider
 from rag_eval.orchestration.finished import RunView
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ def _close(a, b) -> bool:
 def flag_judge_noise(b: RunView, n: RunView, figures: list[FigureDiff]) -> None:
     """Flag each judged figure whose difference is within its judges' measured disagreement."""
     by_figure = {f.name: spec.name for spec in JUDGES.values() for f in spec.figures}
-    deciding = ["refusal", "correctness", (n.report.get("judges") or {}).get("faithfulness_judge") or "faithfulness"]
+    # The judges whose verdicts decide the outcomes: refusal, correctness, and the run's faithfulness judge.
+    deciding = [d for d in (decider("refusal", n.judges), decider("correctness", n.judges)) if d]
+    deciding.append((n.report.get("judges") or {}).get("faithfulness_judge") or "faithfulness")
     for fig in figures:
         if fig.scope == "retrieval" or fig.diff is None:
             continue

@@ -36,7 +36,6 @@ COLUMNS = {
     "reference": ("reference", "ground_truth", "ground_truths", "reference_answer"),
     "answerable": ("answerable",),
 }
-RECALL_JUDGES = ("context_recall_yesno", "context_recall")
 
 
 @dataclass
@@ -154,7 +153,7 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
     by_q: dict[str, dict[str, dict]] = {}
     for j in judgements:
         by_q.setdefault(j["question_id"], {})[j["judge"]] = j
-    recall = next((n for n in RECALL_JUDGES if n in cfg.judges.metrics), None)
+    recall = cfg.judges.deciding("retrieval")
     rows_out, outcomes = [], []
     for q, g in zip(questions, generations):
         js = by_q.get(q.id, {})

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -179,6 +180,19 @@ class Rankings:
 
 
 class Retriever(Protocol):
-    """Ranks the corpus for each question."""
+    """Ranks the corpus for each question; built as ``Class(corpus, cfg, name, context)``."""
 
     def rank(self, questions: list[Question], depth: int) -> Rankings: ...
+
+
+@dataclass
+class RetrieverContext:
+    """What every kind of retriever is built with beyond its corpus, config and name."""
+
+    cache_dir: Path | None = None  # on-disk caches (the BM25 index, embeddings); None: none / the default
+    engine: Any = None  # rag_eval.engine, where embeddings run (None: here)
+    # The rankings made so far, by retriever name: a hybrid's parts, a re-ranker's base, the
+    # deployed system's own (given before the build).
+    rankings: dict[str, Rankings] = field(default_factory=dict)
+    resolve_path: Callable[[str], Path] = Path  # an input path of the config, relative to its folder
+    where: Callable[[str], str] = lambda dotted: f"<config>: {dotted}"  # a config key, for error messages

@@ -26,7 +26,7 @@ from scipy import sparse
 
 from rag_eval.config import Bm25Config
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings, relevant_indices
+from rag_eval.retrievers.base import Rankings, RetrieverContext, relevant_indices
 from rag_eval.types import Corpus, Question
 
 BLOCK = 64  # questions scored per sparse product (small blocks stay in the CPU's cache: faster)
@@ -105,8 +105,10 @@ class SparseBm25:
 class Bm25Retriever:
     """BM25 over each chunk's title and text; scores every chunk for every question."""
 
-    def __init__(self, corpus: Corpus, cfg: Bm25Config, name: str = "bm25", cache_dir: Path | None = None):
+    def __init__(self, corpus: Corpus, cfg: Bm25Config, name: str = "bm25", context: RetrieverContext | None = None):
+        """``context.cache_dir`` keeps the index on disk (by corpus and settings); None: not kept."""
         self.name, self.cfg, self.corpus = name, cfg, corpus
+        cache_dir = context.cache_dir if context else None
         self.tokenize = make_tokenizer(cfg.tokenizer, cfg.lowercase)
         if cfg.engine == "rank_bm25":
             self.reference = BM25Okapi(

@@ -1,4 +1,5 @@
-"""The user's own retrievers: a Python callable, a LangChain retriever, or a precomputed run file."""
+"""The user's own retrievers: a Python callable, a LangChain retriever, a precomputed run file, or
+the deployed system's own retrieval."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rag_eval.config import CallableConfig, LangchainConfig, RunFileConfig, SystemRetrieverConfig
 from rag_eval.data.records import read_text
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.base import Rankings, RetrieverContext
 from rag_eval.types import Corpus, Question
 
 
@@ -60,8 +62,10 @@ def _known(corpus: Corpus, cid: Any, name: str, question: Question) -> int:
 class CallableRetriever:
     """Calls ``function(question, k) -> [(chunk_id, score)]`` for each question."""
 
-    def __init__(self, corpus: Corpus, function: str, name: str):
-        self.corpus, self.name = corpus, name
+    def __init__(
+        self, corpus: Corpus, cfg: CallableConfig, name: str = "callable", context: RetrieverContext | None = None
+    ):
+        self.corpus, self.name, function = corpus, name, cfg.function
         self.fn: Callable[[str, int], Any] = import_object(function, f"retrieval.retrievers.{name}.function")
         if not callable(self.fn):
             raise ConfigError(
@@ -104,8 +108,10 @@ class LangchainRetriever:
     Scores come from ``metadata['score']`` when present, else from the order returned.
     """
 
-    def __init__(self, corpus: Corpus, factory: str, id_key: str, name: str):
-        self.corpus, self.id_key, self.name = corpus, id_key, name
+    def __init__(
+        self, corpus: Corpus, cfg: LangchainConfig, name: str = "langchain", context: RetrieverContext | None = None
+    ):
+        self.corpus, self.id_key, self.name, factory = corpus, cfg.id_key, name, cfg.factory
         where = f"retrieval.retrievers.{name}.factory"
         self.retriever = import_object(factory, where)()
         if not hasattr(self.retriever, "invoke"):
@@ -184,7 +190,9 @@ def read_run_file(path: Path) -> dict[str, list[tuple[str, float]]]:
 class RunFileRetriever:
     """Rankings read from a file; query ids are the test set's question ids."""
 
-    def __init__(self, corpus: Corpus, path: Path, name: str):
+    def __init__(self, corpus: Corpus, cfg: RunFileConfig, name: str = "run", context: RetrieverContext | None = None):
+        """``cfg.path`` is resolved by ``context.resolve_path`` (relative to the config's folder)."""
+        path = (context or RetrieverContext()).resolve_path(cfg.path)
         self.corpus, self.name, self.path = corpus, name, path
         self.run = read_run_file(path)
 
@@ -214,3 +222,25 @@ class RunFileRetriever:
                 pairs.append((idx, s))
             lists.append(pairs)
         return Rankings.from_lists(lists, depth)
+
+
+class SystemRetriever:
+    """The deployed system's own retrieval: the rankings measured from its replies, given before the
+    build (``context.rankings[name]``); only ``rag-eval run`` asks the system for them."""
+
+    def __init__(
+        self, corpus: Corpus, cfg: SystemRetrieverConfig, name: str = "system", context: RetrieverContext | None = None
+    ):
+        context = context or RetrieverContext()
+        if name not in context.rankings:
+            raise ConfigError(
+                Problem(
+                    context.where(f"retrieval.retrievers.{name}"),
+                    "the system's retrieval is measured from its replies, which only rag-eval run asks for",
+                    "use rag-eval run (or rag_eval.audit) on a config with a system: section",
+                )
+            )
+        self.rankings = context.rankings[name]
+
+    def rank(self, questions: list[Question], depth: int) -> Rankings:
+        return self.rankings

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_eval.cache_dirs import load_array
+from rag_eval.cache_dirs import cache_root, load_array
 from rag_eval.config import DenseConfig
 from rag_eval.embedding import encode_texts
 from rag_eval.engine import LocalEngine
@@ -19,7 +19,7 @@ from rag_eval.errors import ConfigError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import enabled, say, track
 from rag_eval.retrievers.ann import hnsw_rankings
-from rag_eval.retrievers.base import Rankings, relevant_indices
+from rag_eval.retrievers.base import Rankings, RetrieverContext, relevant_indices
 from rag_eval.types import Corpus, Question
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -65,13 +65,16 @@ class DenseRetriever:
     keyed by model and text, so a warm run never loads the model.
     """
 
-    def __init__(self, corpus: Corpus, cfg: DenseConfig, cache_dir: Path, name: str = "dense", engine=None):
-        """``engine`` (rag_eval.engine) runs the embedding: here by default, or as Ray tasks."""
+    def __init__(self, corpus: Corpus, cfg: DenseConfig, name: str = "dense", context: RetrieverContext | None = None):
+        """``context.engine`` (rag_eval.engine) runs the embedding: here by default, or as Ray tasks;
+        embeddings are cached under ``context.cache_dir`` (default: the cache root)."""
+
+        context = context or RetrieverContext()
         self.corpus, self.cfg, self.name = corpus, cfg, name
-        self.engine = engine or LocalEngine()
+        self.engine = context.engine or LocalEngine()
         self.model_path = resolve_model(cfg.model)
         self.fingerprint = model_fingerprint(self.model_path)
-        self.cache_dir = cache_dir / "embeddings"
+        self.cache_dir = Path(context.cache_dir or cache_root()) / "embeddings"
 
     @cached_property
     def model(self):

@@ -61,6 +61,7 @@ from statistics import median
 from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
 from rag_eval.engine import make_engine
 from rag_eval.retrievers.answer_match import MeaningMatch, answer_in_chunk, meaning_query, passage_share, symbols
+from rag_eval.retrievers.base import RetrieverContext
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.retrievers.hybrid import fuse
 from rag_eval.retrievers.rechunk import CHUNKING_CAUSES, rechunk_retrievers, simulate_rechunking
@@ -559,7 +560,7 @@ def meaning_match(cfg: AuditConfig, corpus: Corpus, cache_dir) -> MeaningMatch |
         return None
 
     name, r = dense[0]
-    retriever = DenseRetriever(corpus, r, cache_dir, name, make_engine(cfg.engine))
+    retriever = DenseRetriever(corpus, r, name, RetrieverContext(cache_dir, make_engine(cfg.engine)))
 
     def embed(texts: list[str], kind: str):
         prefix = r.query_prefix if kind == "query" else r.passage_prefix

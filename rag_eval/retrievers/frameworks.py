@@ -10,7 +10,7 @@ from typing import Any
 from rag_eval.config import HaystackConfig, LlamaIndexConfig
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.base import Rankings, RetrieverContext
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of, document_passage, node_passage
 from rag_eval.types import Corpus, Question
@@ -21,10 +21,16 @@ class _FrameworkRetriever:
 
     kind = ""
 
-    def __init__(self, corpus: Corpus, factory: str, id_key: str | None, name: str):
-        self.corpus, self.id_key, self.name = corpus, id_key, name
+    def __init__(
+        self,
+        corpus: Corpus,
+        cfg: LlamaIndexConfig | HaystackConfig,
+        name: str,
+        context: RetrieverContext | None = None,
+    ):
+        self.corpus, self.id_key, self.name = corpus, cfg.id_key, name
         self.where = f"retrieval.retrievers.{name}.factory"
-        self.built = import_object(factory, self.where)()
+        self.built = import_object(cfg.factory, self.where)()
         self.matcher = TextMatcher(corpus)
 
     def items(self, question: str, depth: int) -> list[tuple[Any, str | None, float | None]]:
@@ -69,8 +75,10 @@ class LlamaIndexRetriever(_FrameworkRetriever):
 
     kind = "LlamaIndex"
 
-    def __init__(self, corpus: Corpus, cfg: LlamaIndexConfig, name: str):
-        super().__init__(corpus, cfg.factory, cfg.id_key, name)
+    def __init__(
+        self, corpus: Corpus, cfg: LlamaIndexConfig, name: str = "llamaindex", context: RetrieverContext | None = None
+    ):
+        super().__init__(corpus, cfg, name, context)
         if not hasattr(self.built, "retrieve") and not hasattr(self.built, "as_retriever"):
             raise ConfigError(
                 Problem(
@@ -93,8 +101,10 @@ class HaystackRetriever(_FrameworkRetriever):
 
     kind = "Haystack"
 
-    def __init__(self, corpus: Corpus, cfg: HaystackConfig, name: str):
-        super().__init__(corpus, cfg.factory, cfg.id_key, name)
+    def __init__(
+        self, corpus: Corpus, cfg: HaystackConfig, name: str = "haystack", context: RetrieverContext | None = None
+    ):
+        super().__init__(corpus, cfg, name, context)
         if not hasattr(self.built, "run"):
             raise ConfigError(
                 Problem(
@@ -111,10 +121,3 @@ class HaystackRetriever(_FrameworkRetriever):
             out = self.built.run(query=question)
         docs = out.get("documents", []) if isinstance(out, dict) else []
         return [(p.id, p.text, p.score) for p in (document_passage(d, self.id_key) for d in docs)]
-
-
-def framework_retriever(corpus: Corpus, cfg: LlamaIndexConfig | HaystackConfig, name: str):
-    """The retriever object for a ``llamaindex`` or ``haystack`` retriever config."""
-    if isinstance(cfg, LlamaIndexConfig):
-        return LlamaIndexRetriever(corpus, cfg, name)
-    return HaystackRetriever(corpus, cfg, name)

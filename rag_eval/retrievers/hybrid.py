@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_eval.retrievers.base import Rankings
+from rag_eval.config import HybridConfig
+from rag_eval.retrievers.base import Rankings, RetrieverContext, relevant_indices
+from rag_eval.types import Corpus, Question
 
 
 def _rrf_rows(parts: list[Rankings], rows: np.ndarray, n_chunks: int, rrf_k: float, weights: list[float]) -> np.ndarray:
@@ -44,3 +46,19 @@ def fuse(
         return ranked
     mask = ranked.scores > 0
     return Rankings(np.where(mask, ranked.top, -1), np.where(mask, ranked.scores, np.nan), None)
+
+
+class HybridRetriever:
+    """The fusion of the retrievers ``cfg.of`` names, whose rankings are made before it
+    (``context.rankings``)."""
+
+    def __init__(
+        self, corpus: Corpus, cfg: HybridConfig, name: str = "hybrid", context: RetrieverContext | None = None
+    ):
+        self.corpus, self.cfg, self.name = corpus, cfg, name
+        rankings = (context or RetrieverContext()).rankings
+        self.parts = [rankings[p] for p in cfg.of]
+
+    def rank(self, questions: list[Question], depth: int) -> Rankings:
+        wanted = relevant_indices(self.corpus, questions)
+        return fuse(self.parts, len(self.corpus), depth, self.cfg.rrf_k, self.cfg.weights, wanted)

@@ -8,7 +8,7 @@ from rag_eval.config import RerankConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.base import Rankings, RetrieverContext
 from rag_eval.retrievers.dense import resolve_model
 from rag_eval.types import Corpus, Question
 
@@ -16,11 +16,15 @@ from rag_eval.types import Corpus, Question
 class Reranker:
     """Scores the base retriever's top ``top_n`` with a cross-encoder; the rest keep base order below."""
 
-    def __init__(self, corpus: Corpus, cfg: RerankConfig, base: Rankings, name: str):
+    def __init__(
+        self, corpus: Corpus, cfg: RerankConfig, name: str = "rerank", context: RetrieverContext | None = None
+    ):
+        """The base retriever's rankings are ``context.rankings[cfg.of]`` (made before)."""
         go_offline()
         from sentence_transformers import CrossEncoder  # noqa: PLC0415
 
-        self.corpus, self.cfg, self.base, self.name = corpus, cfg, base, name
+        self.corpus, self.cfg, self.name = corpus, cfg, name
+        self.base = (context or RetrieverContext()).rankings[cfg.of]
         try:
             self.model = CrossEncoder(str(resolve_model(cfg.model)), device="cpu")
         except Exception as exc:  # any loading failure means the same to the user

@@ -10,6 +10,7 @@ from rank_bm25 import BM25Okapi
 
 from rag_eval.config import Bm25Config
 from rag_eval.data.python_docs import python_docs_corpus
+from rag_eval.retrievers.base import RetrieverContext
 from rag_eval.retrievers.bm25 import Bm25Retriever, SparseBm25, make_tokenizer
 from rag_eval.types import Chunk, Corpus, Question
 
@@ -59,10 +60,10 @@ def test_negative_idf_is_floored_like_rank_bm25():
 def test_the_index_is_cached_on_disk(tmp_path):
     corpus = python_docs_corpus()
     cfg = Bm25Config(type="bm25")
-    Bm25Retriever(corpus, cfg, cache_dir=tmp_path)
+    Bm25Retriever(corpus, cfg, context=RetrieverContext(tmp_path))
     [folder] = (tmp_path / "bm25").iterdir()
     assert (folder / "weights.npz").exists()
-    again = Bm25Retriever(corpus, cfg, cache_dir=tmp_path)
+    again = Bm25Retriever(corpus, cfg, context=RetrieverContext(tmp_path))
     q = [Question("q", "How do I compare strings without case?", {}, True)]
     assert (again.rank(q, 5).top == Bm25Retriever(corpus, cfg).rank(q, 5).top).all()
 

@@ -10,6 +10,7 @@ from rag_eval.engine import LocalEngine
 from rag_eval.errors import ConfigError
 from rag_eval.retrievers import base
 from rag_eval.retrievers.ann import build_hnsw, recall_at, search
+from rag_eval.retrievers.base import RetrieverContext
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.types import Chunk, Corpus, Question
 
@@ -43,18 +44,18 @@ def test_embeddings_resume_after_an_interruption(tmp_path, monkeypatch):
     corpus = _corpus(10)
     texts = [c.passage for c in corpus.chunks]
     small = LocalEngine(EngineConfig(embed_batch=4))
-    r = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path, engine=small)
+    r = DenseRetriever(corpus, DenseConfig(type="dense"), context=RetrieverContext(tmp_path, small))
     r.__dict__["model"] = CountingModel(fail_at=2)
     with pytest.raises(KeyboardInterrupt):
         r.embed(texts, "passages")
     assert r.model.calls == [texts[0:4], texts[4:8]]
-    r2 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path, engine=small)
+    r2 = DenseRetriever(corpus, DenseConfig(type="dense"), context=RetrieverContext(tmp_path, small))
     r2.__dict__["model"] = CountingModel()
     got = r2.embed(texts, "passages")
     assert r2.model.calls == [texts[8:10]]  # only the batch not done before
     assert isinstance(got, np.memmap) and got.dtype == np.float32
     np.testing.assert_array_equal(got, CountingModel().encode(texts))
-    r3 = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path, engine=small)
+    r3 = DenseRetriever(corpus, DenseConfig(type="dense"), context=RetrieverContext(tmp_path, small))
     r3.__dict__["model"] = CountingModel()
     np.testing.assert_array_equal(r3.embed(texts, "passages"), got)
     assert r3.model.calls == []
@@ -65,11 +66,11 @@ def test_block_scoring_equals_the_whole_matrix_with_the_real_model(tmp_path, mon
     corpus = Corpus([Chunk(c["id"], c["text"], c["title"], c["id"]) for c in SMALL_CORPUS], "small")
     qs = [Question(q["id"], q["question"], {"py/lists": 1} if q["id"] == "q1" else {}, True) for q in SMALL_QUESTIONS]
     cfg = DenseConfig(type="dense")
-    whole = DenseRetriever(corpus, cfg, tmp_path).rank(qs, 5)
+    whole = DenseRetriever(corpus, cfg, context=RetrieverContext(tmp_path)).rank(qs, 5)
     assert whole.full is not None
     monkeypatch.setattr(base, "FULL_CELLS", 0)
     monkeypatch.setattr(base, "BLOCK_CELLS", 10)  # two questions a block
-    blocks = DenseRetriever(corpus, cfg, tmp_path).rank(qs, 5)
+    blocks = DenseRetriever(corpus, cfg, context=RetrieverContext(tmp_path)).rank(qs, 5)
     assert blocks.full is None and blocks.known
     np.testing.assert_array_equal(blocks.top, whole.top)
     np.testing.assert_allclose(blocks.scores, whole.scores, atol=1e-6)
@@ -96,8 +97,10 @@ def test_hnsw_index_in_a_config_reports_its_recall(tmp_path, capsys):
     try:
         corpus = Corpus([Chunk(c["id"], c["text"], c["title"], c["id"]) for c in SMALL_CORPUS], "small")
         qs = [Question(q["id"], q["question"], {}, True) for q in SMALL_QUESTIONS]
-        exact = DenseRetriever(corpus, DenseConfig(type="dense"), tmp_path).rank(qs, 5)
-        approx = DenseRetriever(corpus, DenseConfig(type="dense", index="hnsw"), tmp_path).rank(qs, 5)
+        exact = DenseRetriever(corpus, DenseConfig(type="dense"), context=RetrieverContext(tmp_path)).rank(qs, 5)
+        approx = DenseRetriever(
+            corpus, DenseConfig(type="dense", index="hnsw"), context=RetrieverContext(tmp_path)
+        ).rank(qs, 5)
     finally:
         progress.set_enabled(False)
     assert approx.notes["recall@10_vs_exact"] == 1.0  # five chunks: HNSW finds them all
@@ -127,7 +130,7 @@ def test_hnsw_without_faiss_names_the_fix(tmp_path, monkeypatch):
         lambda n, *a, **k: (_ for _ in ()).throw(ImportError) if n == "faiss" else real(n, *a, **k),
     )
     corpus = Corpus([Chunk(c["id"], c["text"], c["title"], c["id"]) for c in SMALL_CORPUS], "small")
-    r = DenseRetriever(corpus, DenseConfig(type="dense", index="hnsw"), tmp_path)
+    r = DenseRetriever(corpus, DenseConfig(type="dense", index="hnsw"), context=RetrieverContext(tmp_path))
     r.__dict__["model"] = CountingModel()
     with pytest.raises(ConfigError, match="faiss-cpu"):
         r.rank([Question("q", "lists?", {}, True)], 3)
@@ -138,6 +141,7 @@ import json, os, sys
 import numpy as np
 from rag_eval.config import DenseConfig, EngineConfig
 from rag_eval.engine import LocalEngine
+from rag_eval.retrievers.base import RetrieverContext
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.types import Chunk, Corpus
 
@@ -153,7 +157,7 @@ class Model:
 
 corpus = Corpus([Chunk(f"c{i}", "a" * (i % 5) + " text", f"t{i}") for i in range(10)], "test")
 from pathlib import Path
-r = DenseRetriever(corpus, DenseConfig(type="dense"), Path(sys.argv[1]), engine=LocalEngine(EngineConfig(embed_batch=4)))
+r = DenseRetriever(corpus, DenseConfig(type="dense"), context=RetrieverContext(Path(sys.argv[1]), LocalEngine(EngineConfig(embed_batch=4))))
 r.__dict__["model"] = Model()
 print(json.dumps(np.asarray(r.embed([c.passage for c in corpus.chunks], "passages")).tolist()))
 """
