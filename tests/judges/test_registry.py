@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from rag_eval.llm.scripted_server import ScriptedServer, structured_reply
+from ..scripted_server import ScriptedServer, structured_reply
 
 from rag_eval.cli import main
 from rag_eval.config import load_config
