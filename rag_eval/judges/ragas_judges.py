@@ -20,7 +20,7 @@ import typing
 from pydantic import BaseModel, Field, create_model
 
 from rag_eval.hashing import text_hash
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.llm.client import redact
 from rag_eval.offline import go_offline
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_eval.hashing import text_hash
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
 from rag_eval.resources import shipped_prompt
 
