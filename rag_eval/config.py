@@ -96,7 +96,7 @@ class RetrieverKind(_Model):
 
     ``retriever`` names the class that ranks for it, ``package.module:Class`` (imported when it
     runs) or the class itself; every kind's class is built the same way,
-    ``Class(corpus, cfg, name, context)`` (``retrievers.base.RetrieverContext``), and ranks with
+    ``Class(corpus, cfg, name, context)`` (``retrievers.rankings.RetrieverContext``), and ranks with
     ``.rank(questions, depth)``. A new kind is one such config class, listed in ``RETRIEVER_KINDS``
     (or passed to :func:`register_retriever`), and one module with its class.
     """

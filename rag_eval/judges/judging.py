@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.config import AuditConfig
-from rag_eval.judges.base import Judgement, inputs_hash
+from rag_eval.hashing import inputs_hash
 from rag_eval.judges.calibration import agreement_for, cutoffs_for
 from rag_eval.judges.escalation import escalate_records, first_pass
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import JUDGES, Families, Inputs, decider, figures
 from rag_eval.judges.scored import ScoredJudges

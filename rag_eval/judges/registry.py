@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from rag_eval.judges.base import Judgement
+    from rag_eval.judges.judgement import Judgement
 
 Subset = Literal["all", "answerable", "unanswerable"]
 # What a judge's verdict or score decides in attribution: ``refusal`` (refused, correct_refusal,

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_eval.judges import calibration
-from rag_eval.judges.base import Judgement
 from rag_eval.judges.calibration import fold_assignment, key
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import band_targets, banded, variants
 
 # The agreement of decided verdicts a fitted band aims at where a judge declares none.

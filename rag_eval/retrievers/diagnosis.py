@@ -61,9 +61,9 @@ from statistics import median
 from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
 from rag_eval.engine import make_engine
 from rag_eval.retrievers.answer_match import MeaningMatch, answer_in_chunk, meaning_query, passage_share, symbols
-from rag_eval.retrievers.base import RetrieverContext
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.retrievers.hybrid import fuse
+from rag_eval.retrievers.rankings import RetrieverContext
 from rag_eval.retrievers.rechunk import CHUNKING_CAUSES, rechunk_retrievers, simulate_rechunking
 from rag_eval.retrievers.stage import RetrievalResults, first_relevant_rank
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, shingles, tokens

@@ -11,7 +11,7 @@ from pathlib import Path
 from rag_eval.config import AuditConfig, RetrieverKind
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, Problem
-from rag_eval.retrievers.base import Rankings, Retriever, RetrieverContext
+from rag_eval.retrievers.rankings import Rankings, Retriever, RetrieverContext
 from rag_eval.types import Corpus, Question
 
 

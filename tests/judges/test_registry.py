@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-from ..scripted_server import ScriptedServer, structured_reply
 
 from rag_eval.cli import main
 from rag_eval.config import load_config
@@ -22,6 +21,8 @@ from rag_eval.judges.registry import (
     registered,
 )
 from rag_eval.orchestration.runner import run_audit, run_compare
+
+from ..scripted_server import ScriptedServer, structured_reply
 
 ASKS = "Does the answer repeat the reference answer word for word?"
 PROMPT = (

@@ -10,8 +10,8 @@ from rank_bm25 import BM25Okapi
 
 from rag_eval.config import Bm25Config
 from rag_eval.data.python_docs import python_docs_corpus
-from rag_eval.retrievers.base import RetrieverContext
 from rag_eval.retrievers.bm25 import Bm25Retriever, SparseBm25, make_tokenizer
+from rag_eval.retrievers.rankings import RetrieverContext
 from rag_eval.types import Chunk, Corpus, Question
 
 from ..conftest import ROOT, SECTION_FILES
@@ -69,7 +69,7 @@ def test_the_index_is_cached_on_disk(tmp_path):
 
 
 def test_top_k_equals_a_stable_full_sort_with_ties():
-    from rag_eval.retrievers.base import top_k
+    from rag_eval.retrievers.rankings import top_k
 
     rng = np.random.default_rng(0)
     for trial in range(200):

@@ -8,10 +8,10 @@ import pytest
 from rag_eval.config import DenseConfig, EngineConfig
 from rag_eval.engine import LocalEngine
 from rag_eval.errors import ConfigError
-from rag_eval.retrievers import base
+from rag_eval.retrievers import rankings as base
 from rag_eval.retrievers.ann import build_hnsw, recall_at, search
-from rag_eval.retrievers.base import RetrieverContext
 from rag_eval.retrievers.dense import DenseRetriever
+from rag_eval.retrievers.rankings import RetrieverContext
 from rag_eval.types import Chunk, Corpus, Question
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS
@@ -141,7 +141,7 @@ import json, os, sys
 import numpy as np
 from rag_eval.config import DenseConfig, EngineConfig
 from rag_eval.engine import LocalEngine
-from rag_eval.retrievers.base import RetrieverContext
+from rag_eval.retrievers.rankings import RetrieverContext
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.types import Chunk, Corpus
 
