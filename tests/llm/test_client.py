@@ -113,15 +113,19 @@ def test_failures_are_not_cached(tmp_path):
 
 def test_concurrency_is_bounded():
     active, peak = 0, 0
-    lock = threading.Lock()  # the server answers each request on its own thread
+    full = threading.Condition()  # the server answers each request on its own thread
 
     def script(n, body):
         nonlocal active, peak
-        with lock:
+        with full:
             active += 1
             peak = max(peak, active)
-        time.sleep(0.3)
-        with lock:
+            full.notify_all()
+            # Hold each request until the bound is reached (or 5 s pass), so that a loaded machine
+            # cannot make a client that does run 3 at once look serial.
+            full.wait_for(lambda: peak >= 3, timeout=5)
+        time.sleep(0.05)
+        with full:
             active -= 1
         return "ok"
 
