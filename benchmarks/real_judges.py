@@ -52,8 +52,8 @@ def _auc(pos: np.ndarray, score: np.ndarray) -> float | None:
 def _share(k: int, n: int) -> str:
     if n == 0:
         return "-"
-    lo, hi = wilson_interval(k, n)
-    return f"{k / n:.2f} [{lo:.2f}, {hi:.2f}] ({k}/{n})"
+    e = wilson_interval(k, n)
+    return f"{k / n:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}] ({k}/{n})"
 
 
 def evaluate(name: str, cases: list[dict], preds: list, cutoffs: dict[str, float], bands: dict[str, dict]) -> dict:
