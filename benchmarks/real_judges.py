@@ -27,6 +27,7 @@ import numpy as np
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig
+from rag_eval.judges.calibration import model_identity
 from rag_eval.judges.judge_check import cutoff_fitter, kind_of, load_cases, predict, saved_band, score_judge
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.uncertain import case_status, fit_band
@@ -139,6 +140,9 @@ def main() -> None:
                 for v, c in cuts.items()
             )
         )
+    # The cut-offs shipped before this benchmark (fitted on HaluEval and the refusal cases), for comparison.
+    shipped_file = json.loads((ROOT / "rag_eval" / "judges" / "calibration_embedded.json").read_text())
+    shipped = {k.split("|")[1]: v["cutoff"] for k, v in shipped_file.items() if k.startswith(model_identity(identity))}
     print(f"\n{'judge':<20}{'part':<11}{'at cut-off':<26}{'decided':<26}{'uncertain':<24}{'AUC':>5}")
     for part in parts:
         preds = fit_preds if part == "tuning" else None
@@ -149,13 +153,15 @@ def main() -> None:
         pp = preds if part != "tuning" else {n: fit_preds[n][: len(pcases)] for n in JUDGES_RUN}
         for name in JUDGES_RUN:
             cuts, bands, _ = fitted[name]
-            row = {"part": part, **evaluate(name, pcases, pp[name], cuts, bands)}
-            out["rows"].append(row)
-            auc = f"{row['auc']:.2f}" if row["auc"] is not None else "-"
-            print(
-                f"{name:<20}{part:<11}{_share(*row['accuracy_at_cutoff']):<26}{_share(*row['decided_agreement']):<26}"
-                f"{_share(*row['uncertain']):<24}{auc:>5}"
-            )
+            for label, c, b in (("fitted", cuts, bands), ("shipped", shipped, {})):
+                row = {"part": part, "cutoffs": label, **evaluate(name, pcases, pp[name], {**cuts, **c}, b)}
+                out["rows"].append(row)
+                auc = f"{row['auc']:.2f}" if row["auc"] is not None else "-"
+                print(
+                    f"{name:<20}{part + (' (shipped cut-off, no band)' if label == 'shipped' else ''):<11}"
+                    f"{_share(*row['accuracy_at_cutoff']):<26}{_share(*row['decided_agreement']):<26}"
+                    f"{_share(*row['uncertain']):<24}{auc:>5}"
+                )
     t2 = time.perf_counter()
     calls = sum(u["calls"] for u in usage)
     print(f"\n{calls} calls, {t2 - t0:.0f} s (fit phase {t1 - t0:.0f} s)")
@@ -166,7 +172,14 @@ def main() -> None:
 
         path = ROOT / "rag_eval" / "judges" / SHIPPED
         for name, (cuts, bands, overall) in fitted.items():
-            rep = next((r for r in out["rows"] if r["judge"] == name and r["part"] == "reporting"), None)
+            rep = next(
+                (
+                    r
+                    for r in out["rows"]
+                    if r["judge"] == name and r["part"] == "reporting" and r["cutoffs"] == "fitted"
+                ),
+                None,
+            )
             for v, cut in cuts.items():
                 b = bands[v]
                 k, n = rep["decided_agreement"] if rep else (0, 0)
