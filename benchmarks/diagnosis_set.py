@@ -1,7 +1,7 @@
 """The labelled misses of the diagnosis benchmark: corpora, misses and the blind-reading packets.
 
-    python benchmarks/diagnosis_set.py packets OUT_FOLDER [CORPUS...]  # writes packets-<file>-<n>.jsonl
-    python benchmarks/diagnosis_set.py misses                 # lists the misses per corpus
+    python benchmarks/diagnosis_set.py packets OUT_FOLDER [CORPUS...] [--per-file N]  # packets-<file>-<n>.jsonl
+    python benchmarks/diagnosis_set.py misses [CORPUS...]     # lists the misses per corpus
 
 Three real documentation folders, each with its own questions, heading chunker:
 
@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "data" / "diagnosis"
 K = 5
-PARTS = {"python": "tuning", "attrs": "tuning", "structlog": "reporting"}
-FILES = {"python": "tuning", "attrs": "reporting", "structlog": "heldout"}  # packet/label file stems
+PARTS = {"python": "tuning", "attrs": "tuning", "structlog": "tuning", "marshmallow": "held-out"}
+FILES = {"python": "tuning", "attrs": "reporting", "structlog": "heldout", "marshmallow": "marshmallow"}  # file stems
 RETRIEVAL = {
     "k": [1, 5, 10],
     "miss_k": K,
@@ -83,7 +83,7 @@ def corpus_configs(work: Path) -> dict[str, dict]:
                 "test_set": {"path": str(DATA / name / "questions.jsonl")},
                 **common,
             }
-            for name in ("attrs", "structlog")
+            for name in ("attrs", "structlog", "marshmallow")
         },
     }
 
@@ -212,10 +212,14 @@ def write_packets(out: Path, only: list[str] | None = None, per_file: int = 25) 
 
 def main() -> None:
     if len(sys.argv) >= 3 and sys.argv[1] == "packets":
-        write_packets(Path(sys.argv[2]), sys.argv[3:] or None)
+        args, per_file = sys.argv[3:], 25
+        if "--per-file" in args:
+            at = args.index("--per-file")
+            per_file, args = int(args[at + 1]), args[:at] + args[at + 2 :]
+        write_packets(Path(sys.argv[2]), args or None, per_file)
     elif len(sys.argv) >= 2 and sys.argv[1] == "misses":
         with tempfile.TemporaryDirectory() as tmp:
-            for name, (_c, _corpus, res, found) in all_misses(Path(tmp)).items():
+            for name, (_c, _corpus, res, found) in all_misses(Path(tmp), sys.argv[2:] or None).items():
                 per = {r: sum(1 for x, _ in found if x == r) for r in res.retrievers}
                 print(f"{name} ({PARTS[name]}): {len(found)} misses at k={K}: {per}")
     else:
