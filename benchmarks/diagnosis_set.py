@@ -13,9 +13,15 @@ Three real documentation folders, each with its own questions, heading chunker:
   results were then looked at it became a **tuning part** too.
 - ``structlog``: the Markdown docs of structlog 26.1.0 (MIT or Apache-2.0,
   ``data/diagnosis/structlog/LICENSE-*``); 55 questions written for this set, its misses read
-  blind after the rules were fixed. **Reporting part**: only measured, never tuned on.
+  blind after the rules were fixed. It was the second held-out part (primary 60%,
+  primary-or-secondary 86% of 35 misses); its disagreements were then read to improve the rules,
+  so it is a **tuning part** too.
+- ``marshmallow``: the reST docs of marshmallow 4.4.0 (MIT, ``data/diagnosis/marshmallow/LICENSE``;
+  the prose pages only: no API stubs, changelog or toctree pages); 58 questions written for this
+  set as users ask them, before any of its misses was seen. Its packets were written before the
+  rules were frozen, its diagnoses first run after. **Held-out part**: only measured, never tuned on.
 
-Each split is by corpus, fixed before any miss of that corpus was looked at, so the reporting
+Each split is by corpus, fixed before any miss of that corpus was looked at, so the held-out
 figures are those of documents the rules were not fitted to. Packet and label files keep the
 names they were read under (``FILES``).
 
