@@ -14,15 +14,20 @@ a new hybrid, another chunker) for real, reruns retrieval, and counts the fixes 
 (misses fixed and caused, question by question) equals the simulation.
 
 Then it measures the causes against blind expert readings (``data/diagnosis/``, built by
-``benchmarks/diagnosis_set.py``): for each corpus (tuning: the Python topics and the attrs docs;
-held-out reporting part: the structlog docs) the share of misses whose cause equals the reader's primary cause, or the primary or
-secondary, per cause precision and recall, agreement on whether re-chunking fixes the miss, and
-how often an advised fix that the simulation confirmed, applied for real, fixes the miss.
+``benchmarks/diagnosis_set.py``): for each corpus, with its ``part`` (``PARTS``: tuning, the
+Python topics, attrs' and structlog's docs, whose disagreements were read to set the rules;
+held-out, marshmallow's docs, read blind after the rules were frozen and never tuned on), the
+share of misses whose cause equals the reader's primary cause, or the primary or secondary (95%
+Wilson intervals), per cause precision and recall, agreement on whether re-chunking fixes the
+miss, and how often an advised fix that the simulation confirmed, applied for real, fixes the
+miss; then the same pooled per part.
 
     python benchmarks/diagnosis.py              # both
     python benchmarks/diagnosis.py --agreement  # only the agreement with the readings
 
-The last agreement run is in ``benchmarks/diagnosis-agreement.txt``.
+The last agreement run is in ``benchmarks/diagnosis-agreement.txt`` (text) and
+``benchmarks/diagnosis-agreement.json`` (one record per corpus and per part, each with its
+``part``). A corpus with no readings yet is skipped.
 """
 
 from __future__ import annotations
@@ -153,8 +158,10 @@ def _fix_record(fixes: list[dict], retriever: str, qid: str, change: str) -> dic
     return next((f for f in fixes if f["retriever"] == retriever and f["change"] == change and qid in f["fixes"]), None)
 
 
-def measure_agreement(work: Path) -> None:
-    """Causes against the blind readings, per part; confirmed fixes applied for real."""
+def measure_agreement(work: Path) -> list[dict]:
+    """Causes against the blind readings, per corpus and pooled per part; confirmed fixes applied
+    for real. Returns one record per corpus and per part (each with its ``part``)."""
+    import json
     import re
 
     import rag_eval
@@ -163,8 +170,12 @@ def measure_agreement(work: Path) -> None:
     from rag_eval.retrievers.diagnosis import diagnose_with_fixes
 
     labels = load_labels()
-    print(f"\n== agreement with {len(labels)} blind readings ({LABELS})")
+    print(f"\n== agreement with {len(labels)} blind readings ({LABELS.relative_to(ROOT)})")
+    records, pooled = [], {}
     for name, cfg_dict in corpus_configs(work).items():
+        if not any(m.startswith(f"{name}/") for m in labels):
+            print(f"\n{name} ({PARTS[name]} part): no readings yet, skipped")
+            continue
         cfg, corpus, res = run(cfg_dict)
         diagnoses = diagnose_with_fixes(cfg, corpus, res, cache_root(cfg.cache_folder))
         pairs, rechunk, advised = [], [], {}
@@ -185,19 +196,6 @@ def measure_agreement(work: Path) -> None:
                     fix = _fix_record(res.simulated_fixes, retriever, qid, m.group(1))
                     if fix:
                         advised.setdefault(fix["change"] + "|" + retriever, (fix, []))[1].append(qid)
-        a = agreement(pairs)
-        print(f"\n{name} ({PARTS[name]} part): {a['n']} labelled misses")
-        for key, label in (("primary", "cause = reader's primary"), ("either", "cause = primary or secondary")):
-            e = a[key]
-            if e["value"] is not None:
-                print(f"  {label}: {e['value']:.0%} [{e['ci_low']:.0%}, {e['ci_high']:.0%}]")
-        print("  cause            given  read  precision  recall")
-        for c, v in a["per_cause"].items():
-            p = "–" if v["precision"] is None else f"{v['precision']:.2f}"
-            r = "–" if v["recall"] is None else f"{v['recall']:.2f}"
-            print(f"  {c:16} {v['given']:5} {v['read']:5} {p:>10} {r:>7}")
-        if rechunk:
-            print(f"  re-chunking fixes it (tool's simulation = reader): {sum(rechunk)} of {len(rechunk)}")
         held = tried = 0
         for fix, qids in advised.values():
             config, target = applied(cfg_dict, fix)
@@ -205,7 +203,60 @@ def measure_agreement(work: Path) -> None:
             still = misses(real, target)
             tried += len(qids)
             held += sum(q not in still for q in qids)
-        print(f"  advised fixes confirmed by simulation, applied for real: fix {held} of {tried} misses")
+        record = {
+            "corpus": name,
+            "part": PARTS[name],
+            **agreement(pairs),
+            "rechunk_agrees": sum(rechunk),
+            "advised_fixes_applied": tried,
+            "advised_fixes_fix": held,
+        }
+        records.append(record)
+        print_agreement(record)
+        part = pooled.setdefault(PARTS[name], {"pairs": [], "rechunk": 0, "tried": 0, "held": 0, "corpora": []})
+        part["pairs"] += pairs
+        part["rechunk"] += sum(rechunk)
+        part["tried"] += tried
+        part["held"] += held
+        part["corpora"].append(name)
+    for name, part in pooled.items():
+        record = {
+            "corpus": "+".join(part["corpora"]),
+            "part": name,
+            **agreement(part["pairs"]),
+            "rechunk_agrees": part["rechunk"],
+            "advised_fixes_applied": part["tried"],
+            "advised_fixes_fix": part["held"],
+        }
+        records.append(record)
+        print_agreement(record, pooled=True)
+    out = ROOT / "benchmarks" / "diagnosis-agreement.json"
+    out.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+    print(f"\nwritten: {out.relative_to(ROOT)}")
+    return records
+
+
+def print_agreement(record: dict, pooled: bool = False) -> None:
+    """One corpus's (or one part's pooled) agreement, as the benchmark prints it."""
+    what = (
+        f"all {record['part']} parts ({record['corpus']})" if pooled else f"{record['corpus']} ({record['part']} part)"
+    )
+    print(f"\n{what}: {record['n']} labelled misses")
+    for key, label in (("primary", "cause = reader's primary"), ("either", "cause = primary or secondary")):
+        e = record[key]
+        if e["value"] is not None:
+            print(f"  {label}: {e['value']:.0%} [{e['ci_low']:.0%}, {e['ci_high']:.0%}]")
+    print("  cause            given  read  precision  recall")
+    for c, v in record["per_cause"].items():
+        p = "–" if v["precision"] is None else f"{v['precision']:.2f}"
+        r = "–" if v["recall"] is None else f"{v['recall']:.2f}"
+        print(f"  {c:16} {v['given']:5} {v['read']:5} {p:>10} {r:>7}")
+    if record["n"]:
+        print(f"  re-chunking fixes it (tool's simulation = reader): {record['rechunk_agrees']} of {record['n']}")
+    print(
+        "  advised fixes confirmed by simulation, applied for real: "
+        f"fix {record['advised_fixes_fix']} of {record['advised_fixes_applied']} misses"
+    )
 
 
 def main() -> None:

@@ -1,17 +1,23 @@
 """Does a chunk answer a question? Its evidence quote or its reference answer found in the chunk.
 
 Used by the miss diagnosis (a retrieved chunk that answers the question makes the label suspect)
-and by the test-set lint (the chunk to add to the label). Two kinds of evidence, the stronger
+and by the test-set lint (the chunk to add to the label). Three kinds of evidence, the stronger
 first:
 
 - the evidence quote occurs in the chunk after normalisation: markup, case, punctuation and
   whitespace are ignored (the label itself matches quotes exactly, so a chunk that differs from
   the quote only in those is missed by the label);
 - one passage of the chunk (``WINDOW`` consecutive words, about a paragraph) holds the reference
-  answer: at least ``min_share`` of the reference's content words, ``margin`` more than the best
-  passage of the labelled chunk, and the chunk names every symbol the reference names
-  (``attrs.evolve``, ``__slots__``). Words are counted within a passage, not the whole chunk,
-  because a long chunk holds most words of any reference on its topic without answering it.
+  answer: at least ``min_share`` of the reference's content words (and at least ``MIN_WORDS`` of
+  them: half of a four-word reference is two words, which any chunk on the topic holds),
+  ``margin`` more than the best passage of the labelled chunk, and the chunk names every symbol
+  the reference names (``attrs.evolve``, ``__slots__``). Words are counted within a passage, not
+  the whole chunk, because a long chunk holds most words of any reference on its topic without
+  answering it;
+- the chunk names every identifier the reference names (at least two distinct ones:
+  ``merge_contextvars``, ``bind_contextvars``), the labelled chunk lacks one of them, and a passage
+  holds ``min_share`` of the reference's words: the identifiers are the answer's key facts, and the
+  label misses one.
 
 Words alone cannot tell a chunk that answers from one on the same topic, so the diagnosis adds
 meaning where an embedding model is at hand (:class:`MeaningMatch`): a retrieved chunk holding at
@@ -30,6 +36,7 @@ from rag_eval.text import content_tokens, coverage, exact_tokens, tokens
 from rag_eval.types import Question
 
 WINDOW = 60  # words of one passage
+MIN_WORDS = 3  # reference words a passage must hold, whatever the share
 MEANING_WINDOW, MEANING_STEP = 40, 20  # words of one passage compared by meaning, and the stride
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 
@@ -40,9 +47,19 @@ def loose(text: str) -> str:
 
 
 def symbols(text: str) -> list[set[str]]:
-    """The word sets of the symbols a text names (``str.zfill()`` -> {"str", "zfill"})."""
+    """The word sets of the symbols a text names (``str.zfill()`` -> {"str", "zfill"}); an
+    abbreviation such as "e.g." or "i.e." (single letters only) is not a symbol."""
     out = [set(tokens(t)) for t in exact_tokens(text)]
-    return [s for s in out if s]
+    return [s for s in out if s and any(len(w) > 1 for w in s)]
+
+
+def distinct_symbols(text: str) -> list[set[str]]:
+    """The distinct word sets of :func:`symbols` (``attrs.field`` and ``field()`` count once each)."""
+    out: list[set[str]] = []
+    for s in symbols(text):
+        if s not in out:
+            out.append(s)
+    return out
 
 
 def passage_share(words: set[str], toks: list[str], window: int = WINDOW) -> float:
@@ -51,6 +68,11 @@ def passage_share(words: set[str], toks: list[str], window: int = WINDOW) -> flo
         return 0.0
     step = max(1, window // 3)
     return max(coverage(words, set(toks[i : i + window])) for i in range(0, max(1, len(toks) - window + step), step))
+
+
+def holds_reference(share: float, ref: set[str], min_share: float) -> bool:
+    """Whether a passage holding ``share`` of the reference's words ``ref`` holds enough of it."""
+    return share >= min_share and share * len(ref) >= MIN_WORDS - 1e-9
 
 
 def answer_in_chunk(
@@ -64,21 +86,26 @@ def answer_in_chunk(
         if len(q.split()) >= 3 and f" {q} " in flat:
             return {"by": "evidence quote", "quote": quote}
     ref = set(content_tokens(question.reference or ""))
-    if len(ref) < 3:
+    if len(ref) < MIN_WORDS:
         return None
     toks = tokens(chunk_text)
     share = passage_share(ref, toks)
-    if share < min_share:
+    if not holds_reference(share, ref, min_share):
         return None
     label_share = max((passage_share(ref, tokens(t)) for t in label_texts), default=0.0)
-    named = symbols(question.reference or "")
-    if share >= label_share + margin and all(s <= set(toks) for s in named):
-        return {
-            "by": "reference answer",
-            "reference_share": round(share, 2),
-            "label_share": round(label_share, 2),
-            "symbols": [" ".join(sorted(s)) for s in named],
-        }
+    named = distinct_symbols(question.reference or "")
+    if not all(s <= set(toks) for s in named):
+        return None
+    found = {
+        "reference_share": round(share, 2),
+        "label_share": round(label_share, 2),
+        "symbols": [" ".join(sorted(s)) for s in named],
+    }
+    if share >= label_share + margin - 1e-9:
+        return {"by": "reference answer", **found}
+    in_label = max((sum(s <= set(tokens(t)) for s in named) for t in label_texts), default=0)
+    if len(named) >= 2 and in_label < len(named):
+        return {"by": "reference identifiers", **found, "symbols_in_label": in_label}
     return None
 
 

@@ -396,3 +396,64 @@ def test_report_says_how_each_cause_was_decided_and_the_other_causes():
         "; from the component ranks; confirmed: hybrid with rrf_k 10 fixes this miss"
         "; also paraphrase: embedding search ranks the chunk within 10 (x)"
     )
+
+
+def test_a_dense_near_miss_that_keywords_find_is_a_distractor_before_keyword_only():
+    # dense ranks the relevant chunk 6 (k = 5, near = 10), bm25 ranks it 1; a section whose heading
+    # names the same thing ("Filtering") ranks first in dense: the competing chunk keeps it out.
+    rel = Chunk("p#filter", "Raise DropEvent in a processor to drop log entries silently.", "Filtering", "p")
+    other = Chunk("b#levels", "Log levels below the configured one are skipped cheaply.", "Level filtering", "b")
+    extra = [Chunk(f"x{i}", f"Unrelated note {i}.", "Notes", f"x{i}") for i in range(8)]
+    q = Question("q", "throw away certain log entries from a processor", {"p#filter": 1}, True)
+    dense = ["b#levels", "x0", "x1", "x2", "x3", "p#filter"]
+    d = diagnose([rel, other, *extra], q, {"bm25": ["p#filter", "b#levels"], "dense": dense}, "dense", k=5)
+    assert d.cause == "distractor"
+    assert d.evidence["distractor"] == "b#levels" and d.evidence["heading_words_shared"] == ["filtering"]
+    assert d.evidence["question_words_in_distractor"] < d.evidence["question_words_in_relevant"]
+    assert "keyword_only" in d.causes
+    # Far down in dense (rank 12 > 2 x k): embedding search fails, keyword search finds it.
+    far = ["b#levels", *[f"x{i}" for i in range(8)], "f1", "f2", "p#filter"]
+    d2 = diagnose([rel, other, *extra], q, {"bm25": ["p#filter", "b#levels"], "dense": far}, "dense", k=5)
+    assert d2.cause == "keyword_only"
+
+
+def test_symbols_leave_out_abbreviations():
+    from rag_eval.retrievers.answer_match import distinct_symbols, symbols
+
+    text = "Use structlog.stdlib.recreate_defaults(), e.g. once at start-up; attrs.field and field() too."
+    assert {"e", "g"} not in symbols(text)
+    assert {"recreate_defaults"} in symbols(text) and {"stdlib", "structlog"} in symbols(text)
+    assert len([s for s in symbols(text) if s == {"field"}]) == 1
+    assert distinct_symbols("field() or field()") == [{"field"}]
+
+
+def test_a_top_chunk_naming_every_identifier_the_label_lacks_answers():
+    from rag_eval.retrievers.answer_match import answer_in_chunk
+
+    reference = (
+        "Use merge_contextvars as first processor, call clear_contextvars() and bind_contextvars(request_id=...)."
+    )
+    q = Question("q", "request id on every log line", {"lab": 1}, True, reference=reference)
+    example = (
+        "Example: in the request handler run clear_contextvars(), then bind_contextvars(request_id=rid); "
+        "with merge_contextvars as processor every entry of the request carries the id."
+    )
+    label = (
+        "Context variables: call merge_contextvars as the first processor, clear_contextvars() at the start "
+        "of a request, bind_contextvars(user=...) for values."
+    )
+    found = answer_in_chunk(q, example, [label], 0.5, 0.1)
+    assert found["by"] == "reference identifiers" and found["symbols_in_label"] == 3
+    assert found["reference_share"] < found["label_share"] + 0.1  # words alone would not call it
+    # The label naming every identifier too: nothing sets the example apart.
+    full = label.replace("bind_contextvars(user=...)", "bind_contextvars(request_id=...)")
+    assert answer_in_chunk(q, example, [full], 0.5, 0.1) is None
+
+
+def test_half_of_a_tiny_reference_is_not_an_answer():
+    from rag_eval.retrievers.answer_match import answer_in_chunk
+
+    q = Question("q", "pretty tracebacks", {"lab": 1}, True, reference="Remove format_exc_info from the chain.")
+    # Two of the reference's four words (a share of 0.5) in a chunk on the topic: too few words.
+    assert answer_in_chunk(q, "The chain of processors may call format_exc_info.", ["other"], 0.5, 0.1) is None
+    assert answer_in_chunk(q, "Remove format_exc_info from the processor chain.", ["other"], 0.5, 0.1)
