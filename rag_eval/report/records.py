@@ -1,0 +1,136 @@
+"""The report data (report.json): the header and one section per stage, each typed by the stage
+that made it. Markdown, HTML, summary.json, gates, labels and ``Result`` read these attributes.
+
+report.json keeps the shape it had when it was a dict (``dump()`` writes the keys that were set),
+and every run folder written before reads back with ``Report.load``: a section it lacks is None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_eval.attribution_records import AttributionRow, AttributionSection
+from rag_eval.generation_records import GenerationSection
+from rag_eval.judges.records import JudgesSection, LabelledEstimate
+from rag_eval.retrieval.records import RetrievalSection
+from rag_eval.typed import Model, Num, PairedComparison
+
+
+class CorpusInfo(Model):
+    source: str = ""
+    chunks: int = 0
+    fingerprint: str | None = None
+
+
+class TestSetInfo(Model):
+    path: str = ""
+    questions: int = 0
+    answerable: int = 0
+    unanswerable: int = 0
+
+
+class LintFinding(Model):
+    """A test-set health finding (``lint.Finding`` as written)."""
+
+    code: str = ""
+    severity: str = ""
+    message: str = ""
+    fix: str = ""
+    questions: list[str] = []
+    data: dict[str, Any] = {}
+
+
+class StageReuse(Model):
+    """What a resumed run reused of one stage, and what it redid (by the input that changed)."""
+
+    reused: int = 0
+    redone: dict[str, int] = {}
+
+
+class PromptAnswer(Model):
+    """One prompt's answer to a question where the prompts disagree."""
+
+    outcome: str = ""
+    answer: str | None = None
+    why: str = ""
+    judges: dict[str, Any] = {}
+
+
+class Disagreement(Model):
+    """A question whose outcome differs between prompts."""
+
+    question_id: str = ""
+    question: str = ""
+    answers: dict[str, PromptAnswer] = {}
+
+
+class ComparisonSection(Model):
+    """Prompts compared on the same contexts (``rag-eval compare``)."""
+
+    comparisons: list[PairedComparison] = []
+    disagreements: list[Disagreement] = []
+    sequential: dict[str, Any] | None = None
+
+
+class LabelledFigure(Model):
+    """A judged figure with human labels: the labels alone and combined with the judge."""
+
+    ppi: LabelledEstimate | None = None
+    human: LabelledEstimate | None = None
+    label: str = ""
+    agreement_on_labelled: Num | None = None
+
+
+class LabelledDifference(Model):
+    """A prompt difference on a labelled figure (first minus second), paired PPI."""
+
+    metric: str = ""
+    a: str = ""
+    b: str = ""
+    human: LabelledEstimate | None = None
+    ppi: LabelledEstimate | None = None
+
+
+class LabelsSection(Model):
+    """What people labelled, and the prediction-powered figures from it."""
+
+    source: str = ""
+    answers_labelled: int = 0
+    per_column: dict[str, int] = {}
+    figures: dict[str, dict[str, LabelledFigure]] = {}
+    outcomes: dict[str, dict[str, LabelledFigure]] = {}
+    comparisons: list[LabelledDifference] = []
+
+
+class SuppliedInfo(Model):
+    """Answers judged without retrieval labels: how a retrieval miss was decided."""
+
+    answers: int = 0
+    retrieval_decided_by: str | None = None
+    note: str = ""
+
+
+class Report(Model):
+    """The whole report; summary.json and every rendering come from it."""
+
+    name: str = ""
+    created: str = ""
+    rag_eval_version: str | None = None
+    corpus: CorpusInfo | None = None
+    test_set: TestSetInfo | None = None
+    lint: list[LintFinding] = []
+    supplied: SuppliedInfo | None = None
+    system: dict[str, Any] | None = None
+    traces: dict[str, Any] | None = None
+    retrieval: RetrievalSection | None = None
+    config_path: str | None = None
+    resume: dict[str, StageReuse] | None = None
+    generation: GenerationSection | None = None
+    judges: JudgesSection | None = None
+    attribution: AttributionSection | None = None
+    comparison: ComparisonSection | None = None
+    labels: LabelsSection | None = None
+
+    def rows(self) -> list[AttributionRow]:
+        """Attribution's rows (none before attribution ran)."""
+        return self.attribution.rows if self.attribution else []
