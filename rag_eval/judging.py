@@ -17,6 +17,7 @@ import numpy as np
 
 from rag_eval.config import AuditConfig
 from rag_eval.judges.base import Judgement, inputs_hash
+from rag_eval.judges.records import Figures, JudgedFigure
 from rag_eval.judges.registry import JUDGE_NAMES, JUDGES, figures
 from rag_eval.progress import track_async
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
@@ -165,7 +166,7 @@ async def judge_all(
     llm,
     out: Path,
     second=None,
-) -> tuple[list[dict], dict]:
+) -> tuple[list[Judgement], dict]:
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements.
     ``second`` (an LLM): the judge that the uncertain decisions are escalated to."""
@@ -185,7 +186,7 @@ async def judge_all(
     done = read_judgements(out)
     by_id = {q.id: q for q in questions}
     max_chars = cfg.generation.max_context_chars if cfg.generation else 2000
-    records: list[dict] = []
+    records: list[Judgement] = []
     # Answers are judged a few at a time, so that a killed run loses little (each verdict is
     # written as it comes), yet more than the model serves at once: the client's prefix-aware
     # scheduler then has requests of one judge template from several answers to send back to
@@ -207,20 +208,21 @@ async def judge_all(
 
         jobs = [one(g) for g in generations if g["question_id"] in by_id]
         async for batch in track_async(jobs, "judging answers"):
-            records += [j.to_dict() for j in batch]
+            records += batch
     escalation = None
     if second is not None:
         from rag_eval.judges.escalation import escalate_records
 
         gens = {(g["question_id"], g["prompt"]): g for g in generations}
-        records, escalation = await escalate_records(
+        escalated, escalation = await escalate_records(
             cfg,
-            records,
+            [j.to_dict() for j in records],
             second,
             lambda q, p: (by_id.get(q), gens.get((q, p))),
             lambda ids: _contexts(corpus, ids, max_chars),
         )
-    write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        records = [Judgement.from_dict(r) for r in escalated]
+    write_text(out, "".join(json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in records))
     agreement = agreement_for(llm.identity, scored) if scored else {}
     calibration = {
         name: {
@@ -239,10 +241,10 @@ async def judge_all(
 
 def run_judging(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], generations: list[dict], session, run_dir: Path
-) -> tuple[list[dict], dict]:
+) -> tuple[list[Judgement], dict]:
     """Judgements of every answer, and what a resumed run reused."""
 
-    async def main() -> tuple[list[dict], dict]:
+    async def main() -> tuple[list[Judgement], dict]:
         llm = session.llm(cfg.judges.llm, cfg.where("judges.llm"))
         esc = cfg.judges.escalate
         second = session.llm(esc.second, cfg.where("judges.escalate.llm")) if esc is not None else None
@@ -255,10 +257,10 @@ def run_judging(
 
 
 def aggregate(
-    cfg: AuditConfig, questions: list[Question], judgements: list[dict], weights: dict[str, float] | None = None
-) -> dict[str, dict[str, dict]]:
-    """``{prompt: {figure: {value, ci_low, ci_high, n, n_not_judged}}}`` for every figure of every
-    judge in the registry; not-judged never enter a mean.
+    cfg: AuditConfig, questions: list[Question], judgements: list[Judgement], weights: dict[str, float] | None = None
+) -> Figures:
+    """``{prompt: {figure: JudgedFigure}}`` for every figure of every judge in the registry;
+    not-judged never enter a mean.
 
     Score figures are means with bootstrap intervals; verdict figures are shares with Wilson
     intervals (``correctness``: judged correct, answerable questions; ``refusal_accuracy``:
@@ -269,26 +271,26 @@ def aggregate(
     st = cfg.stats
     weights = weights or {}
     answerable = {q.id: q.answerable for q in questions}
-    out: dict[str, dict[str, dict]] = {}
+    out: Figures = {}
 
     def in_subset(qid: str, subset: str) -> bool:
         return subset == "all" or answerable.get(qid) is (subset == "answerable")
 
-    for prompt in sorted({j["prompt"] for j in judgements}):
-        mine = [j for j in judgements if j["prompt"] == prompt]
-        figs: dict[str, dict] = {}
+    for prompt in sorted({j.prompt for j in judgements}):
+        mine = [j for j in judgements if j.prompt == prompt]
+        figs: dict[str, JudgedFigure] = {}
         for spec, fig in figures(cfg.judges.metrics):
-            rows = [j for j in mine if j["judge"] == spec.name and in_subset(j["question_id"], fig.subset)]
-            rows = [j for j in rows if j["status"] != "skipped"]
+            rows = [j for j in mine if j.judge == spec.name and in_subset(j.question_id, fig.subset)]
+            rows = [j for j in rows if j.status != "skipped"]
             if not rows:
                 continue
-            judged = [j for j in rows if j["status"] == "judged"]
-            w = np.array([weights.get(j["question_id"], 1.0) for j in judged], dtype=float)
+            judged = [j for j in rows if j.status == "judged"]
+            w = np.array([weights.get(j.question_id, 1.0) for j in judged], dtype=float)
             if fig.binary:
-                hits = np.array([j["verdict"] == fig.verdict for j in judged], dtype=float)
+                hits = np.array([j.verdict == fig.verdict for j in judged], dtype=float)
                 est = weighted_share(hits, w, confidence=st.confidence)
             else:
-                scores = np.array([j["score"] for j in judged], dtype=float)
+                scores = np.array([j.score for j in judged], dtype=float)
                 est = bootstrap_mean(
                     scores, n_resamples=st.bootstrap_resamples, confidence=st.confidence, seed=st.seed, weights=w
                 )
@@ -297,9 +299,9 @@ def aggregate(
     return out
 
 
-def _with_excluded(est: Estimate, rows: list[dict]) -> dict:
-    return {
+def _with_excluded(est: Estimate, rows: list[Judgement]) -> JudgedFigure:
+    return JudgedFigure(
         **est.to_dict(),
-        "n_not_judged": sum(j["status"] == "not_judged" for j in rows),
-        "n_uncertain": sum(j["status"] == "uncertain" for j in rows),
-    }
+        n_not_judged=sum(j.status == "not_judged" for j in rows),
+        n_uncertain=sum(j.status == "uncertain" for j in rows),
+    )

@@ -13,6 +13,7 @@ from rag_eval.data.corpus import load_corpus
 from rag_eval.data.testset import load_test_set
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.progress import say
+from rag_eval.report.records import Report
 from rag_eval.types import Corpus, Question
 
 
@@ -64,19 +65,24 @@ def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path, given: dict
     return res, diagnoses, findings
 
 
-def write_report(run_dir: Path, report: dict) -> None:
-    """report.json, summary.json and report.md from the report data."""
+def write_report(run_dir: Path, report: Report | dict) -> None:
+    """report.json, summary.json, report.md and report.html from the report; a report without
+    retrieval (supplied answers, traces judged without labels) has no HTML page, and Markdown only
+    for traces."""
     from rag_eval.report.build import summary
     from rag_eval.report.html import render_html
     from rag_eval.report.markdown import render_markdown
     from rag_eval.rundir import write_json, write_text
 
-    if "retrieval" not in report and "traces" in report:  # traces judged without labels
-        from rag_eval.trace_audit import write_traces_report
-
-        return write_traces_report(run_dir, report)
-    write_json(run_dir / "report.json", report)
+    report = Report.load(report)
+    write_json(run_dir / "report.json", report.dump())
     write_json(run_dir / "summary.json", summary(report))
+    if report.retrieval is None:
+        if report.traces is not None:
+            from rag_eval.report.trace_markdown import render_traces_markdown
+
+            write_text(run_dir / "report.md", render_traces_markdown(report.dump()))
+        return
     write_text(run_dir / "report.md", render_markdown(report))
     write_text(run_dir / "report.html", render_html(report))
 
@@ -273,7 +279,8 @@ def run_audit(
     """
     from rag_eval.generation import run_generation, select_questions
     from rag_eval.llm.session import LLMSession
-    from rag_eval.report.build import attribution_section, build_report, generation_section
+    from rag_eval.report.build import add_judging, build_report, generation_section, retrieved_in_top_k
+    from rag_eval.report.records import StageReuse
     from rag_eval.rundir import write_json
 
     if cfg.system is not None:
@@ -295,7 +302,7 @@ def run_audit(
     report = build_report(
         cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
     )
-    report["config_path"] = config_path
+    report.config_path = config_path
     write_report(run_dir, report)
     g = cfg.generation
     from rag_eval.engine import make_engine
@@ -313,18 +320,19 @@ def run_audit(
             f"{g.top_k}: {plan}"
         )
         records, gen_reuse = run_generation(cfg, inputs.corpus, res, session, run_dir)
-        report["resume"] = {"generation": gen_reuse} if resume else None
+        report.resume = {"generation": StageReuse.load(gen_reuse)} if resume else None
         _say_reuse("answers", gen_reuse)
-        report["generation"] = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
+        report.generation = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
         write_report(run_dir, report)
         if cfg.judges is not None:
-            from rag_eval.judging import aggregate, run_judging
+            from rag_eval.judging import run_judging
 
-            measured = [r["latency_s"] for r in records if not r.get("cached") and r.get("latency_s")]
+            answers = report.generation.records
+            measured = [a.latency_s for a in answers if not a.cached and a.latency_s]
             latency = sum(measured) / len(measured) if measured else cfg.judges.llm.expected_latency_s
             calls = estimate_judge_calls(cfg, inputs.questions, records)
             say(
-                f"judging {sum(r.get('error') is None for r in records)} answers with "
+                f"judging {sum(not a.failed for a in answers)} answers with "
                 f"{', '.join(cfg.judges.metrics)}: {_eta(calls, latency)} at most (cached calls are free)"
             )
             esc = cfg.judges.escalate
@@ -333,35 +341,24 @@ def run_audit(
                 say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
             judgements, judge_reuse = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
             if resume:
-                report["resume"]["judgements"] = {k: judge_reuse[k] for k in ("reused", "redone")}
+                report.resume["judgements"] = StageReuse(reused=judge_reuse["reused"], redone=judge_reuse["redone"])
             _say_reuse("judgements", judge_reuse)
-            weights = {r["question_id"]: r["weight"] for r in records if "weight" in r}
-            report["judges"] = {
-                "metrics": cfg.judges.metrics,
-                "faithfulness_judge": cfg.judges.deciding_faithfulness,
-                "faithfulness_threshold": cfg.judges.faithfulness_threshold,
-                "calibration": judge_reuse.pop("calibration"),
-                "same_model": _same_model(cfg),
-                "weighted": bool(weights),
-                "figures": aggregate(cfg, inputs.questions, judgements, weights),
-                "records": judgements,
-            }
-            report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
-            escalation = judge_reuse.pop("escalation", None)
-            if escalation is not None:
-                from rag_eval.judges.escalation import without_escalation
-
-                report["judges"]["escalation"] = without_escalation(
-                    escalation,
-                    judgements,
-                    lambda js: aggregate(cfg, inputs.questions, js, weights),
-                    lambda js: attribution_section(cfg, res, inputs.corpus, records, js)["shares"],
-                )
+            weights = {a.question_id: a.weight for a in answers if a.weight is not None}
+            add_judging(
+                report,
+                cfg,
+                res.questions,
+                answers,
+                judgements,
+                retrieved_in_top_k(cfg, res),
+                reuse=judge_reuse,
+                weights=weights,
+            )
             if cfg.judges.labels:
                 from rag_eval.labels import label_run
 
                 report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
-        report["generation"]["usage"] = session.usage()
+        report.generation.usage = session.usage()
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
@@ -374,12 +371,6 @@ def _say_reuse(what: str, reuse: dict) -> None:
     if reuse["reused"] or reuse["redone"]:
         redone = ", ".join(f"{n} because the {why} changed" for why, n in reuse["redone"].items())
         say(f"reused {reuse['reused']} finished {what}" + (f"; redoing {redone}" if redone else ""))
-
-
-def _same_model(cfg: AuditConfig) -> bool:
-    """Whether the generator and the judge are the same model (a judge grading its own answers)."""
-    g, j = cfg.generation.llm, cfg.judges.llm
-    return (g.provider, g.model, g.base_url, g.model_path) == (j.provider, j.model, j.base_url, j.model_path)
 
 
 def run_lint(cfg: AuditConfig, inputs: Inputs | None = None):
@@ -434,11 +425,11 @@ def run_compare(
         run_dir, sequential = run_until_settled(cfg, inputs, out=out, use_cache=use_cache, **settle)
     else:
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
-    report = json.loads((run_dir / "report.json").read_text())
+    report = Report.load(json.loads((run_dir / "report.json").read_text()))
     generations = [r for r in read_jsonl(run_dir / "generation.jsonl") if r.get("error") is None]
     check_same_contexts(generations)
-    report["comparison"] = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
+    report.comparison = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
     if sequential is not None:
-        report["comparison"]["sequential"] = sequential
+        report.comparison.sequential = sequential
     write_report(run_dir, report)
     return run_dir

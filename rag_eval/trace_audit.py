@@ -19,6 +19,7 @@ from typing import Any
 from rag_eval.config import AuditConfig
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.progress import say
+from rag_eval.report.records import Report
 from rag_eval.traces import SKIP_REASONS, Trace
 
 NO_TEXT = "no_document_text"
@@ -149,7 +150,7 @@ def _match(cfg: AuditConfig, traces: list[Trace], inputs):
     return replies, trace_of
 
 
-def _labelled_audit(cfg: AuditConfig, traces: list[Trace], run_dir: Path, use_cache: bool) -> dict:
+def _labelled_audit(cfg: AuditConfig, traces: list[Trace], run_dir: Path, use_cache: bool) -> Report:
     from rag_eval.config import GenerationConfig, SystemRetrieverConfig
     from rag_eval.llm.client import Usage
     from rag_eval.runner import Inputs, load_inputs
@@ -245,9 +246,10 @@ def audit_traces(
             from rag_eval.labels import label_run
 
             report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
-    report["traces"] = t = skipped_section(traces, [str(f) for f in files])
+    t = skipped_section(traces, [str(f) for f in files])
     say(f"traces: {t['read']} read, {t['audited']} audited, skipped: {t['skipped'] or 'none'}")
-    report["traces"]["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
+    t["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
+    report.traces = t
     from rag_eval.runner import write_report
 
     write_report(run_dir, report)
@@ -257,7 +259,7 @@ def audit_traces(
     return run_dir
 
 
-def _label_sample(run_dir: Path, report: dict, n: int, seed: int) -> dict | None:
+def _label_sample(run_dir: Path, report: Report, n: int, seed: int) -> dict | None:
     """A seeded random sample of the audited traces for people to label (rag-eval label's files)."""
     from rag_eval.labels import draw, write_csv, write_html
 
@@ -269,9 +271,7 @@ def _label_sample(run_dir: Path, report: dict, n: int, seed: int) -> dict | None
         return None
     out = run_dir / "labels"
     out.mkdir(exist_ok=True)
-    verdicts = {
-        (r["question_id"], r["prompt"]): r.get("judges", {}) for r in report.get("attribution", {}).get("rows", [])
-    }
+    verdicts = {(r.question_id, r.prompt): {n: j.dump() for n, j in r.judges.items()} for r in report.rows()}
     write_csv(rows, out / "labels.csv")
     write_html(rows, out / "labels.html", _texts(run_dir), verdicts)
     return {"n": len(rows), "seed": seed, "csv": str(out / "labels.csv"), "html": str(out / "labels.html")}
@@ -289,24 +289,3 @@ def _texts(run_dir: Path) -> dict[str, str]:
                 if d.get("id"):
                     texts.setdefault(str(d["id"]), d["content"])
     return texts
-
-
-def write_traces_report(run_dir: Path, report: dict) -> None:
-    """report.json, summary.json and report.md of a traces audit judged without labels (``rag-eval
-    report RUN_DIR --labels FILE`` re-renders through here)."""
-    from rag_eval.report.trace_markdown import render_traces_markdown
-    from rag_eval.rundir import write_json, write_text
-
-    summary = {
-        "name": report["name"],
-        "created": report["created"],
-        "supplied": report["supplied"],
-        "generation": report["judges"]["figures"],
-        "attribution": report["attribution"]["shares"],
-        "failure_split": report["attribution"]["split"],
-        "traces": {k: report["traces"][k] for k in ("read", "audited", "skipped")},
-        **({"labels": report["labels"]} if "labels" in report else {}),
-    }
-    write_json(run_dir / "report.json", report)
-    write_json(run_dir / "summary.json", summary)
-    write_text(run_dir / "report.md", render_traces_markdown(report))

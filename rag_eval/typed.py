@@ -19,7 +19,7 @@ Num = int | float
 class Model(BaseModel):
     """A record of the run folder: typed fields, keys kept as set, unknown keys kept."""
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True, validate_assignment=True)
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict with the keys that were set (the file's shape)."""

@@ -33,6 +33,22 @@ class JudgedFigure(Figure):
     human: LabelledEstimate | None = None
 
 
+class Agreement(Model):
+    """A judge's measured agreement with people: accuracy on ``n`` labelled cases, and where."""
+
+    accuracy: Num | None = None
+    n: int | None = None
+    measured_on: str = ""
+
+
+class BandRange(Model):
+    """``[low, high)`` around a cut-off where decisions are uncertain (``uncertain.Band`` as written)."""
+
+    low: Num = 0.0
+    high: Num = 0.0
+    source: str = ""
+
+
 class Calibration(Model):
     """A probability-scored judge's cut-offs in this run, whether they were calibrated for the
     judge model and prompt, its measured agreement with people, and its uncertain bands."""
@@ -40,8 +56,8 @@ class Calibration(Model):
     cutoff: Num | None = None
     cutoffs: dict[str, Num] = {}
     calibrated: bool = False
-    agreement: dict[str, Any] | None = None
-    bands: dict[str, dict[str, Any]] = {}
+    agreement: Agreement | None = None
+    bands: dict[str, BandRange] = {}
     band_note: str | None = None
 
 

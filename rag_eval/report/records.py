@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.attribution_records import AttributionRow, AttributionSection
+from rag_eval.attribution_records import AttributionRow, AttributionSection, JudgeBrief
 from rag_eval.generation_records import GenerationSection
 from rag_eval.judges.records import JudgesSection, LabelledEstimate
 from rag_eval.retrieval.records import RetrievalSection
@@ -53,7 +53,7 @@ class PromptAnswer(Model):
     outcome: str = ""
     answer: str | None = None
     why: str = ""
-    judges: dict[str, Any] = {}
+    judges: dict[str, JudgeBrief] = {}
 
 
 class Disagreement(Model):
