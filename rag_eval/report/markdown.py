@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rag_eval.attribution_records import AttributionSection
-from rag_eval.diagnosis import CAUSES, FIXES
 from rag_eval.judges.records import JudgedFigure, JudgesSection, LabelledEstimate
 from rag_eval.report.records import Report, StageReuse
-from rag_eval.retrieval.records import Cause, Miss, SimulatedFix
+from rag_eval.retrievers.diagnosis import CAUSES, FIXES
+from rag_eval.retrievers.records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
 from rag_eval.typed import Figure, PairedComparison
 
@@ -183,7 +183,7 @@ def comparison_markdown(report: Report) -> list[str]:
         ["metric", "pair", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"],
         comparison_rows(c.comparisons, pair_first=False),
     )
-    from rag_eval.sequential import sequential_lines
+    from rag_eval.orchestration.sequential import sequential_lines
 
     out += sequential_lines(c.model_dump(mode="json", include={"sequential"}))
     if c.disagreements:
@@ -276,7 +276,7 @@ def calibration_lines(j: JudgesSection) -> list[str]:
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
         agree = c.agreement
         if agree and agree.accuracy is not None:
-            from rag_eval.ppi import labels_needed
+            from rag_eval.judges.ppi import labels_needed
 
             n10 = labels_needed(agree.accuracy, 0.10)
             line += (

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_eval.answers.records import GenerationSection
 from rag_eval.attribution_records import AttributionRow, AttributionSection, JudgeBrief
-from rag_eval.generation_records import GenerationSection
 from rag_eval.judges.records import JudgesSection, LabelledEstimate
-from rag_eval.retrieval.records import RetrievalSection
+from rag_eval.retrievers.records import RetrievalSection
 from rag_eval.typed import Model, Num, PairedComparison
 
 

@@ -39,9 +39,9 @@ def main() -> None:
     import rag_eval
     from rag_eval import progress
     from rag_eval.config import load_config
-    from rag_eval.labels import label_run
+    from rag_eval.judges.labels import label_run
     from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
-    from rag_eval.runner import run_compare, run_retrieval, write_report
+    from rag_eval.orchestration.runner import run_compare, run_retrieval, write_report
     from tests.conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
 
     progress.set_enabled(False)
@@ -90,13 +90,23 @@ def main() -> None:
 
         result = rag_eval.judge_answers(
             [
-                {"question": "What is a set?", "contexts": [SMALL_CORPUS[3]["text"]], "answer": "A collection.",
-                 "reference": "An unordered collection of distinct hashable objects."},
-                {"question": "Who wrote the tutorial?", "contexts": ["Bananas are yellow."], "answer": "Guido.",
-                 "answerable": False},
+                {
+                    "question": "What is a set?",
+                    "contexts": [SMALL_CORPUS[3]["text"]],
+                    "answer": "A collection.",
+                    "reference": "An unordered collection of distinct hashable objects.",
+                },
+                {
+                    "question": "Who wrote the tutorial?",
+                    "contexts": ["Bananas are yellow."],
+                    "answer": "Guido.",
+                    "answerable": False,
+                },
             ],
-            judges={"llm": {"provider": "openai", "model": "scripted", "base_url": s.base_url, "max_retries": 1},
-                    "metrics": ["refusal", "correctness", "context_recall_yesno", "faithfulness_yesno"]},
+            judges={
+                "llm": {"provider": "openai", "model": "scripted", "base_url": s.base_url, "max_retries": 1},
+                "metrics": ["refusal", "correctness", "context_recall_yesno", "faithfulness_yesno"],
+            },
             out=tmp / "runs",
         )
         _keep(result.run_dir, "supplied")
