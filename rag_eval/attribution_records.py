@@ -3,6 +3,7 @@ each outcome, and the split of failures between retrieval and generation."""
 
 from __future__ import annotations
 
+from rag_eval.judges.records import LabelledEstimate
 from rag_eval.typed import Figure, Model, Num
 
 
@@ -52,8 +53,8 @@ class OutcomeShare(Figure):
     """The share of one outcome among a prompt's questions (weighted under a sample), and how many."""
 
     count: int = 0
-    ppi: dict | None = None
-    human: dict | None = None
+    ppi: LabelledEstimate | None = None
+    human: LabelledEstimate | None = None
 
 
 class FailureSplit(Model):

@@ -315,10 +315,10 @@ def _report(args: argparse.Namespace) -> int:
         from rag_eval.judges.labels import label_run
 
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
-        lab = report["labels"]
+        lab = report.labels
         print(
-            f"labels: {lab['answers_labelled']} answers ("
-            + ", ".join(f"{c} {n}" for c, n in lab["per_column"].items())
+            f"labels: {lab.answers_labelled} answers ("
+            + ", ".join(f"{c} {n}" for c, n in lab.per_column.items())
             + "); prediction-powered figures added"
         )
     write_report(run_dir, report)
@@ -331,15 +331,14 @@ def _label(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rag_eval.judges.labels import draw, write_csv, write_html
+    from rag_eval.report.records import Report
 
     run_dir = Path(args.run_dir)
     rows = draw(run_dir, args.n, args.seed, active=not args.uniform)
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     out = Path(args.out) if args.out else run_dir / "labels"
     out.mkdir(parents=True, exist_ok=True)
-    verdicts = {}
-    for row in report.get("attribution", {}).get("rows", []):
-        verdicts[(row["question_id"], row["prompt"])] = row.get("judges", {})
+    verdicts = {(row.question_id, row.prompt): row.judges for row in Report.load(report).rows()}
     write_csv(rows, out / "labels.csv")
     from rag_eval.report.triage import labels_plan
 
@@ -347,7 +346,7 @@ def _label(args: argparse.Namespace) -> int:
     write_html(rows, out / "labels.html", _context_texts(run_dir, report), verdicts, plan=plan)
     how = "a plain random draw" if args.uniform else "drawn favouring uncertain and outcome-deciding verdicts"
     print(
-        f"{len(rows)} answers to label ({len({r['question_id'] for r in rows})} questions, seed {args.seed}, {how}): "
+        f"{len(rows)} answers to label ({len({r.question_id for r in rows})} questions, seed {args.seed}, {how}): "
         f"{out / 'labels.csv'} (fill in yes/no) or {out / 'labels.html'} (open in a browser; Save labels "
         f"downloads labels.csv).\nThen: rag-eval report {run_dir} --labels {out / 'labels.csv'}"
     )

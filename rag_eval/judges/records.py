@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_eval.answers.records import Usage
 from rag_eval.judges.base import Judgement
 from rag_eval.typed import Figure, Model, Num
 
@@ -65,6 +66,51 @@ class Calibration(Model):
 Figures = dict[str, dict[str, JudgedFigure]]
 
 
+class EscalationSection(Model):
+    """What the escalation to a second judge did and cost (``escalation.Escalation`` as written),
+    and the figures and outcome shares as the first judge alone left them."""
+
+    model: str = ""
+    identity: str = ""
+    max_calls: int | None = None
+    uncertain: int = 0
+    escalated: int = 0
+    decided: int = 0
+    over_budget: int = 0
+    calls: int = 0
+    calibrated: dict[str, bool] = {}
+    usage: Usage = Usage()
+    figures_without: Figures = {}
+    outcomes_without: dict[str, dict[str, Figure]] = {}
+
+
+class UncertainDetails(Model):
+    """What ``Judgement.details`` holds about an uncertain decision: its band, what the judge leaned
+    to, the statements still undecided, and what the escalation did."""
+
+    band: list[Num] | None = None
+    leaning: str | None = None
+    leaning_score: Num | None = None
+    statements: list[Any] | None = None
+    uncertain_statements: list[Any] | None = None
+    escalation: dict[str, Any] | None = None
+
+    @property
+    def leans_to(self) -> str | Num | None:
+        return self.leaning if self.leaning is not None else self.leaning_score
+
+    @property
+    def escalation_note(self) -> str | None:
+        """Why the decision was not escalated, the error, or how the second judge decided."""
+        e = self.escalation or {}
+        return e.get("not_sent") or e.get("error") or (e.get("second") or {}).get("how")
+
+    @property
+    def decisions(self) -> int:
+        """Decisions a second judge would be asked: its undecided statements, else one."""
+        return len(self.uncertain_statements or []) if "statements" in self.model_fields_set else 1
+
+
 class JudgesSection(Model):
     """The judging stage in the report: which judges ran, their figures and every verdict."""
 
@@ -76,7 +122,7 @@ class JudgesSection(Model):
     weighted: bool = False
     figures: Figures = {}
     records: list[Judgement] = []
-    escalation: dict[str, Any] | None = None
+    escalation: EscalationSection | None = None
 
     def figure(self, prompt: str, name: str) -> JudgedFigure | None:
         return self.figures.get(prompt, {}).get(name)

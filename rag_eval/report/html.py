@@ -208,7 +208,7 @@ def render_html(report: Report | dict) -> str:
         from rag_eval.report.triage import triage_html
 
         out += _judges(report)
-        out += triage_html(report.dump())
+        out += triage_html(report)
     out.append("</body></html>")
     return "\n".join(out)
 

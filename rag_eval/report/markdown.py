@@ -465,5 +465,5 @@ def render_markdown(report: Report | dict) -> str:
 
         out += judges_markdown(report)
         out += labels_markdown(report)
-        out += triage_markdown(report.dump())
+        out += triage_markdown(report)
     return "\n".join(out).rstrip() + "\n"

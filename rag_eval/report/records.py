@@ -87,8 +87,8 @@ class LabelledDifference(Model):
     metric: str = ""
     a: str = ""
     b: str = ""
-    human: LabelledEstimate | None = None
     ppi: LabelledEstimate | None = None
+    human: LabelledEstimate | None = None
 
 
 class LabelsSection(Model):

@@ -271,7 +271,7 @@ def _label_sample(run_dir: Path, report: Report, n: int, seed: int) -> dict | No
         return None
     out = run_dir / "labels"
     out.mkdir(exist_ok=True)
-    verdicts = {(r.question_id, r.prompt): {n: j.dump() for n, j in r.judges.items()} for r in report.rows()}
+    verdicts = {(r.question_id, r.prompt): r.judges for r in report.rows()}
     write_csv(rows, out / "labels.csv")
     write_html(rows, out / "labels.html", _texts(run_dir), verdicts)
     return {"n": len(rows), "seed": seed, "csv": str(out / "labels.csv"), "html": str(out / "labels.html")}
