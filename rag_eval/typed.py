@@ -78,3 +78,10 @@ class PairedComparison(Model):
     def picked(self, keys: tuple[str, ...]) -> dict:
         """The fields ``keys`` of the comparison, for summary.json."""
         return {k: getattr(self, k) for k in keys}
+
+
+class StageReuse(Model):
+    """What a resumed run reused of one stage, and what it redid (by the input that changed)."""
+
+    reused: int = 0
+    redone: dict[str, int] = {}

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_eval.answers.records import Answer
 from rag_eval.config import AuditConfig
 from rag_eval.judges.base import Judgement, inputs_hash
-from rag_eval.judges.records import Figures, JudgedFigure
+from rag_eval.judges.records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.registry import JUDGE_NAMES, JUDGES, figures
 from rag_eval.progress import track_async
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
@@ -128,14 +129,14 @@ class JudgeRun:
         return j
 
 
-async def judge_answer(jr: JudgeRun, q: Question, gen: dict, contexts: list[str]) -> list[Judgement]:
+async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
     """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
     claim for the faithfulness judges to check."""
     metrics = jr.cfg.judges.metrics
-    qid, prompt = q.id, gen["prompt"]
-    answer = gen.get("answer")
-    if gen.get("error") is not None or not answer:
-        why = f"no answer to judge: {gen.get('error') or 'the answer is empty'}"
+    qid, prompt = q.id, gen.prompt
+    answer = gen.answer
+    if gen.failed or not answer:
+        why = f"no answer to judge: {gen.error or 'the answer is empty'}"
         failed = [Judgement(m, qid, prompt, "not_judged", error=why) for m in metrics]
         for j in failed:
             jr.emit(j)
@@ -162,11 +163,11 @@ async def judge_all(
     cfg: AuditConfig,
     corpus: Corpus,
     questions: list[Question],
-    generations: list[dict],
+    generations: list[Answer],
     llm,
     out: Path,
     second=None,
-) -> tuple[list[Judgement], dict]:
+) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements.
     ``second`` (an LLM): the judge that the uncertain decisions are escalated to."""
@@ -201,19 +202,19 @@ async def judge_all(
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
 
-        async def one(g: dict) -> list:
+        async def one(g: Answer) -> list:
             async with gate:
-                contexts = _contexts(corpus, g["contexts"], max_chars)
-                return await judge_answer(jr, by_id[g["question_id"]], g, contexts)
+                contexts = _contexts(corpus, g.contexts, max_chars)
+                return await judge_answer(jr, by_id[g.question_id], g, contexts)
 
-        jobs = [one(g) for g in generations if g["question_id"] in by_id]
+        jobs = [one(g) for g in generations if g.question_id in by_id]
         async for batch in track_async(jobs, "judging answers"):
             records += batch
     escalation = None
     if second is not None:
         from rag_eval.judges.escalation import escalate_records
 
-        gens = {(g["question_id"], g["prompt"]): g for g in generations}
+        gens = {(g.question_id, g.prompt): g.dump() for g in generations}
         escalated, escalation = await escalate_records(
             cfg,
             [j.to_dict() for j in records],
@@ -225,26 +226,33 @@ async def judge_all(
     write_text(out, "".join(json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in records))
     agreement = agreement_for(llm.identity, scored) if scored else {}
     calibration = {
-        name: {
-            "cutoff": scored.cutoff(name),
-            "cutoffs": scored.decision_cutoffs(name),
-            "calibrated": all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
-            "agreement": agreement.get(name),
-            "bands": {v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
-            "band_note": band_notes.get(name),
-        }
+        name: Calibration(
+            cutoff=scored.cutoff(name),
+            cutoffs=scored.decision_cutoffs(name),
+            calibrated=all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
+            agreement=agreement.get(name),
+            bands={v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
+            band_note=band_notes.get(name),
+        )
         for name in jc.metrics
         if scored and JUDGES[name].family == "scored"
     }
-    return records, {"reused": jr.reused, "redone": jr.redone, "calibration": calibration, "escalation": escalation}
+    info = JudgingInfo(reused=jr.reused, redone=jr.redone, calibration=calibration, escalation=escalation)
+    return records, info
 
 
 def run_judging(
-    cfg: AuditConfig, corpus: Corpus, questions: list[Question], generations: list[dict], session, run_dir: Path
-) -> tuple[list[Judgement], dict]:
+    cfg: AuditConfig,
+    corpus: Corpus,
+    questions: list[Question],
+    generations: list[Answer | dict],
+    session,
+    run_dir: Path,
+) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements of every answer, and what a resumed run reused."""
+    generations = [Answer.load(g) for g in generations]
 
-    async def main() -> tuple[list[Judgement], dict]:
+    async def main() -> tuple[list[Judgement], JudgingInfo]:
         llm = session.llm(cfg.judges.llm, cfg.where("judges.llm"))
         esc = cfg.judges.escalate
         second = session.llm(esc.second, cfg.where("judges.escalate.llm")) if esc is not None else None

@@ -8,7 +8,7 @@ from typing import Any
 
 from rag_eval.answers.records import Usage
 from rag_eval.judges.base import Judgement
-from rag_eval.typed import Figure, Model, Num
+from rag_eval.typed import Figure, Model, Num, StageReuse
 
 
 class LabelledEstimate(Model):
@@ -60,6 +60,14 @@ class Calibration(Model):
     agreement: Agreement | None = None
     bands: dict[str, BandRange] = {}
     band_note: str | None = None
+
+
+class JudgingInfo(StageReuse):
+    """What the judging stage returns beside its verdicts: what a resumed run reused, the cut-offs
+    used, and what the escalation did (``escalation.Escalation`` as a dict, None without one)."""
+
+    calibration: dict[str, Calibration] = {}
+    escalation: dict[str, Any] | None = None
 
 
 # {prompt: {figure: JudgedFigure}}

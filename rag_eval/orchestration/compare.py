@@ -18,6 +18,7 @@ import itertools
 
 import numpy as np
 
+from rag_eval.answers.records import Answer
 from rag_eval.attribution_records import AttributionRow
 from rag_eval.config import AuditConfig
 from rag_eval.errors import DataError, Problem
@@ -27,16 +28,16 @@ from rag_eval.stats import Comparison, apply_holm, compare_paired
 from rag_eval.typed import PairedComparison
 
 
-def check_same_contexts(generations: list[dict]) -> None:
+def check_same_contexts(generations: list[Answer | dict]) -> None:
     """Every prompt must have seen the same contexts for the same question."""
     seen: dict[str, tuple[str, list[str]]] = {}
-    for g in generations:
-        first = seen.setdefault(g["question_id"], (g["prompt"], g.get("contexts", [])))
-        if first[1] != g.get("contexts", []):
+    for g in map(Answer.load, generations):
+        first = seen.setdefault(g.question_id, (g.prompt, g.contexts))
+        if first[1] != g.contexts:
             raise DataError(
                 Problem(
-                    f"question '{g['question_id']}'",
-                    f"prompts '{first[0]}' and '{g['prompt']}' were given different contexts",
+                    f"question '{g.question_id}'",
+                    f"prompts '{first[0]}' and '{g.prompt}' were given different contexts",
                     "a comparison needs one retrieval for every prompt; rerun rag-eval compare",
                 )
             )

@@ -7,6 +7,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+from rag_eval.answers.records import Answer
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, resolved_config
 from rag_eval.data.corpus import load_corpus
@@ -14,6 +15,7 @@ from rag_eval.data.testset import load_test_set
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.progress import say
 from rag_eval.report.records import Report
+from rag_eval.typed import StageReuse
 from rag_eval.types import Corpus, Question
 
 
@@ -179,7 +181,7 @@ def _set_status(run_dir: Path, status: str) -> None:
     write_json(run_dir / "status.json", {"status": status, "at": when})
 
 
-def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[dict]) -> int:
+def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[Answer]) -> int:
     """Upper bound of the judge calls, from each judge's calls per answer in the registry (answer-
     independent judges once per question; statements estimated from the answer's sentences)."""
     from rag_eval.judges.registry import JUDGES
@@ -189,8 +191,8 @@ def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generation
     total, seen = 0, set()
     k = cfg.generation.top_k
     for g in generations:
-        q = by_id.get(g["question_id"])
-        if q is None or g.get("error") is not None:
+        q = by_id.get(g.question_id)
+        if q is None or g.failed:
             continue
         for name in cfg.judges.metrics:
             spec = JUDGES[name]
@@ -199,7 +201,7 @@ def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generation
             ):
                 continue
             seen.add((name, q.id))
-            text = q.reference if "reference" in spec.needs and spec.answer_independent else g.get("answer") or ""
+            text = q.reference if "reference" in spec.needs and spec.answer_independent else g.answer or ""
             total += spec.calls(k, max(1, len(split_statements(text or ""))))
     return total
 
@@ -280,7 +282,6 @@ def run_audit(
     from rag_eval.answers.generation import run_generation, select_questions
     from rag_eval.llm.session import LLMSession
     from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
-    from rag_eval.report.records import StageReuse
     from rag_eval.rundir import write_json
 
     if cfg.system is not None:
@@ -320,7 +321,7 @@ def run_audit(
             f"{g.top_k}: {plan}"
         )
         records, gen_reuse = run_generation(cfg, inputs.corpus, res, session, run_dir)
-        report.resume = {"generation": StageReuse.load(gen_reuse)} if resume else None
+        report.resume = {"generation": gen_reuse} if resume else None
         _say_reuse("answers", gen_reuse)
         report.generation = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
         write_report(run_dir, report)
@@ -341,7 +342,7 @@ def run_audit(
                 say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
             judgements, judge_reuse = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
             if resume:
-                report.resume["judgements"] = StageReuse(reused=judge_reuse["reused"], redone=judge_reuse["redone"])
+                report.resume["judgements"] = StageReuse(reused=judge_reuse.reused, redone=judge_reuse.redone)
             _say_reuse("judgements", judge_reuse)
             weights = {a.question_id: a.weight for a in answers if a.weight is not None}
             add_judging(
@@ -367,10 +368,10 @@ def run_audit(
     return run_dir
 
 
-def _say_reuse(what: str, reuse: dict) -> None:
-    if reuse["reused"] or reuse["redone"]:
-        redone = ", ".join(f"{n} because the {why} changed" for why, n in reuse["redone"].items())
-        say(f"reused {reuse['reused']} finished {what}" + (f"; redoing {redone}" if redone else ""))
+def _say_reuse(what: str, reuse: StageReuse) -> None:
+    if reuse.reused or reuse.redone:
+        redone = ", ".join(f"{n} because the {why} changed" for why, n in reuse.redone.items())
+        say(f"reused {reuse.reused} finished {what}" + (f"; redoing {redone}" if redone else ""))
 
 
 def run_lint(cfg: AuditConfig, inputs: Inputs | None = None):
@@ -426,7 +427,7 @@ def run_compare(
     else:
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
     report = Report.load(json.loads((run_dir / "report.json").read_text()))
-    generations = [r for r in read_jsonl(run_dir / "generation.jsonl") if r.get("error") is None]
+    generations = [a for a in map(Answer.load, read_jsonl(run_dir / "generation.jsonl")) if not a.failed]
     check_same_contexts(generations)
     report.comparison = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
     if sequential is not None:

@@ -20,7 +20,7 @@ from rag_eval.attribution_records import (
 )
 from rag_eval.config import AuditConfig
 from rag_eval.judges.base import Judgement
-from rag_eval.judges.records import Calibration, JudgesSection
+from rag_eval.judges.records import JudgesSection, JudgingInfo
 from rag_eval.report.records import CorpusInfo, LintFinding, Report, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES
 from rag_eval.retrievers.records import Miss, RetrievalSection, SimulatedFix
@@ -287,7 +287,7 @@ def add_judging(
     judgements: list[Judgement],
     retrieved: Retrieved,
     *,
-    reuse: dict | None = None,
+    reuse: JudgingInfo | dict | None = None,
     weights: dict[str, float] | None = None,
 ) -> Report:
     """The judges section (figures aggregated from the verdicts, kept typed) and attribution, added
@@ -295,23 +295,23 @@ def add_judging(
     escalation); ``weights`` the sampling weight of each question."""
     from rag_eval.judges.judging import aggregate
 
-    jc, reuse = cfg.judges, reuse or {}
+    jc, reuse = cfg.judges, JudgingInfo.load(reuse or {})
     report.judges = JudgesSection(
         metrics=jc.metrics,
         faithfulness_judge=jc.deciding_faithfulness,
         faithfulness_threshold=jc.faithfulness_threshold,
-        calibration={n: Calibration.load(c) for n, c in (reuse.get("calibration") or {}).items()},
+        calibration=reuse.calibration,
         same_model=cfg.generation is not None and _same_model(cfg),
         weighted=bool(weights),
         figures=aggregate(cfg, questions, judgements, weights),
         records=judgements,
     )
     report.attribution = attribution_section(cfg, questions, generations, judgements, retrieved)
-    if reuse.get("escalation") is not None:
+    if reuse.escalation is not None:
         from rag_eval.judges.escalation import without_escalation
 
         report.judges.escalation = without_escalation(
-            reuse["escalation"],
+            reuse.escalation,
             [j.to_dict() for j in judgements],
             lambda js: dump_figures(aggregate(cfg, questions, [Judgement.from_dict(j) for j in js], weights)),
             lambda js: {

@@ -13,7 +13,7 @@ from rag_eval.answers.records import GenerationSection
 from rag_eval.attribution_records import AttributionRow, AttributionSection, JudgeBrief
 from rag_eval.judges.records import JudgesSection, LabelledEstimate
 from rag_eval.retrievers.records import RetrievalSection
-from rag_eval.typed import Model, Num, PairedComparison
+from rag_eval.typed import Model, Num, PairedComparison, StageReuse
 
 
 class CorpusInfo(Model):
@@ -38,13 +38,6 @@ class LintFinding(Model):
     fix: str = ""
     questions: list[str] = []
     data: dict[str, Any] = {}
-
-
-class StageReuse(Model):
-    """What a resumed run reused of one stage, and what it redid (by the input that changed)."""
-
-    reused: int = 0
-    redone: dict[str, int] = {}
 
 
 class PromptAnswer(Model):
