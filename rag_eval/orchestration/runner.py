@@ -83,7 +83,7 @@ def write_report(run_dir: Path, report: Report | dict) -> None:
         if report.traces is not None:
             from rag_eval.report.trace_markdown import render_traces_markdown
 
-            write_text(run_dir / "report.md", render_traces_markdown(report.dump()))
+            write_text(run_dir / "report.md", render_traces_markdown(report))
         return
     write_text(run_dir / "report.md", render_markdown(report))
     write_text(run_dir / "report.html", render_html(report))

@@ -400,9 +400,10 @@ def summary(report: Report | dict) -> dict:
         out["llm_usage"] = [u.dump() for u in report.generation.usage]
     if report.system is not None:
         s = report.system
-        out["system"] = {"questions": s["questions"], "answered": s["answered"], "failed": len(s["failed"])}
+        out["system"] = {"questions": s.questions, "answered": s.answered, "failed": len(s.failed)}
     if report.traces is not None:
-        out["traces"] = {k: report.traces[k] for k in ("read", "audited", "skipped")}
+        t = report.traces
+        out["traces"] = {"read": t.read, "audited": t.audited, "skipped": t.skipped}
         if r is None and report.labels is not None:  # with no retrieval, the labels are summed up here
             out["labels"] = report.labels.dump()
     return out

@@ -188,7 +188,7 @@ def render_html(report: Report | dict) -> str:
     if report.system is not None or report.traces is not None:
         from rag_eval.report.system_html import system_html
 
-        out += system_html(report.dump())
+        out += system_html(report)
     if report.lint:
         out.append("<h2>Test-set health</h2><ul>")
         for f in report.lint:

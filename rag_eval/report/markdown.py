@@ -450,9 +450,8 @@ def render_markdown(report: Report | dict) -> str:
     if report.system is not None or report.traces is not None:
         from rag_eval.report.trace_markdown import system_markdown, traces_markdown
 
-        raw = report.dump()
-        out += system_markdown(raw) if report.system is not None else []
-        out += traces_markdown(raw) if report.traces is not None else []
+        out += system_markdown(report) if report.system is not None else []
+        out += traces_markdown(report) if report.traces is not None else []
     out += retrieval_markdown(report)
     if report.generation is not None:
         out += generation_markdown(report)

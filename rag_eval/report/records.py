@@ -13,6 +13,7 @@ from rag_eval.answers.records import GenerationSection
 from rag_eval.attribution_records import AttributionRow, AttributionSection, JudgeBrief
 from rag_eval.judges.records import JudgesSection, LabelledEstimate
 from rag_eval.retrievers.records import RetrievalSection
+from rag_eval.system.records import SystemSection, TracesSection
 from rag_eval.typed import Model, Num, PairedComparison, StageReuse
 
 
@@ -113,8 +114,8 @@ class Report(Model):
     test_set: TestSetInfo | None = None
     lint: list[LintFinding] = []
     supplied: SuppliedInfo | None = None
-    system: dict[str, Any] | None = None
-    traces: dict[str, Any] | None = None
+    system: SystemSection | None = None
+    traces: TracesSection | None = None
     retrieval: RetrievalSection | None = None
     config_path: str | None = None
     resume: dict[str, StageReuse] | None = None
