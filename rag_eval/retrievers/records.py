@@ -63,3 +63,26 @@ class RetrievalSection(Model):
     retrievers: dict[str, dict[str, Figure]] = {}
     comparisons: list[PairedComparison] = []
     misses: dict[str, list[Miss]] = {}
+
+
+class RetrievedChunk(Model):
+    id: str = ""
+    score: float = 0.0
+    grade: int = 0
+
+
+class QuestionRecord(Model):
+    """One question and retriever (a line of retrieval.jsonl): the rank of the first relevant
+    chunk, the chunks retrieved, the metrics (answerable questions only) and a miss's cause."""
+
+    question_id: str = ""
+    question: str = ""
+    retriever: str = ""
+    answerable: bool = True
+    labels: Any = None
+    first_relevant_rank: int | None = None
+    miss: bool = False
+    relevant: dict[str, int] = {}
+    retrieved: list[RetrievedChunk] = []
+    diagnosis: Cause | None = None
+    metrics: dict[str, float] | None = None
