@@ -21,7 +21,7 @@ from rag_eval.attribution_records import (
 from rag_eval.config import AuditConfig
 from rag_eval.judges.base import Judgement
 from rag_eval.judges.records import JudgesSection, JudgingInfo
-from rag_eval.report.records import CorpusInfo, LintFinding, Report, SuppliedInfo, TestSetInfo
+from rag_eval.report.records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES
 from rag_eval.retrievers.records import Miss, RetrievalSection, SimulatedFix
 from rag_eval.retrievers.stage import RetrievalResults
@@ -364,49 +364,49 @@ def summary(report: Report | dict) -> dict:
     ``generation.<prompt>.<figure>``, ``attribution.<prompt>.<outcome>``, ``failure_split.<prompt>``,
     ``comparison.<metric>.<A>_vs_<B>``; each part present when its stage ran."""
     report = Report.load(report)
-    out: dict = {"name": report.name, "created": report.created}
+    parts: dict = {}
     r = report.retrieval
     if r is not None:
-        out |= {
-            "rag_eval_version": report.rag_eval_version,
-            "corpus": report.corpus.dump(),
-            "test_set": report.test_set.dump(),
-            "retrieval": {n: {m: e.dump() for m, e in figs.items()} for n, figs in r.retrievers.items()},
-            "retrieval_comparison": _comparisons(r.comparisons, SUMMARY_COMPARISON),
-            "retrieval_misses": {n: {"k": r.miss_k, "count": len(m)} for n, m in r.misses.items()},
-            "diagnosis": {n: cause_counts(m) for n, m in r.misses.items()},
-            "simulated_fixes": [
-                {k: getattr(f, k) for k in ("retriever", "change", "config", "net", "summary")}
+        parts |= dict(
+            rag_eval_version=report.rag_eval_version,
+            corpus=report.corpus,
+            test_set=report.test_set,
+            retrieval=r.retrievers,
+            retrieval_comparison=_comparisons(r.comparisons, SUMMARY_COMPARISON),
+            retrieval_misses={n: {"k": r.miss_k, "count": len(m)} for n, m in r.misses.items()},
+            diagnosis={n: cause_counts(m) for n, m in r.misses.items()},
+            simulated_fixes=[
+                f.model_dump(mode="json", include={"retriever", "change", "config", "net", "summary"})
                 | {"fixes": len(f.fixes), "causes": len(f.causes)}
                 for f in r.simulated_fixes
             ],
-            "lint": {f.code: {"severity": f.severity, "questions": len(f.questions)} for f in report.lint},
-        }
+            lint={f.code: {"severity": f.severity, "questions": len(f.questions)} for f in report.lint},
+        )
     if report.supplied is not None:
-        out["supplied"] = report.supplied.dump()
+        parts |= dict(supplied=report.supplied)
     if report.judges is not None:
-        out["generation"] = dump_figures(report.judges.figures)
+        parts |= dict(generation=report.judges.figures)
     if report.comparison is not None:
-        out["comparison"] = _comparisons(report.comparison.comparisons, PROMPT_COMPARISON)
+        parts |= dict(comparison=_comparisons(report.comparison.comparisons, PROMPT_COMPARISON))
     if report.attribution is not None:
-        a = report.attribution
-        out["attribution"] = {p: {o: e.dump() for o, e in shares.items()} for p, shares in a.shares.items()}
-        out["failure_split"] = {p: s.dump() for p, s in a.split.items()}
+        parts |= dict(attribution=report.attribution.shares, failure_split=report.attribution.split)
     if report.generation is not None:
-        out["generation_counts"] = {
-            p: c.model_dump(mode="json", exclude_unset=True, exclude={"prompt_hash"})
-            for p, c in report.generation.prompts.items()
-        }
-        out["llm_usage"] = [u.dump() for u in report.generation.usage]
+        g = report.generation
+        parts |= dict(
+            generation_counts={
+                p: c.model_dump(exclude_unset=True, exclude={"prompt_hash"}) for p, c in g.prompts.items()
+            },
+            llm_usage=g.usage,
+        )
     if report.system is not None:
         s = report.system
-        out["system"] = {"questions": s.questions, "answered": s.answered, "failed": len(s.failed)}
+        parts |= dict(system={"questions": s.questions, "answered": s.answered, "failed": len(s.failed)})
     if report.traces is not None:
         t = report.traces
-        out["traces"] = {"read": t.read, "audited": t.audited, "skipped": t.skipped}
+        parts |= dict(traces={"read": t.read, "audited": t.audited, "skipped": t.skipped})
         if r is None and report.labels is not None:  # with no retrieval, the labels are summed up here
-            out["labels"] = report.labels.dump()
-    return out
+            parts |= dict(labels=report.labels)
+    return Summary(name=report.name, created=report.created, **parts).dump()
 
 
 def cause_counts(misses: list[Miss]) -> dict[str, int]:

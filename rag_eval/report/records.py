@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.answers.records import GenerationSection
-from rag_eval.attribution_records import AttributionRow, AttributionSection, JudgeBrief
-from rag_eval.judges.records import JudgesSection, LabelledEstimate
+from rag_eval.answers.records import GenerationSection, Usage
+from rag_eval.attribution_records import AttributionRow, AttributionSection, FailureSplit, JudgeBrief, OutcomeShare
+from rag_eval.judges.records import Figures, JudgesSection, LabelledEstimate
 from rag_eval.retrievers.records import RetrievalSection
 from rag_eval.system.records import SystemSection, TracesSection
-from rag_eval.typed import Model, Num, PairedComparison, StageReuse
+from rag_eval.typed import Figure, Model, Num, PairedComparison, StageReuse
 
 
 class CorpusInfo(Model):
@@ -128,3 +128,31 @@ class Report(Model):
     def rows(self) -> list[AttributionRow]:
         """Attribution's rows (none before attribution ran)."""
         return self.attribution.rows if self.attribution else []
+
+
+class Summary(Model):
+    """summary.json: every figure by its dotted name (``retrieval.<retriever>.<metric>``,
+    ``generation.<prompt>.<figure>``, ``attribution.<prompt>.<outcome>``, ``failure_split.<prompt>``,
+    ``comparison.<metric>.<A>_vs_<B>``); each part present when its stage ran."""
+
+    name: str = ""
+    created: str = ""
+    rag_eval_version: str | None = None
+    corpus: CorpusInfo | None = None
+    test_set: TestSetInfo | None = None
+    retrieval: dict[str, dict[str, Figure]] = {}
+    retrieval_comparison: dict[str, dict[str, dict[str, Any]]] = {}
+    retrieval_misses: dict[str, dict[str, int]] = {}
+    diagnosis: dict[str, dict[str, int]] = {}
+    simulated_fixes: list[dict[str, Any]] = []
+    lint: dict[str, dict[str, Any]] = {}
+    supplied: SuppliedInfo | None = None
+    generation: Figures = {}
+    comparison: dict[str, dict[str, dict[str, Any]]] = {}
+    attribution: dict[str, dict[str, OutcomeShare]] = {}
+    failure_split: dict[str, FailureSplit] = {}
+    generation_counts: dict[str, dict[str, int]] = {}
+    llm_usage: list[Usage] = []
+    system: dict[str, int] | None = None
+    traces: dict[str, Any] | None = None
+    labels: LabelsSection | None = None
