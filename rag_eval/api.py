@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from rag_eval.config import AuditConfig
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.report.records import Report
 
 ConfigLike = str | Path | dict | AuditConfig
 
@@ -120,6 +122,12 @@ class Result:
         summary, report = read_finished(run_dir)
         return cls(run_dir, summary, report, config)
 
+    @cached_property
+    def typed_report(self) -> Report:
+        """report.json as the typed report: ``typed_report.attribution.rows[0].outcome``,
+        ``typed_report.judges.figures["baseline"]["correctness"].ci_low``."""
+        return Report.load(self.report)
+
     def figure(self, name: str) -> dict:
         """A figure of summary.json by its dotted name (``retrieval.hybrid.hit@5``): value, interval, n."""
         node: Any = self.summary
@@ -161,8 +169,8 @@ class Result:
         """One row per question and prompt: the outcome and why, with the answer and the reference."""
         import pandas as pd
 
-        rows = self.report.get("attribution", {}).get("rows", [])
-        return pd.DataFrame([{k: v for k, v in r.items() if k not in ("judges", "contexts")} for r in rows])
+        rows = self.typed_report.rows()
+        return pd.DataFrame([r.model_dump(exclude_unset=True, exclude={"judges", "contexts"}) for r in rows])
 
     def gates(self, gates: dict[str, str] | None = None) -> list:
         """Every gate's result (the config's gates unless ``gates`` is given)."""

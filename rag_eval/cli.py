@@ -281,7 +281,8 @@ def _compare(args: argparse.Namespace) -> int:
         seed=args.seed,
         baseline=args.baseline,
     )
-    seq = result.report.get("comparison", {}).get("sequential")
+    comparison = result.typed_report.comparison
+    seq = comparison.sequential if comparison else None
     if seq:
         print(
             f"stopped {'when settled' if seq['settled'] else 'at the end, not settled'}: {seq['questions_used']} of "
@@ -498,13 +499,13 @@ def _traces(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         progress=progress.enabled(),
     )
-    t = result.report["traces"]
-    skipped = ", ".join(f"{n} {why}" for why, n in t["skipped"].items()) or "none"
-    print(f"traces: {t['read']} read, {t['audited']} audited; skipped: {skipped}")
-    for s in t["skipped_traces"][:10]:
-        print(f"    skipped {s['trace_id']} ({s['reason']}): {s['question'] or '(no question)'}")
-    if len(t["skipped_traces"]) > 10:
-        print(f"    ... and {len(t['skipped_traces']) - 10} more (report.md)")
+    t = result.typed_report.traces
+    skipped = ", ".join(f"{n} {why}" for why, n in t.skipped.items()) or "none"
+    print(f"traces: {t.read} read, {t.audited} audited; skipped: {skipped}")
+    for s in t.skipped_traces[:10]:
+        print(f"    skipped {s.trace_id} ({s.reason}): {s.question or '(no question)'}")
+    if len(t.skipped_traces) > 10:
+        print(f"    ... and {len(t.skipped_traces) - 10} more (report.md)")
     print(f"run folder: {result.run_dir} (report.md, summary.json, labels/)")
     results = result.gates()
     for r in results:
