@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -44,6 +45,4 @@ def text_hash(text: str) -> str:
 
 def inputs_hash(*parts: object) -> str:
     """A stable hash of JSON-able parts (judge, prompt hash, model, inputs)."""
-    import json
-
     return text_hash(json.dumps(parts, sort_keys=True, ensure_ascii=False))

@@ -6,7 +6,9 @@ judge's error on the labelled ones)."""
 from __future__ import annotations
 
 import csv
+import html
 import io
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,13 +16,19 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.answers.records import Answer
+from rag_eval.attribution import attribute
 from rag_eval.attribution_records import AttributionRow, JudgeBrief
+from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
+from rag_eval.judges.active import active_mean, draw_questions
 from rag_eval.judges.base import Judgement
+from rag_eval.judges.ppi import human_mean, ppi_mean
 from rag_eval.judges.records import LabelledEstimate
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
+from rag_eval.judges.uncertain import leaning_value
 from rag_eval.report.records import LabelledDifference, LabelledFigure, LabelsSection, Report
 from rag_eval.typed import Model, Num
+from rag_eval.types import Question
 
 COLUMNS = [
     "question_id",
@@ -96,8 +104,6 @@ def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[Dra
     pi = {qid: take[s] / len(ids) for s, ids in strata.items() for qid in ids}
     report = Report.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
     if active:
-        from rag_eval.judges.active import draw_questions
-
         chosen, pi = draw_questions(report.dump(), [q for ids in strata.values() for q in ids], n, seed)
     refs = {r.question_id: r for r in report.rows()}
     rows = []
@@ -141,8 +147,6 @@ def write_html(
     the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns). ``plan``
     (``report.triage.labels_plan``): the page shows, per judged figure, the answers labelled so far
     against the labels its chosen interval width needs."""
-    import html
-
     rows = [DrawnAnswer.load(r) for r in rows]
     items = []
     for i, r in enumerate(rows):
@@ -254,8 +258,6 @@ def _probability(raw, where: str, problems: list[Problem]) -> float | None:
 def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
     """The labels of a CSV (``rag-eval label``'s) or JSON/JSONL file; every problem raises DataError
     naming the file, line and column. ``known``: the run's (question id, prompt) pairs."""
-    from rag_eval.data.records import read_records, read_text
-
     if path.suffix.lower() in (".json", ".jsonl"):
         records = [(r.data, r.where) for r in read_records(path, "labels")]
     else:
@@ -336,8 +338,6 @@ def labelled_figures(
     """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, label, agreement}}}``
     for every judged figure with a human label column. An uncertain verdict enters with what the
     judge leaned to (the labels correct it like any other)."""
-    from rag_eval.judges.uncertain import leaning_value
-
     judges = report.judges
     records = judges.records if judges else []
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
@@ -406,9 +406,6 @@ def estimates(
     """(prediction-powered, labels-only) estimates: weighted by each label's inverse inclusion
     probability when the labels were drawn with unequal probabilities (``rag-eval label``'s active
     draw), else PPI++ and the labels' plain mean."""
-    from rag_eval.judges.active import active_mean
-    from rag_eval.judges.ppi import human_mean, ppi_mean
-
     known = [p for p in pi if p is not None]
     if len(known) == len(pi) and known and max(known) - min(known) > 1e-9:
         p = np.array(known)
@@ -426,9 +423,6 @@ def estimates(
 def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str], str]:
     """The outcome of each labelled answer with the labels in place of the judges' verdicts
     (a blank label keeps the judge's verdict), by the same attribution rules."""
-    from rag_eval.attribution import attribute
-    from rag_eval.types import Question
-
     att = report.attribution
     threshold = 0.5 if att.faithfulness_threshold is None else att.faithfulness_threshold
     deciding = att.faithfulness_judge or (report.judges.faithfulness_judge if report.judges else None)
@@ -494,8 +488,6 @@ def paired_differences(report: Report | dict, labels: list[Label], confidence: f
     """For every pair of prompts and labelled figure: the difference (first minus second) from the
     labels alone and by paired PPI, over the questions both prompts were judged on; questions
     labelled for both are the labelled pairs, the others are judged-only pairs."""
-    import itertools
-
     report = Report.load(report)
     records = [r for r in report.judges.records if r.status == "judged"]
     answerable = _answerable(report)

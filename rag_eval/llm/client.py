@@ -216,7 +216,7 @@ class LLM:
         start: Callable[[], str] | None = None,
     ):
         """``identity`` replaces the base URL in cache keys; ``start`` starts a local server on first need."""
-        from openai import AsyncOpenAI
+        from openai import AsyncOpenAI  # noqa: PLC0415
 
         self.cfg, self.base_url, self.model = cfg, base_url, model
         self.identity = identity or base_url.rstrip("/")
@@ -243,7 +243,7 @@ class LLM:
 
         ``logprobs``: ask for that many top alternatives of every generated token (``raw`` holds them).
         """
-        import openai
+        import openai  # noqa: PLC0415
 
         params: dict[str, Any] = {
             "model": self.model,

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import operator
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_eval.errors import ConfigError, Problem
+from rag_eval.config import OPS, parse_rule
+from rag_eval.errors import ConfigError, Problem, did_you_mean
+from rag_eval.judges.registry import figures as judge_figures
+from rag_eval.orchestration.diff import moved_lines
 from rag_eval.orchestration.diff_records import DiffData
 from rag_eval.report.records import Report
 from rag_eval.retrievers.records import QuestionRecord
+from rag_eval.rundir import read_jsonl
 from rag_eval.typed import Figure
-
-OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
-_RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
 @dataclass
@@ -27,17 +26,6 @@ class GateResult:
     skipped: bool = False  # a diff gate without a baseline run: reported, not failed
     shown: str | None = None  # the figure as the summaries show it, where the value alone is not enough
     detail: str | None = None  # a failure's description, where describe_failure cannot find it
-
-
-def parse_rule(rule: str, where: str) -> tuple[str, float]:
-    m = _RULE.match(str(rule))
-    if not m:
-        raise ConfigError(
-            Problem(
-                where, f"gate rule {rule!r} is not of the form '>= 0.8'", "use one of >=, <=, >, <, == and a number"
-            )
-        )
-    return m.group(1), float(m.group(2))
 
 
 def lookup(summary: dict, figure: str) -> float | None:
@@ -100,9 +88,6 @@ def check_diff_gate(figure: str, op: str, threshold: float, diff: DiffData | dic
     """A gate on the difference new − base of a figure, decided on its interval: ``>=`` / ``>`` on the
     lower bound (non-inferiority: even the worst plausible difference clears the margin), ``<=`` /
     ``<`` on the upper bound, ``==`` on the point estimate."""
-    from rag_eval.errors import did_you_mean
-    from rag_eval.orchestration.diff import moved_lines
-
     rule = f"{op} {threshold:g}"
     name = figure.removeprefix("diff.")
     if diff is None:
@@ -138,9 +123,6 @@ def questions_behind(figure: str, report: Report | dict, run_dir: Path | None = 
     """The questions that pull a figure down: those below 1 on a retrieval metric (from the run's
     retrieval.jsonl; else the retriever's misses), the answers a judge did not pass (lowest scores
     first), or the questions with an outcome; as ``id: why`` lines."""
-    from rag_eval.judges.registry import figures as judge_figures
-    from rag_eval.rundir import read_jsonl
-
     report = Report.load(report)
     parts = _split(figure)
     out: list[str] = []

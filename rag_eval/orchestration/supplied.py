@@ -5,15 +5,24 @@ miss is decided by the context-recall judge (the reference is not in the context
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rag_eval.answers.records import Answer
+from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import Record
+from rag_eval.data.testset import stable_id
+from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
+from rag_eval.judges.judging import run_judging
+from rag_eval.llm.session import LLMSession
+from rag_eval.report.assemble import add_judging, supplied_report
+from rag_eval.report.files import write_report
 from rag_eval.report.records import Report
+from rag_eval.rundir import write_json, write_text
 from rag_eval.types import Chunk, Corpus, Question
 
 # Each field and the column names that may hold it (rag-eval's, Ragas 0.2+, Ragas 0.1).
@@ -78,7 +87,6 @@ def parse_rows(records: list[Record]) -> list[SuppliedAnswer]:
         if answerable is not None and not isinstance(answerable, bool):
             problems.append(Problem(where, f"answerable must be true or false, got {answerable!r}", "fix the value"))
             continue
-        from rag_eval.data.testset import stable_id
 
         qid = str(_field(d, "id")) if _field(d, "id") not in (None, "") else stable_id(question)
         if qid in seen:
@@ -132,16 +140,6 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
     """Judges and attribution for supplied answers, written to ``run_dir``; returns the report.
     With no retrieval labels, a retrieval miss is the context-recall judge finding the reference
     missing from the contexts."""
-    import json
-
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.engine import make_engine
-    from rag_eval.judges.judging import run_judging
-    from rag_eval.llm.session import LLMSession
-    from rag_eval.orchestration.runner import write_report
-    from rag_eval.report.assemble import add_judging, supplied_report
-    from rag_eval.rundir import write_json, write_text
-
     corpus, questions, generations = as_audit_inputs(rows)
     write_text(run_dir / "generation.jsonl", "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in generations))
     session = LLMSession(

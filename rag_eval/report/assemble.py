@@ -20,6 +20,8 @@ from rag_eval.attribution_records import (
 )
 from rag_eval.config import AuditConfig
 from rag_eval.judges.base import Judgement
+from rag_eval.judges.escalation import without_escalation
+from rag_eval.judges.judging import aggregate
 from rag_eval.judges.records import JudgesSection, JudgingInfo
 from rag_eval.report.records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES
@@ -293,8 +295,6 @@ def add_judging(
     """The judges section (figures aggregated from the verdicts, kept typed) and attribution, added
     to ``report``; ``reuse`` is what the judging stage returned beside the verdicts (calibration,
     escalation); ``weights`` the sampling weight of each question."""
-    from rag_eval.judges.judging import aggregate
-
     jc, reuse = cfg.judges, JudgingInfo.load(reuse or {})
     report.judges = JudgesSection(
         metrics=jc.metrics,
@@ -308,8 +308,6 @@ def add_judging(
     )
     report.attribution = attribution_section(cfg, questions, generations, judgements, retrieved)
     if reuse.escalation is not None:
-        from rag_eval.judges.escalation import without_escalation
-
         report.judges.escalation = without_escalation(
             reuse.escalation,
             [j.to_dict() for j in judgements],

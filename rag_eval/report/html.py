@@ -6,17 +6,19 @@ from html import escape
 
 from rag_eval.answers.records import Usage
 from rag_eval.attribution_records import FailureSplit, OutcomeShare
+from rag_eval.report.formatting import fmt, judge_columns
+from rag_eval.report.formatting import html_table as _table
 from rag_eval.report.markdown import (
     calibration_lines,
     cause_notes,
     comparison_rows,
     figure_cell,
-    fmt,
-    judge_columns,
     labels_table,
     sample_note,
 )
 from rag_eval.report.records import Report
+from rag_eval.report.system_html import system_html
+from rag_eval.report.triage import triage_html
 from rag_eval.retrievers.records import RetrievalSection
 from rag_eval.typed import Figure, PairedComparison
 
@@ -48,14 +50,6 @@ OUTCOME_COLORS = {
 
 def _uncertain_count(split: FailureSplit) -> str:
     return f"; {split.uncertain} uncertain" if split.uncertain else ""
-
-
-def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def y_grid(left: int, right: int, y) -> list[str]:
@@ -186,8 +180,6 @@ def render_html(report: Report | dict) -> str:
     ]
     out += _models(report)
     if report.system is not None or report.traces is not None:
-        from rag_eval.report.system_html import system_html
-
         out += system_html(report)
     if report.lint:
         out.append("<h2>Test-set health</h2><ul>")
@@ -205,8 +197,6 @@ def render_html(report: Report | dict) -> str:
         out += _attribution(report)
     out += _retrieval(report, r)
     if report.judges is not None:
-        from rag_eval.report.triage import triage_html
-
         out += _judges(report)
         out += triage_html(report)
     out.append("</body></html>")

@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 from rag_eval.attribution_records import AttributionSection
-from rag_eval.judges.records import JudgedFigure, JudgesSection, LabelledEstimate
-from rag_eval.report.records import Report, StageReuse
+from rag_eval.judges.ppi import labels_needed
+from rag_eval.judges.records import JudgedFigure, JudgesSection
+from rag_eval.judges.registry import JUDGES
+from rag_eval.report.formatting import _table, fmt, judge_columns, text
+from rag_eval.report.records import ComparisonSection, Report
+from rag_eval.report.trace_markdown import judged_markdown, system_markdown, traces_markdown
+from rag_eval.report.triage import triage_markdown
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
 from rag_eval.retrievers.records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
-from rag_eval.typed import Figure, PairedComparison
-
-
-def fmt(est: Figure | LabelledEstimate | dict | None, digits: int = 3) -> str:
-    """``0.720 [0.610, 0.820]``, or ``–`` when there is no value."""
-    if isinstance(est, dict):
-        est = Figure.load(est)
-    if est is None or est.value is None:
-        return "–"
-    if est.ci_low is None or est.ci_high is None:  # one label: no interval
-        return f"{est.value:.{digits}f} [no interval]"
-    return f"{est.value:.{digits}f} [{est.ci_low:.{digits}f}, {est.ci_high:.{digits}f}]"
-
-
-def text(value: object, limit: int | None = None) -> str:
-    """Model or user text made inert in Markdown: HTML escaped (an answer may hold ``<script>``),
-    on one line, cut to ``limit`` characters."""
-    import html
-
-    s = " ".join(str(value if value is not None else "").split())
-    return html.escape(s[:limit] if limit else s, quote=False)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    esc = [[text(c).replace("|", "\\|") for c in row] for row in rows]
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in esc]
+from rag_eval.typed import PairedComparison, StageReuse
 
 
 def comparison_rows(comparisons: list[PairedComparison], pair_first: bool) -> list[list[str]]:
@@ -183,9 +163,7 @@ def comparison_markdown(report: Report) -> list[str]:
         ["metric", "pair", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"],
         comparison_rows(c.comparisons, pair_first=False),
     )
-    from rag_eval.orchestration.sequential import sequential_lines
-
-    out += sequential_lines(c.model_dump(mode="json", include={"sequential"}))
+    out += sequential_lines(c)
     if c.disagreements:
         out += ["", f"### Questions where the prompts disagree ({len(c.disagreements)})", ""]
         for d in c.disagreements:
@@ -198,6 +176,27 @@ def comparison_markdown(report: Report) -> list[str]:
                 out.append(f"- *{prompt}* `{a.outcome}`: {text(a.answer) or '–'} | {reasons}")
             out.append("")
     return out
+
+
+def sequential_lines(section: ComparisonSection) -> list[str]:
+    """The comparison's note on the sequential stop (Markdown)."""
+    s = section.sequential
+    if not s:
+        return []
+    last = s.looks[-1].pairs if s.looks else []
+    pairs = "; ".join(f"{p.a} vs {p.b}: {p.wins} better, {p.losses} worse, e-value {p.e_value:.1f}" for p in last)
+    stop = (
+        f"settled after {s.questions_used} of {s.questions_total} questions"
+        if s.settled
+        else f"not settled: all {s.questions_used} questions judged"
+    )
+    return [
+        "",
+        f"**Stopped when settled** (`--stop-when-settled`, seed {s.seed}, batches of {s.batch}): {stop}; "
+        f"{s.calls} model calls made, about {s.calls_saved_estimate} saved. Test: {s.test}, each pair "
+        f"settled at e-value >= {s.threshold:g} (alpha {s.alpha}). {pairs}. The verdicts above are the "
+        "fixed-sample tests on the questions judged; the stop claims no more than they do.",
+    ]
 
 
 def sample_note(report: Report) -> str | None:
@@ -251,11 +250,6 @@ def attribution_markdown(report: Report) -> list[str]:
     return out
 
 
-def judge_columns(figures: dict[str, dict]) -> list[str]:
-    """The judged figures present in any prompt, in the order they were computed (the registry's)."""
-    return list(dict.fromkeys(m for f in figures.values() for m in f))
-
-
 def calibration_lines(j: JudgesSection) -> list[str]:
     """Which faithfulness judge decides attribution, and each probability-scored judge's cut-off."""
     out = []
@@ -276,8 +270,6 @@ def calibration_lines(j: JudgesSection) -> list[str]:
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
         agree = c.agreement
         if agree and agree.accuracy is not None:
-            from rag_eval.judges.ppi import labels_needed
-
             n10 = labels_needed(agree.accuracy, 0.10)
             line += (
                 f"; agrees with people on {agree.accuracy:.2f} of {'?' if agree.n is None else agree.n} labelled cases "
@@ -293,7 +285,6 @@ def calibration_lines(j: JudgesSection) -> list[str]:
         if c.band_note:
             line += f"; {c.band_note}"
         out.append(line)
-    from rag_eval.judges.registry import JUDGES
 
     unmeasured = [
         m
@@ -448,8 +439,6 @@ def render_markdown(report: Report | dict) -> str:
     out += resume_markdown(report.resume)
     out += lint_markdown(report.lint)
     if report.system is not None or report.traces is not None:
-        from rag_eval.report.trace_markdown import system_markdown, traces_markdown
-
         out += system_markdown(report) if report.system is not None else []
         out += traces_markdown(report) if report.traces is not None else []
     out += retrieval_markdown(report)
@@ -460,9 +449,23 @@ def render_markdown(report: Report | dict) -> str:
     if report.attribution is not None:
         out += attribution_markdown(report)
     if report.judges is not None:
-        from rag_eval.report.triage import triage_markdown
-
         out += judges_markdown(report)
         out += labels_markdown(report)
         out += triage_markdown(report)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_traces_markdown(report: Report | dict) -> str:
+    """A traces audit as Markdown: the full report when traces were matched to a labelled test set,
+    else the traces, the judged figures and the outcomes."""
+    report = Report.load(report)
+    if report.retrieval is not None:
+        return render_markdown(report)
+    out = [
+        f"# rag-eval traces report: {report.name}",
+        "",
+        f"- created: {report.created} (rag-eval {report.rag_eval_version})",
+    ]
+    out += traces_markdown(report)
+    out += judged_markdown(report)
     return "\n".join(out).rstrip() + "\n"

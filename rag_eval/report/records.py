@@ -58,12 +58,46 @@ class Disagreement(Model):
     answers: dict[str, PromptAnswer] = {}
 
 
+class PairEvalue(Model):
+    """Two prompts at one look of a sequential comparison: wins, losses and the e-value of ``ok``."""
+
+    a: str = ""
+    b: str = ""
+    wins: int = 0
+    losses: int = 0
+    e_value: Num = 1.0
+
+
+class Look(Model):
+    """One look of a sequential comparison: the questions judged so far and each pair's e-value."""
+
+    questions: int = 0
+    pairs: list[PairEvalue] = []
+    settled: bool = False
+
+
+class SequentialStop(Model):
+    """``--stop-when-settled``: the always-valid test, where it stopped, and the calls it saved."""
+
+    test: str = ""
+    alpha: Num = 0.05
+    threshold: Num = 0.0
+    seed: int | None = None
+    batch: int = 0
+    questions_used: int = 0
+    questions_total: int = 0
+    settled: bool = False
+    calls: int = 0
+    calls_saved_estimate: int = 0
+    looks: list[Look] = []
+
+
 class ComparisonSection(Model):
     """Prompts compared on the same contexts (``rag-eval compare``)."""
 
     comparisons: list[PairedComparison] = []
     disagreements: list[Disagreement] = []
-    sequential: dict[str, Any] | None = None
+    sequential: SequentialStop | None = None
 
 
 class LabelledFigure(Model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag_eval.judges.records import JudgedFigure
+from rag_eval.report.formatting import fmt
 from rag_eval.report.records import Summary
 
 HEADLINE = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10")
@@ -10,8 +11,6 @@ HEADLINE = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10")
 
 def one_screen(summary: Summary | dict) -> str:
     """Retrieval headline figures, judged figures and outcome shares, one line each."""
-    from rag_eval.report.markdown import fmt
-
     summary = Summary.load(summary)
     lines = []
     for name, figs in summary.retrieval.items():

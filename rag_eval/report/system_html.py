@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from html import escape
 
+from rag_eval.report.formatting import html_table as _table
 from rag_eval.report.records import Report
 
 
 def system_html(report: Report) -> list[str]:
     """The system's and the traces' sections of the HTML page (empty when the report has neither)."""
-    from rag_eval.report.html import _table
-
     out = []
     s = report.system
     if s and s.type != "traces":

@@ -5,11 +5,14 @@ uncertain share."""
 
 from __future__ import annotations
 
+import html as html_lib
 from dataclasses import dataclass
 
+from rag_eval.judges.active import decision_uncertainty, labels_for_width
 from rag_eval.judges.labels import figure_records
 from rag_eval.judges.records import UncertainDetails
 from rag_eval.judges.registry import figures
+from rag_eval.report.formatting import _table, fmt, text
 from rag_eval.report.records import Report
 from rag_eval.typed import Figure
 
@@ -17,8 +20,6 @@ WIDTHS = (0.05, 0.10)
 
 
 def _fmt(est: Figure | None) -> str:
-    from rag_eval.report.markdown import fmt
-
     return fmt(est, 2)
 
 
@@ -68,8 +69,6 @@ class LabelsPlan:
 
 def uncertain_answers(report: Report) -> list[UncertainVerdict]:
     """Every uncertain verdict still standing, the most unsure first (closest to its cut-off)."""
-    from rag_eval.judges.active import decision_uncertainty
-
     questions = {r.question_id: r.question for r in report.rows()}
     rows = []
     for r in report.judges.records if report.judges else []:
@@ -98,8 +97,6 @@ def labels_plan(report: Report | dict, chosen_width: float = 0.10) -> list[Label
     """Per prompt and judged figure with a human label: judged and uncertain answers, the labels a
     uniform and an active draw need for ±0.05, ±0.10 and ``chosen_width``, and the escalations
     (decisions sent to a second judge) that would decide its uncertain answers."""
-    from rag_eval.judges.active import decision_uncertainty, labels_for_width
-
     report = Report.load(report)
     j = report.judges
     if j is None:
@@ -140,8 +137,6 @@ def labels_plan(report: Report | dict, chosen_width: float = 0.10) -> list[Label
 
 def escalation_lines(report: Report) -> list[str]:
     """What the escalation did and cost, and each figure with and without it (Markdown)."""
-    from rag_eval.report.markdown import _table
-
     e = report.judges.escalation if report.judges else None
     if not e:
         return []
@@ -194,8 +189,6 @@ def escalation_lines(report: Report) -> list[str]:
 
 def triage_markdown(report: Report | dict) -> list[str]:
     """The report's section on uncertain verdicts, escalation and labels needed (Markdown)."""
-    from rag_eval.report.markdown import _table, text
-
     report = Report.load(report)
     if report.judges is None:
         return []
@@ -273,8 +266,6 @@ def triage_markdown(report: Report | dict) -> list[str]:
 
 def triage_html(report: Report | dict) -> list[str]:
     """The same section as HTML."""
-    import html as html_lib
-
     lines = triage_markdown(report)
     if not lines:
         return []

@@ -21,7 +21,7 @@ RECALL_SAMPLE = 64  # questions on which an approximate index is checked against
 
 def _faiss():
     try:
-        import faiss
+        import faiss  # noqa: PLC0415
     except ImportError:
         raise ConfigError(
             Problem(

@@ -18,7 +18,7 @@ class Reranker:
 
     def __init__(self, corpus: Corpus, cfg: RerankConfig, base: Rankings, name: str):
         go_offline()
-        from sentence_transformers import CrossEncoder
+        from sentence_transformers import CrossEncoder  # noqa: PLC0415
 
         self.corpus, self.cfg, self.base, self.name = corpus, cfg, base, name
         try:

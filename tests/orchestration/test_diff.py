@@ -329,8 +329,9 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     (answer, correctness verdict); the refusal judge says "answered" for all."""
     from rag_eval.config import config_from_dict
     from rag_eval.judges.base import Judgement, inputs_hash
-    from rag_eval.orchestration.runner import load_inputs, retrieval_stage, write_report
+    from rag_eval.orchestration.steps import load_inputs, retrieval_stage
     from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
+    from rag_eval.report.files import write_report
     from rag_eval.rundir import new_run_dir
 
     write_jsonl(folder / "corpus.jsonl", SMALL_CORPUS)

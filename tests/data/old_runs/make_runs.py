@@ -36,12 +36,14 @@ def _keep(run_dir: Path, name: str) -> None:
 
 
 def main() -> None:
+    from tests.scripted_server import ScriptedServer, judge_name, structured_reply
+
     import rag_eval
     from rag_eval import progress
     from rag_eval.config import load_config
     from rag_eval.judges.labels import label_run
-    from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
-    from rag_eval.orchestration.runner import run_compare, run_retrieval, write_report
+    from rag_eval.orchestration.runner import run_compare, run_retrieval
+    from rag_eval.report.files import write_report
     from tests.conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
 
     progress.set_enabled(False)
