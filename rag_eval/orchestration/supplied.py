@@ -17,9 +17,10 @@ from rag_eval.data.records import Record
 from rag_eval.data.testset import stable_id
 from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
+from rag_eval.judges.base import Judgement
 from rag_eval.judges.judging import run_judging
 from rag_eval.llm.session import LLMSession
-from rag_eval.report.assemble import add_judging, supplied_report
+from rag_eval.report.assemble import Retrieved, add_judging, supplied_report
 from rag_eval.report.files import write_report
 from rag_eval.report.records import Report
 from rag_eval.rundir import write_json, write_text
@@ -136,6 +137,20 @@ def as_audit_inputs(rows: list[SuppliedAnswer]) -> tuple[Corpus, list[Question],
     return Corpus(list(chunks.values()), source="contexts (given)"), questions, generations
 
 
+def retrieved_by_recall(recall: str | None, judgements: list[Judgement]) -> Retrieved:
+    """With no retrieval labels, a question's contexts missed when the context-recall judge
+    ``recall`` found the reference absent from them (score under 0.5); why, with its reason."""
+    verdicts = {j.question_id: j for j in judgements if j.judge == recall}
+
+    def retrieved(q: Question) -> tuple[bool, str | None]:
+        rj = verdicts.get(q.id)
+        if rj and rj.status == "judged" and rj.score is not None and rj.score < 0.5:
+            return False, f"{recall} {rj.score:.2f} < 0.5: the contexts do not hold the reference ({rj.reason or ''})"
+        return True, None
+
+    return retrieved
+
+
 def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, use_cache: bool = True) -> Report:
     """Judges and attribution for supplied answers, written to ``run_dir``; returns the report.
     With no retrieval labels, a retrieval miss is the context-recall judge finding the reference
@@ -151,15 +166,8 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
     recall = next((n for n in RECALL_JUDGES if n in cfg.judges.metrics), None)
-    verdicts = {j.question_id: j for j in judgements if j.judge == recall}
-
-    def retrieved(q: Question) -> tuple[bool, str | None]:
-        rj = verdicts.get(q.id)
-        if rj and rj.status == "judged" and rj.score is not None and rj.score < 0.5:
-            return False, f"{recall} {rj.score:.2f} < 0.5: the contexts do not hold the reference ({rj.reason or ''})"
-        return True, None
-
     report = supplied_report(cfg, len(rows), recall)
-    add_judging(report, cfg, questions, [Answer.load(g) for g in generations], judgements, retrieved)
+    answers = [Answer.load(g) for g in generations]
+    add_judging(report, cfg, questions, answers, judgements, retrieved_by_recall(recall, judgements))
     write_report(run_dir, report)
     return report
