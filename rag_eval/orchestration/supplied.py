@@ -161,13 +161,13 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
     )
     try:
-        judgements, _ = run_judging(cfg, corpus, questions, generations, session, run_dir)
+        judgements, info = run_judging(cfg, corpus, questions, generations, session, run_dir)
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
     recall = next((n for n in RECALL_JUDGES if n in cfg.judges.metrics), None)
     report = supplied_report(cfg, len(rows), recall)
     answers = [Answer.load(g) for g in generations]
-    add_judging(report, cfg, questions, answers, judgements, retrieved_by_recall(recall, judgements))
+    add_judging(report, cfg, questions, answers, judgements, retrieved_by_recall(recall, judgements), reuse=info)
     write_report(run_dir, report)
     return report
