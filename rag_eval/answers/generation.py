@@ -19,7 +19,7 @@ from rag_eval.answers.records import Answer
 from rag_eval.config import AuditConfig, GenerationConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem
-from rag_eval.judges.base import inputs_hash
+from rag_eval.hashing import inputs_hash
 from rag_eval.progress import track_async
 from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.custom import import_object

@@ -20,8 +20,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rag_eval.judges.base import Judgement
 from rag_eval.judges.calibration import cutoffs_for
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import PROMPT_OF, ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for

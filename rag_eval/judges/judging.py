@@ -17,9 +17,10 @@ import numpy as np
 
 from rag_eval.answers.records import Answer
 from rag_eval.config import AuditConfig
-from rag_eval.judges.base import Judgement, inputs_hash
+from rag_eval.hashing import inputs_hash
 from rag_eval.judges.calibration import agreement_for, cutoffs_for
 from rag_eval.judges.escalation import escalate_records, first_pass
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.registry import JUDGE_NAMES, JUDGES, figures

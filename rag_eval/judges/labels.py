@@ -21,7 +21,7 @@ from rag_eval.attribution_records import AttributionRow, JudgeBrief
 from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.active import active_mean, draw_questions
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ppi import human_mean, ppi_mean
 from rag_eval.judges.records import LabelledEstimate
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures

@@ -19,7 +19,8 @@ import typing
 
 from pydantic import BaseModel, Field, create_model
 
-from rag_eval.judges.base import Judgement, text_hash
+from rag_eval.hashing import text_hash
+from rag_eval.judges.judgement import Judgement
 from rag_eval.llm.client import redact
 from rag_eval.offline import go_offline
 

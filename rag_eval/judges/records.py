@@ -1,13 +1,13 @@
 """What the judging stage hands attribution and the report: the judged figures (aggregates with
 intervals, the not-judged and uncertain counted beside them), the cut-offs used, and the
-``judges`` section of report.json. One judge's verdict is ``judges.base.Judgement``."""
+``judges`` section of report.json. One judge's verdict is ``judges.judgement.Judgement``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rag_eval.answers.records import Usage
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.typed import Figure, Model, Num, StageReuse
 
 

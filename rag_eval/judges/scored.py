@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_eval.judges.base import Judgement, text_hash
+from rag_eval.hashing import text_hash
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
 from rag_eval.resources import shipped_prompt
 

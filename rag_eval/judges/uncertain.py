@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_eval.judges import calibration
-from rag_eval.judges.base import Judgement
 from rag_eval.judges.calibration import fold_assignment, key
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import BANDED
 from rag_eval.judges.scored import VARIANTS
 

@@ -17,7 +17,7 @@ from rag_eval.data.records import Record
 from rag_eval.data.testset import stable_id
 from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import run_judging
 from rag_eval.llm.session import LLMSession
 from rag_eval.report.assemble import Retrieved, add_judging, supplied_report

@@ -19,8 +19,8 @@ from rag_eval.attribution_records import (
     OutcomeShare,
 )
 from rag_eval.config import AuditConfig
-from rag_eval.judges.base import Judgement
 from rag_eval.judges.escalation import without_escalation
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
 from rag_eval.judges.records import JudgesSection, JudgingInfo
 from rag_eval.report.records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo

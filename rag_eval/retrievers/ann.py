@@ -14,7 +14,7 @@ import numpy as np
 
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.progress import say
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.rankings import Rankings
 
 RECALL_SAMPLE = 64  # questions on which an approximate index is checked against exact search
 

@@ -26,7 +26,7 @@ from scipy import sparse
 
 from rag_eval.config import Bm25Config
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings, relevant_indices
+from rag_eval.retrievers.rankings import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
 BLOCK = 64  # questions scored per sparse product (small blocks stay in the CPU's cache: faster)

@@ -19,7 +19,7 @@ from rag_eval.errors import ConfigError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import enabled, say, track
 from rag_eval.retrievers.ann import hnsw_rankings
-from rag_eval.retrievers.base import Rankings, relevant_indices
+from rag_eval.retrievers.rankings import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}

@@ -19,12 +19,12 @@ from rag_eval.config import (
 )
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, Problem
-from rag_eval.retrievers.base import Rankings, relevant_indices
 from rag_eval.retrievers.bm25 import Bm25Retriever
 from rag_eval.retrievers.custom import CallableRetriever, LangchainRetriever, RunFileRetriever
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.retrievers.frameworks import framework_retriever
 from rag_eval.retrievers.hybrid import fuse
+from rag_eval.retrievers.rankings import Rankings, relevant_indices
 from rag_eval.retrievers.rerank import Reranker
 from rag_eval.types import Corpus, Question
 

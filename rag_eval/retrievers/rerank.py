@@ -8,8 +8,8 @@ from rag_eval.config import RerankConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings
 from rag_eval.retrievers.dense import resolve_model
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.types import Corpus, Question
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from rag_eval.config import AuditConfig
 from rag_eval.data.testset import label_provenance
 from rag_eval.metrics import MetricSpec, default_metrics, parse_metric, relevance_data
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.stats import Comparison, Estimate, apply_holm, bootstrap_mean, compare_paired
 from rag_eval.types import Corpus, Question
 

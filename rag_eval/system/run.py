@@ -15,7 +15,7 @@ from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfig, SystemRetrieverConfig
 from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.base import inputs_hash
+from rag_eval.hashing import inputs_hash
 from rag_eval.judges.judging import run_judging
 from rag_eval.judges.labels import label_run
 from rag_eval.llm.session import LLMSession

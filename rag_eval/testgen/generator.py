@@ -31,7 +31,7 @@ from rag_eval.data.corpus import load_corpus
 from rag_eval.data.testset import EvidenceIndex, load_test_set, normalise, stable_id
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, DataError, Problem
-from rag_eval.judges.base import text_hash
+from rag_eval.hashing import text_hash
 from rag_eval.judges.calibration import cutoffs_for
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.yesno import load_prompt

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rag_eval.config import load_config
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.uncertain import Band, bands_for, case_status, fit_band, mark
 from rag_eval.orchestration.runner import run_audit
 

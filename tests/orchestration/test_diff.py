@@ -328,7 +328,8 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     """A run with one prompt judged by correctness and refusal: ``answers`` maps a question id to
     (answer, correctness verdict); the refusal judge says "answered" for all."""
     from rag_eval.config import config_from_dict
-    from rag_eval.judges.base import Judgement, inputs_hash
+    from rag_eval.hashing import inputs_hash
+    from rag_eval.judges.judgement import Judgement
     from rag_eval.orchestration.steps import load_inputs, retrieval_stage
     from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
     from rag_eval.report.files import write_report

@@ -5,7 +5,7 @@ import json
 
 from rag_eval.answers.records import Answer
 from rag_eval.config import config_from_dict
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.orchestration.supplied import retrieved_by_recall
 from rag_eval.report.assemble import add_judging, summary, supplied_report
 from rag_eval.report.files import write_report

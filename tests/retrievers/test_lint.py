@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rag_eval.config import AuditConfig
-from rag_eval.retrievers.base import Rankings
 from rag_eval.retrievers.lint import fails, lint
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.stats import detectable_hit_difference, independent_discordance, sign_test
 from rag_eval.types import Chunk, Corpus, Question

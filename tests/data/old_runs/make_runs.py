@@ -36,8 +36,6 @@ def _keep(run_dir: Path, name: str) -> None:
 
 
 def main() -> None:
-    from tests.scripted_server import ScriptedServer, judge_name, structured_reply
-
     import rag_eval
     from rag_eval import progress
     from rag_eval.config import load_config
@@ -45,6 +43,7 @@ def main() -> None:
     from rag_eval.orchestration.runner import run_compare, run_retrieval
     from rag_eval.report.files import write_report
     from tests.conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
+    from tests.scripted_server import ScriptedServer, judge_name, structured_reply
 
     progress.set_enabled(False)
     tmp = Path(tempfile.mkdtemp())
