@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from rag_eval.orchestration.gates import check_gates
 from rag_eval.orchestration.runner import run_audit, run_compare, run_lint, run_retrieval
 from rag_eval.orchestration.steps import load_inputs
 from rag_eval.orchestration.supplied import judge_supplied, parse_rows
+from rag_eval.report.records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.rundir import new_run_dir, read_finished
 from rag_eval.system.trace_audit import audit_traces, traces_config
@@ -131,6 +133,12 @@ class Result:
         summary, report = read_finished(run_dir)
         return cls(run_dir, summary, report, config)
 
+    @cached_property
+    def typed_report(self) -> Report:
+        """report.json as the typed report: ``typed_report.attribution.rows[0].outcome``,
+        ``typed_report.judges.figures["baseline"]["correctness"].ci_low``."""
+        return Report.load(self.report)
+
     def figure(self, name: str) -> dict:
         """A figure of summary.json by its dotted name (``retrieval.hybrid.hit@5``): value, interval, n."""
         node: Any = self.summary
@@ -172,8 +180,8 @@ class Result:
         """One row per question and prompt: the outcome and why, with the answer and the reference."""
         import pandas as pd  # noqa: PLC0415
 
-        rows = self.report.get("attribution", {}).get("rows", [])
-        return pd.DataFrame([{k: v for k, v in r.items() if k not in ("judges", "contexts")} for r in rows])
+        rows = self.typed_report.rows()
+        return pd.DataFrame([r.model_dump(exclude_unset=True, exclude={"judges", "contexts"}) for r in rows])
 
     def gates(self, gates: dict[str, str] | None = None) -> list:
         """Every gate's result (the config's gates unless ``gates`` is given)."""

@@ -28,6 +28,7 @@ from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
 from rag_eval.report.files import write_report
 from rag_eval.report.history_html import render_history_html
 from rag_eval.report.markdown import fmt
+from rag_eval.report.records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.report.triage import labels_plan
 from rag_eval.retrievers.lint import fails, generic_labels
@@ -264,7 +265,8 @@ def _compare(args: argparse.Namespace) -> int:
         seed=args.seed,
         baseline=args.baseline,
     )
-    seq = result.report.get("comparison", {}).get("sequential")
+    comparison = result.typed_report.comparison
+    seq = comparison.sequential if comparison else None
     if seq:
         print(
             f"stopped {'when settled' if seq['settled'] else 'at the end, not settled'}: {seq['questions_used']} of "
@@ -290,10 +292,10 @@ def _report(args: argparse.Namespace) -> int:
         ) from None
     if args.labels:
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
-        lab = report["labels"]
+        lab = report.labels
         print(
-            f"labels: {lab['answers_labelled']} answers ("
-            + ", ".join(f"{c} {n}" for c, n in lab["per_column"].items())
+            f"labels: {lab.answers_labelled} answers ("
+            + ", ".join(f"{c} {n}" for c, n in lab.per_column.items())
             + "); prediction-powered figures added"
         )
     write_report(run_dir, report)
@@ -307,16 +309,14 @@ def _label(args: argparse.Namespace) -> int:
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     out = Path(args.out) if args.out else run_dir / "labels"
     out.mkdir(parents=True, exist_ok=True)
-    verdicts = {}
-    for row in report.get("attribution", {}).get("rows", []):
-        verdicts[(row["question_id"], row["prompt"])] = row.get("judges", {})
+    verdicts = {(row.question_id, row.prompt): row.judges for row in Report.load(report).rows()}
     write_csv(rows, out / "labels.csv")
 
     plan = labels_plan(report, args.width)
     write_html(rows, out / "labels.html", _context_texts(run_dir, report), verdicts, plan=plan)
     how = "a plain random draw" if args.uniform else "drawn favouring uncertain and outcome-deciding verdicts"
     print(
-        f"{len(rows)} answers to label ({len({r['question_id'] for r in rows})} questions, seed {args.seed}, {how}): "
+        f"{len(rows)} answers to label ({len({r.question_id for r in rows})} questions, seed {args.seed}, {how}): "
         f"{out / 'labels.csv'} (fill in yes/no) or {out / 'labels.html'} (open in a browser; Save labels "
         f"downloads labels.csv).\nThen: rag-eval report {run_dir} --labels {out / 'labels.csv'}"
     )
@@ -439,13 +439,13 @@ def _traces(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         progress=progress.enabled(),
     )
-    t = result.report["traces"]
-    skipped = ", ".join(f"{n} {why}" for why, n in t["skipped"].items()) or "none"
-    print(f"traces: {t['read']} read, {t['audited']} audited; skipped: {skipped}")
-    for s in t["skipped_traces"][:10]:
-        print(f"    skipped {s['trace_id']} ({s['reason']}): {s['question'] or '(no question)'}")
-    if len(t["skipped_traces"]) > 10:
-        print(f"    ... and {len(t['skipped_traces']) - 10} more (report.md)")
+    t = result.typed_report.traces
+    skipped = ", ".join(f"{n} {why}" for why, n in t.skipped.items()) or "none"
+    print(f"traces: {t.read} read, {t.audited} audited; skipped: {skipped}")
+    for s in t.skipped_traces[:10]:
+        print(f"    skipped {s.trace_id} ({s.reason}): {s.question or '(no question)'}")
+    if len(t.skipped_traces) > 10:
+        print(f"    ... and {len(t.skipped_traces) - 10} more (report.md)")
     print(f"run folder: {result.run_dir} (report.md, summary.json, labels/)")
     results = result.gates()
     for r in results:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_eval.answers.records import Answer
 from rag_eval.config import AuditConfig, GenerationConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem
@@ -24,6 +25,7 @@ from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.rundir import read_jsonl, write_text
+from rag_eval.typed import StageReuse
 from rag_eval.types import Chunk, Corpus
 
 PLACEHOLDERS = ("{question}", "{contexts}")
@@ -303,14 +305,14 @@ def supplied_answers(
 
 def run_generation(
     cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, session, run_dir: Path
-) -> tuple[list[dict], dict]:
+) -> tuple[list[Answer], StageReuse]:
     """Generation for a run folder, in one event loop (an AsyncOpenAI client cannot cross loops);
-    the records, and what a resumed run reused."""
+    the answers, and what a resumed run reused."""
     selected = select_questions(cfg, res)
     weights = sample_weights(cfg, res, selected)
     out = run_dir / "generation.jsonl"
     if cfg.generation.answers:
-        return supplied_answers(cfg, corpus, res, selected, out, weights), {"reused": 0, "redone": {}}
+        return [Answer.load(r) for r in supplied_answers(cfg, corpus, res, selected, out, weights)], StageReuse()
     prompts = load_prompts(cfg)
 
     async def main() -> tuple[list[dict], dict]:
@@ -320,4 +322,5 @@ def run_generation(
         finally:
             await session.aclose()
 
-    return asyncio.run(main())
+    records, reuse = asyncio.run(main())
+    return [Answer.load(r) for r in records], StageReuse.load(reuse)

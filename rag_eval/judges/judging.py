@@ -15,12 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_eval.answers.records import Answer
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
 from rag_eval.judges.calibration import agreement_for, cutoffs_for
 from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ragas_judges import RagasJudges
+from rag_eval.judges.records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.registry import JUDGES, Families, Inputs, decider, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import bands_for, mark
@@ -120,14 +122,14 @@ class JudgeRun:
         return j
 
 
-async def judge_answer(jr: JudgeRun, q: Question, gen: dict, contexts: list[str]) -> list[Judgement]:
+async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
     """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
     claim for the faithfulness judges to check."""
     metrics = jr.cfg.judges.metrics
-    qid, prompt = q.id, gen["prompt"]
-    answer = gen.get("answer")
-    if gen.get("error") is not None or not answer:
-        why = f"no answer to judge: {gen.get('error') or 'the answer is empty'}"
+    qid, prompt = q.id, gen.prompt
+    answer = gen.answer
+    if gen.failed or not answer:
+        why = f"no answer to judge: {gen.error or 'the answer is empty'}"
         failed = [Judgement(m, qid, prompt, "not_judged", error=why) for m in metrics]
         for j in failed:
             jr.emit(j)
@@ -155,11 +157,11 @@ async def judge_all(
     cfg: AuditConfig,
     corpus: Corpus,
     questions: list[Question],
-    generations: list[dict],
+    generations: list[Answer],
     llm,
     out: Path,
     second=None,
-) -> tuple[list[dict], dict]:
+) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements.
     ``second`` (an LLM): the judge that the uncertain decisions are escalated to."""
@@ -173,7 +175,7 @@ async def judge_all(
     done = read_judgements(out)
     by_id = {q.id: q for q in questions}
     max_chars = cfg.generation.max_context_chars if cfg.generation else 2000
-    records: list[dict] = []
+    records: list[Judgement] = []
     # Answers are judged a few at a time, so that a killed run loses little (each verdict is
     # written as it comes), yet more than the model serves at once: the client's prefix-aware
     # scheduler then has requests of one judge template from several answers to send back to
@@ -188,47 +190,55 @@ async def judge_all(
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
 
-        async def one(g: dict) -> list:
+        async def one(g: Answer) -> list:
             async with gate:
-                contexts = _contexts(corpus, g["contexts"], max_chars)
-                return await judge_answer(jr, by_id[g["question_id"]], g, contexts)
+                contexts = _contexts(corpus, g.contexts, max_chars)
+                return await judge_answer(jr, by_id[g.question_id], g, contexts)
 
-        jobs = [one(g) for g in generations if g["question_id"] in by_id]
+        jobs = [one(g) for g in generations if g.question_id in by_id]
         async for batch in track_async(jobs, "judging answers"):
-            records += [j.to_dict() for j in batch]
+            records += batch
     escalation = None
     if second is not None:
-        gens = {(g["question_id"], g["prompt"]): g for g in generations}
-        records, escalation = await escalate_records(
+        gens = {(g.question_id, g.prompt): g.dump() for g in generations}
+        escalated, escalation = await escalate_records(
             cfg,
-            records,
+            [j.to_dict() for j in records],
             second,
             lambda q, p: (by_id.get(q), gens.get((q, p))),
             lambda ids: _contexts(corpus, ids, max_chars),
         )
-    write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        records = [Judgement.from_dict(r) for r in escalated]
+    write_text(out, "".join(json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in records))
     agreement = agreement_for(llm.identity, scored) if scored else {}
     calibration = {
-        name: {
-            "cutoff": scored.cutoff(name),
-            "cutoffs": scored.decision_cutoffs(name),
-            "calibrated": all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
-            "agreement": agreement.get(name),
-            "bands": {v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
-            "band_note": band_notes.get(name),
-        }
+        name: Calibration(
+            cutoff=scored.cutoff(name),
+            cutoffs=scored.decision_cutoffs(name),
+            calibrated=all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
+            agreement=agreement.get(name),
+            bands={v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
+            band_note=band_notes.get(name),
+        )
         for name in jc.metrics
         if scored and JUDGES[name].family == "scored"
     }
-    return records, {"reused": jr.reused, "redone": jr.redone, "calibration": calibration, "escalation": escalation}
+    info = JudgingInfo(reused=jr.reused, redone=jr.redone, calibration=calibration, escalation=escalation)
+    return records, info
 
 
 def run_judging(
-    cfg: AuditConfig, corpus: Corpus, questions: list[Question], generations: list[dict], session, run_dir: Path
-) -> tuple[list[dict], dict]:
+    cfg: AuditConfig,
+    corpus: Corpus,
+    questions: list[Question],
+    generations: list[Answer | dict],
+    session,
+    run_dir: Path,
+) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements of every answer, and what a resumed run reused."""
+    generations = [Answer.load(g) for g in generations]
 
-    async def main() -> tuple[list[dict], dict]:
+    async def main() -> tuple[list[Judgement], JudgingInfo]:
         llm = session.llm(cfg.judges.llm, cfg.where("judges.llm"))
         esc = cfg.judges.escalate
         second = session.llm(esc.second, cfg.where("judges.escalate.llm")) if esc is not None else None
@@ -241,10 +251,10 @@ def run_judging(
 
 
 def aggregate(
-    cfg: AuditConfig, questions: list[Question], judgements: list[dict], weights: dict[str, float] | None = None
-) -> dict[str, dict[str, dict]]:
-    """``{prompt: {figure: {value, ci_low, ci_high, n, n_not_judged}}}`` for every figure of every
-    judge in the registry; not-judged never enter a mean.
+    cfg: AuditConfig, questions: list[Question], judgements: list[Judgement], weights: dict[str, float] | None = None
+) -> Figures:
+    """``{prompt: {figure: JudgedFigure}}`` for every figure of every judge in the registry;
+    not-judged never enter a mean.
 
     Score figures are means with bootstrap intervals; verdict figures are shares with Wilson
     intervals (``correctness``: judged correct, answerable questions; ``refusal_accuracy``:
@@ -255,26 +265,26 @@ def aggregate(
     st = cfg.stats
     weights = weights or {}
     answerable = {q.id: q.answerable for q in questions}
-    out: dict[str, dict[str, dict]] = {}
+    out: Figures = {}
 
     def in_subset(qid: str, subset: str) -> bool:
         return subset == "all" or answerable.get(qid) is (subset == "answerable")
 
-    for prompt in sorted({j["prompt"] for j in judgements}):
-        mine = [j for j in judgements if j["prompt"] == prompt]
-        figs: dict[str, dict] = {}
+    for prompt in sorted({j.prompt for j in judgements}):
+        mine = [j for j in judgements if j.prompt == prompt]
+        figs: dict[str, JudgedFigure] = {}
         for spec, fig in figures(cfg.judges.metrics):
-            rows = [j for j in mine if j["judge"] == spec.name and in_subset(j["question_id"], fig.subset)]
-            rows = [j for j in rows if j["status"] != "skipped"]
+            rows = [j for j in mine if j.judge == spec.name and in_subset(j.question_id, fig.subset)]
+            rows = [j for j in rows if j.status != "skipped"]
             if not rows:
                 continue
-            judged = [j for j in rows if j["status"] == "judged"]
-            w = np.array([weights.get(j["question_id"], 1.0) for j in judged], dtype=float)
+            judged = [j for j in rows if j.status == "judged"]
+            w = np.array([weights.get(j.question_id, 1.0) for j in judged], dtype=float)
             if fig.binary:
-                hits = np.array([j["verdict"] == fig.verdict for j in judged], dtype=float)
+                hits = np.array([j.verdict == fig.verdict for j in judged], dtype=float)
                 est = weighted_share(hits, w, confidence=st.confidence)
             else:
-                scores = np.array([j["score"] for j in judged], dtype=float)
+                scores = np.array([j.score for j in judged], dtype=float)
                 est = bootstrap_mean(
                     scores, n_resamples=st.bootstrap_resamples, confidence=st.confidence, seed=st.seed, weights=w
                 )
@@ -283,9 +293,9 @@ def aggregate(
     return out
 
 
-def _with_excluded(est: Estimate, rows: list[dict]) -> dict:
-    return {
+def _with_excluded(est: Estimate, rows: list[Judgement]) -> JudgedFigure:
+    return JudgedFigure(
         **est.to_dict(),
-        "n_not_judged": sum(j["status"] == "not_judged" for j in rows),
-        "n_uncertain": sum(j["status"] == "uncertain" for j in rows),
-    }
+        n_not_judged=sum(j.status == "not_judged" for j in rows),
+        n_uncertain=sum(j.status == "uncertain" for j in rows),
+    )

@@ -15,13 +15,19 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_eval.answers.records import Answer
 from rag_eval.attribution import attribute
+from rag_eval.attribution_records import AttributionRow, JudgeBrief
 from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.active import active_mean, draw_questions
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ppi import human_mean, ppi_mean
+from rag_eval.judges.records import LabelledEstimate
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
+from rag_eval.report.records import LabelledDifference, LabelledFigure, LabelsSection, Report
+from rag_eval.typed import Model, Num
 from rag_eval.types import Question
 
 COLUMNS = [
@@ -50,27 +56,42 @@ class Label:
     inclusion_probability: float | None = None  # the chance the draw had of picking this answer
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+class DrawnAnswer(Model):
+    """One answer drawn for people to label: a row of labels.csv and an item of labels.html."""
+
+    question_id: str
+    prompt: str
+    weight: Num = 1.0
+    inclusion_probability: Num | None = None
+    question: str = ""
+    reference: str = ""
+    answerable: bool = True
+    answer: str = ""
+    contexts: list[str] = []
+
+
+def _answers(run_dir: Path) -> list[Answer]:
+    path = run_dir / "generation.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [Answer.load(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[dict]:
+def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[DrawnAnswer]:
     """A seeded random sample of ``n`` questions of the run (every prompt's answer to each), drawn
     within the audit's strata in proportion to their size; each row keeps its audit weight and its
     inclusion probability. ``active``: drawn with probabilities that favour uncertain and
     outcome-deciding decisions instead (``rag_eval/judges/active.py``)."""
-    gens = [g for g in _read_jsonl(run_dir / "generation.jsonl") if g.get("error") is None]
+    gens = [g for g in _answers(run_dir) if not g.failed]
     if not gens:
         raise DataError(
             Problem(str(run_dir), "the run has no answers to label", "label a run made by rag-eval run or compare")
         )
     strata: dict[str, list[str]] = {}
     for g in gens:
-        ids = strata.setdefault(g.get("stratum", "all"), [])
-        if g["question_id"] not in ids:
-            ids.append(g["question_id"])
+        ids = strata.setdefault(g.stratum or "all", [])
+        if g.question_id not in ids:
+            ids.append(g.question_id)
     total = sum(len(v) for v in strata.values())
     n = min(n, total)
     rng = np.random.default_rng(seed)
@@ -81,61 +102,62 @@ def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[dic
         take[s] += 1
     chosen = {qid for s, ids in strata.items() for qid in rng.permutation(sorted(ids))[: take[s]]}
     pi = {qid: take[s] / len(ids) for s, ids in strata.items() for qid in ids}
-    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    report = Report.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
     if active:
-        chosen, pi = draw_questions(report, [q for ids in strata.values() for q in ids], n, seed)
-    refs = {r["question_id"]: r for r in report.get("attribution", {}).get("rows", [])}
+        chosen, pi = draw_questions(report.dump(), [q for ids in strata.values() for q in ids], n, seed)
+    refs = {r.question_id: r for r in report.rows()}
     rows = []
-    for g in sorted(gens, key=lambda g: (g["question_id"], g["prompt"])):
-        if g["question_id"] not in chosen:
+    for g in sorted(gens, key=lambda g: (g.question_id, g.prompt)):
+        if g.question_id not in chosen:
             continue
-        row = refs.get(g["question_id"], {})
+        row = refs.get(g.question_id, AttributionRow())
         rows.append(
-            {
-                "question_id": g["question_id"],
-                "prompt": g["prompt"],
-                "weight": g.get("weight", 1.0),
-                "inclusion_probability": round(pi[g["question_id"]], 6),
-                "question": row.get("question", ""),
-                "reference": row.get("reference") or "",
-                "answerable": row.get("answerable", True),
-                "answer": g.get("answer") or "",
-                "contexts": g.get("contexts", []),
-            }
+            DrawnAnswer(
+                question_id=g.question_id,
+                prompt=g.prompt,
+                weight=1.0 if g.weight is None else g.weight,
+                inclusion_probability=round(pi[g.question_id], 6),
+                question=row.question,
+                reference=row.reference or "",
+                answerable=row.answerable,
+                answer=g.answer or "",
+                contexts=g.contexts,
+            )
         )
     return rows
 
 
-def write_csv(rows: list[dict], path: Path) -> None:
+def write_csv(rows: list[DrawnAnswer], path: Path) -> None:
     """The labels file a person fills in: yes or no under each label column, blank to skip."""
     with path.open("w", encoding="utf-8", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({**r, **{c: "" for c in HUMAN_LABELS}, "note": ""})
+            w.writerow({**DrawnAnswer.load(r).dump(), **{c: "" for c in HUMAN_LABELS}, "note": ""})
 
 
 def write_html(
-    rows: list[dict],
+    rows: list[DrawnAnswer | dict],
     path: Path,
     contexts: dict[str, str],
-    verdicts: dict[tuple[str, str], dict],
-    plan: list[dict] | None = None,
+    verdicts: dict[tuple[str, str], dict[str, JudgeBrief | dict]],
+    plan: list | None = None,
 ) -> None:
     """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
     the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns). ``plan``
     (``report.triage.labels_plan``): the page shows, per judged figure, the answers labelled so far
     against the labels its chosen interval width needs."""
+    rows = [DrawnAnswer.load(r) for r in rows]
     items = []
     for i, r in enumerate(rows):
         ctx = "".join(
             f"<details><summary>context {k + 1}: {html.escape(cid)}</summary><pre>{html.escape(contexts.get(cid, '(text not available)'))}</pre></details>"
-            for k, cid in enumerate(r["contexts"])
+            for k, cid in enumerate(r.contexts)
         )
-        v = verdicts.get((r["question_id"], r["prompt"]), {})
+        v = {name: JudgeBrief.load(j) for name, j in verdicts.get((r.question_id, r.prompt), {}).items()}
         judged = "".join(
-            f"<li><b>{html.escape(name)}</b>: {html.escape(str(j.get('verdict') or j.get('score')))} "
-            f"{html.escape(j.get('reason') or '')}</li>"
+            f"<li><b>{html.escape(name)}</b>: {html.escape(str(j.verdict or j.score))} "
+            f"{html.escape(j.reason or '')}</li>"
             for name, j in v.items()
         )
         asks = "".join(
@@ -148,34 +170,21 @@ def write_html(
             for c, q in HUMAN_LABELS.items()
         )
         items.append(
-            f'<section data-i="{i}" data-prompt="{html.escape(r["prompt"])}"><h3>{i + 1}. {html.escape(r["question"])}</h3>'
-            f"<p class=meta>question {html.escape(r['question_id'])}, prompt {html.escape(r['prompt'])}"
-            f"{'' if r['answerable'] else ', unanswerable from the documents'}</p>"
-            f"<p><b>Reference:</b> {html.escape(r['reference'] or '–')}</p>{ctx}"
-            f"<p><b>Answer:</b></p><pre>{html.escape(r['answer'])}</pre>{asks}"
+            f'<section data-i="{i}" data-prompt="{html.escape(r.prompt)}"><h3>{i + 1}. {html.escape(r.question)}</h3>'
+            f"<p class=meta>question {html.escape(r.question_id)}, prompt {html.escape(r.prompt)}"
+            f"{'' if r.answerable else ', unanswerable from the documents'}</p>"
+            f"<p><b>Reference:</b> {html.escape(r.reference or '–')}</p>{ctx}"
+            f"<p><b>Answer:</b></p><pre>{html.escape(r.answer)}</pre>{asks}"
             f'<textarea placeholder="note (optional)" name="note-{i}"></textarea>'
             f'<div class="judges" hidden><p>Judges (shown once every question above is answered):</p><ul>{judged}</ul></div>'
             "</section>"
         )
-    data = json.dumps(
-        [
-            {
-                k: r.get(k, "")
-                for k in ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
-            }
-            for r in rows
-        ]
-    )
+    page_columns = ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
+    data = json.dumps([{k: "" if getattr(r, k) is None else getattr(r, k) for k in page_columns} for r in rows])
     cols = json.dumps(list(HUMAN_LABELS))
     goals = json.dumps(
         [
-            {
-                "prompt": p["prompt"],
-                "figure": p["figure"],
-                "label": p["label"],
-                "width": p["width"],
-                "need": p["labels_needed"][f"{p['width']:g}"]["active"],
-            }
+            {"prompt": p.prompt, "figure": p.figure, "label": p.label, "width": p.width, "need": p.active_need}
             for p in plan or []
         ]
     )
@@ -306,44 +315,50 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
     return labels
 
 
-def figure_records(records: list[dict], judge: str, prompt: str, subset: str, answerable: dict) -> list[dict]:
+def figure_records(records: list[Judgement], judge: str, prompt: str, subset: str, answerable: dict) -> list[Judgement]:
     """The judged or uncertain records of one judge and prompt that a figure over ``subset``
     ("all", "answerable" or "unanswerable") is made of."""
     return [
         r
         for r in records
-        if r["judge"] == judge
-        and r["prompt"] == prompt
-        and r["status"] in ("judged", "uncertain")
-        and (subset == "all" or answerable.get(r["question_id"]) is (subset == "answerable"))
+        if r.judge == judge
+        and r.prompt == prompt
+        and r.status in ("judged", "uncertain")
+        and (subset == "all" or answerable.get(r.question_id) is (subset == "answerable"))
     ]
 
 
-def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float], confidence: float) -> dict:
-    """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, judge_on_labelled}}}``
-    for every judged figure with a human label column, and ``attribution`` shares likewise. An
-    uncertain verdict enters with what the judge leaned to (the labels correct it like any other)."""
-    judges = report.get("judges", {})
-    records = judges.get("records", [])
+def _answerable(report: Report) -> dict[str, bool]:
+    return {r.question_id: r.answerable for r in report.rows()}
+
+
+def labelled_figures(
+    report: Report, labels: list[Label], weights: dict[str, float], confidence: float
+) -> dict[str, dict[str, LabelledFigure]]:
+    """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, label, agreement}}}``
+    for every judged figure with a human label column. An uncertain verdict enters with what the
+    judge leaned to (the labels correct it like any other)."""
+    judges = report.judges
+    records = judges.records if judges else []
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
-    answerable = {r["question_id"]: r["answerable"] for r in report.get("attribution", {}).get("rows", [])}
-    out: dict[str, dict] = {}
-    for prompt in sorted({r["prompt"] for r in records}):
-        figs: dict[str, dict] = {}
-        for spec, fig in figures(judges.get("metrics", [])):
+    answerable = _answerable(report)
+    out: dict[str, dict[str, LabelledFigure]] = {}
+    for prompt in sorted({r.prompt for r in records}):
+        figs: dict[str, LabelledFigure] = {}
+        for spec, fig in figures(judges.metrics):
             if spec.human_label is None:
                 continue
             rows = figure_records(records, spec.name, prompt, fig.subset, answerable)
             lab_y, lab_hat, lab_w, lab_pi, unl_hat, unl_w = [], [], [], [], [], []
             for r in rows:
-                if r["status"] == "uncertain":
-                    yhat = leaning_value(r, fig.verdict)
+                if r.status == "uncertain":
+                    yhat = leaning_value(r.to_dict(), fig.verdict)
                     if yhat is None:
                         continue
                 else:
-                    yhat = float(r["verdict"] == fig.verdict) if fig.binary else float(r["score"])
-                w = weights.get(r["question_id"], 1.0)
-                lab = by_key.get((r["question_id"], prompt))
+                    yhat = float(r.verdict == fig.verdict) if fig.binary else float(r.score)
+                w = weights.get(r.question_id, 1.0)
+                lab = by_key.get((r.question_id, prompt))
                 y = lab.values.get(spec.human_label) if lab else None
                 if y is None:
                     unl_hat.append(yhat)
@@ -367,12 +382,12 @@ def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float
                 w=np.array(lab_w),
                 w_unlabelled=np.array(unl_w) if unl_w else None,
             )
-            figs[fig.name] = {
-                "ppi": est.to_dict(),
-                "human": human.to_dict(),
-                "label": spec.human_label,
-                "agreement_on_labelled": float(np.mean((yh >= 0.5) == (y >= 0.5))),
-            }
+            figs[fig.name] = LabelledFigure(
+                ppi=LabelledEstimate.load(est.to_dict()),
+                human=LabelledEstimate.load(human.to_dict()),
+                label=spec.human_label,
+                agreement_on_labelled=float(np.mean((yh >= 0.5) == (y >= 0.5))),
+            )
         out[prompt] = figs
     return out
 
@@ -405,85 +420,90 @@ def estimates(
     return est, human_mean(y, confidence=confidence, w=w, bounded=bounded)
 
 
-def human_outcomes(report: dict, labels: list[Label]) -> dict[tuple[str, str], str]:
+def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str], str]:
     """The outcome of each labelled answer with the labels in place of the judges' verdicts
     (a blank label keeps the judge's verdict), by the same attribution rules."""
-    att = report.get("attribution", {})
-    threshold = att.get("faithfulness_threshold", 0.5)
-    deciding = att.get("faithfulness_judge") or report.get("judges", {}).get("faithfulness_judge")
+    att = report.attribution
+    threshold = 0.5 if att.faithfulness_threshold is None else att.faithfulness_threshold
+    deciding = att.faithfulness_judge or (report.judges.faithfulness_judge if report.judges else None)
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
     out = {}
-    for row in att.get("rows", []):
-        lab = by_key.get((row["question_id"], row["prompt"]))
+    for row in att.rows:
+        lab = by_key.get((row.question_id, row.prompt))
         if lab is None:
             continue
-        js = {name: dict(j) for name, j in row.get("judges", {}).items()}
-        for name, j in js.items():
+        js = {}
+        for name, j in row.judges.items():
             col = JUDGES[name].human_label if name in JUDGES else None
             value = lab.values.get(col) if col else None
-            if value is None or j.get("status") == "skipped":
-                continue
-            spec = JUDGES[name]
-            if spec.labels:
-                positive = spec.labels[0]  # "refused" / "correct"
-                j.update(status="judged", verdict=positive if value else spec.labels[1], reason="human label")
-            else:
-                j.update(status="judged", score=1.0 if value else 0.0, reason="human label")
-        q = Question(row["question_id"], row["question"], {}, row["answerable"], row.get("reference"))
-        retrieved = any(c.get("relevant") for c in row.get("contexts", []))
-        gen = {"answer": row.get("answer"), "error": None}
-        out[(row["question_id"], row["prompt"])] = attribute(
+            if value is not None and j.status != "skipped":
+                spec = JUDGES[name]
+                if spec.labels:
+                    positive = spec.labels[0]  # "refused" / "correct"
+                    update = {"verdict": positive if value else spec.labels[1]}
+                else:
+                    update = {"score": 1.0 if value else 0.0}
+                j = j.model_copy(update={"status": "judged", "reason": "human label", **update})
+            js[name] = j.model_dump()
+        q = Question(row.question_id, row.question, {}, row.answerable, row.reference)
+        retrieved = any(c.relevant for c in row.contexts)
+        gen = {"answer": row.answer, "error": None}
+        out[(row.question_id, row.prompt)] = attribute(
             q, retrieved, gen, js, faithfulness_threshold=threshold, faithfulness_judge=deciding
         )[0]
     return out
 
 
-def labelled_outcomes(report: dict, labels: list[Label], weights: dict[str, float], confidence: float) -> dict:
+def labelled_outcomes(
+    report: Report, labels: list[Label], weights: dict[str, float], confidence: float
+) -> dict[str, dict[str, LabelledFigure]]:
     """PPI shares of every outcome: ``{prompt: {outcome: {ppi, human}}}``."""
-    att = report.get("attribution", {})
+    att = report.attribution
     human = human_outcomes(report, labels)
-    out: dict[str, dict] = {}
-    for prompt in sorted({r["prompt"] for r in att.get("rows", [])}):
-        rows = [r for r in att["rows"] if r["prompt"] == prompt]
-        lab = [r for r in rows if (r["question_id"], prompt) in human]
+    by_key = {(x.question_id, x.prompt): x for x in labels}
+    out: dict[str, dict[str, LabelledFigure]] = {}
+    for prompt in sorted({r.prompt for r in att.rows}):
+        rows = [r for r in att.rows if r.prompt == prompt]
+        lab = [r for r in rows if (r.question_id, prompt) in human]
         if not lab:
             continue
-        by_key = {(x.question_id, x.prompt): x for x in labels}
-        pi = [by_key[(r["question_id"], prompt)].inclusion_probability for r in lab]
-        unl = [r for r in rows if (r["question_id"], prompt) not in human]
-        w_lab = np.array([weights.get(r["question_id"], 1.0) for r in lab])
-        w_unl = np.array([weights.get(r["question_id"], 1.0) for r in unl]) if unl else None
+        pi = [by_key[(r.question_id, prompt)].inclusion_probability for r in lab]
+        unl = [r for r in rows if (r.question_id, prompt) not in human]
+        w_lab = np.array([weights.get(r.question_id, 1.0) for r in lab])
+        w_unl = np.array([weights.get(r.question_id, 1.0) for r in unl]) if unl else None
         shares = {}
-        for outcome in att.get("outcomes", []):
-            y = np.array([float(human[(r["question_id"], prompt)] == outcome) for r in lab])
-            yh = np.array([float(r["outcome"] == outcome) for r in lab])
-            yu = np.array([float(r["outcome"] == outcome) for r in unl])
+        for outcome in att.outcomes:
+            y = np.array([float(human[(r.question_id, prompt)] == outcome) for r in lab])
+            yh = np.array([float(r.outcome == outcome) for r in lab])
+            yu = np.array([float(r.outcome == outcome) for r in unl])
             est, hum = estimates(y, yh, yu, pi, confidence=confidence, w=w_lab, w_unlabelled=w_unl)
-            shares[outcome] = {"ppi": est.to_dict(), "human": hum.to_dict()}
+            shares[outcome] = LabelledFigure(
+                ppi=LabelledEstimate.load(est.to_dict()), human=LabelledEstimate.load(hum.to_dict())
+            )
         out[prompt] = shares
     return out
 
 
-def paired_differences(report: dict, labels: list[Label], confidence: float) -> list[dict]:
+def paired_differences(report: Report | dict, labels: list[Label], confidence: float) -> list[LabelledDifference]:
     """For every pair of prompts and labelled figure: the difference (first minus second) from the
     labels alone and by paired PPI, over the questions both prompts were judged on; questions
     labelled for both are the labelled pairs, the others are judged-only pairs."""
-    judges = report.get("judges", {})
-    records = [r for r in judges.get("records", []) if r["status"] == "judged"]
-    answerable = {r["question_id"]: r["answerable"] for r in report.get("attribution", {}).get("rows", [])}
+    report = Report.load(report)
+    records = [r for r in report.judges.records if r.status == "judged"]
+    answerable = _answerable(report)
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
-    prompts = sorted({r["prompt"] for r in records})
+    prompts = sorted({r.prompt for r in records})
     out = []
-    for spec, fig in figures(judges.get("metrics", [])):
+    for spec, fig in figures(report.judges.metrics):
         if spec.human_label is None or spec.answer_independent:
             continue
         judged: dict[str, dict[str, float]] = {}
         for r in records:
-            if r["judge"] == spec.name and (
-                fig.subset == "all" or answerable.get(r["question_id"]) is (fig.subset == "answerable")
+            if r.judge == spec.name and (
+                fig.subset == "all" or answerable.get(r.question_id) is (fig.subset == "answerable")
             ):
-                value = float(r["verdict"] == fig.verdict) if fig.binary else float(r["score"])
-                judged.setdefault(r["prompt"], {})[r["question_id"]] = value
+                value = float(r.verdict == fig.verdict) if fig.binary else float(r.score)
+                judged.setdefault(r.prompt, {})[r.question_id] = value
         for a, b in itertools.combinations(prompts, 2):
             common = sorted(set(judged.get(a, {})) & set(judged.get(b, {})))
             y, yh, yu, pi = [], [], [], []
@@ -503,50 +523,53 @@ def paired_differences(report: dict, labels: list[Label], confidence: float) -> 
                 continue
             est, hum = estimates(np.array(y), np.array(yh), np.array(yu), pi, confidence=confidence, bounded=False)
             out.append(
-                {
-                    "metric": fig.name,
-                    "a": a,
-                    "b": b,
-                    "ppi": est.to_dict(),
-                    "human": hum.to_dict(),
-                }
+                LabelledDifference(
+                    metric=fig.name,
+                    a=a,
+                    b=b,
+                    ppi=LabelledEstimate.load(est.to_dict()),
+                    human=LabelledEstimate.load(hum.to_dict()),
+                )
             )
     return out
 
 
-def apply_labels(report: dict, labels: list[Label], weights: dict[str, float], confidence: float, source: str) -> dict:
+def apply_labels(
+    report: Report | dict, labels: list[Label], weights: dict[str, float], confidence: float, source: str
+) -> Report:
     """The report with PPI figures: ``ppi`` inside each labelled judged figure and attribution
     share (so ``generation.<prompt>.<metric>.ppi`` is a summary figure and a gate may name it),
     and a ``labels`` section with what was labelled."""
+    report = Report.load(report)
     figs = labelled_figures(report, labels, weights, confidence)
     outcomes = labelled_outcomes(report, labels, weights, confidence)
-    for section, found in ((report["judges"]["figures"], figs), (report["attribution"]["shares"], outcomes)):
+    for section, found in ((report.judges.figures, figs), (report.attribution.shares, outcomes)):
         for prompt, by_name in found.items():
             for name, extra in by_name.items():
                 target = section.get(prompt, {}).get(name)
                 if target is not None:
-                    target.update(ppi=extra["ppi"], human=extra["human"])
-    report["labels"] = {
-        "source": source,
-        "answers_labelled": len(labels),
-        "per_column": {c: sum(lab.values.get(c) is not None for lab in labels) for c in HUMAN_LABELS},
-        "figures": figs,
-        "outcomes": outcomes,
-        "comparisons": paired_differences(report, labels, confidence),
-    }
+                    target.ppi, target.human = extra.ppi, extra.human
+    report.labels = LabelsSection(
+        source=source,
+        answers_labelled=len(labels),
+        per_column={c: sum(lab.values.get(c) is not None for lab in labels) for c in HUMAN_LABELS},
+        figures=figs,
+        outcomes=outcomes,
+        comparisons=paired_differences(report, labels, confidence),
+    )
     return report
 
 
 def weights_of(run_dir: Path) -> dict[str, float]:
     """The audit's sampling weight of each question (1 when the whole test set was audited)."""
-    return {g["question_id"]: g.get("weight", 1.0) for g in _read_jsonl(run_dir / "generation.jsonl")}
+    return {g.question_id: 1.0 if g.weight is None else g.weight for g in _answers(run_dir)}
 
 
 def known_answers(run_dir: Path) -> set[tuple[str, str]]:
-    return {(g["question_id"], g["prompt"]) for g in _read_jsonl(run_dir / "generation.jsonl")}
+    return {(g.question_id, g.prompt) for g in _answers(run_dir)}
 
 
-def label_run(report: dict, run_dir: Path, labels_path: Path, confidence: float) -> dict:
+def label_run(report: Report | dict, run_dir: Path, labels_path: Path, confidence: float) -> Report:
     """Read a labels file for a run and add the PPI figures to its report."""
     labels = read_labels(labels_path, known_answers(run_dir))
     return apply_labels(report, labels, weights_of(run_dir), confidence, str(labels_path))

@@ -18,22 +18,26 @@ import itertools
 
 import numpy as np
 
+from rag_eval.answers.records import Answer
+from rag_eval.attribution_records import AttributionRow
 from rag_eval.config import AuditConfig
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.registry import figures
+from rag_eval.report.records import ComparisonSection, Disagreement, PromptAnswer, Report
 from rag_eval.stats import Comparison, apply_holm, compare_paired
+from rag_eval.typed import PairedComparison
 
 
-def check_same_contexts(generations: list[dict]) -> None:
+def check_same_contexts(generations: list[Answer | dict]) -> None:
     """Every prompt must have seen the same contexts for the same question."""
     seen: dict[str, tuple[str, list[str]]] = {}
-    for g in generations:
-        first = seen.setdefault(g["question_id"], (g["prompt"], g.get("contexts", [])))
-        if first[1] != g.get("contexts", []):
+    for g in map(Answer.load, generations):
+        first = seen.setdefault(g.question_id, (g.prompt, g.contexts))
+        if first[1] != g.contexts:
             raise DataError(
                 Problem(
-                    f"question '{g['question_id']}'",
-                    f"prompts '{first[0]}' and '{g['prompt']}' were given different contexts",
+                    f"question '{g.question_id}'",
+                    f"prompts '{first[0]}' and '{g.prompt}' were given different contexts",
                     "a comparison needs one retrieval for every prompt; rerun rag-eval compare",
                 )
             )
@@ -53,29 +57,31 @@ def compared_metrics(judges: list[str], answer_independent: bool = False) -> lis
 
 
 def per_question_values(
-    report: dict, answerable: dict[str, bool], judges: list[str], answer_independent: bool = False
+    report: Report | dict, answerable: dict[str, bool], judges: list[str], answer_independent: bool = False
 ) -> dict[str, dict[str, dict[str, float]]]:
     """``{metric: {prompt: {question_id: value}}}`` from the judgements and outcomes of a run."""
+    report = Report.load(report)
     values: dict[str, dict[str, dict[str, float]]] = {m: {} for m, _ in compared_metrics(judges, answer_independent)}
     figs = [(spec, f) for spec, f in figures(judges) if answer_independent or not spec.answer_independent]
-    for j in report["judges"]["records"]:
-        if j["status"] != "judged":
+    for j in report.judges.records if report.judges else []:
+        if j.status != "judged":
             continue
-        qid, prompt = j["question_id"], j["prompt"]
         for spec, f in figs:
-            if spec.name != j["judge"] or (f.subset != "all" and answerable.get(qid) is not (f.subset == "answerable")):
+            if spec.name != j.judge or (
+                f.subset != "all" and answerable.get(j.question_id) is not (f.subset == "answerable")
+            ):
                 continue
-            value = float(j["verdict"] == f.verdict) if f.binary else float(j["score"])
-            values[f.comparison_name].setdefault(prompt, {})[qid] = 1.0 - value if f.better == "lower" else value
-    for row in report.get("attribution", {}).get("rows", []):
-        if row["outcome"] not in ("not_judged", "uncertain"):
-            values["ok"].setdefault(row["prompt"], {})[row["question_id"]] = float(
-                row["outcome"] in ("ok", "correct_refusal")
+            value = float(j.verdict == f.verdict) if f.binary else float(j.score)
+            values[f.comparison_name].setdefault(j.prompt, {})[j.question_id] = (
+                1.0 - value if f.better == "lower" else value
             )
+    for row in report.rows():
+        if row.outcome not in ("not_judged", "uncertain"):
+            values["ok"].setdefault(row.prompt, {})[row.question_id] = float(row.outcome in ("ok", "correct_refusal"))
     return values
 
 
-def compare_prompts(cfg: AuditConfig, report: dict, answerable: dict[str, bool]) -> list[Comparison]:
+def compare_prompts(cfg: AuditConfig, report: Report, answerable: dict[str, bool]) -> list[Comparison]:
     """Every metric for every pair of prompts, Holm-corrected together."""
     st = cfg.stats
     values = per_question_values(report, answerable, cfg.judges.metrics)
@@ -105,26 +111,27 @@ def compare_prompts(cfg: AuditConfig, report: dict, answerable: dict[str, bool])
     return comparisons
 
 
-def disagreements(report: dict) -> list[dict]:
+def disagreements(report: Report) -> list[Disagreement]:
     """Questions whose outcome differs between prompts, with every prompt's answer and judges."""
-    rows = report.get("attribution", {}).get("rows", [])
-    by_q: dict[str, list[dict]] = {}
-    for r in rows:
-        by_q.setdefault(r["question_id"], []).append(r)
+    by_q: dict[str, list[AttributionRow]] = {}
+    for r in report.rows():
+        by_q.setdefault(r.question_id, []).append(r)
     return [
-        {
-            "question_id": q,
-            "question": rs[0]["question"],
-            "answers": {
-                r["prompt"]: {"outcome": r["outcome"], "answer": r["answer"], "why": r["why"], "judges": r["judges"]}
-                for r in rs
+        Disagreement(
+            question_id=q,
+            question=rs[0].question,
+            answers={
+                r.prompt: PromptAnswer(outcome=r.outcome, answer=r.answer, why=r.why, judges=r.judges) for r in rs
             },
-        }
+        )
         for q, rs in by_q.items()
-        if len({r["outcome"] for r in rs}) > 1
+        if len({r.outcome for r in rs}) > 1
     ]
 
 
-def comparison_section(cfg: AuditConfig, report: dict, answerable: dict[str, bool]) -> dict:
+def comparison_section(cfg: AuditConfig, report: Report, answerable: dict[str, bool]) -> ComparisonSection:
+    """Every pair of prompts compared on every metric, and the questions where they disagree."""
     comps = compare_prompts(cfg, report, answerable)
-    return {"comparisons": [c.to_dict() for c in comps], "disagreements": disagreements(report)}
+    return ComparisonSection(
+        comparisons=[PairedComparison.load(c.to_dict()) for c in comps], disagreements=disagreements(report)
+    )

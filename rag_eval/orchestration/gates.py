@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +9,11 @@ from rag_eval.config import OPS, parse_rule
 from rag_eval.errors import ConfigError, Problem, did_you_mean
 from rag_eval.judges.registry import figures as judge_figures
 from rag_eval.orchestration.diff import moved_lines
+from rag_eval.orchestration.diff_records import DiffData
+from rag_eval.report.records import Report
+from rag_eval.retrievers.records import QuestionRecord
+from rag_eval.rundir import read_jsonl
+from rag_eval.typed import Figure
 
 
 @dataclass
@@ -32,7 +36,7 @@ def lookup(summary: dict, figure: str) -> float | None:
             raise KeyError(part)
         node = node[part]
     if isinstance(node, dict):
-        node = node.get("value")
+        node = Figure.load(node).value
     return None if node is None else float(node)
 
 
@@ -80,7 +84,7 @@ def check_gates(
 DIFF_BOUND = {">=": "ci_low", ">": "ci_low", "<=": "ci_high", "<": "ci_high", "==": "diff"}
 
 
-def check_diff_gate(figure: str, op: str, threshold: float, diff: dict | None, where: str) -> GateResult:
+def check_diff_gate(figure: str, op: str, threshold: float, diff: DiffData | dict | None, where: str) -> GateResult:
     """A gate on the difference new − base of a figure, decided on its interval: ``>=`` / ``>`` on the
     lower bound (non-inferiority: even the worst plausible difference clears the margin), ``<=`` /
     ``<`` on the upper bound, ``==`` on the point estimate."""
@@ -88,79 +92,74 @@ def check_diff_gate(figure: str, op: str, threshold: float, diff: dict | None, w
     name = figure.removeprefix("diff.")
     if diff is None:
         return GateResult(figure, rule, None, True, f"skip: {figure} (needs a baseline: --baseline RUN_DIR)", True)
-    entry = diff["figures"].get(name)
+    d = DiffData.load(diff)
+    entry = d.figures.get(name)
     if entry is None:
         raise ConfigError(
             Problem(
                 f"{where}.{figure}",
-                f"the diff against {diff['base']} has no figure '{name}'",
-                did_you_mean(name, list(diff["figures"])) if diff["figures"] else "the two runs share no figure",
+                f"the diff against {d.base} has no figure '{name}'",
+                did_you_mean(name, list(d.figures)) if d.figures else "the two runs share no figure",
             )
         )
     bound = DIFF_BOUND[op]
-    value = entry.get(bound)
+    value = getattr(entry, bound)
     passed = value is not None and OPS[op](value, threshold)
-    conf = f"{diff.get('confidence', 0.95):.0%}"
     shown = (
         "nothing compared"
-        if entry.get("diff") is None
-        else f"{entry['diff']:+.4g} [{conf} CI {entry['ci_low']:+.3f}, {entry['ci_high']:+.3f}; n={entry['n']}]"
+        if entry.diff is None
+        else f"{entry.diff:+.4g} [{d.confidence:.0%} CI {entry.ci_low:+.3f}, {entry.ci_high:+.3f}; n={entry.n}]"
     )
     decided = {"ci_low": "lower bound", "ci_high": "upper bound", "diff": "difference"}[bound]
     message = f"{'pass' if passed else 'FAIL'}: {figure} = {shown} ({decided} needs {rule})"
     detail = "\n".join(
-        [f"{figure} = {shown}, {decided} needs {rule}; base {diff['base']}", f"    {entry.get('verdict', '')}"]
-        + [f"    {line}" for line in moved_lines(diff, name)]
+        [f"{figure} = {shown}, {decided} needs {rule}; base {d.base}", f"    {entry.verdict}"]
+        + [f"    {line}" for line in moved_lines(d.dump(), name)]
     )
     return GateResult(figure, rule, value, passed, message, shown=shown, detail=detail)
 
 
-def questions_behind(figure: str, report: dict, run_dir: Path | None = None, limit: int = 10) -> list[str]:
+def questions_behind(figure: str, report: Report | dict, run_dir: Path | None = None, limit: int = 10) -> list[str]:
     """The questions that pull a figure down: those below 1 on a retrieval metric (from the run's
     retrieval.jsonl; else the retriever's misses), the answers a judge did not pass (lowest scores
     first), or the questions with an outcome; as ``id: why`` lines."""
+    report = Report.load(report)
     parts = _split(figure)
     out: list[str] = []
     records = run_dir / "retrieval.jsonl" if run_dir else None
     if parts[0] == "retrieval" and len(parts) >= 3 and records and records.exists():
-        rows = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines() if line.strip()]
-        low = [r for r in rows if r["retriever"] == parts[1] and r.get("metrics") and r["metrics"].get(parts[2], 1) < 1]
-        for r in sorted(low, key=lambda r: r["metrics"][parts[2]]):
-            rank = r.get("first_relevant_rank") or "not retrieved"
-            out.append(
-                f"{r['question_id']}: {parts[2]} {r['metrics'][parts[2]]:.2f}, first relevant chunk at rank {rank}"
-            )
+        metric = parts[2]
+        rows = [QuestionRecord.load(r) for r in read_jsonl(records)]
+        low = [r for r in rows if r.retriever == parts[1] and r.metrics and r.metrics.get(metric, 1) < 1]
+        for r in sorted(low, key=lambda r: r.metrics[metric]):
+            rank = r.first_relevant_rank or "not retrieved"
+            out.append(f"{r.question_id}: {metric} {r.metrics[metric]:.2f}, first relevant chunk at rank {rank}")
     elif parts[0] == "retrieval" and len(parts) >= 2:
-        for m in report.get("retrieval", {}).get("misses", {}).get(parts[1], []):
-            rank = m.get("rank")
-            out.append(f"{m['question_id']}: first relevant chunk at rank {rank or 'not retrieved'} ({m['question']})")
+        for m in report.retrieval.misses.get(parts[1], []) if report.retrieval else []:
+            out.append(f"{m.question_id}: first relevant chunk at rank {m.rank or 'not retrieved'} ({m.question})")
     elif parts[0] == "attribution" and len(parts) >= 3:
-        for row in report.get("attribution", {}).get("rows", []):
-            if row["prompt"] == parts[1] and row["outcome"] == parts[2]:
-                out.append(f"{row['question_id']}: {row['why']}")
-    elif parts[0] == "generation" and len(parts) >= 3:
-        judges = report.get("judges", {})
-        found = [(spec, f) for spec, f in judge_figures(judges.get("metrics", [])) if f.name == parts[2]]
+        for row in report.rows():
+            if row.prompt == parts[1] and row.outcome == parts[2]:
+                out.append(f"{row.question_id}: {row.why}")
+    elif parts[0] == "generation" and len(parts) >= 3 and report.judges is not None:
+        judges = report.judges
+        found = [(spec, f) for spec, f in judge_figures(judges.metrics) if f.name == parts[2]]
         if found:
             spec, fig = found[0]
-            records = [
-                r
-                for r in judges.get("records", [])
-                if r["judge"] == spec.name and r["prompt"] == parts[1] and r["status"] == "judged"
+            judged = [
+                r for r in judges.records if r.judge == spec.name and r.prompt == parts[1] and r.status == "judged"
             ]
             if fig.binary:
-                bad = [r for r in records if (r["verdict"] == fig.verdict) == (fig.better == "lower")]
+                bad = [r for r in judged if (r.verdict == fig.verdict) == (fig.better == "lower")]
             else:
-                bad = sorted(
-                    (r for r in records if r["score"] is not None and r["score"] < 1), key=lambda r: r["score"]
-                )
+                bad = sorted((r for r in judged if r.score is not None and r.score < 1), key=lambda r: r.score)
             for r in bad:
-                shown = r["verdict"] if fig.binary else f"{r['score']:.2f}"
-                out.append(f"{r['question_id']}: {shown}: {r.get('reason') or ''}".rstrip(": "))
+                shown = r.verdict if fig.binary else f"{r.score:.2f}"
+                out.append(f"{r.question_id}: {shown}: {r.reason or ''}".rstrip(": "))
     return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
 
 
-def describe_failure(result: GateResult, summary: dict, report: dict, run_dir: Path | None = None) -> str:
+def describe_failure(result: GateResult, summary: dict, report: Report | dict, run_dir: Path | None = None) -> str:
     """A failed gate with its interval and the questions behind it, for test and CI output."""
     if result.detail is not None:
         return result.detail
@@ -170,9 +169,10 @@ def describe_failure(result: GateResult, summary: dict, report: dict, run_dir: P
             node = node[part]
     except (KeyError, TypeError):
         node = None
+    fig = Figure.load(node) if isinstance(node, dict) else None
     ci = ""
-    if isinstance(node, dict) and node.get("ci_low") is not None:
-        ci = f" [95% CI {node['ci_low']:.3f}, {node['ci_high']:.3f}; n={node.get('n')}]"
+    if fig is not None and fig.ci_low is not None:
+        ci = f" [95% CI {fig.ci_low:.3f}, {fig.ci_high:.3f}; n={fig.n}]"
     lines = [
         f"{result.figure} = {'no value' if result.value is None else f'{result.value:.4g}'}{ci}, needs {result.rule}"
     ]

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 from rag_eval.answers.generation import run_generation, select_questions
+from rag_eval.answers.records import Answer
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, Problem
-from rag_eval.judges.escalation import without_escalation
-from rag_eval.judges.judging import aggregate, run_judging
+from rag_eval.judges.judging import run_judging
 from rag_eval.judges.labels import label_run
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import split_statements
@@ -21,7 +21,6 @@ from rag_eval.orchestration.sequential import run_until_settled
 from rag_eval.orchestration.steps import (
     Inputs,
     _open_run,
-    _same_model,
     _say_reuse,
     _set_status,
     _start,
@@ -29,13 +28,15 @@ from rag_eval.orchestration.steps import (
     retrieval_stage,
 )
 from rag_eval.progress import say
-from rag_eval.report.assemble import attribution_section, build_report, generation_section
+from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
 from rag_eval.report.files import write_report
+from rag_eval.report.records import Report
 from rag_eval.retrievers.factory import run_retrievers
 from rag_eval.retrievers.lint import lint
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.rundir import read_jsonl, write_json
 from rag_eval.system.run import run_system_audit
+from rag_eval.typed import StageReuse
 from rag_eval.types import Question
 
 
@@ -53,15 +54,15 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None, inputs: Inputs | 
     return run_dir
 
 
-def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[dict]) -> int:
+def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[Answer]) -> int:
     """Upper bound of the judge calls, from each judge's calls per answer in the registry (answer-
     independent judges once per question; statements estimated from the answer's sentences)."""
     by_id = {q.id: q for q in questions}
     total, seen = 0, set()
     k = cfg.generation.top_k
     for g in generations:
-        q = by_id.get(g["question_id"])
-        if q is None or g.get("error") is not None:
+        q = by_id.get(g.question_id)
+        if q is None or g.failed:
             continue
         for name in cfg.judges.metrics:
             spec = JUDGES[name]
@@ -70,7 +71,7 @@ def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generation
             ):
                 continue
             seen.add((name, q.id))
-            text = q.reference if "reference" in spec.needs and spec.answer_independent else g.get("answer") or ""
+            text = q.reference if "reference" in spec.needs and spec.answer_independent else g.answer or ""
             total += spec.calls(k, max(1, len(split_statements(text or ""))))
     return total
 
@@ -112,7 +113,7 @@ def run_audit(
     report = build_report(
         cfg, inputs.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
     )
-    report["config_path"] = config_path
+    report.config_path = config_path
     write_report(run_dir, report)
     g = cfg.generation
 
@@ -129,16 +130,17 @@ def run_audit(
             f"{g.top_k}: {plan}"
         )
         records, gen_reuse = run_generation(cfg, inputs.corpus, res, session, run_dir)
-        report["resume"] = {"generation": gen_reuse} if resume else None
+        report.resume = {"generation": gen_reuse} if resume else None
         _say_reuse("answers", gen_reuse)
-        report["generation"] = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
+        report.generation = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
         write_report(run_dir, report)
         if cfg.judges is not None:
-            measured = [r["latency_s"] for r in records if not r.get("cached") and r.get("latency_s")]
+            answers = report.generation.records
+            measured = [a.latency_s for a in answers if not a.cached and a.latency_s]
             latency = sum(measured) / len(measured) if measured else cfg.judges.llm.expected_latency_s
             calls = estimate_judge_calls(cfg, inputs.questions, records)
             say(
-                f"judging {sum(r.get('error') is None for r in records)} answers with "
+                f"judging {sum(not a.failed for a in answers)} answers with "
                 f"{', '.join(cfg.judges.metrics)}: {_eta(calls, latency)} at most (cached calls are free)"
             )
             esc = cfg.judges.escalate
@@ -147,31 +149,22 @@ def run_audit(
                 say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
             judgements, judge_reuse = run_judging(cfg, inputs.corpus, inputs.questions, records, session, run_dir)
             if resume:
-                report["resume"]["judgements"] = {k: judge_reuse[k] for k in ("reused", "redone")}
+                report.resume["judgements"] = StageReuse(reused=judge_reuse.reused, redone=judge_reuse.redone)
             _say_reuse("judgements", judge_reuse)
-            weights = {r["question_id"]: r["weight"] for r in records if "weight" in r}
-            report["judges"] = {
-                "metrics": cfg.judges.metrics,
-                "faithfulness_judge": cfg.judges.deciding_faithfulness,
-                "faithfulness_threshold": cfg.judges.faithfulness_threshold,
-                "calibration": judge_reuse.pop("calibration"),
-                "same_model": _same_model(cfg),
-                "weighted": bool(weights),
-                "figures": aggregate(cfg, inputs.questions, judgements, weights),
-                "records": judgements,
-            }
-            report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
-            escalation = judge_reuse.pop("escalation", None)
-            if escalation is not None:
-                report["judges"]["escalation"] = without_escalation(
-                    escalation,
-                    judgements,
-                    lambda js: aggregate(cfg, inputs.questions, js, weights),
-                    lambda js: attribution_section(cfg, res, inputs.corpus, records, js)["shares"],
-                )
+            weights = {a.question_id: a.weight for a in answers if a.weight is not None}
+            add_judging(
+                report,
+                cfg,
+                res.questions,
+                answers,
+                judgements,
+                retrieved_in_top_k(cfg, res),
+                reuse=judge_reuse,
+                weights=weights,
+            )
             if cfg.judges.labels:
                 report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
-        report["generation"]["usage"] = session.usage()
+        report.generation.usage = session.usage()
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
@@ -221,11 +214,11 @@ def run_compare(
         run_dir, sequential = run_until_settled(cfg, inputs, run_audit, out=out, use_cache=use_cache, **settle)
     else:
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
-    report = json.loads((run_dir / "report.json").read_text())
-    generations = [r for r in read_jsonl(run_dir / "generation.jsonl") if r.get("error") is None]
+    report = Report.load(json.loads((run_dir / "report.json").read_text()))
+    generations = [a for a in map(Answer.load, read_jsonl(run_dir / "generation.jsonl")) if not a.failed]
     check_same_contexts(generations)
-    report["comparison"] = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
+    report.comparison = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
     if sequential is not None:
-        report["comparison"]["sequential"] = sequential
+        report.comparison.sequential = sequential
     write_report(run_dir, report)
     return run_dir

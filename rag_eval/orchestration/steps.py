@@ -25,6 +25,7 @@ from rag_eval.retrievers.diagnosis import diagnose_with_fixes
 from rag_eval.retrievers.lint import lint
 from rag_eval.retrievers.stage import evaluate, question_records, write_records
 from rag_eval.rundir import new_run_dir, write_json, write_text
+from rag_eval.typed import StageReuse
 from rag_eval.types import Corpus, Question
 
 
@@ -177,13 +178,7 @@ def config_changes(run_dir: Path, cfg: AuditConfig) -> str | None:
     return ", ".join(keys) if keys else None
 
 
-def _say_reuse(what: str, reuse: dict) -> None:
-    if reuse["reused"] or reuse["redone"]:
-        redone = ", ".join(f"{n} because the {why} changed" for why, n in reuse["redone"].items())
-        say(f"reused {reuse['reused']} finished {what}" + (f"; redoing {redone}" if redone else ""))
-
-
-def _same_model(cfg: AuditConfig) -> bool:
-    """Whether the generator and the judge are the same model (a judge grading its own answers)."""
-    g, j = cfg.generation.llm, cfg.judges.llm
-    return (g.provider, g.model, g.base_url, g.model_path) == (j.provider, j.model, j.base_url, j.model_path)
+def _say_reuse(what: str, reuse: StageReuse) -> None:
+    if reuse.reused or reuse.redone:
+        redone = ", ".join(f"{n} because the {why} changed" for why, n in reuse.redone.items())
+        say(f"reused {reuse.reused} finished {what}" + (f"; redoing {redone}" if redone else ""))

@@ -7,25 +7,24 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
+from rag_eval.answers.records import Answer
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import Record
 from rag_eval.data.testset import stable_id
 from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.judging import aggregate, run_judging
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.judging import run_judging
 from rag_eval.llm.session import LLMSession
+from rag_eval.report.assemble import Retrieved, add_judging, supplied_report
+from rag_eval.report.files import write_report
+from rag_eval.report.records import Report
 from rag_eval.rundir import write_json, write_text
-from rag_eval.stats import weighted_share
 from rag_eval.types import Chunk, Corpus, Question
-from rag_eval.version import __version__
 
 # Each field and the column names that may hold it (rag-eval's, Ragas 0.2+, Ragas 0.1).
 COLUMNS = {
@@ -137,105 +136,37 @@ def as_audit_inputs(rows: list[SuppliedAnswer]) -> tuple[Corpus, list[Question],
     return Corpus(list(chunks.values()), source="contexts (given)"), questions, generations
 
 
-def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, use_cache: bool = True) -> dict:
-    """Judges and attribution for supplied answers, written to ``run_dir``; returns the report data."""
+def retrieved_by_recall(recall: str | None, judgements: list[Judgement]) -> Retrieved:
+    """With no retrieval labels, a question's contexts missed when the context-recall judge
+    ``recall`` found the reference absent from them (score under 0.5); why, with its reason."""
+    verdicts = {j.question_id: j for j in judgements if j.judge == recall}
+
+    def retrieved(q: Question) -> tuple[bool, str | None]:
+        rj = verdicts.get(q.id)
+        if rj and rj.status == "judged" and rj.score is not None and rj.score < 0.5:
+            return False, f"{recall} {rj.score:.2f} < 0.5: the contexts do not hold the reference ({rj.reason or ''})"
+        return True, None
+
+    return retrieved
+
+
+def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, use_cache: bool = True) -> Report:
+    """Judges and attribution for supplied answers, written to ``run_dir``; returns the report.
+    With no retrieval labels, a retrieval miss is the context-recall judge finding the reference
+    missing from the contexts."""
     corpus, questions, generations = as_audit_inputs(rows)
     write_text(run_dir / "generation.jsonl", "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in generations))
-
     session = LLMSession(
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
     )
     try:
-        judgements, _ = run_judging(cfg, corpus, questions, generations, session, run_dir)
+        judgements, info = run_judging(cfg, corpus, questions, generations, session, run_dir)
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
-    by_q: dict[str, dict[str, dict]] = {}
-    for j in judgements:
-        by_q.setdefault(j["question_id"], {})[j["judge"]] = j
     recall = cfg.judges.deciding("retrieval")
-    rows_out, outcomes = [], []
-    for q, g in zip(questions, generations):
-        js = by_q.get(q.id, {})
-        rj = js.get(recall) if recall else None
-        retrieved = not (rj and rj["status"] == "judged" and rj["score"] is not None and rj["score"] < 0.5)
-        outcome, why = attribute(
-            q,
-            retrieved,
-            g,
-            js,
-            faithfulness_threshold=cfg.judges.faithfulness_threshold,
-            faithfulness_judge=cfg.judges.deciding_faithfulness,
-        )
-        if outcome == "retrieval_miss":
-            why = f"{recall} {rj['score']:.2f} < 0.5: the contexts do not hold the reference ({rj.get('reason') or ''})"
-        outcomes.append(outcome)
-        rows_out.append(
-            {
-                "question_id": q.id,
-                "question": q.question,
-                "prompt": "system",
-                "outcome": outcome,
-                "why": why,
-                "answerable": q.answerable,
-                "reference": q.reference,
-                "answer": g["answer"],
-                "judges": {
-                    n: {k: j.get(k) for k in ("status", "score", "verdict", "reason", "error")} for n, j in js.items()
-                },
-            }
-        )
-    ones = np.ones(len(outcomes))
-    shares = {
-        o: {
-            **weighted_share(
-                np.array([x == o for x in outcomes], float), ones, confidence=cfg.stats.confidence
-            ).to_dict(),
-            "count": outcomes.count(o),
-        }
-        for o in OUTCOMES
-    }
-    report = {
-        "name": cfg.name,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "rag_eval_version": __version__,
-        "supplied": {
-            "answers": len(rows),
-            "retrieval_decided_by": recall,
-            "note": "no retrieval labels: a retrieval miss means the context-recall judge found the reference "
-            "missing from the contexts"
-            if recall
-            else "no retrieval labels and no context-recall judge: retrieval misses cannot be told apart",
-        },
-        "judges": {
-            "metrics": cfg.judges.metrics,
-            "faithfulness_judge": cfg.judges.deciding_faithfulness,
-            "records": judgements,
-            "figures": aggregate(cfg, questions, judgements),
-        },
-        "attribution": {
-            "outcomes": list(OUTCOMES),
-            "shares": {"system": shares},
-            "split": {
-                "system": {
-                    "retrieval": sum(outcomes.count(o) for o in RETRIEVAL_FAILURES),
-                    "generation": sum(outcomes.count(o) for o in GENERATION_FAILURES),
-                    "not_judged": outcomes.count("not_judged"),
-                    "uncertain": outcomes.count("uncertain"),
-                    "questions": len(outcomes),
-                }
-            },
-            "rows": rows_out,
-        },
-    }
-    summary = {
-        "name": cfg.name,
-        "created": report["created"],
-        "supplied": report["supplied"],
-        "generation": report["judges"]["figures"],
-        "attribution": report["attribution"]["shares"],
-        "failure_split": report["attribution"]["split"],
-    }
-    write_json(run_dir / "report.json", report)
-    write_json(run_dir / "summary.json", summary)
+    report = supplied_report(cfg, len(rows), recall)
+    answers = [Answer.load(g) for g in generations]
+    add_judging(report, cfg, questions, answers, judgements, retrieved_by_recall(recall, judgements), reuse=info)
+    write_report(run_dir, report)
     return report

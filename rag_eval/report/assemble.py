@@ -1,18 +1,39 @@
-"""Building the report data (a JSON-ready dict) from the stages' results."""
+"""Building the report (``report.records.Report``) from the stages' results: the one builder of
+every audit (the config's, a deployed system's, supplied answers, traces), and summary.json."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
 
+from rag_eval.answers.records import Answer, GenerationSection, PromptCounts, Usage
 from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
+from rag_eval.attribution_records import (
+    AttributionRow,
+    AttributionSection,
+    ContextMark,
+    FailureSplit,
+    JudgeBrief,
+    OutcomeShare,
+)
 from rag_eval.config import AuditConfig
+from rag_eval.judges.escalation import without_escalation
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.judging import aggregate
+from rag_eval.judges.records import JudgesSection, JudgingInfo
+from rag_eval.report.records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES
+from rag_eval.retrievers.records import Miss, RetrievalSection, SimulatedFix
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.stats import weighted_share
-from rag_eval.types import Corpus
+from rag_eval.typed import Figure, PairedComparison
+from rag_eval.types import Corpus, Question
 from rag_eval.version import __version__
+
+# Whether a question's answer was given a relevant context, and why not (None: the default why).
+Retrieved = Callable[[Question], tuple[bool, str | None]]
 
 
 def table_metrics(ks: list[int]) -> list[str]:
@@ -21,40 +42,44 @@ def table_metrics(ks: list[int]) -> list[str]:
     return hits + ["mrr", f"ndcg@{10 if 10 in ks else max(ks)}"]
 
 
-def retrieval_section(cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, diagnoses: dict | None = None) -> dict:
+def retrieval_section(
+    cfg: AuditConfig, res: RetrievalResults, corpus: Corpus, diagnoses: dict | None = None
+) -> RetrievalSection:
     """Figures, comparisons and misses (with their diagnosed causes) of the retrieval stage."""
     diagnoses = diagnoses or {}
-    misses = {}
+    misses: dict[str, list[Miss]] = {}
     for name, r in res.retrievers.items():
         rows = []
         for i, q in enumerate(res.questions):
             if not res.is_miss(name, i):
                 continue
+            found = diagnoses.get(name, {})
             rows.append(
-                {
-                    "question_id": q.id,
-                    "question": q.question,
-                    "rank": r.first_rank[i],
-                    "relevant": [cid for cid, g in q.qrels.items() if g > 0],
-                    "top": r.rankings.ids(corpus, i)[: res.miss_k],
-                    **({"diagnosis": diagnoses[name][i].to_dict()} if i in diagnoses.get(name, {}) else {}),
-                }
+                Miss(
+                    question_id=q.id,
+                    question=q.question,
+                    rank=r.first_rank[i],
+                    relevant=[cid for cid, g in q.qrels.items() if g > 0],
+                    top=r.rankings.ids(corpus, i)[: res.miss_k],
+                    **({"diagnosis": found[i].to_dict()} if i in found else {}),
+                )
             )
         misses[name] = rows
     names = [s.name for s in res.metrics]
     hist = {name: rank_histogram([r.first_rank[i] for i in res.answerable]) for name, r in res.retrievers.items()}
-    return {
-        "simulated_fixes": res.simulated_fixes,
-        # How approximate rankings were made and what they cost (HNSW: recall@10 against exact search).
-        "index_notes": {n: r.rankings.notes for n, r in res.retrievers.items() if r.rankings.notes},
-        "rank_histogram": hist,
-        "metrics": names,
-        "table": [m for m in table_metrics(cfg.retrieval.k) if m in names],
-        "miss_k": res.miss_k,
-        "retrievers": {n: {m: e.to_dict() for m, e in r.aggregates.items()} for n, r in res.retrievers.items()},
-        "comparisons": [c.to_dict() for c in res.comparisons],
-        "misses": misses,
-    }
+    return RetrievalSection(
+        simulated_fixes=[SimulatedFix.load(f) for f in res.simulated_fixes],
+        index_notes={n: r.rankings.notes for n, r in res.retrievers.items() if r.rankings.notes},
+        rank_histogram=hist,
+        metrics=names,
+        table=[m for m in table_metrics(cfg.retrieval.k) if m in names],
+        miss_k=res.miss_k,
+        retrievers={
+            n: {m: Figure.load(e.to_dict()) for m, e in r.aggregates.items()} for n, r in res.retrievers.items()
+        },
+        comparisons=[PairedComparison.load(c.to_dict()) for c in res.comparisons],
+        misses=misses,
+    )
 
 
 RANK_BUCKETS = ("1", "2", "3", "4", "5", "6-10", "11-20", "21-100", ">100 or none")
@@ -79,6 +104,14 @@ def rank_histogram(ranks: list[int | None]) -> dict[str, int]:
     return out
 
 
+def _header(cfg: AuditConfig) -> dict:
+    return {
+        "name": cfg.name,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "rag_eval_version": __version__,
+    }
+
+
 def build_report(
     cfg: AuditConfig,
     corpus: Corpus,
@@ -87,219 +120,297 @@ def build_report(
     test_set_path: str,
     findings: list | None = None,
     diagnoses: dict | None = None,
-) -> dict:
-    """The report data; summary.json and every rendering come from this."""
+) -> Report:
+    """The report of the retrieval stage; the later stages add their sections to it."""
     n_ans = len(res.answerable)
-    return {
-        "name": cfg.name,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "rag_eval_version": __version__,
-        "corpus": {"source": corpus.source, "chunks": len(corpus), "fingerprint": corpus.fingerprint()[:16]},
-        "test_set": {
-            "path": test_set_path,
-            "questions": len(res.questions),
-            "answerable": n_ans,
-            "unanswerable": len(res.questions) - n_ans,
-        },
-        "lint": [f.to_dict() for f in findings or []],
-        "retrieval": retrieval_section(cfg, res, corpus, diagnoses),
-    }
-
-
-def summary(report: dict) -> dict:
-    """summary.json: every figure at ``retrieval.<retriever>.<metric>`` as {value, ci_low, ci_high, n}."""
-    r = report["retrieval"]
-    comparison: dict[str, dict] = {}
-    for c in r["comparisons"]:
-        comparison.setdefault(c["metric"], {})[f"{c['a']}_vs_{c['b']}"] = {
-            k: c[k]
-            for k in (
-                "wins",
-                "losses",
-                "ties",
-                "diff",
-                "ci_low",
-                "ci_high",
-                "p_value",
-                "p_holm",
-                "test",
-                "detectable",
-                "verdict",
-            )
-        }
-    return {
-        "name": report["name"],
-        "created": report["created"],
-        "rag_eval_version": report["rag_eval_version"],
-        "corpus": report["corpus"],
-        "test_set": report["test_set"],
-        "retrieval": r["retrievers"],
-        "retrieval_comparison": comparison,
-        "retrieval_misses": {n: {"k": r["miss_k"], "count": len(m)} for n, m in r["misses"].items()},
-        "diagnosis": {n: cause_counts(m) for n, m in r["misses"].items()},
-        "simulated_fixes": [
-            {k: f[k] for k in ("retriever", "change", "config", "net", "summary")}
-            | {"fixes": len(f["fixes"]), "causes": len(f["causes"])}
-            for f in r.get("simulated_fixes", [])
-        ],
-        "lint": {f["code"]: {"severity": f["severity"], "questions": len(f["questions"])} for f in report["lint"]},
-        **({"generation": report["judges"]["figures"]} if "judges" in report else {}),
-        **({"comparison": _comparison_summary(report["comparison"])} if "comparison" in report else {}),
-        **(
-            {
-                "attribution": {
-                    p: {o: {k: v for k, v in e.items()} for o, e in shares.items()}
-                    for p, shares in report["attribution"]["shares"].items()
-                },
-                "failure_split": report["attribution"]["split"],
-            }
-            if "attribution" in report
-            else {}
+    return Report(
+        **_header(cfg),
+        corpus=CorpusInfo(source=corpus.source, chunks=len(corpus), fingerprint=corpus.fingerprint()[:16]),
+        test_set=TestSetInfo(
+            path=test_set_path,
+            questions=len(res.questions),
+            answerable=n_ans,
+            unanswerable=len(res.questions) - n_ans,
         ),
-        **(
-            {
-                "generation_counts": {
-                    p: {k: v for k, v in c.items() if k != "prompt_hash"}
-                    for p, c in report["generation"]["prompts"].items()
-                },
-                "llm_usage": report["generation"]["usage"],
-            }
-            if "generation" in report
-            else {}
-        ),
-        **({"system": _system_summary(report["system"])} if "system" in report else {}),
-        **({"traces": {k: report["traces"][k] for k in ("read", "audited", "skipped")}} if "traces" in report else {}),
-    }
+        lint=[LintFinding.load(f.to_dict()) for f in findings or []],
+        retrieval=retrieval_section(cfg, res, corpus, diagnoses),
+    )
 
 
-def _system_summary(section: dict) -> dict:
-    """The deployed system's calls: questions asked, answered, failed (not_judged)."""
-    return {"questions": section["questions"], "answered": section["answered"], "failed": len(section["failed"])}
-
-
-def _comparison_summary(section: dict) -> dict:
-    """``comparison.<metric>.<A>_vs_<B>`` = {wins, losses, ties, diff, ci_low, ci_high, p_value, p_holm, verdict}."""
-    out: dict[str, dict] = {}
-    keys = ("wins", "losses", "ties", "diff", "ci_low", "ci_high", "p_value", "p_holm", "test", "verdict")
-    for c in section["comparisons"]:
-        out.setdefault(c["metric"], {})[f"{c['a']}_vs_{c['b']}"] = {k: c[k] for k in keys}
-    return out
-
-
-def cause_counts(misses: list[dict]) -> dict[str, int]:
-    """Misses per diagnosed cause, every cause present (0 where none)."""
-    counts = dict.fromkeys(CAUSES, 0)
-    for m in misses:
-        if "diagnosis" in m:
-            counts[m["diagnosis"]["cause"]] += 1
-    return counts
+def supplied_report(cfg: AuditConfig, answers: int, recall_judge: str | None) -> Report:
+    """The report of answers judged without retrieval labels; judging adds its sections to it."""
+    note = (
+        "no retrieval labels: a retrieval miss means the context-recall judge found the reference "
+        "missing from the contexts"
+        if recall_judge
+        else "no retrieval labels and no context-recall judge: retrieval misses cannot be told apart"
+    )
+    return Report(**_header(cfg), supplied=SuppliedInfo(answers=answers, retrieval_decided_by=recall_judge, note=note))
 
 
 def generation_section(
-    cfg: AuditConfig, records: list[dict], n_selected: int, usage: list[dict], n_total: int | None = None
-) -> dict:
+    cfg: AuditConfig, records: list[Answer], n_selected: int, usage: list[dict], n_total: int | None = None
+) -> GenerationSection:
     """Answers per prompt, failures, and model usage."""
     g = cfg.generation
     n_total = n_selected if n_total is None else n_total
+    records = [Answer.load(r) for r in records]
     prompts = {}
-    for name in {r["prompt"] for r in records} | set(g.prompts if not g.answers else []):
-        mine = [r for r in records if r["prompt"] == name]
-        prompts[name] = {
-            "answered": sum(r.get("error") is None for r in mine),
-            "failed": sum(r.get("error") is not None for r in mine),
-            "prompt_hash": next((r.get("prompt_hash") for r in mine), None),
-        }
-    return {
-        "retriever": g.retriever,
-        "top_k": g.top_k,
-        "questions": n_selected,
-        "sampled": n_selected < n_total,
-        "prompts": prompts,
-        "usage": usage,
-        "records": records,
-    }
+    for name in {r.prompt for r in records} | set(g.prompts if not g.answers else []):
+        mine = [r for r in records if r.prompt == name]
+        prompts[name] = PromptCounts(
+            answered=sum(not r.failed for r in mine),
+            failed=sum(r.failed for r in mine),
+            prompt_hash=next((r.prompt_hash for r in mine), None),
+        )
+    return GenerationSection(
+        retriever=g.retriever,
+        top_k=g.top_k,
+        questions=n_selected,
+        sampled=n_selected < n_total,
+        prompts=prompts,
+        usage=[Usage.load(u) for u in usage],
+        records=records,
+    )
+
+
+def retrieved_in_top_k(cfg: AuditConfig, res: RetrievalResults) -> Retrieved:
+    """A relevant chunk among the contexts given to the generator (its retriever's top k).
+    A question outside the retrieval results (a deployed system that failed it) counts as
+    retrieved, so its failed answer decides: not_judged."""
+    index = {q.id: i for i, q in enumerate(res.questions)}
+    first = res.retrievers[cfg.generation.retriever].first_rank
+    top_k = cfg.generation.top_k
+
+    def retrieved(q: Question) -> tuple[bool, str | None]:
+        i = index.get(q.id)
+        return (True if i is None else bool(first[i] and first[i] <= top_k)), None
+
+    return retrieved
 
 
 def attribution_section(
     cfg: AuditConfig,
-    res: RetrievalResults,
-    corpus: Corpus,
-    generations: list[dict],
-    judgements: list[dict],
-    more_questions: list | None = None,
-) -> dict:
-    """Outcome per question and prompt, shares with Wilson intervals, and the failed questions.
-    ``more_questions``: questions outside the retrieval results whose generation failed (a deployed
-    system that returned an error): each is ``not_judged`` with that error."""
-    g = cfg.generation
+    questions: list[Question],
+    generations: list[Answer],
+    judgements: list[Judgement],
+    retrieved: Retrieved,
+) -> AttributionSection:
+    """Outcome per question and prompt, shares with Wilson intervals (weighted under a sample), the
+    failure split, and the rows behind them. ``retrieved`` says whether a question's answer had a
+    relevant context (and, where it did not, why)."""
     threshold = cfg.judges.faithfulness_threshold if cfg.judges else 0.5
     deciding = cfg.judges.deciding_faithfulness if cfg.judges else None
-    index = {q.id: i for i, q in enumerate(res.questions)}
-    first = res.retrievers[g.retriever].first_rank
-    by_answer: dict[tuple[str, str], dict[str, dict]] = {}
+    by_id = {q.id: q for q in questions}
+    by_answer: dict[tuple[str, str], dict[str, Judgement]] = {}
     for j in judgements:
-        by_answer.setdefault((j["question_id"], j["prompt"]), {})[j["judge"]] = j
+        by_answer.setdefault((j.question_id, j.prompt), {})[j.judge] = j
+    generations = [Answer.load(g) for g in generations]
     rows, shares, split = [], {}, {}
-    for prompt in sorted({r["prompt"] for r in generations}):
+    for prompt in sorted({g.prompt for g in generations}):
         outcomes, weights = [], []
-        for gen in (r for r in generations if r["prompt"] == prompt):
-            weights.append(gen.get("weight", 1.0))
-            i = index.get(gen["question_id"])
-            if i is None:  # not in the retrieval results: its generation failed, so not_judged follows
-                q, retrieved = next(x for x in more_questions or [] if x.id == gen["question_id"]), True
-            else:
-                q = res.questions[i]
-                retrieved = bool(first[i] and first[i] <= g.top_k)
+        for gen in (g for g in generations if g.prompt == prompt):
+            q = by_id[gen.question_id]
+            weights.append(1.0 if gen.weight is None else gen.weight)
             js = by_answer.get((q.id, prompt), {})
+            got, miss_why = retrieved(q)
             outcome, why = attribute(
-                q, retrieved, gen, js, faithfulness_threshold=threshold, faithfulness_judge=deciding
+                q,
+                got,
+                gen.dump(),
+                {n: j.to_dict() for n, j in js.items()},
+                faithfulness_threshold=threshold,
+                faithfulness_judge=deciding,
             )
+            if outcome == "retrieval_miss" and miss_why:
+                why = miss_why
             outcomes.append(outcome)
             relevant = {cid for cid, grade in q.qrels.items() if grade > 0}
             rows.append(
-                {
-                    "question_id": q.id,
-                    "question": q.question,
-                    "prompt": prompt,
-                    "outcome": outcome,
-                    "why": why,
-                    "answerable": q.answerable,
-                    "reference": q.reference,
-                    "contexts": [{"id": cid, "relevant": cid in relevant} for cid in gen.get("contexts", [])],
-                    "answer": gen.get("answer"),
-                    "judges": {
-                        name: {k: j.get(k) for k in ("status", "score", "verdict", "reason", "error", "probability")}
+                AttributionRow(
+                    question_id=q.id,
+                    question=q.question,
+                    prompt=prompt,
+                    outcome=outcome,
+                    why=why,
+                    answerable=q.answerable,
+                    reference=q.reference,
+                    contexts=[ContextMark(id=cid, relevant=cid in relevant) for cid in gen.contexts],
+                    answer=gen.answer,
+                    judges={
+                        name: JudgeBrief(
+                            status=j.status,
+                            score=j.score,
+                            verdict=j.verdict,
+                            reason=j.reason,
+                            error=j.error,
+                            probability=j.probability,
+                        )
                         for name, j in js.items()
                     },
-                }
+                )
             )
-        n = len(outcomes)
-        st = cfg.stats
         # Under a stratified sample each question stands for its stratum (its weight).
+        w = np.array(weights)
         shares[prompt] = {
-            o: {
+            o: OutcomeShare(
                 **weighted_share(
-                    np.array([x == o for x in outcomes], dtype=float), np.array(weights), confidence=st.confidence
+                    np.array([x == o for x in outcomes], dtype=float), w, confidence=cfg.stats.confidence
                 ).to_dict(),
-                "count": outcomes.count(o),
-            }
+                count=outcomes.count(o),
+            )
             for o in OUTCOMES
         }
         retrieval = sum(outcomes.count(o) for o in RETRIEVAL_FAILURES)
         generation = sum(outcomes.count(o) for o in GENERATION_FAILURES)
-        split[prompt] = {
-            "retrieval": retrieval,
-            "generation": generation,
-            "failures": retrieval + generation,
-            "not_judged": outcomes.count("not_judged"),
-            "uncertain": outcomes.count("uncertain"),
-            "questions": n,
-        }
-    return {
-        "outcomes": list(OUTCOMES),
-        "shares": shares,
-        "split": split,
-        "rows": rows,
-        "faithfulness_threshold": threshold,
-        "faithfulness_judge": deciding,
-    }
+        split[prompt] = FailureSplit(
+            retrieval=retrieval,
+            generation=generation,
+            failures=retrieval + generation,
+            not_judged=outcomes.count("not_judged"),
+            uncertain=outcomes.count("uncertain"),
+            questions=len(outcomes),
+        )
+    return AttributionSection(
+        outcomes=list(OUTCOMES),
+        shares=shares,
+        split=split,
+        rows=rows,
+        faithfulness_threshold=threshold,
+        faithfulness_judge=deciding,
+    )
+
+
+def add_judging(
+    report: Report,
+    cfg: AuditConfig,
+    questions: list[Question],
+    generations: list[Answer],
+    judgements: list[Judgement],
+    retrieved: Retrieved,
+    *,
+    reuse: JudgingInfo | dict | None = None,
+    weights: dict[str, float] | None = None,
+) -> Report:
+    """The judges section (figures aggregated from the verdicts, kept typed) and attribution, added
+    to ``report``; ``reuse`` is what the judging stage returned beside the verdicts (calibration,
+    escalation); ``weights`` the sampling weight of each question."""
+    jc, reuse = cfg.judges, JudgingInfo.load(reuse or {})
+    report.judges = JudgesSection(
+        metrics=jc.metrics,
+        faithfulness_judge=jc.deciding_faithfulness,
+        faithfulness_threshold=jc.faithfulness_threshold,
+        calibration=reuse.calibration,
+        same_model=cfg.generation is not None and _same_model(cfg),
+        weighted=bool(weights),
+        figures=aggregate(cfg, questions, judgements, weights),
+        records=judgements,
+    )
+    report.attribution = attribution_section(cfg, questions, generations, judgements, retrieved)
+    if reuse.escalation is not None:
+        report.judges.escalation = without_escalation(
+            reuse.escalation,
+            [j.to_dict() for j in judgements],
+            lambda js: dump_figures(aggregate(cfg, questions, [Judgement.from_dict(j) for j in js], weights)),
+            lambda js: {
+                p: {o: s.dump() for o, s in sh.items()}
+                for p, sh in attribution_section(
+                    cfg, questions, generations, [Judgement.from_dict(j) for j in js], retrieved
+                ).shares.items()
+            },
+        )
+    return report
+
+
+def dump_figures(figures: dict) -> dict:
+    """``{prompt: {figure: {value, ci_low, ci_high, n, ...}}}`` as JSON."""
+    return {p: {n: f.dump() for n, f in figs.items()} for p, figs in figures.items()}
+
+
+def _same_model(cfg: AuditConfig) -> bool:
+    """Whether the generator and the judge are the same model (a judge grading its own answers)."""
+    g, j = cfg.generation.llm, cfg.judges.llm
+    return (g.provider, g.model, g.base_url, g.model_path) == (j.provider, j.model, j.base_url, j.model_path)
+
+
+SUMMARY_COMPARISON = (
+    "wins",
+    "losses",
+    "ties",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "test",
+    "detectable",
+    "verdict",
+)
+PROMPT_COMPARISON = ("wins", "losses", "ties", "diff", "ci_low", "ci_high", "p_value", "p_holm", "test", "verdict")
+
+
+def _comparisons(comparisons: list[PairedComparison], keys: tuple[str, ...]) -> dict[str, dict]:
+    """``<metric>.<A>_vs_<B>`` = the comparison's fields ``keys``."""
+    out: dict[str, dict] = {}
+    for c in comparisons:
+        out.setdefault(c.metric, {})[c.pair] = c.picked(keys)
+    return out
+
+
+def summary(report: Report | dict) -> dict:
+    """summary.json: every figure at ``retrieval.<retriever>.<metric>`` as {value, ci_low, ci_high, n},
+    ``generation.<prompt>.<figure>``, ``attribution.<prompt>.<outcome>``, ``failure_split.<prompt>``,
+    ``comparison.<metric>.<A>_vs_<B>``; each part present when its stage ran."""
+    report = Report.load(report)
+    parts: dict = {}
+    r = report.retrieval
+    if r is not None:
+        parts |= dict(
+            rag_eval_version=report.rag_eval_version,
+            corpus=report.corpus,
+            test_set=report.test_set,
+            retrieval=r.retrievers,
+            retrieval_comparison=_comparisons(r.comparisons, SUMMARY_COMPARISON),
+            retrieval_misses={n: {"k": r.miss_k, "count": len(m)} for n, m in r.misses.items()},
+            diagnosis={n: cause_counts(m) for n, m in r.misses.items()},
+            simulated_fixes=[
+                f.model_dump(mode="json", include={"retriever", "change", "config", "net", "summary"})
+                | {"fixes": len(f.fixes), "causes": len(f.causes)}
+                for f in r.simulated_fixes
+            ],
+            lint={f.code: {"severity": f.severity, "questions": len(f.questions)} for f in report.lint},
+        )
+    if report.supplied is not None:
+        parts |= dict(supplied=report.supplied)
+    if report.judges is not None:
+        parts |= dict(generation=report.judges.figures)
+    if report.comparison is not None:
+        parts |= dict(comparison=_comparisons(report.comparison.comparisons, PROMPT_COMPARISON))
+    if report.attribution is not None:
+        parts |= dict(attribution=report.attribution.shares, failure_split=report.attribution.split)
+    if report.generation is not None:
+        g = report.generation
+        parts |= dict(
+            generation_counts={
+                p: c.model_dump(exclude_unset=True, exclude={"prompt_hash"}) for p, c in g.prompts.items()
+            },
+            llm_usage=g.usage,
+        )
+    if report.system is not None:
+        s = report.system
+        parts |= dict(system={"questions": s.questions, "answered": s.answered, "failed": len(s.failed)})
+    if report.traces is not None:
+        t = report.traces
+        parts |= dict(traces={"read": t.read, "audited": t.audited, "skipped": t.skipped})
+        if r is None and report.labels is not None:  # with no retrieval, the labels are summed up here
+            parts |= dict(labels=report.labels)
+    return Summary(name=report.name, created=report.created, **parts).dump()
+
+
+def cause_counts(misses: list[Miss]) -> dict[str, int]:
+    """Misses per diagnosed cause, every cause present (0 where none)."""
+    counts = dict.fromkeys(CAUSES, 0)
+    for m in misses:
+        if m.diagnosis is not None:
+            counts[m.diagnosis.cause] += 1
+    return counts

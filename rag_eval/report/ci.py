@@ -8,6 +8,8 @@ from pathlib import Path
 
 from rag_eval.orchestration.gates import GateResult, describe_failure
 from rag_eval.report.markdown import fmt
+from rag_eval.report.records import Summary
+from rag_eval.report.screen import HEADLINE
 
 
 def junit_xml(results: list[GateResult], summary: dict, report: dict, suite: str, run_dir: Path | None = None) -> str:
@@ -39,7 +41,8 @@ def summary_markdown(
 ) -> str:
     """A short Markdown summary: the gates, then the headline figures with intervals (then ``extra``,
     e.g. the diff against a baseline run)."""
-    lines = [f"## rag-eval: {summary.get('name')}", ""]
+    typed = Summary.load(summary)
+    lines = [f"## rag-eval: {typed.name}", ""]
     if results:
         passed = sum(r.passed and not r.skipped for r in results)
         skipped = sum(r.skipped for r in results)
@@ -60,10 +63,10 @@ def summary_markdown(
             if not r.passed:
                 lines += ["", "```", describe_failure(r, summary, report, run_dir), "```"]
         lines.append("")
-    for name, figs in summary.get("retrieval", {}).items():
-        heads = [m for m in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10") if m in figs]
+    for name, figs in typed.retrieval.items():
+        heads = [m for m in HEADLINE if m in figs]
         lines.append(f"- retrieval **{name}**: " + ", ".join(f"{m} {fmt(figs[m], 2)}" for m in heads))
-    for prompt, figs in summary.get("generation", {}).items():
+    for prompt, figs in typed.generation.items():
         lines.append(f"- prompt **{prompt}**: " + ", ".join(f"{m} {fmt(e, 2)}" for m, e in figs.items()))
     lines += ["", f"Run folder: `{run_dir}`", ""]
     if extra:

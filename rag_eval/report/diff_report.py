@@ -3,39 +3,29 @@ few lines for the terminal."""
 
 from __future__ import annotations
 
+from rag_eval.attribution_records import ContextMark, JudgeBrief
+from rag_eval.orchestration.diff_records import DiffData, FigureEntry, MovedEntry
 from rag_eval.report.markdown import _table, text
 from rag_eval.stats import format_p
 
 
-def fmt_diff(e: dict, digits: int = 3) -> str:
+def fmt_diff(e: FigureEntry, digits: int = 3) -> str:
     """``-0.083 [-0.250, 0.083]``, or ``–`` when nothing was compared."""
-    if e.get("diff") is None:
+    if e.diff is None:
         return "–"
-    return f"{e['diff']:+.{digits}f} [{e['ci_low']:+.{digits}f}, {e['ci_high']:+.{digits}f}]"
+    return f"{e.diff:+.{digits}f} [{e.ci_low:+.{digits}f}, {e.ci_high:+.{digits}f}]"
 
 
-def _settled(e: dict, alpha: float) -> bool:
-    return e.get("p_holm") is not None and e["p_holm"] < alpha and bool(e.get("better_on") or e.get("worse_on"))
-
-
-def _direction(e: dict) -> int:
-    """+1 when the new run is better on the figure, -1 when worse, 0 when equal."""
-    d = e.get("diff") or 0.0
-    d = d if e.get("better") == "higher" else -d
-    return (d > 0) - (d < 0)
-
-
-def headline(d: dict) -> str:
+def headline(d: DiffData | dict) -> str:
     """One sentence: what changed, settled or not."""
-    figs = d["figures"]
-    if d.get("empty"):
-        return f"No difference: every figure agrees on all {d['shared_questions']} questions."
-    changed = {n: e for n, e in figs.items() if e.get("better_on") or e.get("worse_on")}
-    alpha = d.get("alpha", 0.05)
-    worse = [n for n, e in changed.items() if _settled(e, alpha) and _direction(e) < 0]
-    better = [n for n, e in changed.items() if _settled(e, alpha) and _direction(e) > 0]
+    d = DiffData.load(d)
+    if d.empty:
+        return f"No difference: every figure agrees on all {d.shared_questions} questions."
+    changed = d.changed()
+    worse = [n for n, e in changed.items() if e.settled(d.alpha) and e.direction < 0]
+    better = [n for n, e in changed.items() if e.settled(d.alpha) and e.direction > 0]
     open_ = [n for n in changed if n not in worse and n not in better]
-    noise = [n for n, e in changed.items() if (e.get("judge_noise") or {}).get("within")]
+    noise = [n for n, e in changed.items() if e.within_noise]
     tail = f"; {len(noise)} within judge noise" if noise else ""
     if not changed:
         return "Every figure is the same on the questions compared, but not every question could be compared."
@@ -53,94 +43,80 @@ def headline(d: dict) -> str:
     return "The new run is " + "; ".join(parts) + f" (Holm-corrected){tail}."
 
 
-def diff_screen(d: dict, limit: int = 10) -> str:
+def diff_screen(d: DiffData | dict, limit: int = 10) -> str:
     """The diff in a few lines: the headline, the verdict of each figure that moved, the worst
     regressions, and what was not compared."""
-    lines = [f"diff {d['base']} -> {d['new']}: {d['shared_questions']} questions compared by id", headline(d)]
-    for name, e in d["figures"].items():
-        if e.get("better_on") or e.get("worse_on"):
-            lines.append(f"- {name}: {fmt_diff(e)}: {e['verdict']}")
-    worst = sorted((m for m in d["questions"] if m["severity"] < 0), key=lambda m: m["severity"])[:limit]
+    d = DiffData.load(d)
+    lines = [f"diff {d.base} -> {d.new}: {d.shared_questions} questions compared by id", headline(d)]
+    for name, e in d.changed().items():
+        lines.append(f"- {name}: {fmt_diff(e)}: {e.verdict}")
+    worst = sorted((m for m in d.questions if m.severity < 0), key=lambda m: m.severity)[:limit]
     if worst:
-        lines.append(f"worst regressions ({sum(m['severity'] < 0 for m in d['questions'])} in all):")
+        lines.append(f"worst regressions ({sum(m.severity < 0 for m in d.questions)} in all):")
         lines += [f"  {_move_line(m)}" for m in worst]
-    if d["not_compared"] or d["only_in_base"] or d["only_in_new"]:
+    if d.not_compared or d.only_in_base or d.only_in_new:
         lines.append(
-            f"not compared: {len({x['question_id'] for x in d['not_compared']})} questions (see the reason of each); "
-            f"only in the base run {len(d['only_in_base'])}, only in the new run {len(d['only_in_new'])}"
+            f"not compared: {len({x.question_id for x in d.not_compared})} questions (see the reason of each); "
+            f"only in the base run {len(d.only_in_base)}, only in the new run {len(d.only_in_new)}"
         )
     return "\n".join(lines)
 
 
-def _move_line(m: dict) -> str:
-    if m["scope"] == "retrieval":
-        rb, rn = (m[s]["rank"] or "none" for s in ("base", "new"))
-        what = f"{m['system']} rank {rb} -> {rn}"
+def _move_line(m: MovedEntry) -> str:
+    if m.scope == "retrieval":
+        what = f"{m.system} rank {m.base.rank or 'none'} -> {m.new.rank or 'none'}"
     else:
-        what = f"{m['system']} {m['base']['outcome']} -> {m['new']['outcome']}"
-    names = [_short(x) for x in m["worse"]]
+        what = f"{m.system} {m.base.outcome} -> {m.new.outcome}"
+    names = [_short(x) for x in m.worse]
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     worse = f"; worse on {shown}" if names else ""
-    return f"{m['question_id']}: {what}{worse}"
+    return f"{m.question_id}: {what}{worse}"
 
 
 def _short(figure: str) -> str:
     return figure.split(".", 2)[-1]
 
 
-def _top(top: list[dict]) -> str:
-    return ", ".join(f"**{t['id']}**" if t["relevant"] else t["id"] for t in top) or "–"
+def _top(top: list[ContextMark]) -> str:
+    return ", ".join(f"**{t.id}**" if t.relevant else t.id for t in top) or "–"
 
 
-def _judge_cell(j: dict | None) -> str:
+def _judge_cell(j: JudgeBrief | None) -> str:
     if not j:
         return "–"
-    if j.get("status") != "judged":
-        return f"{j.get('status')}: {j.get('error') or j.get('reason') or ''}"
-    shown = j.get("verdict") or (f"{j['score']:.2f}" if j.get("score") is not None else "")
-    return f"{shown}: {j.get('reason') or ''}".rstrip(": ")
+    if j.status != "judged":
+        return f"{j.status}: {j.error or j.reason or ''}"
+    shown = j.verdict or (f"{j.score:.2f}" if j.score is not None else "")
+    return f"{shown}: {j.reason or ''}".rstrip(": ")
 
 
-def moved_markdown(m: dict) -> list[str]:
+def moved_markdown(m: MovedEntry) -> list[str]:
     """One moved question with both runs' evidence side by side."""
-    changes = ", ".join(f"{_short(k)} {v:+.2f}" for k, v in m["changes"].items())
-    if m["scope"] == "retrieval":
-        title = f"retrieval `{m['system']}`"
+    changes = ", ".join(f"{_short(k)} {v:+.2f}" for k, v in m.changes.items())
+    b, n = m.base, m.new
+    if m.scope == "retrieval":
+        title = f"retrieval `{m.system}`"
         rows = [
-            [
-                "rank of the first relevant chunk",
-                str(m["base"]["rank"] or "not retrieved"),
-                str(m["new"]["rank"] or "not retrieved"),
-            ],
-            ["top chunks (relevant in bold)", _top(m["base"]["top"]), _top(m["new"]["top"])],
-            ["relevant chunks", ", ".join(m["base"]["relevant"]), ", ".join(m["new"]["relevant"])],
+            ["rank of the first relevant chunk", str(b.rank or "not retrieved"), str(n.rank or "not retrieved")],
+            ["top chunks (relevant in bold)", _top(b.top), _top(n.top)],
+            ["relevant chunks", ", ".join(b.relevant), ", ".join(n.relevant)],
         ]
     else:
-        title = f"prompt `{m['system']}`: {m['base']['outcome']} → {m['new']['outcome']}"
+        title = f"prompt `{m.system}`: {b.outcome} → {n.outcome}"
         rows = [
-            [
-                "outcome",
-                f"{m['base']['outcome']}: {m['base']['why'] or ''}",
-                f"{m['new']['outcome']}: {m['new']['why'] or ''}",
-            ],
-            ["answer", text(m["base"]["answer"], 400), text(m["new"]["answer"], 400)],
-            [
-                "contexts (relevant in bold)",
-                _top(m["base"]["contexts"]),
-                _top(m["new"]["contexts"]),
-            ],
+            ["outcome", f"{b.outcome}: {b.why or ''}", f"{n.outcome}: {n.why or ''}"],
+            ["answer", text(b.answer, 400), text(n.answer, 400)],
+            ["contexts (relevant in bold)", _top(b.contexts), _top(n.contexts)],
         ]
-        for judge in sorted(set(m["base"]["judges"]) | set(m["new"]["judges"])):
-            rows.append(
-                [judge, _judge_cell(m["base"]["judges"].get(judge)), _judge_cell(m["new"]["judges"].get(judge))]
-            )
-    base_sys = f" (base: `{m['base_system']}`)" if m["base_system"] != m["system"] else ""
-    out = [f"### {m['question_id']}: {title}{base_sys}", "", f"> {text(m['question'], 300)}", ""]
+        for judge in sorted(set(b.judges) | set(n.judges)):
+            rows.append([judge, _judge_cell(b.judges.get(judge)), _judge_cell(n.judges.get(judge))])
+    base_sys = f" (base: `{m.base_system}`)" if m.base_system != m.system else ""
+    out = [f"### {m.question_id}: {title}{base_sys}", "", f"> {text(m.question, 300)}", ""]
     out += [
         f"Moved: {changes}"
         + (
-            f". Judge noise: {', '.join(m['judge_noise'])} gave another verdict on identical inputs"
-            if m["judge_noise"]
+            f". Judge noise: {', '.join(m.judge_noise)} gave another verdict on identical inputs"
+            if m.judge_noise
             else ""
         ),
         "",
@@ -151,77 +127,75 @@ def moved_markdown(m: dict) -> list[str]:
     return out + [""]
 
 
-def render_diff_markdown(d: dict) -> str:
+def render_diff_markdown(d: DiffData | dict) -> str:
     """The whole diff as Markdown."""
+    d = DiffData.load(d)
     out = [
-        f"# rag-eval diff: {text(d['base_name'])} → {text(d['new_name'])}",
+        f"# rag-eval diff: {text(d.base_name)} → {text(d.new_name)}",
         "",
-        f"- base: `{d['base']}`",
-        f"- new: `{d['new']}`",
-        f"- {d['shared_questions']} questions matched by id; corpus {'the same' if d['same_corpus'] else 'different'}",
+        f"- base: `{d.base}`",
+        f"- new: `{d.new}`",
+        f"- {d.shared_questions} questions matched by id; corpus {'the same' if d.same_corpus else 'different'}",
     ]
-    out += [f"- {text(n)}" for n in d["notes"]]
+    out += [f"- {text(n)}" for n in d.notes]
     out += ["", f"**{text(headline(d))}**", "", "## Figures", ""]
-    changed = {n: e for n, e in d["figures"].items() if e.get("better_on") or e.get("worse_on")}
+    changed = d.changed()
     rows = []
-    for name, e in sorted(changed.items(), key=lambda kv: (kv[1]["p_holm"], kv[0])):
-        noise = (e.get("judge_noise") or {}).get("within")
+    for name, e in sorted(changed.items(), key=lambda kv: (kv[1].p_holm, kv[0])):
         rows.append(
             [
                 name,
-                f"{e['base']:.3f}",
-                f"{e['new']:.3f}",
+                f"{e.base:.3f}",
+                f"{e.new:.3f}",
                 fmt_diff(e),
-                f"{e['better_on']} / {e['worse_on']} / {e['same_on']}",
-                format_p(e["p_holm"]),
-                e["verdict"] + (" (within judge noise)" if noise else ""),
+                f"{e.better_on} / {e.worse_on} / {e.same_on}",
+                format_p(e.p_holm),
+                e.verdict + (" (within judge noise)" if e.within_noise else ""),
             ]
         )
     if rows:
-        ci = f"diff [{d['confidence']:.0%} CI]"
+        ci = f"diff [{d.confidence:.0%} CI]"
         out += _table(["figure", "base", "new", ci, "better / worse / same", "Holm", "verdict"], rows)
         out.append("")
-    same = [n for n, e in d["figures"].items() if n not in changed and e.get("n")]
+    same = [n for n, e in d.figures.items() if n not in changed and e.n]
     if same:
         out += [f"Identical on every compared question: {', '.join(f'`{n}`' for n in same)}.", ""]
-    none = [n for n, e in d["figures"].items() if not e.get("n")]
+    none = [n for n, e in d.figures.items() if not e.n]
     if none:
         out += [f"No question could be compared for: {', '.join(f'`{n}`' for n in none)}.", ""]
-    unmeasured = sorted(
-        {e["judge_noise"]["note"] for e in changed.values() if (e.get("judge_noise") or {}).get("note")}
-    )
+    unmeasured = sorted({e.judge_noise.note for e in changed.values() if e.judge_noise and e.judge_noise.note})
     out += [f"- {text(n)}" for n in unmeasured] + ([""] if unmeasured else [])
-    if d["questions"]:
+    if d.questions:
         out += [
-            f"## Questions that moved ({len(d['questions'])}; per retriever and prompt, worst regression first)",
+            f"## Questions that moved ({len(d.questions)}; per retriever and prompt, worst regression first)",
             "",
         ]
-        for m in d["questions"]:
+        for m in d.questions:
             out += moved_markdown(m)
-    if d["not_compared"]:
-        out += [f"## Not compared ({len({x['question_id'] for x in d['not_compared']})} questions)", ""]
+    if d.not_compared:
+        out += [f"## Not compared ({len({x.question_id for x in d.not_compared})} questions)", ""]
         grouped: dict[tuple[str, str, str], list[str]] = {}
-        for x in d["not_compared"]:
-            grouped.setdefault((x["question_id"], x["scope"], x["why"]), []).append(x["system"])
+        for x in d.not_compared:
+            grouped.setdefault((x.question_id, x.scope, x.why), []).append(x.system)
         out += _table(
             ["question", "scope", "systems", "why"],
             [[q, scope, ", ".join(systems), why] for (q, scope, why), systems in grouped.items()],
         )
         out.append("")
-    if d["only_in_base"] or d["only_in_new"]:
+    if d.only_in_base or d.only_in_new:
         out += ["## Questions in one run only", ""]
-        if d["only_in_base"]:
-            out.append(f"- only in the base run ({len(d['only_in_base'])}): {', '.join(d['only_in_base'])}")
-        if d["only_in_new"]:
-            out.append(f"- only in the new run ({len(d['only_in_new'])}): {', '.join(d['only_in_new'])}")
+        if d.only_in_base:
+            out.append(f"- only in the base run ({len(d.only_in_base)}): {', '.join(d.only_in_base)}")
+        if d.only_in_new:
+            out.append(f"- only in the new run ({len(d.only_in_new)}): {', '.join(d.only_in_new)}")
         out.append("")
     return "\n".join(out)
 
 
-def diff_gate_markdown(d: dict) -> str:
+def diff_gate_markdown(d: DiffData | dict) -> str:
     """The short diff section of a CI summary (``--baseline``)."""
-    lines = [f"### Against the baseline `{d['base']}`", "", headline(d), ""]
-    for name, e in d["figures"].items():
-        if e.get("better_on") or e.get("worse_on"):
-            lines.append(f"- `{name}`: {fmt_diff(e)}; {text(e['verdict'])}")
+    d = DiffData.load(d)
+    lines = [f"### Against the baseline `{d.base}`", "", headline(d), ""]
+    for name, e in d.changed().items():
+        lines.append(f"- `{name}`: {fmt_diff(e)}; {text(e.verdict)}")
     return "\n".join(lines) + "\n"

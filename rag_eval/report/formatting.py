@@ -6,14 +6,19 @@ from __future__ import annotations
 import html
 from html import escape
 
+from rag_eval.judges.records import LabelledEstimate
+from rag_eval.typed import Figure
 
-def fmt(est: dict | None, digits: int = 3) -> str:
-    """``0.720 [0.610, 0.820]``, or ``–`` when there is no value."""
-    if not est or est.get("value") is None:
+
+def fmt(est: Figure | LabelledEstimate | dict | None, digits: int = 3) -> str:
+    """``0.720 [0.610, 0.820]``, or ``–`` when there is no value (a dict is read as a figure)."""
+    if isinstance(est, dict):
+        est = Figure.load(est)
+    if est is None or est.value is None:
         return "–"
-    if est.get("ci_low") is None or est.get("ci_high") is None:  # one label: no interval
-        return f"{est['value']:.{digits}f} [no interval]"
-    return f"{est['value']:.{digits}f} [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
+    if est.ci_low is None or est.ci_high is None:  # one label: no interval
+        return f"{est.value:.{digits}f} [no interval]"
+    return f"{est.value:.{digits}f} [{est.ci_low:.{digits}f}, {est.ci_high:.{digits}f}]"
 
 
 def text(value: object, limit: int | None = None) -> str:

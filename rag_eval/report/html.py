@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from html import escape
 
+from rag_eval.answers.records import Usage
+from rag_eval.attribution_records import FailureSplit, OutcomeShare
 from rag_eval.report.formatting import fmt, judge_columns
 from rag_eval.report.formatting import html_table as _table
-from rag_eval.report.markdown import calibration_lines, cause_notes, labels_table
+from rag_eval.report.markdown import (
+    calibration_lines,
+    cause_notes,
+    comparison_rows,
+    figure_cell,
+    labels_table,
+    sample_note,
+)
+from rag_eval.report.records import Report
 from rag_eval.report.system_html import system_html
 from rag_eval.report.triage import triage_html
-from rag_eval.stats import format_p
+from rag_eval.retrievers.records import RetrievalSection
+from rag_eval.typed import Figure, PairedComparison
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#1d2330;padding:0 1em}
@@ -37,8 +48,8 @@ OUTCOME_COLORS = {
 }
 
 
-def _uncertain_count(split: dict) -> str:
-    return f"; {split['uncertain']} uncertain" if split.get("uncertain") else ""
+def _uncertain_count(split: FailureSplit) -> str:
+    return f"; {split.uncertain} uncertain" if split.uncertain else ""
 
 
 def y_grid(left: int, right: int, y) -> list[str]:
@@ -49,7 +60,7 @@ def y_grid(left: int, right: int, y) -> list[str]:
     ]
 
 
-def metric_bars(retrievers: dict[str, dict], metrics: list[str]) -> str:
+def metric_bars(retrievers: dict[str, dict[str, Figure]], metrics: list[str]) -> str:
     """Grouped bars per metric, one per retriever, with 95% interval whiskers."""
     names = list(retrievers)
     group_w, bar_w, h, top, left = 30 + 24 * len(names), 20, 200, 20, 36
@@ -64,19 +75,19 @@ def metric_bars(retrievers: dict[str, dict], metrics: list[str]) -> str:
         x0 = left + mi * group_w + 10
         for ri, name in enumerate(names):
             e = retrievers[name].get(m)
-            if not e or e.get("value") is None:
+            if e is None or e.value is None:
                 continue
             x = x0 + ri * 24
             parts.append(
-                f'<rect x="{x}" y="{y(e["value"]):.1f}" width="{bar_w}" height="{h * e["value"]:.1f}" '
+                f'<rect x="{x}" y="{y(e.value):.1f}" width="{bar_w}" height="{h * e.value:.1f}" '
                 f'fill="{COLORS[ri % len(COLORS)]}"><title>{escape(name)} {escape(m)}: {fmt(e)}</title></rect>'
             )
             cx = x + bar_w / 2
             parts.append(
-                f'<line x1="{cx}" x2="{cx}" y1="{y(e["ci_low"]):.1f}" y2="{y(e["ci_high"]):.1f}" '
+                f'<line x1="{cx}" x2="{cx}" y1="{y(e.ci_low):.1f}" y2="{y(e.ci_high):.1f}" '
                 f'stroke="#222" stroke-width="1.5"/>'
             )
-            for v in (e["ci_low"], e["ci_high"]):
+            for v in (e.ci_low, e.ci_high):
                 parts.append(f'<line x1="{cx - 4}" x2="{cx + 4}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#222"/>')
         parts.append(f'<text x="{x0}" y="{top + h + 16}">{escape(m)}</text>')
     for ri, name in enumerate(names):
@@ -120,7 +131,7 @@ def rank_distribution(hist: dict[str, dict[str, int]]) -> str:
     return "".join(parts) + "</svg>"
 
 
-def outcome_bars(shares: dict[str, dict], outcomes: list[str]) -> str:
+def outcome_bars(shares: dict[str, dict[str, OutcomeShare]], outcomes: list[str]) -> str:
     """One stacked bar per prompt: the share of each outcome."""
     w, bh, left = 600, 24, 110
     height = 30 + len(shares) * (bh + 10) + 40
@@ -132,12 +143,12 @@ def outcome_bars(shares: dict[str, dict], outcomes: list[str]) -> str:
         y, x = 10 + pi * (bh + 10), left
         parts.append(f'<text x="4" y="{y + 16}">{escape(prompt)}</text>')
         for o in outcomes:
-            v = sh[o]["value"] or 0
+            v = sh[o].value or 0
             if v <= 0:
                 continue
             parts.append(
                 f'<rect x="{x:.1f}" y="{y}" width="{w * v:.1f}" height="{bh}" fill="{OUTCOME_COLORS[o]}">'
-                f"<title>{escape(o)}: {sh[o]['count']} ({fmt(sh[o], 2)})</title></rect>"
+                f"<title>{escape(o)}: {sh[o].count} ({fmt(sh[o], 2)})</title></rect>"
             )
             x += w * v
     ly = 10 + len(shares) * (bh + 10) + 8
@@ -155,178 +166,171 @@ def _num(text: str) -> str:
     return f'<td class="num">{escape(text)}</td>'
 
 
-def render_html(report: dict) -> str:
+def render_html(report: Report | dict) -> str:
     """The whole report as one HTML page."""
-    c, ts, r = report["corpus"], report["test_set"], report["retrieval"]
+    report = Report.load(report)
+    c, ts, r = report.corpus, report.test_set, report.retrieval
     out = [
-        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rag-eval: {escape(report['name'])}</title>"
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rag-eval: {escape(report.name)}</title>"
         f"<style>{CSS}</style></head><body>",
-        f"<h1>rag-eval report: {escape(report['name'])}</h1>",
-        f"<p class=meta>{escape(report['created'])} · rag-eval {escape(report['rag_eval_version'])} · corpus "
-        f"{escape(c['source'])} ({c['chunks']} chunks) · test set {escape(ts['path'])}: {ts['questions']} questions "
-        f"({ts['answerable']} answerable, {ts['unanswerable']} unanswerable)</p>",
+        f"<h1>rag-eval report: {escape(report.name)}</h1>",
+        f"<p class=meta>{escape(report.created)} · rag-eval {escape(report.rag_eval_version)} · corpus "
+        f"{escape(c.source)} ({c.chunks} chunks) · test set {escape(ts.path)}: {ts.questions} questions "
+        f"({ts.answerable} answerable, {ts.unanswerable} unanswerable)</p>",
     ]
     out += _models(report)
-    if "system" in report or "traces" in report:
+    if report.system is not None or report.traces is not None:
         out += system_html(report)
-    if report.get("lint"):
+    if report.lint:
         out.append("<h2>Test-set health</h2><ul>")
-        for f in report["lint"]:
-            ids = ", ".join(f["questions"][:12]) + (" …" if len(f["questions"]) > 12 else "")
+        for f in report.lint:
+            ids = ", ".join(f.questions[:12]) + (" …" if len(f.questions) > 12 else "")
             out.append(
-                f'<li><span class="sev-{f["severity"]}">{f["severity"]}</span> <code>{escape(f["code"])}'
-                f"</code>: {escape(f['message'])}{' (' + escape(ids) + ')' if ids else ''}"
-                f"{'. Fix: ' + escape(f['fix']) if f['fix'] else ''}</li>"
+                f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}'
+                f"</code>: {escape(f.message)}{' (' + escape(ids) + ')' if ids else ''}"
+                f"{'. Fix: ' + escape(f.fix) if f.fix else ''}</li>"
             )
         out.append("</ul>")
-    if "comparison" in report:
+    if report.comparison is not None:
         out += _comparison(report)
-    if "attribution" in report:
+    if report.attribution is not None:
         out += _attribution(report)
     out += _retrieval(report, r)
-    if "judges" in report:
+    if report.judges is not None:
         out += _judges(report)
         out += triage_html(report)
     out.append("</body></html>")
     return "\n".join(out)
 
 
-def _models(report: dict) -> list[str]:
+def _usage_row(u: Usage) -> list[str]:
+    return [
+        escape(u.model),
+        _num(str(u.calls)),
+        _num(str(u.cache_hits)),
+        _num(str(u.failures)),
+        _num(str(u.prompt_tokens)),
+        _num(str(u.completion_tokens)),
+        _num(f"{u.cost:.4f}"),
+    ]
+
+
+def _models(report: Report) -> list[str]:
     out = []
-    g = report.get("generation")
+    g = report.generation
     if not g:
         return out
-    if report.get("judges", {}).get("same_model"):
+    if report.judges is not None and report.judges.same_model:
         out.append('<p class="warn">The generator and the judge are the same model: it grades its own answers.</p>')
-    rows = [
-        [
-            escape(u["model"]),
-            _num(str(u["calls"])),
-            _num(str(u["cache_hits"])),
-            _num(str(u["failures"])),
-            _num(str(u["prompt_tokens"])),
-            _num(str(u["completion_tokens"])),
-            _num(f"{u['cost']:.4f}"),
-        ]
-        for u in g["usage"]
-    ]
     out.append("<h2>Models and usage</h2>")
-    out.append(_table(["model", "calls", "cache hits", "failures", "prompt tokens", "completion tokens", "cost"], rows))
+    out.append(
+        _table(
+            ["model", "calls", "cache hits", "failures", "prompt tokens", "completion tokens", "cost"],
+            [_usage_row(u) for u in g.usage],
+        )
+    )
     out.append(
         _table(
             ["prompt", "hash", "answered", "failed"],
             [
-                [
-                    escape(p),
-                    f"<code>{escape(str(v['prompt_hash']))}</code>",
-                    _num(str(v["answered"])),
-                    _num(str(v["failed"])),
-                ]
-                for p, v in g["prompts"].items()
+                [escape(p), f"<code>{escape(str(v.prompt_hash))}</code>", _num(str(v.answered)), _num(str(v.failed))]
+                for p, v in g.prompts.items()
             ],
         )
     )
     return out
 
 
-def _comparison(report: dict) -> list[str]:
-    c = report["comparison"]
+def _comparison_table(comparisons: list[PairedComparison], pair_first: bool, attrs: str = "") -> str:
+    """Paired comparisons as an HTML table (the Markdown report's columns)."""
+    names = ["pair", "metric"] if pair_first else ["metric", "pair"]
+    header = names + ["difference [95% CI]", "better/worse/same", "p (Holm)" if not pair_first else "p", "verdict"]
+    rows = [
+        [escape(a), escape(b), _num(diff), _num(counts), _num(p), escape(verdict)]
+        for a, b, diff, counts, p, verdict in comparison_rows(comparisons, pair_first)
+    ]
+    return _table(header, rows, attrs)
+
+
+def _comparison(report: Report) -> list[str]:
+    c = report.comparison
     out = [
         "<h2>Prompts compared on the same contexts</h2>",
         "<p class=meta>Paired tests question by question, Holm-corrected across metrics and pairs.</p>",
     ]
-    out.append(
-        _table(
-            ["metric", "pair", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"],
-            [
-                [
-                    escape(x["metric"]),
-                    escape(f"{x['a']} vs {x['b']}"),
-                    _num(f"{x['diff']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]"),
-                    _num(f"{x['wins']}/{x['losses']}/{x['ties']}"),
-                    _num(format_p(x["p_holm"])),
-                    escape(x["verdict"]),
-                ]
-                for x in c["comparisons"]
-            ],
-            'id="comparison"',
-        )
-    )
-    if c["disagreements"]:
-        prompts = list(c["disagreements"][0]["answers"])
-        out.append(f"<h3>Questions where the prompts disagree ({len(c['disagreements'])})</h3>")
+    out.append(_comparison_table(c.comparisons, pair_first=False, attrs='id="comparison"'))
+    if c.disagreements:
+        prompts = list(c.disagreements[0].answers)
+        out.append(f"<h3>Questions where the prompts disagree ({len(c.disagreements)})</h3>")
         rows = []
-        for d in c["disagreements"]:
-            cells = [f"<b>{escape(d['question_id'])}</b> {escape(d['question'])}"]
+        for d in c.disagreements:
+            cells = [f"<b>{escape(d.question_id)}</b> {escape(d.question)}"]
             for p in prompts:
-                a = d["answers"].get(p)
+                a = d.answers.get(p)
                 if not a:
                     cells.append("–")
                     continue
                 judges = "<br>".join(
-                    f"<b>{escape(n)}</b>: {escape(str(j.get('verdict') or j.get('score') or j['status']))}"
-                    f" – {escape((j.get('reason') or j.get('error') or '')[:240])}"
-                    for n, j in a["judges"].items()
+                    f"<b>{escape(n)}</b>: {escape(str(j.verdict or j.score or j.status))}"
+                    f" – {escape((j.reason or j.error or '')[:240])}"
+                    for n, j in a.judges.items()
                 )
                 cells.append(
-                    f'<span class="chip o-{a["outcome"]}">{escape(a["outcome"])}</span><br>'
-                    f"{escape(a['answer'] or '–')}<br><small>{judges}</small>"
+                    f'<span class="chip o-{a.outcome}">{escape(a.outcome)}</span><br>'
+                    f"{escape(a.answer or '–')}<br><small>{judges}</small>"
                 )
             rows.append(cells)
         out.append(_table(["question"] + prompts, rows, 'id="disagreements"'))
     return out
 
 
-def _attribution(report: dict) -> list[str]:
-    a = report["attribution"]
-    g = report.get("generation", {})
+def _attribution(report: Report) -> list[str]:
+    a = report.attribution
     out = ["<h2>Where it fails</h2>"]
-    if g.get("sampled"):
+    note = sample_note(report)
+    if note:
         out.append(
-            f"<p class=meta>The LLM stages ran on a stratified, seeded sample of {g['questions']} of "
-            f"{report['test_set']['questions']} questions (generation.sample).</p>"
+            f"<p class=meta>The LLM stages ran on a stratified, seeded sample of {report.generation.questions} of "
+            f"{report.test_set.questions} questions (generation.sample).</p>"
         )
-    present = [o for o in a["outcomes"] if any(sh[o]["count"] for sh in a["shares"].values())]
-    out.append(outcome_bars(a["shares"], present))
+    present = a.present()
+    out.append(outcome_bars(a.shares, present))
     out.append(
         _table(
             ["prompt"] + present,
-            [
-                [escape(p)] + [_num(f"{sh[o]['count']} · {fmt(sh[o], 2)}") for o in present]
-                for p, sh in a["shares"].items()
-            ],
+            [[escape(p)] + [_num(f"{sh[o].count} · {fmt(sh[o], 2)}") for o in present] for p, sh in a.shares.items()],
         )
     )
     out.append(
         "<ul>"
         + "".join(
-            f"<li><b>{escape(p)}</b>: {sp['failures']} failures of {sp['questions']}: {sp['retrieval']} in retrieval, "
-            f"{sp['generation']} in generation; {sp['not_judged']} not judged{_uncertain_count(sp)}</li>"
-            for p, sp in a["split"].items()
+            f"<li><b>{escape(p)}</b>: {sp.failures} failures of {sp.questions}: {sp.retrieval} in retrieval, "
+            f"{sp.generation} in generation; {sp.not_judged} not judged{_uncertain_count(sp)}</li>"
+            for p, sp in a.split.items()
         )
         + "</ul>"
     )
-    failed = [x for x in a["rows"] if x["outcome"] not in ("ok", "correct_refusal", "uncertain")]
+    failed = [x for x in a.rows if x.failed]
     out.append(f"<h3>Failed questions ({len(failed)})</h3>")
     rows = []
     for x in failed:
         ctx = " ".join(
-            f'<span class="chip{" rel" if ci["relevant"] else ""}">{escape(ci["id"])}'
-            f"{' ✓' if ci['relevant'] else ''}</span>"
-            for ci in x["contexts"]
+            f'<span class="chip{" rel" if ci.relevant else ""}">{escape(ci.id)}{" ✓" if ci.relevant else ""}</span>'
+            for ci in x.contexts
         )
         judges = "<br>".join(
-            f"<b>{escape(n)}</b>: {escape(str(j.get('verdict') or (round(j['score'], 2) if j.get('score') is not None else j['status'])))}"
-            f" – {escape((j.get('reason') or j.get('error') or '')[:400])}"
-            for n, j in x["judges"].items()
+            f"<b>{escape(n)}</b>: "
+            f"{escape(str(j.verdict or (round(j.score, 2) if j.score is not None else j.status)))}"
+            f" – {escape((j.reason or j.error or '')[:400])}"
+            for n, j in x.judges.items()
         )
         rows.append(
             [
-                f"<b>{escape(x['question_id'])}</b><br>{escape(x['question'])}",
-                escape(x["prompt"]),
-                f'<td class="o-{x["outcome"]}">{escape(x["outcome"])}<br><small>{escape(x["why"][:300])}</small></td>',
+                f"<b>{escape(x.question_id)}</b><br>{escape(x.question)}",
+                escape(x.prompt),
+                f'<td class="o-{x.outcome}">{escape(x.outcome)}<br><small>{escape(x.why[:300])}</small></td>',
                 ctx,
-                escape(x["answer"] or "–"),
+                escape(x.answer or "–"),
                 judges,
             ]
         )
@@ -336,53 +340,38 @@ def _attribution(report: dict) -> list[str]:
     return out
 
 
-def _retrieval(report: dict, r: dict) -> list[str]:
+def _retrieval(report: Report, r: RetrievalSection) -> list[str]:
     out = [
-        f"<h2>Retrieval ({report['test_set']['answerable']} answerable questions)</h2>",
+        f"<h2>Retrieval ({report.test_set.answerable} answerable questions)</h2>",
         "<p class=meta>Means with 95% bootstrap intervals.</p>",
     ]
     out.append(
         _table(
-            ["retriever"] + r["table"],
-            [[escape(n)] + [_num(fmt(f.get(m))) for m in r["table"]] for n, f in r["retrievers"].items()],
+            ["retriever"] + r.table,
+            [[escape(n)] + [_num(fmt(f.get(m))) for m in r.table] for n, f in r.retrievers.items()],
         )
     )
-    out.append(metric_bars(r["retrievers"], r["table"]))
-    if r.get("rank_histogram"):
+    out.append(metric_bars(r.retrievers, r.table))
+    if r.rank_histogram:
         out.append("<h3>Rank of the first relevant chunk</h3>")
-        out.append(rank_distribution(r["rank_histogram"]))
-    if r["comparisons"]:
+        out.append(rank_distribution(r.rank_histogram))
+    if r.comparisons:
         out.append("<h3>Retrievers compared, question by question (Holm-corrected)</h3>")
-        out.append(
-            _table(
-                ["pair", "metric", "difference [95% CI]", "better/worse/same", "p", "verdict"],
-                [
-                    [
-                        escape(f"{x['a']} vs {x['b']}"),
-                        escape(x["metric"]),
-                        _num(f"{x['diff']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]"),
-                        _num(f"{x['wins']}/{x['losses']}/{x['ties']}"),
-                        _num(format_p(x["p_holm"])),
-                        escape(x["verdict"]),
-                    ]
-                    for x in r["comparisons"]
-                ],
-            )
-        )
-    out.append(f"<h3>Misses (no relevant chunk in the top {r['miss_k']}), by probable cause</h3>")
-    for name, rows in r["misses"].items():
+        out.append(_comparison_table(r.comparisons, pair_first=True))
+    out.append(f"<h3>Misses (no relevant chunk in the top {r.miss_k}), by probable cause</h3>")
+    for name, rows in r.misses.items():
         out.append(f"<details><summary><b>{escape(name)}</b>: {len(rows)} misses</summary>")
         out.append(
             _table(
                 ["question", "cause", "rank found", "relevant", "top retrieved", "rule"],
                 [
                     [
-                        f"<b>{escape(m['question_id'])}</b> {escape(m['question'])}",
-                        escape(m.get("diagnosis", {}).get("cause", "")),
-                        _num(str(m["rank"] or "none")),
-                        escape(", ".join(m["relevant"][:3])),
-                        escape(", ".join(m["top"][:3])),
-                        escape(m.get("diagnosis", {}).get("rule", "") + cause_notes(m.get("diagnosis", {}))),
+                        f"<b>{escape(m.question_id)}</b> {escape(m.question)}",
+                        escape(m.diagnosis.cause if m.diagnosis else ""),
+                        _num(str(m.rank or "none")),
+                        escape(", ".join(m.relevant[:3])),
+                        escape(", ".join(m.top[:3])),
+                        escape((m.diagnosis.rule if m.diagnosis else "") + cause_notes(m.diagnosis)),
                     ]
                     for m in rows
                 ],
@@ -392,9 +381,9 @@ def _retrieval(report: dict, r: dict) -> list[str]:
     return out
 
 
-def _judges(report: dict) -> list[str]:
-    j = report["judges"]
-    cols = judge_columns(j["figures"])
+def _judges(report: Report) -> list[str]:
+    j = report.judges
+    cols = judge_columns(j.figures)
     out = [
         "<h2>Judged answers</h2>",
         "<p class=meta>Scores are means, verdicts shares, with 95% intervals; "
@@ -409,22 +398,19 @@ def _judges(report: dict) -> list[str]:
             [
                 [escape(p)]
                 + [
-                    _num(
-                        f"{fmt(f[m], 2)} n={f[m]['n']}, not judged {f[m]['n_not_judged']}"
-                        + (f", uncertain {f[m]['n_uncertain']}" if f[m].get("n_uncertain") else "")
-                    )
+                    _num(figure_cell(f[m], sep=", ", not_judged="not judged ", uncertain="uncertain "))
                     if m in f
                     else "<td>–</td>"
                     for m in cols
                 ]
-                for p, f in j["figures"].items()
+                for p, f in j.figures.items()
             ],
         )
     )
     table = labels_table(report)
     if table is not None:
-        lab = report["labels"]
-        out.append(f"<h3>With human labels ({lab['answers_labelled']} answers)</h3>")
+        lab = report.labels
+        out.append(f"<h3>With human labels ({lab.answers_labelled} answers)</h3>")
         out.append(
             "<p class=meta>Prediction-powered inference (PPI++): the judge's verdicts on every answer, corrected "
             "by its error on the labelled ones.</p>"

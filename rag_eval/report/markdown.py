@@ -2,38 +2,52 @@
 
 from __future__ import annotations
 
+from rag_eval.attribution_records import AttributionSection
 from rag_eval.judges.ppi import labels_needed
+from rag_eval.judges.records import JudgedFigure, JudgesSection
 from rag_eval.judges.registry import JUDGES
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
+from rag_eval.report.records import ComparisonSection, Report
 from rag_eval.report.trace_markdown import judged_markdown, system_markdown, traces_markdown
 from rag_eval.report.triage import triage_markdown
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
+from rag_eval.retrievers.records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
+from rag_eval.typed import PairedComparison, StageReuse
 
 
-def retrieval_markdown(report: dict) -> list[str]:
-    r = report["retrieval"]
-    ts = report["test_set"]
+def comparison_rows(comparisons: list[PairedComparison], pair_first: bool) -> list[list[str]]:
+    """Paired comparisons as table rows: pair and metric, difference [CI], better/worse/same, p (Holm), verdict."""
+    rows = []
+    for c in comparisons:
+        diff, counts = c.shown()
+        names = [f"{c.a} vs {c.b}", c.metric] if pair_first else [c.metric, f"{c.a} vs {c.b}"]
+        rows.append(names + [diff, counts, format_p(c.p_holm), c.verdict])
+    return rows
+
+
+def retrieval_markdown(report: Report) -> list[str]:
+    r, ts = report.retrieval, report.test_set
     out = [
-        f"## Retrieval ({ts['answerable']} answerable questions; {ts['unanswerable']} unanswerable "
+        f"## Retrieval ({ts.answerable} answerable questions; {ts.unanswerable} unanswerable "
         "ones are left out of rank metrics)",
         "",
         "Each figure is the mean over questions with its 95% bootstrap interval.",
         "",
     ]
     out += _table(
-        ["retriever"] + r["table"],
-        [[name] + [fmt(figs.get(m)) for m in r["table"]] for name, figs in r["retrievers"].items()],
+        ["retriever"] + r.table,
+        [[name] + [fmt(figs.get(m)) for m in r.table] for name, figs in r.retrievers.items()],
     )
-    others = [m for m in r["metrics"] if m not in r["table"]]
+    others = [m for m in r.metrics if m not in r.table]
     if others:
         out += ["", "<details><summary>All metrics</summary>", ""]
         out += _table(
             ["retriever"] + others,
-            [[name] + [fmt(figs.get(m)) for m in others] for name, figs in r["retrievers"].items()],
+            [[name] + [fmt(figs.get(m)) for m in others] for name, figs in r.retrievers.items()],
         )
         out += ["", "</details>"]
-    if r["comparisons"]:
+    if r.comparisons:
         out += [
             "",
             "### Retrievers compared, question by question",
@@ -43,41 +57,31 @@ def retrieval_markdown(report: dict) -> list[str]:
             "corrected p-value does not settle the question.",
             "",
         ]
-        rows = [
-            [
-                f"{c['a']} vs {c['b']}",
-                c["metric"],
-                f"{c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]",
-                f"{c['wins']}/{c['losses']}/{c['ties']}",
-                format_p(c["p_holm"]),
-                c["verdict"],
-            ]
-            for c in r["comparisons"]
-        ]
-        out += _table(["pair", "metric", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"], rows)
-    for name, note in r.get("index_notes", {}).items():
+        header = ["pair", "metric", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"]
+        out += _table(header, comparison_rows(r.comparisons, pair_first=True))
+    for name, note in r.index_notes.items():
         out += [
             "",
             f"**{name}** searched an approximate {note.get('index', '')} index: recall@10 against exact search "
             f"{note.get('recall@10_vs_exact', float('nan')):.3f} on {note.get('recall_sample')} questions "
             "(chunks exact search ranks high may be missing from its lists).",
         ]
-    out += ["", f"### Misses (no relevant chunk in the top {r['miss_k']}), by probable cause", ""]
-    for name, rows in r["misses"].items():
-        out += [f"**{name}**: {len(rows)} of {ts['answerable']} answerable questions", ""]
+    out += ["", f"### Misses (no relevant chunk in the top {r.miss_k}), by probable cause", ""]
+    for name, rows in r.misses.items():
+        out += [f"**{name}**: {len(rows)} of {ts.answerable} answerable questions", ""]
         for cause in CAUSES:
-            group = [m for m in rows if m.get("diagnosis", {}).get("cause", "unclear") == cause]
+            group = [m for m in rows if (m.diagnosis.cause if m.diagnosis else "unclear") == cause]
             if not group:
                 continue
             out += [f"*{cause}* ({len(group)}): {FIXES[cause]}", ""]
-            header = ["question", "id", "rank found", "relevant", f"top {min(3, r['miss_k'])} retrieved", "rule"]
+            header = ["question", "id", "rank found", "relevant", f"top {min(3, r.miss_k)} retrieved", "rule"]
             out += _table(header, [_miss_row(m) for m in group])
             out.append("")
-    out += fixes_markdown(r.get("simulated_fixes", []))
+    out += fixes_markdown(r.simulated_fixes)
     return out
 
 
-def fixes_markdown(fixes: list[dict]) -> list[str]:
+def fixes_markdown(fixes: list[SimulatedFix]) -> list[str]:
     """Fixes tried on every question before anyone applies them."""
     if not fixes:
         return []
@@ -88,68 +92,65 @@ def fixes_markdown(fixes: list[dict]) -> list[str]:
     ]
     for f in fixes:
         detail = ""
-        if f["fixes"]:
-            detail += f"; fixes {', '.join(f['fixes'][:8])}"
-        if f["causes"]:
-            detail += f"; breaks {', '.join(f['causes'][:8])}"
-        out.append(f"- {text(f['summary'])}{text(detail)}")
+        if f.fixes:
+            detail += f"; fixes {', '.join(f.fixes[:8])}"
+        if f.causes:
+            detail += f"; breaks {', '.join(f.causes[:8])}"
+        out.append(f"- {text(f.summary)}{text(detail)}")
     return out
 
 
-def cause_notes(d: dict) -> str:
+def cause_notes(d: Cause | None) -> str:
     """How a miss's cause was decided, and the other causes that fit (with their evidence)."""
-    out = f"; {d['decided']}" if d.get("decided") else ""
-    for a in d.get("also", []):
-        out += f"; also {a['cause']}: {a['rule']}" + (f" ({a['decided']})" if a.get("decided") else "")
-    return out
+    return d.notes() if d is not None else ""
 
 
-def _miss_row(m: dict) -> list[str]:
-    d = m.get("diagnosis", {})
-    parts = d.get("evidence", {}).get("component_ranks")
-    rule = d.get("rule", "")
+def _miss_row(m: Miss) -> list[str]:
+    d = m.diagnosis or Cause(rule="")
+    parts = d.evidence.get("component_ranks")
+    rule = d.rule
     if parts:  # fusion: show where each part ranked the chunk
         rule += " (" + ", ".join(f"{n} rank {r or '>depth'}" for n, r in parts.items()) + ")"
-    rule += cause_notes(d)
+    rule += cause_notes(m.diagnosis)
     return [
-        m["question"],
-        m["question_id"],
-        str(m["rank"]) if m["rank"] else "not retrieved",
-        ", ".join(m["relevant"][:3]),
-        ", ".join(m["top"][:3]),
+        m.question,
+        m.question_id,
+        str(m.rank) if m.rank else "not retrieved",
+        ", ".join(m.relevant[:3]),
+        ", ".join(m.top[:3]),
         rule,
     ]
 
 
-def generation_markdown(report: dict) -> list[str]:
-    g = report["generation"]
-    out = ["", f"## Generation ({g['questions']} questions on {g['retriever']}'s top {g['top_k']})", ""]
+def generation_markdown(report: Report) -> list[str]:
+    g = report.generation
+    out = ["", f"## Generation ({g.questions} questions on {g.retriever}'s top {g.top_k})", ""]
     out += _table(
         ["prompt", "hash", "answered", "failed"],
-        [[p, c["prompt_hash"] or "–", str(c["answered"]), str(c["failed"])] for p, c in g["prompts"].items()],
+        [[p, c.prompt_hash or "–", str(c.answered), str(c.failed)] for p, c in g.prompts.items()],
     )
-    if g["usage"]:
+    if g.usage:
         out += ["", "Model usage:", ""]
         out += _table(
             ["model", "calls", "cache hits", "failures", "prompt tokens", "completion tokens", "cost"],
             [
                 [
-                    u["model"],
-                    str(u["calls"]),
-                    str(u["cache_hits"]),
-                    str(u["failures"]),
-                    str(u["prompt_tokens"]),
-                    str(u["completion_tokens"]),
-                    f"{u['cost']:.4f}",
+                    u.model,
+                    str(u.calls),
+                    str(u.cache_hits),
+                    str(u.failures),
+                    str(u.prompt_tokens),
+                    str(u.completion_tokens),
+                    f"{u.cost:.4f}",
                 ]
-                for u in g["usage"]
+                for u in g.usage
             ],
         )
     return out
 
 
-def comparison_markdown(report: dict) -> list[str]:
-    c = report["comparison"]
+def comparison_markdown(report: Report) -> list[str]:
+    c = report.comparison
     out = [
         "",
         "## Prompts compared on the same contexts",
@@ -160,142 +161,135 @@ def comparison_markdown(report: dict) -> list[str]:
     ]
     out += _table(
         ["metric", "pair", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"],
-        [
-            [
-                x["metric"],
-                f"{x['a']} vs {x['b']}",
-                f"{x['diff']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]",
-                f"{x['wins']}/{x['losses']}/{x['ties']}",
-                format_p(x["p_holm"]),
-                x["verdict"],
-            ]
-            for x in c["comparisons"]
-        ],
+        comparison_rows(c.comparisons, pair_first=False),
     )
     out += sequential_lines(c)
-    if c["disagreements"]:
-        out += ["", f"### Questions where the prompts disagree ({len(c['disagreements'])})", ""]
-        for d in c["disagreements"]:
-            out += [f"**{d['question_id']}**: {text(d['question'])}", ""]
-            for prompt, a in d["answers"].items():
+    if c.disagreements:
+        out += ["", f"### Questions where the prompts disagree ({len(c.disagreements)})", ""]
+        for d in c.disagreements:
+            out += [f"**{d.question_id}**: {text(d.question)}", ""]
+            for prompt, a in d.answers.items():
                 reasons = "; ".join(
-                    f"{n}: {j.get('verdict') or j.get('score') or j['status']} "
-                    f"({text(j.get('reason') or j.get('error'), 160)})"
-                    for n, j in a["judges"].items()
+                    f"{n}: {j.verdict or j.score or j.status} ({text(j.reason or j.error, 160)})"
+                    for n, j in a.judges.items()
                 )
-                out.append(f"- *{prompt}* `{a['outcome']}`: {text(a['answer']) or '–'} | {reasons}")
+                out.append(f"- *{prompt}* `{a.outcome}`: {text(a.answer) or '–'} | {reasons}")
             out.append("")
     return out
 
 
-def sequential_lines(section: dict) -> list[str]:
+def sequential_lines(section: ComparisonSection) -> list[str]:
     """The comparison's note on the sequential stop (Markdown)."""
-    s = section.get("sequential")
+    s = section.sequential
     if not s:
         return []
-    last = s["looks"][-1]["pairs"] if s["looks"] else []
-    pairs = "; ".join(
-        f"{p['a']} vs {p['b']}: {p['wins']} better, {p['losses']} worse, e-value {p['e_value']:.1f}" for p in last
-    )
+    last = s.looks[-1].pairs if s.looks else []
+    pairs = "; ".join(f"{p.a} vs {p.b}: {p.wins} better, {p.losses} worse, e-value {p.e_value:.1f}" for p in last)
     stop = (
-        f"settled after {s['questions_used']} of {s['questions_total']} questions"
-        if s["settled"]
-        else f"not settled: all {s['questions_used']} questions judged"
+        f"settled after {s.questions_used} of {s.questions_total} questions"
+        if s.settled
+        else f"not settled: all {s.questions_used} questions judged"
     )
     return [
         "",
-        f"**Stopped when settled** (`--stop-when-settled`, seed {s['seed']}, batches of {s['batch']}): {stop}; "
-        f"{s['calls']} model calls made, about {s['calls_saved_estimate']} saved. Test: {s['test']}, each pair "
-        f"settled at e-value >= {s['threshold']:g} (alpha {s['alpha']}). {pairs}. The verdicts above are the "
+        f"**Stopped when settled** (`--stop-when-settled`, seed {s.seed}, batches of {s.batch}): {stop}; "
+        f"{s.calls} model calls made, about {s.calls_saved_estimate} saved. Test: {s.test}, each pair "
+        f"settled at e-value >= {s.threshold:g} (alpha {s.alpha}). {pairs}. The verdicts above are the "
         "fixed-sample tests on the questions judged; the stop claims no more than they do.",
     ]
 
 
-def attribution_markdown(report: dict) -> list[str]:
-    a = report["attribution"]
+def sample_note(report: Report) -> str | None:
+    """How many questions the LLM stages ran on, when they were a stratified sample."""
+    g = report.generation
+    if g is None or not g.sampled:
+        return None
+    return f"The LLM stages ran on a stratified sample of {g.questions} questions (of {report.test_set.questions})"
+
+
+def attribution_markdown(report: Report) -> list[str]:
+    a: AttributionSection = report.attribution
     out = ["", "## Where it fails: one outcome per question", ""]
-    g = report.get("generation", {})
-    if g.get("sampled"):
+    note = sample_note(report)
+    if note:
         out += [
-            f"> The LLM stages ran on a stratified sample of {g['questions']} questions "
-            f"(of {report['test_set']['questions']}); each question is weighted by the size of its stratum "
+            f"> {note}; each question is weighted by the size of its stratum "
             "(unanswerable, retrieved, missed) over the questions sampled from it, so shares estimate the "
             "whole test set. Set generation.sample to null for all.",
             "",
         ]
-    present = [o for o in a["outcomes"] if any(sh[o]["count"] for sh in a["shares"].values())]
+    present = a.present()
     out += _table(
         ["prompt"] + present,
-        [[p] + [f"{sh[o]['count']} ({fmt(sh[o], 2)})" for o in present] for p, sh in a["shares"].items()],
+        [[p] + [f"{sh[o].count} ({fmt(sh[o], 2)})" for o in present] for p, sh in a.shares.items()],
     )
     out += [""]
-    for p, sp in a["split"].items():
+    for p, sp in a.split.items():
         out.append(
-            f"- **{p}**: {sp['failures']} failures of {sp['questions']} questions: {sp['retrieval']} in "
-            f"retrieval, {sp['generation']} in generation; {sp['not_judged']} not judged"
-            + (f"; {sp['uncertain']} uncertain." if sp.get("uncertain") else ".")
+            f"- **{p}**: {sp.failures} failures of {sp.questions} questions: {sp.retrieval} in "
+            f"retrieval, {sp.generation} in generation; {sp.not_judged} not judged"
+            + (f"; {sp.uncertain} uncertain." if sp.uncertain else ".")
         )
-    failed = [r for r in a["rows"] if r["outcome"] not in ("ok", "correct_refusal", "uncertain")]
+    failed = [r for r in a.rows if r.failed]
     if failed:
         out += ["", "### Failed questions", ""]
         for r in failed:
-            ctx = ", ".join(f"{c['id']}{' (relevant)' if c['relevant'] else ''}" for c in r["contexts"])
+            ctx = ", ".join(f"{c.id}{' (relevant)' if c.relevant else ''}" for c in r.contexts)
             out += [
-                f"**{r['question_id']}** ({r['prompt']}): `{r['outcome']}`: {text(r['question'])}",
+                f"**{r.question_id}** ({r.prompt}): `{r.outcome}`: {text(r.question)}",
                 "",
-                f"- why: {text(r['why'])}",
+                f"- why: {text(r.why)}",
                 f"- retrieved: {text(ctx) or '–'}",
-                f"- answer: {text(r['answer']) or '–'}",
+                f"- answer: {text(r.answer) or '–'}",
             ]
-            if r.get("reference"):
-                out.append(f"- reference: {text(r['reference'])}")
-            for name, j in r["judges"].items():
-                detail = j.get("reason") or j.get("error") or ""
-                shown = j.get("verdict") or (f"{j['score']:.2f}" if j.get("score") is not None else j["status"])
-                out.append(f"- {name}: {shown}: {text(detail, 300)}")
+            if r.reference:
+                out.append(f"- reference: {text(r.reference)}")
+            for name, j in r.judges.items():
+                out.append(f"- {name}: {j.shown()}: {text(j.reason or j.error or '', 300)}")
             out.append("")
     return out
 
 
-def calibration_lines(j: dict) -> list[str]:
+def calibration_lines(j: JudgesSection) -> list[str]:
     """Which faithfulness judge decides attribution, and each probability-scored judge's cut-off."""
     out = []
-    if j.get("faithfulness_judge"):
+    if j.faithfulness_judge:
+        threshold = 0.5 if j.faithfulness_threshold is None else j.faithfulness_threshold
         out.append(
-            f"- `unfaithful` in attribution is decided by `{j['faithfulness_judge']}` (below "
-            f"{j.get('faithfulness_threshold', 0.5)}); the Ragas metrics are reported under their own names."
+            f"- `unfaithful` in attribution is decided by `{j.faithfulness_judge}` (below "
+            f"{threshold}); the Ragas metrics are reported under their own names."
         )
-    for name, c in (j.get("calibration") or {}).items():
+    for name, c in j.calibration.items():
         how = (
             "calibrated for this judge model and prompt"
-            if c["calibrated"]
+            if c.calibrated
             else "NOT calibrated for this judge model or prompt: run `rag-eval judge-check --save`"
         )
-        cuts = c.get("cutoffs") or {name: c["cutoff"]}
+        cuts = c.cutoffs or {name: c.cutoff}
         at = " or ".join(f"{cut:.3f}" + (f" (`{v}`)" if len(cuts) > 1 else "") for v, cut in cuts.items())
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
-        agree = c.get("agreement")
-        if agree and agree.get("accuracy") is not None:
-            n10 = labels_needed(agree["accuracy"], 0.10)
+        agree = c.agreement
+        if agree and agree.accuracy is not None:
+            n10 = labels_needed(agree.accuracy, 0.10)
             line += (
-                f"; agrees with people on {agree['accuracy']:.2f} of {agree.get('n', '?')} labelled cases "
-                f"({agree.get('measured_on', '')}). Its figures carry that error; about {n10} labelled answers "
+                f"; agrees with people on {agree.accuracy:.2f} of {'?' if agree.n is None else agree.n} labelled cases "
+                f"({agree.measured_on}). Its figures carry that error; about {n10} labelled answers "
                 f"would give a prediction-powered interval of ±0.10 (`rag-eval label RUN_DIR --n {n10}`)"
             )
-        bands = c.get("bands") or {}
+        bands = c.bands
         if bands:
             line += "; uncertain where P lies in " + " or ".join(
-                f"[{b['low']:.3f}, {b['high']:.3f})" + (f" (`{v}`)" if len(bands) > 1 else "") for v, b in bands.items()
+                f"[{b.low:.3f}, {b.high:.3f})" + (f" (`{v}`)" if len(bands) > 1 else "") for v, b in bands.items()
             )
-            line += f" ({next(iter(bands.values()))['source']})"
-        if c.get("band_note"):
-            line += f"; {c['band_note']}"
+            line += f" ({next(iter(bands.values())).source})"
+        if c.band_note:
+            line += f"; {c.band_note}"
         out.append(line)
 
     unmeasured = [
         m
-        for m in j.get("metrics", [])
-        if m in JUDGES and JUDGES[m].human_label and not (j.get("calibration") or {}).get(m, {}).get("agreement")
+        for m in j.metrics
+        if m in JUDGES and JUDGES[m].human_label and not (m in j.calibration and j.calibration[m].agreement)
     ]
     if unmeasured:
         out.append(
@@ -305,33 +299,31 @@ def calibration_lines(j: dict) -> list[str]:
     return out + ([""] if out else [])
 
 
-def labels_table(report: dict) -> tuple[list[str], list[list[str]]] | None:
+def labels_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
     """Judged figures with human labels: the judge alone, the labels alone, and the two combined by
     prediction-powered inference; None without labels."""
-    lab = report.get("labels")
+    lab = report.labels
     if not lab:
         return None
     rows = []
-    figures = report.get("judges", {}).get("figures", {})
-    for prompt, by_fig in lab["figures"].items():
+    figures = report.judges.figures if report.judges else {}
+    for prompt, by_fig in lab.figures.items():
         for name, e in by_fig.items():
-            judge = figures.get(prompt, {}).get(name)
             rows.append(
                 [
                     prompt,
                     name,
-                    e["label"],
-                    fmt(judge, 2),
-                    f"{fmt(e['human'], 2)} n={e['human']['n_labels']}",
-                    f"{fmt(e['ppi'], 2)} ({e['ppi']['method']}, {e['ppi']['n_labels']} labelled + "
-                    f"{e['ppi']['n_unlabelled']} judged only)",
-                    f"{e['agreement_on_labelled']:.2f}",
+                    e.label,
+                    fmt(figures.get(prompt, {}).get(name), 2),
+                    f"{fmt(e.human, 2)} n={e.human.n_labels}",
+                    f"{fmt(e.ppi, 2)} ({e.ppi.method}, {e.ppi.n_labels} labelled + {e.ppi.n_unlabelled} judged only)",
+                    f"{e.agreement_on_labelled:.2f}",
                 ]
             )
-    for prompt, shares in lab.get("outcomes", {}).items():
+    for prompt, shares in lab.outcomes.items():
         for outcome, e in shares.items():
-            share = report["attribution"]["shares"][prompt][outcome]
-            if not share["count"] and not e["human"]["value"]:
+            share = report.attribution.shares[prompt][outcome]
+            if not share.count and not e.human.value:
                 continue
             rows.append(
                 [
@@ -339,8 +331,8 @@ def labels_table(report: dict) -> tuple[list[str], list[list[str]]] | None:
                     f"outcome {outcome}",
                     "all labels",
                     fmt(share, 2),
-                    f"{fmt(e['human'], 2)} n={e['human']['n_labels']}",
-                    f"{fmt(e['ppi'], 2)} ({e['ppi']['method']})",
+                    f"{fmt(e.human, 2)} n={e.human.n_labels}",
+                    f"{fmt(e.ppi, 2)} ({e.ppi.method})",
                     "",
                 ]
             )
@@ -348,14 +340,14 @@ def labels_table(report: dict) -> tuple[list[str], list[list[str]]] | None:
     return header, rows
 
 
-def labels_markdown(report: dict) -> list[str]:
+def labels_markdown(report: Report) -> list[str]:
     table = labels_table(report)
     if table is None:
         return []
-    lab = report["labels"]
+    lab = report.labels
     out = [
         "",
-        f"## With human labels ({lab['answers_labelled']} answers, {lab['source']})",
+        f"## With human labels ({lab.answers_labelled} answers, {lab.source})",
         "",
         "Prediction-powered inference (PPI++): the judge's verdicts on every audited answer, corrected by its "
         "error on the labelled ones; the interval carries the judge's uncertainty. The labelled figure is what "
@@ -364,22 +356,29 @@ def labels_markdown(report: dict) -> list[str]:
         "",
     ]
     out += _table(*table)
-    if lab.get("comparisons"):
+    if lab.comparisons:
         out += ["", "Prompt differences on the labelled figures (first minus second; paired PPI):", ""]
         out += _table(
             ["metric", "prompts", "labels only", "prediction-powered", "labelled pairs"],
             [
-                [c["metric"], f"{c['a']} − {c['b']}", fmt(c["human"], 2), fmt(c["ppi"], 2), str(c["ppi"]["n_labels"])]
-                for c in lab["comparisons"]
+                [c.metric, f"{c.a} − {c.b}", fmt(c.human, 2), fmt(c.ppi, 2), str(c.ppi.n_labels)]
+                for c in lab.comparisons
             ],
         )
     return out
 
 
-def judges_markdown(report: dict) -> list[str]:
-    j = report["judges"]
+def figure_cell(f: JudgedFigure, sep: str = " ", not_judged: str = "nj=", uncertain: str = "unc=") -> str:
+    """A judged figure with its interval, judged, not-judged and uncertain counts."""
+    return f"{fmt(f, 2)} n={f.n}{sep}{not_judged}{f.n_not_judged}" + (
+        f"{sep}{uncertain}{f.n_uncertain}" if f.n_uncertain else ""
+    )
+
+
+def judges_markdown(report: Report) -> list[str]:
+    j = report.judges
     out = ["", "## Judged answers", ""]
-    if j["same_model"]:
+    if j.same_model:
         out += ["> Warning: the generator and the judge are the same model; it grades its own answers.", ""]
     out += [
         "Means (scores) or shares (verdicts) with 95% intervals; `n` judged, `nj` not judged (excluded, "
@@ -387,95 +386,85 @@ def judges_markdown(report: dict) -> list[str]:
         "",
     ]
     out += calibration_lines(j)
-    cols = judge_columns(j["figures"])
-    rows = []
-    for prompt, figs in j["figures"].items():
-        rows.append(
-            [prompt]
-            + [
-                f"{fmt(figs[m], 2)} n={figs[m]['n']} nj={figs[m]['n_not_judged']}"
-                + (f" unc={figs[m]['n_uncertain']}" if figs[m].get("n_uncertain") else "")
-                if m in figs
-                else "–"
-                for m in cols
-            ]
-        )
+    cols = judge_columns(j.figures)
+    rows = [[prompt] + [figure_cell(figs[m]) if m in figs else "–" for m in cols] for prompt, figs in j.figures.items()]
     out += _table(["prompt"] + cols, rows)
-    failed = [r for r in j["records"] if r["status"] == "not_judged"]
+    failed = [r for r in j.records if r.status == "not_judged"]
     if failed:
         out += ["", f"Not judged ({len(failed)}):", ""]
         out += _table(
             ["judge", "question", "prompt", "error"],
-            [[r["judge"], r["question_id"], r["prompt"], text(r["error"], 160)] for r in failed[:50]],
+            [[r.judge, r.question_id, r.prompt, text(r.error, 160)] for r in failed[:50]],
         )
     return out
 
 
-def resume_markdown(resume: dict | None) -> list[str]:
+def resume_markdown(resume: dict[str, StageReuse] | None) -> list[str]:
     """What a resumed run reused from the run folder, and what it redid because its inputs changed."""
     if not resume:
         return []
     out = ["## Resumed run", ""]
     for stage, r in resume.items():
-        redone = ", ".join(f"{n} because the {why} changed" for why, n in r["redone"].items())
-        out.append(f"- {stage}: {r['reused']} reused" + (f"; redone: {redone}" if redone else ""))
+        redone = ", ".join(f"{n} because the {why} changed" for why, n in r.redone.items())
+        out.append(f"- {stage}: {r.reused} reused" + (f"; redone: {redone}" if redone else ""))
     return out + [""]
 
 
-def lint_markdown(findings: list[dict]) -> list[str]:
+def lint_markdown(findings: list) -> list[str]:
     """The test-set health findings, most severe first."""
     if not findings:
         return []
     out = ["## Test-set health", ""]
     for f in findings:
-        ids = ", ".join(f["questions"][:10]) + (" ..." if len(f["questions"]) > 10 else "")
-        line = f"- **{f['severity']}** `{f['code']}`: {f['message']}"
+        ids = ", ".join(f.questions[:10]) + (" ..." if len(f.questions) > 10 else "")
+        line = f"- **{f.severity}** `{f.code}`: {f.message}"
         line += f" ({ids})" if ids else ""
-        line += f". Fix: {f['fix']}" if f["fix"] else ""
+        line += f". Fix: {f.fix}" if f.fix else ""
         out.append(line)
     return out + [""]
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: Report | dict) -> str:
     """The whole report as Markdown."""
-    c, ts = report["corpus"], report["test_set"]
+    report = Report.load(report)
+    c, ts = report.corpus, report.test_set
     out = [
-        f"# rag-eval report: {report['name']}",
+        f"# rag-eval report: {report.name}",
         "",
-        f"- created: {report['created']} (rag-eval {report['rag_eval_version']})",
-        f"- corpus: {c['source']}, {c['chunks']} chunks",
-        f"- test set: {ts['path']}, {ts['questions']} questions ({ts['answerable']} answerable, "
-        f"{ts['unanswerable']} unanswerable)",
+        f"- created: {report.created} (rag-eval {report.rag_eval_version})",
+        f"- corpus: {c.source}, {c.chunks} chunks",
+        f"- test set: {ts.path}, {ts.questions} questions ({ts.answerable} answerable, {ts.unanswerable} unanswerable)",
         "",
     ]
-    out += resume_markdown(report.get("resume"))
-    out += lint_markdown(report.get("lint", []))
-    if "system" in report or "traces" in report:
-        out += system_markdown(report) if "system" in report else []
-        out += traces_markdown(report) if "traces" in report else []
+    out += resume_markdown(report.resume)
+    out += lint_markdown(report.lint)
+    if report.system is not None or report.traces is not None:
+        out += system_markdown(report) if report.system is not None else []
+        out += traces_markdown(report) if report.traces is not None else []
     out += retrieval_markdown(report)
-    if "generation" in report:
+    if report.generation is not None:
         out += generation_markdown(report)
-    if "comparison" in report:
+    if report.comparison is not None:
         out += comparison_markdown(report)
-    if "attribution" in report:
+    if report.attribution is not None:
         out += attribution_markdown(report)
-    if "judges" in report:
+    if report.judges is not None:
         out += judges_markdown(report)
         out += labels_markdown(report)
         out += triage_markdown(report)
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_traces_markdown(report: dict) -> str:
+def render_traces_markdown(report: Report | dict) -> str:
     """A traces audit as Markdown: the full report when traces were matched to a labelled test set,
     else the traces, the judged figures and the outcomes."""
-    if "retrieval" in report:
+    report = Report.load(report)
+    if report.retrieval is not None:
         return render_markdown(report)
     out = [
-        f"# rag-eval traces report: {report['name']}",
+        f"# rag-eval traces report: {report.name}",
         "",
-        f"- created: {report['created']} (rag-eval {report['rag_eval_version']})",
+        f"- created: {report.created} (rag-eval {report.rag_eval_version})",
     ]
     out += traces_markdown(report)
     out += judged_markdown(report)

@@ -4,85 +4,81 @@ audit (what was read, what was skipped and why, the judged figures over the traf
 from __future__ import annotations
 
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
+from rag_eval.report.records import Report
 
 
-def system_markdown(report: dict) -> list[str]:
+def system_markdown(report: Report) -> list[str]:
     """How the system was called, which questions failed (not_judged), how its passages mapped."""
-    s = report["system"]
-    if s.get("type") == "traces":
+    s = report.system
+    if s.type == "traces":
         return []
-    p = s["passages"]
+    p = s.passages
     out = [
         "",
-        f"## The system ({s['type']}: {text(s['endpoint'])})",
+        f"## The system ({s.type}: {text(s.endpoint)})",
         "",
-        f"- asked {s['questions']} questions: {s['answered']} answered, {len(s['failed'])} failed (not_judged; "
+        f"- asked {s.questions} questions: {s.answered} answered, {len(s.failed)} failed (not_judged; "
         "left out of the retrieval figures, which are over the answered questions)",
-        f"- passages returned: {p['passages']}: {p['by_id']} by corpus id, {p['by_text']} matched to a corpus "
-        f"chunk by text, {p['own_text']} not in the corpus (relevant when an evidence quote is in them), "
-        f"{p['unknown_id']} with an id the corpus lacks and no text",
+        f"- passages returned: {p.passages}: {p.by_id} by corpus id, {p.by_text} matched to a corpus "
+        f"chunk by text, {p.own_text} not in the corpus (relevant when an evidence quote is in them), "
+        f"{p.unknown_id} with an id the corpus lacks and no text",
     ]
-    if s["failed"]:
-        out += ["", f"Failed questions ({len(s['failed'])}):", ""]
+    if s.failed:
+        out += ["", f"Failed questions ({len(s.failed)}):", ""]
         out += _table(
             ["question", "error"],
-            [[f"{f['question_id']}: {text(f['question'], 80)}", text(f["error"], 200)] for f in s["failed"][:50]],
+            [[f"{f.question_id}: {text(f.question, 80)}", text(f.error, 200)] for f in s.failed[:50]],
         )
     return out + [""]
 
 
-def traces_markdown(report: dict) -> list[str]:
+def traces_markdown(report: Report) -> list[str]:
     """Traces read, audited and skipped (each skipped one named)."""
-    t = report["traces"]
+    t = report.traces
     out = [
         "",
-        f"## Traces ({', '.join(text(f) for f in t['files'])})",
+        f"## Traces ({', '.join(text(f) for f in t.files)})",
         "",
-        f"- {t['read']} traces read, {t['audited']} audited, "
+        f"- {t.read} traces read, {t.audited} audited, "
         + (
-            "skipped: " + ", ".join(f"{n} {reason}" for reason, n in t["skipped"].items())
-            if t["skipped"]
-            else "none skipped"
+            "skipped: " + ", ".join(f"{n} {reason}" for reason, n in t.skipped.items()) if t.skipped else "none skipped"
         ),
     ]
-    if t.get("labels"):
-        lab = t["labels"]
-        out.append(f"- {lab['n']} traces drawn to label (seed {lab['seed']}): {text(lab['csv'])}, {text(lab['html'])}")
-    if t["skipped_traces"]:
+    if t.labels:
+        lab = t.labels
+        out.append(f"- {lab.n} traces drawn to label (seed {lab.seed}): {text(lab.csv)}, {text(lab.html)}")
+    if t.skipped_traces:
         out += ["", "Skipped traces:", ""]
         out += _table(
             ["trace id", "question", "reason", "detail"],
-            [
-                [s["trace_id"], text(s["question"] or "–", 80), s["reason"], text(s["detail"], 160)]
-                for s in t["skipped_traces"][:100]
-            ],
+            [[s.trace_id, text(s.question or "–", 80), s.reason, text(s.detail, 160)] for s in t.skipped_traces[:100]],
         )
     return out + [""]
 
 
-def judged_markdown(report: dict) -> list[str]:
-    j = report["judges"]
-    cols = judge_columns(j["figures"])
+def judged_markdown(report: Report) -> list[str]:
+    j = report.judges
+    cols = judge_columns(j.figures)
     out = ["", "## Judged answers (95% intervals over the traces)", ""]
     out += _table(
         ["prompt"] + cols,
         [
-            [p] + [f"{fmt(f[m], 2)} n={f[m]['n']} nj={f[m]['n_not_judged']}" if m in f else "–" for m in cols]
-            for p, f in j["figures"].items()
+            [p] + [f"{fmt(f[m], 2)} n={f[m].n} nj={f[m].n_not_judged}" if m in f else "–" for m in cols]
+            for p, f in j.figures.items()
         ],
     )
-    a = report["attribution"]
-    present = [o for o in a["outcomes"] if any(sh[o]["count"] for sh in a["shares"].values())]
-    out += ["", "## Where it fails: one outcome per trace", "", f"> {report['supplied']['note']}", ""]
+    a = report.attribution
+    present = a.present()
+    out += ["", "## Where it fails: one outcome per trace", "", f"> {report.supplied.note}", ""]
     out += _table(
         ["prompt"] + present,
-        [[p] + [f"{sh[o]['count']} ({fmt(sh[o], 2)})" for o in present] for p, sh in a["shares"].items()],
+        [[p] + [f"{sh[o].count} ({fmt(sh[o], 2)})" for o in present] for p, sh in a.shares.items()],
     )
-    failed = [r for r in a["rows"] if r["outcome"] != "ok"]
+    failed = [r for r in a.rows if r.outcome != "ok"]
     if failed:
         out += ["", "Failed traces:", ""]
         out += _table(
             ["trace", "outcome", "question", "why"],
-            [[r["question_id"], r["outcome"], text(r["question"], 80), text(r["why"], 200)] for r in failed[:100]],
+            [[r.question_id, r.outcome, text(r.question, 80), text(r.why, 200)] for r in failed[:100]],
         )
     return out

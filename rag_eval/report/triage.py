@@ -6,99 +6,143 @@ uncertain share."""
 from __future__ import annotations
 
 import html as html_lib
+from dataclasses import dataclass
 
 from rag_eval.judges.active import decision_uncertainty, labels_for_width
 from rag_eval.judges.labels import figure_records
+from rag_eval.judges.records import UncertainDetails
 from rag_eval.judges.registry import figures
 from rag_eval.report.formatting import _table, fmt, text
+from rag_eval.report.records import Report
+from rag_eval.typed import Figure
 
 WIDTHS = (0.05, 0.10)
 
 
-def _fmt(est: dict | None) -> str:
+def _fmt(est: Figure | None) -> str:
     return fmt(est, 2)
 
 
-def uncertain_answers(report: dict) -> list[dict]:
-    """Every uncertain verdict still standing, the most unsure first (closest to its cut-off)."""
-    questions = {r["question_id"]: r.get("question", "") for r in report.get("attribution", {}).get("rows", [])}
-    rows = []
-    for r in report.get("judges", {}).get("records", []):
-        if r["status"] != "uncertain":
-            continue
-        d = r.get("details") or {}
-        esc = d.get("escalation") or {}
-        rows.append(
-            {
-                "question_id": r["question_id"],
-                "prompt": r["prompt"],
-                "judge": r["judge"],
-                "question": questions.get(r["question_id"], ""),
-                "probability": r.get("probability"),
-                "band": d.get("band"),
-                "leaning": d.get("leaning") if d.get("leaning") is not None else d.get("leaning_score"),
-                "escalation": esc.get("not_sent") or esc.get("error") or (esc.get("second") or {}).get("how"),
-                "priority": decision_uncertainty({**r, "status": "judged"})
-                if r.get("probability") is not None
-                else 0.5,
-            }
+@dataclass
+class UncertainVerdict:
+    """An uncertain verdict still standing, with how unsure it is (0.5: at its cut-off)."""
+
+    question_id: str
+    prompt: str
+    judge: str
+    question: str
+    probability: float | None
+    band: list[float] | None
+    leaning: str | float | None
+    escalation: str | None
+    priority: float
+
+
+@dataclass
+class LabelsPlan:
+    """One judged figure with a human label: its answers, the uncertain ones, the escalations that
+    would decide them, and the labels a uniform and an active draw need per interval width."""
+
+    prompt: str
+    figure: str
+    label: str
+    answers: int
+    uncertain: int
+    escalations: int
+    agreement: float | None
+    labels_needed: dict[str, dict[str, int]]
+    width: float
+
+    @property
+    def active_need(self) -> int:
+        """Labels an active draw needs for the chosen width."""
+        return self.labels_needed[f"{self.width:g}"]["active"]
+
+    def needed(self, width: str) -> str:
+        """``uniform / active`` labels, or "all N" where a draw would need every answer (labelling all
+        of them gives the figure itself)."""
+        got = self.labels_needed[width]
+        return " / ".join(
+            f"all {self.answers}" if got[k] >= self.answers else str(got[k]) for k in ("uniform", "active")
         )
-    return sorted(rows, key=lambda x: (-x["priority"], x["question_id"], x["prompt"], x["judge"]))
 
 
-def _decisions_to_escalate(r: dict) -> int:
-    d = r.get("details") or {}
-    return len(d.get("uncertain_statements") or []) if "statements" in d else 1
+def uncertain_answers(report: Report) -> list[UncertainVerdict]:
+    """Every uncertain verdict still standing, the most unsure first (closest to its cut-off)."""
+    questions = {r.question_id: r.question for r in report.rows()}
+    rows = []
+    for r in report.judges.records if report.judges else []:
+        if r.status != "uncertain":
+            continue
+        d = UncertainDetails.load(r.details or {})
+        rows.append(
+            UncertainVerdict(
+                question_id=r.question_id,
+                prompt=r.prompt,
+                judge=r.judge,
+                question=questions.get(r.question_id, ""),
+                probability=r.probability,
+                band=d.band,
+                leaning=d.leans_to,
+                escalation=d.escalation_note,
+                priority=decision_uncertainty({**r.to_dict(), "status": "judged"})
+                if r.probability is not None
+                else 0.5,
+            )
+        )
+    return sorted(rows, key=lambda x: (-x.priority, x.question_id, x.prompt, x.judge))
 
 
-def labels_plan(report: dict, chosen_width: float = 0.10) -> list[dict]:
+def labels_plan(report: Report | dict, chosen_width: float = 0.10) -> list[LabelsPlan]:
     """Per prompt and judged figure with a human label: judged and uncertain answers, the labels a
     uniform and an active draw need for ±0.05, ±0.10 and ``chosen_width``, and the escalations
     (decisions sent to a second judge) that would decide its uncertain answers."""
-    j = report.get("judges") or {}
-    records = j.get("records", [])
-    answerable = {r["question_id"]: r["answerable"] for r in report.get("attribution", {}).get("rows", [])}
-    calibration = j.get("calibration") or {}
+    report = Report.load(report)
+    j = report.judges
+    if j is None:
+        return []
+    answerable = {r.question_id: r.answerable for r in report.rows()}
     out = []
-    for prompt in sorted({r["prompt"] for r in records}):
-        for spec, fig in figures(j.get("metrics", [])):
+    for prompt in sorted({r.prompt for r in j.records}):
+        for spec, fig in figures(j.metrics):
             if spec.human_label is None:
                 continue
-            rows = figure_records(records, spec.name, prompt, fig.subset, answerable)
+            rows = figure_records(j.records, spec.name, prompt, fig.subset, answerable)
             if not rows:
                 continue
-            errors = [decision_uncertainty(r) for r in rows]
-            agree = (calibration.get(spec.name) or {}).get("agreement") or {}
-            measured = 1 - agree["accuracy"] if agree.get("accuracy") is not None else None
+            errors = [decision_uncertainty(r.to_dict()) for r in rows]
+            cal = j.calibration.get(spec.name)
+            accuracy = cal.agreement.accuracy if cal is not None and cal.agreement is not None else None
+            measured = 1 - accuracy if accuracy is not None else None
             need = {}
             for w in sorted({*WIDTHS, chosen_width}):
                 n_u, n_a = labels_for_width(errors, w, uniform_variance=measured)
                 need[f"{w:g}"] = {"uniform": n_u, "active": n_a}
-            unsure = [r for r in rows if r["status"] == "uncertain"]
+            unsure = [r for r in rows if r.status == "uncertain"]
             out.append(
-                {
-                    "prompt": prompt,
-                    "figure": fig.name,
-                    "label": spec.human_label,
-                    "answers": len(rows),
-                    "uncertain": len(unsure),
-                    "escalations": sum(_decisions_to_escalate(r) for r in unsure),
-                    "agreement": agree.get("accuracy"),
-                    "labels_needed": need,
-                    "width": chosen_width,
-                }
+                LabelsPlan(
+                    prompt=prompt,
+                    figure=fig.name,
+                    label=spec.human_label,
+                    answers=len(rows),
+                    uncertain=len(unsure),
+                    escalations=sum(UncertainDetails.load(r.details or {}).decisions for r in unsure),
+                    agreement=accuracy,
+                    labels_needed=need,
+                    width=chosen_width,
+                )
             )
     return out
 
 
-def escalation_lines(report: dict) -> list[str]:
+def escalation_lines(report: Report) -> list[str]:
     """What the escalation did and cost, and each figure with and without it (Markdown)."""
-    e = (report.get("judges") or {}).get("escalation")
+    e = report.judges.escalation if report.judges else None
     if not e:
         return []
-    u = e.get("usage") or {}
-    budget = f", {e['over_budget']} not sent (max_calls {e['max_calls']})" if e.get("over_budget") else ""
-    calibrated = [v for v, ok in (e.get("calibrated") or {}).items() if ok]
+    u = e.usage
+    budget = f", {e.over_budget} not sent (max_calls {e.max_calls})" if e.over_budget else ""
+    calibrated = [v for v, ok in e.calibrated.items() if ok]
     how = (
         f"its calibrated cut-off for {', '.join(calibrated)}, its text verdict for the rest"
         if calibrated
@@ -108,43 +152,45 @@ def escalation_lines(report: dict) -> list[str]:
         "",
         "### Escalated to a second judge",
         "",
-        f"{e['escalated']} of {e['uncertain']} uncertain verdicts were asked again of `{e['model']}` "
-        f"({e['calls']} decisions; {u.get('calls', 0)} calls, {u.get('cache_hits', 0)} from cache, "
-        f"{u.get('prompt_tokens', 0)} + {u.get('completion_tokens', 0)} tokens, cost {u.get('cost', 0.0):.4f})"
-        f"{budget}; {e['decided']} decided by it, deciding by {how}.",
+        f"{e.escalated} of {e.uncertain} uncertain verdicts were asked again of `{e.model}` "
+        f"({e.calls} decisions; {u.calls} calls, {u.cache_hits} from cache, "
+        f"{u.prompt_tokens} + {u.completion_tokens} tokens, cost {u.cost:.4f})"
+        f"{budget}; {e.decided} decided by it, deciding by {how}.",
         "",
     ]
     rows = []
-    for prompt, figs in (report["judges"].get("figures") or {}).items():
-        before = (e.get("figures_without") or {}).get(prompt, {})
+    for prompt, figs in report.judges.figures.items():
+        before = e.figures_without.get(prompt, {})
         for name, est in figs.items():
             b = before.get(name)
             rows.append(
                 [
                     prompt,
                     name,
-                    f"{_fmt(b)} n={b['n']} unc={b.get('n_uncertain', 0)}" if b else "–",
-                    f"{_fmt(est)} n={est['n']} unc={est.get('n_uncertain', 0)}",
+                    f"{_fmt(b)} n={b.n} unc={b.n_uncertain}" if b else "–",
+                    f"{_fmt(est)} n={est.n} unc={est.n_uncertain}",
                 ]
             )
-    for prompt, shares in (e.get("outcomes_without") or {}).items():
-        now = report.get("attribution", {}).get("shares", {}).get(prompt, {})
+    now = report.attribution.shares if report.attribution else {}
+    for prompt, shares in e.outcomes_without.items():
         if "uncertain" in shares:
+            current = now.get(prompt, {}).get("uncertain")
             rows.append(
                 [
                     prompt,
                     "outcome uncertain",
-                    f"{shares['uncertain']['count']} ({_fmt(shares['uncertain'])})",
-                    f"{now.get('uncertain', {}).get('count', 0)} ({_fmt(now.get('uncertain'))})",
+                    f"{shares['uncertain'].count} ({_fmt(shares['uncertain'])})",
+                    f"{current.count if current else 0} ({_fmt(current)})",
                 ]
             )
     out += _table(["prompt", "figure", "first judge alone", "with escalation"], rows)
     return out
 
 
-def triage_markdown(report: dict) -> list[str]:
+def triage_markdown(report: Report | dict) -> list[str]:
     """The report's section on uncertain verdicts, escalation and labels needed (Markdown)."""
-    if "judges" not in report:
+    report = Report.load(report)
+    if report.judges is None:
         return []
     unsure = uncertain_answers(report)
     plan = labels_plan(report)
@@ -165,14 +211,14 @@ def triage_markdown(report: dict) -> list[str]:
             ["question", "id", "prompt", "judge", "P", "band", "leans to", "escalation"],
             [
                 [
-                    text(u["question"], 80),
-                    u["question_id"],
-                    u["prompt"],
-                    u["judge"],
-                    f"{u['probability']:.3f}" if u["probability"] is not None else "–",
-                    f"[{u['band'][0]:.3f}, {u['band'][1]:.3f})" if u["band"] else "–",
-                    str(u["leaning"] if not isinstance(u["leaning"], float) else f"{u['leaning']:.2f}"),
-                    u["escalation"] or "–",
+                    text(u.question, 80),
+                    u.question_id,
+                    u.prompt,
+                    u.judge,
+                    f"{u.probability:.3f}" if u.probability is not None else "–",
+                    f"[{u.band[0]:.3f}, {u.band[1]:.3f})" if u.band else "–",
+                    str(u.leaning if not isinstance(u.leaning, float) else f"{u.leaning:.2f}"),
+                    u.escalation or "–",
                 ]
                 for u in unsure[:50]
             ],
@@ -204,13 +250,13 @@ def triage_markdown(report: dict) -> list[str]:
             ],
             [
                 [
-                    p["prompt"],
-                    p["figure"],
-                    str(p["answers"]),
-                    str(p["uncertain"]),
-                    str(p["escalations"]),
-                    _needed(p, "0.05"),
-                    _needed(p, "0.1"),
+                    p.prompt,
+                    p.figure,
+                    str(p.answers),
+                    str(p.uncertain),
+                    str(p.escalations),
+                    p.needed("0.05"),
+                    p.needed("0.1"),
                 ]
                 for p in plan
             ],
@@ -218,15 +264,7 @@ def triage_markdown(report: dict) -> list[str]:
     return out
 
 
-def _needed(plan: dict, width: str) -> str:
-    """``uniform / active`` labels, or "all N" where a draw would need every answer (labelling all
-    of them gives the figure itself)."""
-    n = plan["answers"]
-    got = plan["labels_needed"][width]
-    return " / ".join(f"all {n}" if got[k] >= n else str(got[k]) for k in ("uniform", "active"))
-
-
-def triage_html(report: dict) -> list[str]:
+def triage_html(report: Report | dict) -> list[str]:
     """The same section as HTML."""
     lines = triage_markdown(report)
     if not lines:

@@ -16,13 +16,14 @@ from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfi
 from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
 from rag_eval.hashing import inputs_hash
-from rag_eval.judges.judging import aggregate, run_judging
+from rag_eval.judges.judging import run_judging
 from rag_eval.judges.labels import label_run
 from rag_eval.llm.session import LLMSession
-from rag_eval.orchestration.steps import Inputs, _open_run, _same_model, _say_reuse, _set_status, retrieval_stage
+from rag_eval.orchestration.steps import Inputs, _open_run, _say_reuse, _set_status, retrieval_stage
 from rag_eval.progress import say, track_async
-from rag_eval.report.assemble import attribution_section, build_report, generation_section
+from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
 from rag_eval.report.files import write_report
+from rag_eval.report.records import Report
 from rag_eval.rundir import read_jsonl, write_json, write_text
 from rag_eval.system.http import HttpSystem, SystemReply
 from rag_eval.system.passages import judged_corpus, map_replies, system_rankings, with_own_passages
@@ -157,7 +158,7 @@ def _close(session, run_dir: Path) -> None:
     session.close()
 
 
-def _finish(run_dir: Path, report: dict) -> None:
+def _finish(run_dir: Path, report: Report) -> None:
     write_report(run_dir, report)
     _set_status(run_dir, "finished")
 
@@ -170,7 +171,7 @@ def audit_replies(
     session,
     run_dir: Path,
     source: dict | None = None,
-) -> dict:
+) -> Report:
     """Retrieval figures from the replies' passages, their answers judged on them, attribution;
     the report data. ``replies`` holds one reply per question of ``inputs``; ``source`` describes
     where they came from (default: the configured system)."""
@@ -200,35 +201,27 @@ def audit_replies(
     report = build_report(
         cfg, mapped.corpus, res, test_set_path=str(inputs.test_set_path), findings=findings, diagnoses=diagnoses
     )
-    report["config_path"] = str(Path(cfg.config_path).resolve()) if cfg.config_path else None
+    report.config_path = str(Path(cfg.config_path).resolve()) if cfg.config_path else None
     n_ans = sum(q.answerable for q in questions)
     # The test set as asked; the retrieval section counts the questions the system answered.
-    report["test_set"] |= {"questions": len(questions), "answerable": n_ans, "unanswerable": len(questions) - n_ans}
-    report["system"] = {**system_section(cfg, questions, replies, mapped, usage), **(source or {})}
+    report.test_set = report.test_set.model_copy(
+        update={"questions": len(questions), "answerable": n_ans, "unanswerable": len(questions) - n_ans}
+    )
+    report.system = {**system_section(cfg, questions, replies, mapped, usage), **(source or {})}
     records = generation_records(cfg, replies, mapped)
     write_text(run_dir / "generation.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     # Every passage the system returned goes to its generator: "retrieved" is any relevant one among them.
     gen = cfg.generation.model_copy(update={"top_k": cfg.retrieval.depth})
     gcfg = cfg.model_copy(update={"generation": gen})
-    report["generation"] = generation_section(gcfg, records, len(questions), session.usage() + [usage])
+    report.generation = generation_section(gcfg, records, len(questions), session.usage() + [usage])
     write_report(run_dir, report)
     if cfg.judges is not None:
         judgements, reuse = run_judging(gcfg, judged_corpus(mapped), questions, records, session, run_dir)
         _say_reuse("judgements", reuse)
-        report["judges"] = {
-            "metrics": cfg.judges.metrics,
-            "faithfulness_judge": cfg.judges.deciding_faithfulness,
-            "faithfulness_threshold": cfg.judges.faithfulness_threshold,
-            "calibration": reuse.pop("calibration"),
-            "same_model": _same_model(cfg),
-            "weighted": False,
-            "figures": aggregate(cfg, questions, judgements),
-            "records": judgements,
-        }
-        report["attribution"] = attribution_section(
-            gcfg, res, mapped.corpus, records, judgements, more_questions=failed
+        add_judging(
+            report, gcfg, questions, report.generation.records, judgements, retrieved_in_top_k(gcfg, res), reuse=reuse
         )
         if cfg.judges.labels:
             report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
-    report["generation"]["usage"] = session.usage() + [usage]
+    report.generation.usage = session.usage() + [usage]
     return report

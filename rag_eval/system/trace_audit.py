@@ -34,6 +34,7 @@ from rag_eval.orchestration.steps import Inputs, _set_status, load_inputs
 from rag_eval.orchestration.supplied import SuppliedAnswer, context_id, judge_supplied
 from rag_eval.progress import say
 from rag_eval.report.files import write_report
+from rag_eval.report.records import Report
 from rag_eval.retrievers.mapping import Passage
 from rag_eval.rundir import new_run_dir, write_text
 from rag_eval.system.http import SystemReply
@@ -154,7 +155,7 @@ def _match(cfg: AuditConfig, traces: list[Trace], inputs):
     return replies, trace_of
 
 
-def _labelled_audit(cfg: AuditConfig, traces: list[Trace], run_dir: Path, use_cache: bool) -> dict:
+def _labelled_audit(cfg: AuditConfig, traces: list[Trace], run_dir: Path, use_cache: bool) -> Report:
     inputs = load_inputs(cfg)
     replies, trace_of = _match(cfg, traces, inputs)
     if not replies:
@@ -238,9 +239,10 @@ def audit_traces(
         report = judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
         if cfg.judges.labels:  # the labels of an earlier draw, filled in: prediction-powered figures
             report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
-    report["traces"] = t = skipped_section(traces, [str(f) for f in files])
+    t = skipped_section(traces, [str(f) for f in files])
     say(f"traces: {t['read']} read, {t['audited']} audited, skipped: {t['skipped'] or 'none'}")
-    report["traces"]["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
+    t["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
+    report.traces = t
 
     write_report(run_dir, report)
 
@@ -248,7 +250,7 @@ def audit_traces(
     return run_dir
 
 
-def _label_sample(run_dir: Path, report: dict, n: int, seed: int) -> dict | None:
+def _label_sample(run_dir: Path, report: Report, n: int, seed: int) -> dict | None:
     """A seeded random sample of the audited traces for people to label (rag-eval label's files)."""
     if n <= 0:
         return None
@@ -258,9 +260,7 @@ def _label_sample(run_dir: Path, report: dict, n: int, seed: int) -> dict | None
         return None
     out = run_dir / "labels"
     out.mkdir(exist_ok=True)
-    verdicts = {
-        (r["question_id"], r["prompt"]): r.get("judges", {}) for r in report.get("attribution", {}).get("rows", [])
-    }
+    verdicts = {(r.question_id, r.prompt): r.judges for r in report.rows()}
     write_csv(rows, out / "labels.csv")
     write_html(rows, out / "labels.html", _texts(run_dir), verdicts)
     return {"n": len(rows), "seed": seed, "csv": str(out / "labels.csv"), "html": str(out / "labels.html")}

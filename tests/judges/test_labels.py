@@ -151,12 +151,12 @@ def test_paired_ppi_difference_between_prompts():
         for i, v in enumerate(vs)
     ]
     [c] = paired_differences(report, labels, 0.95)
-    assert (c["metric"], c["a"], c["b"]) == ("correctness", "a", "b")
-    assert c["human"]["value"] == pytest.approx(0.5)  # labelled differences 0, 0, 1, 1
+    assert (c.metric, c.a, c.b) == ("correctness", "a", "b")
+    assert c.human.value == pytest.approx(0.5)  # labelled differences 0, 0, 1, 1
     # plain PPI: mean of unlabelled judge differences (q4: 0, q5: 1) + mean(label - judge) on pairs
     # = 0.5 + (0.5 - 0.5) = 0.5; the power-tuned estimate stays within the human interval.
-    assert c["ppi"]["n_labels"] == 4 and c["ppi"]["n_unlabelled"] == 2
-    assert c["human"]["ci_low"] <= c["ppi"]["value"] <= c["human"]["ci_high"]
+    assert c.ppi.n_labels == 4 and c.ppi.n_unlabelled == 2
+    assert c.human.ci_low <= c.ppi.value <= c.human.ci_high
 
 
 def test_the_labelling_page_hides_verdicts_until_labelled_and_saves_the_csv(tmp_path):

@@ -330,9 +330,8 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     from rag_eval.config import config_from_dict
     from rag_eval.hashing import inputs_hash
     from rag_eval.judges.judgement import Judgement
-    from rag_eval.judges.judging import aggregate
     from rag_eval.orchestration.steps import load_inputs, retrieval_stage
-    from rag_eval.report.assemble import attribution_section, build_report, generation_section
+    from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
     from rag_eval.report.files import write_report
     from rag_eval.rundir import new_run_dir
 
@@ -371,24 +370,18 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
                     verdict=v,
                     reason=f"{judge} says {v} for '{answer}'",
                     input_hash=inputs_hash(judge, q.id, answer),
-                ).to_dict()
+                )
             )
     write_jsonl(run_dir / "generation.jsonl", gens)
-    write_jsonl(run_dir / "judgements.jsonl", judgements)
-    report["generation"] = generation_section(cfg, gens, len(gens), [], len(gens))
+    write_jsonl(run_dir / "judgements.jsonl", [j.to_dict() for j in judgements])
+    report.generation = generation_section(cfg, gens, len(gens), [], len(gens))
     agree = {"accuracy": agreement, "n": 40, "measured_on": "test cases"}
     calibration = {"correctness": {"cutoff": 0.5, "cutoffs": {"correct": 0.5}, "calibrated": True, "agreement": agree}}
-    report["judges"] = {
-        "metrics": cfg.judges.metrics,
-        "faithfulness_judge": None,
-        "faithfulness_threshold": 0.5,
-        "calibration": calibration if agreement is not None else {},
-        "same_model": False,
-        "weighted": False,
-        "figures": aggregate(cfg, inputs.questions, judgements),
-        "records": judgements,
-    }
-    report["attribution"] = attribution_section(cfg, res, inputs.corpus, gens, judgements)
+    reuse = {"calibration": calibration if agreement is not None else {}}
+    add_judging(
+        report, cfg, res.questions, report.generation.records, judgements, retrieved_in_top_k(cfg, res), reuse=reuse
+    )
+    report.judges.same_model = False
     write_report(run_dir, report)
     return run_dir
 

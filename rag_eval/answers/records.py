@@ -1,0 +1,70 @@
+"""What the generation stage hands the judges and the report: one answer per question and
+prompt (a line of generation.jsonl), and the stage's counts and model usage."""
+
+from __future__ import annotations
+
+from rag_eval.typed import Model, Num
+
+
+class Answer(Model):
+    """One generated (or supplied) answer on the contexts it was given; ``error`` where it failed.
+    A sampled audit adds the question's ``stratum`` and ``weight``."""
+
+    question_id: str
+    prompt: str
+    prompt_hash: str | None = None
+    retriever: str | None = None
+    contexts: list[str] = []
+    answer: str | None = None
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: Num | None = None
+    cached: bool | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    input_hash: str | None = None
+    stratum: str | None = None
+    weight: Num | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+class PromptCounts(Model):
+    """Answers of one prompt: answered, failed, and the prompt file's hash."""
+
+    answered: int = 0
+    failed: int = 0
+    prompt_hash: str | None = None
+
+
+class Usage(Model):
+    """Model calls, tokens and cost of one model over the run (``llm_usage.json``'s rows)."""
+
+    model: str = ""
+    calls: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    shared: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_evaluated: int = 0
+    prompt_reused: int = 0
+    model_ms: Num = 0
+    price_input: Num | None = None
+    price_output: Num | None = None
+    cost: Num = 0
+
+
+class GenerationSection(Model):
+    """The generation stage in the report."""
+
+    retriever: str | None = None
+    top_k: int | None = None
+    questions: int = 0
+    sampled: bool = False
+    prompts: dict[str, PromptCounts] = {}
+    usage: list[Usage] = []
+    records: list[Answer] = []

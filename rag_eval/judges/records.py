@@ -1,0 +1,136 @@
+"""What the judging stage hands attribution and the report: the judged figures (aggregates with
+intervals, the not-judged and uncertain counted beside them), the cut-offs used, and the
+``judges`` section of report.json. One judge's verdict is ``judges.judgement.Judgement``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_eval.answers.records import Usage
+from rag_eval.judges.judgement import Judgement
+from rag_eval.typed import Figure, Model, Num, StageReuse
+
+
+class LabelledEstimate(Model):
+    """A figure from human labels alone (``human``) or combined with the judge by prediction-
+    powered inference (``ppi``)."""
+
+    value: Num | None = None
+    ci_low: Num | None = None
+    ci_high: Num | None = None
+    n_labels: int = 0
+    n_unlabelled: int = 0
+    method: str = ""
+
+
+class JudgedFigure(Figure):
+    """A judge's figure for one prompt (a mean score or a share of verdicts) over the judged
+    answers; the not-judged and uncertain are excluded and counted. ``ppi`` and ``human`` are
+    added where people labelled a sample of the answers."""
+
+    n_not_judged: int = 0
+    n_uncertain: int = 0
+    ppi: LabelledEstimate | None = None
+    human: LabelledEstimate | None = None
+
+
+class Agreement(Model):
+    """A judge's measured agreement with people: accuracy on ``n`` labelled cases, and where."""
+
+    accuracy: Num | None = None
+    n: int | None = None
+    measured_on: str = ""
+
+
+class BandRange(Model):
+    """``[low, high)`` around a cut-off where decisions are uncertain (``uncertain.Band`` as written)."""
+
+    low: Num = 0.0
+    high: Num = 0.0
+    source: str = ""
+
+
+class Calibration(Model):
+    """A probability-scored judge's cut-offs in this run, whether they were calibrated for the
+    judge model and prompt, its measured agreement with people, and its uncertain bands."""
+
+    cutoff: Num | None = None
+    cutoffs: dict[str, Num] = {}
+    calibrated: bool = False
+    agreement: Agreement | None = None
+    bands: dict[str, BandRange] = {}
+    band_note: str | None = None
+
+
+class JudgingInfo(StageReuse):
+    """What the judging stage returns beside its verdicts: what a resumed run reused, the cut-offs
+    used, and what the escalation did (``escalation.Escalation`` as a dict, None without one)."""
+
+    calibration: dict[str, Calibration] = {}
+    escalation: dict[str, Any] | None = None
+
+
+# {prompt: {figure: JudgedFigure}}
+Figures = dict[str, dict[str, JudgedFigure]]
+
+
+class EscalationSection(Model):
+    """What the escalation to a second judge did and cost (``escalation.Escalation`` as written),
+    and the figures and outcome shares as the first judge alone left them."""
+
+    model: str = ""
+    identity: str = ""
+    max_calls: int | None = None
+    uncertain: int = 0
+    escalated: int = 0
+    decided: int = 0
+    over_budget: int = 0
+    calls: int = 0
+    calibrated: dict[str, bool] = {}
+    usage: Usage = Usage()
+    figures_without: Figures = {}
+    outcomes_without: dict[str, dict[str, Figure]] = {}
+
+
+class UncertainDetails(Model):
+    """What ``Judgement.details`` holds about an uncertain decision: its band, what the judge leaned
+    to, the statements still undecided, and what the escalation did."""
+
+    band: list[Num] | None = None
+    leaning: str | None = None
+    leaning_score: Num | None = None
+    statements: list[Any] | None = None
+    uncertain_statements: list[Any] | None = None
+    escalation: dict[str, Any] | None = None
+
+    @property
+    def leans_to(self) -> str | Num | None:
+        return self.leaning if self.leaning is not None else self.leaning_score
+
+    @property
+    def escalation_note(self) -> str | None:
+        """Why the decision was not escalated, the error, or how the second judge decided."""
+        e = self.escalation or {}
+        return e.get("not_sent") or e.get("error") or (e.get("second") or {}).get("how")
+
+    @property
+    def decisions(self) -> int:
+        """Decisions a second judge would be asked: its undecided statements, else one."""
+        return len(self.uncertain_statements or []) if "statements" in self.model_fields_set else 1
+
+
+class JudgesSection(Model):
+    """The judging stage in the report: which judges ran, their figures and every verdict."""
+
+    metrics: list[str] = []
+    faithfulness_judge: str | None = None
+    faithfulness_threshold: Num | None = None
+    calibration: dict[str, Calibration] = {}
+    same_model: bool = False
+    weighted: bool = False
+    figures: Figures = {}
+    records: list[Judgement] = []
+    escalation: EscalationSection | None = None
+
+    def figure(self, prompt: str, name: str) -> JudgedFigure | None:
+        return self.figures.get(prompt, {}).get(name)

@@ -1,0 +1,42 @@
+"""A system's runs over time (``history.collect_history``, what ``rag-eval history --json``
+writes), typed for the history page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_eval.typed import Figure, Model
+
+
+class RunChange(Model):
+    """What changed since the run before: ``kind`` config, corpus, test_set or version."""
+
+    kind: str = ""
+    what: str = ""
+
+
+class HistoryTestSet(Model):
+    ids: list[str] = []
+
+
+class HistoryRun(Model):
+    """One finished run: its headline figures and what changed since the run before it."""
+
+    run: str = ""
+    path: str = ""
+    name: str = ""
+    created: str = ""
+    rag_eval_version: str | None = None
+    corpus: dict[str, Any] = {}
+    test_set: HistoryTestSet = HistoryTestSet()
+    config: dict[str, Any] = {}
+    figures: dict[str, Figure] = {}
+    changes: list[RunChange] = []
+
+
+class HistoryData(Model):
+    """Every config's runs in time order, and the unfinished runs left out."""
+
+    runs_dir: str = ""
+    systems: dict[str, list[HistoryRun]] = {}
+    unfinished: list[str] = []

@@ -1,0 +1,192 @@
+"""The report data (report.json): the header and one section per stage, each typed by the stage
+that made it. Markdown, HTML, summary.json, gates, labels and ``Result`` read these attributes.
+
+report.json keeps the shape it had when it was a dict (``dump()`` writes the keys that were set),
+and every run folder written before reads back with ``Report.load``: a section it lacks is None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_eval.answers.records import GenerationSection, Usage
+from rag_eval.attribution_records import AttributionRow, AttributionSection, FailureSplit, JudgeBrief, OutcomeShare
+from rag_eval.judges.records import Figures, JudgesSection, LabelledEstimate
+from rag_eval.retrievers.records import RetrievalSection
+from rag_eval.system.records import SystemSection, TracesSection
+from rag_eval.typed import Figure, Model, Num, PairedComparison, StageReuse
+
+
+class CorpusInfo(Model):
+    source: str = ""
+    chunks: int = 0
+    fingerprint: str | None = None
+
+
+class TestSetInfo(Model):
+    path: str = ""
+    questions: int = 0
+    answerable: int = 0
+    unanswerable: int = 0
+
+
+class LintFinding(Model):
+    """A test-set health finding (``lint.Finding`` as written)."""
+
+    code: str = ""
+    severity: str = ""
+    message: str = ""
+    fix: str = ""
+    questions: list[str] = []
+    data: dict[str, Any] = {}
+
+
+class PromptAnswer(Model):
+    """One prompt's answer to a question where the prompts disagree."""
+
+    outcome: str = ""
+    answer: str | None = None
+    why: str = ""
+    judges: dict[str, JudgeBrief] = {}
+
+
+class Disagreement(Model):
+    """A question whose outcome differs between prompts."""
+
+    question_id: str = ""
+    question: str = ""
+    answers: dict[str, PromptAnswer] = {}
+
+
+class PairEvalue(Model):
+    """Two prompts at one look of a sequential comparison: wins, losses and the e-value of ``ok``."""
+
+    a: str = ""
+    b: str = ""
+    wins: int = 0
+    losses: int = 0
+    e_value: Num = 1.0
+
+
+class Look(Model):
+    """One look of a sequential comparison: the questions judged so far and each pair's e-value."""
+
+    questions: int = 0
+    pairs: list[PairEvalue] = []
+    settled: bool = False
+
+
+class SequentialStop(Model):
+    """``--stop-when-settled``: the always-valid test, where it stopped, and the calls it saved."""
+
+    test: str = ""
+    alpha: Num = 0.05
+    threshold: Num = 0.0
+    seed: int | None = None
+    batch: int = 0
+    questions_used: int = 0
+    questions_total: int = 0
+    settled: bool = False
+    calls: int = 0
+    calls_saved_estimate: int = 0
+    looks: list[Look] = []
+
+
+class ComparisonSection(Model):
+    """Prompts compared on the same contexts (``rag-eval compare``)."""
+
+    comparisons: list[PairedComparison] = []
+    disagreements: list[Disagreement] = []
+    sequential: SequentialStop | None = None
+
+
+class LabelledFigure(Model):
+    """A judged figure with human labels: the labels alone and combined with the judge."""
+
+    ppi: LabelledEstimate | None = None
+    human: LabelledEstimate | None = None
+    label: str = ""
+    agreement_on_labelled: Num | None = None
+
+
+class LabelledDifference(Model):
+    """A prompt difference on a labelled figure (first minus second), paired PPI."""
+
+    metric: str = ""
+    a: str = ""
+    b: str = ""
+    ppi: LabelledEstimate | None = None
+    human: LabelledEstimate | None = None
+
+
+class LabelsSection(Model):
+    """What people labelled, and the prediction-powered figures from it."""
+
+    source: str = ""
+    answers_labelled: int = 0
+    per_column: dict[str, int] = {}
+    figures: dict[str, dict[str, LabelledFigure]] = {}
+    outcomes: dict[str, dict[str, LabelledFigure]] = {}
+    comparisons: list[LabelledDifference] = []
+
+
+class SuppliedInfo(Model):
+    """Answers judged without retrieval labels: how a retrieval miss was decided."""
+
+    answers: int = 0
+    retrieval_decided_by: str | None = None
+    note: str = ""
+
+
+class Report(Model):
+    """The whole report; summary.json and every rendering come from it."""
+
+    name: str = ""
+    created: str = ""
+    rag_eval_version: str | None = None
+    corpus: CorpusInfo | None = None
+    test_set: TestSetInfo | None = None
+    lint: list[LintFinding] = []
+    supplied: SuppliedInfo | None = None
+    system: SystemSection | None = None
+    traces: TracesSection | None = None
+    retrieval: RetrievalSection | None = None
+    config_path: str | None = None
+    resume: dict[str, StageReuse] | None = None
+    generation: GenerationSection | None = None
+    judges: JudgesSection | None = None
+    attribution: AttributionSection | None = None
+    comparison: ComparisonSection | None = None
+    labels: LabelsSection | None = None
+
+    def rows(self) -> list[AttributionRow]:
+        """Attribution's rows (none before attribution ran)."""
+        return self.attribution.rows if self.attribution else []
+
+
+class Summary(Model):
+    """summary.json: every figure by its dotted name (``retrieval.<retriever>.<metric>``,
+    ``generation.<prompt>.<figure>``, ``attribution.<prompt>.<outcome>``, ``failure_split.<prompt>``,
+    ``comparison.<metric>.<A>_vs_<B>``); each part present when its stage ran."""
+
+    name: str = ""
+    created: str = ""
+    rag_eval_version: str | None = None
+    corpus: CorpusInfo | None = None
+    test_set: TestSetInfo | None = None
+    retrieval: dict[str, dict[str, Figure]] = {}
+    retrieval_comparison: dict[str, dict[str, dict[str, Any]]] = {}
+    retrieval_misses: dict[str, dict[str, int]] = {}
+    diagnosis: dict[str, dict[str, int]] = {}
+    simulated_fixes: list[dict[str, Any]] = []
+    lint: dict[str, dict[str, Any]] = {}
+    supplied: SuppliedInfo | None = None
+    generation: Figures = {}
+    comparison: dict[str, dict[str, dict[str, Any]]] = {}
+    attribution: dict[str, dict[str, OutcomeShare]] = {}
+    failure_split: dict[str, FailureSplit] = {}
+    generation_counts: dict[str, dict[str, int]] = {}
+    llm_usage: list[Usage] = []
+    system: dict[str, int] | None = None
+    traces: dict[str, Any] | None = None
+    labels: LabelsSection | None = None
