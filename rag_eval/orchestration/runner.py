@@ -341,6 +341,7 @@ def run_audit(
                 "faithfulness_judge": cfg.judges.deciding_faithfulness,
                 "faithfulness_threshold": cfg.judges.faithfulness_threshold,
                 "calibration": judge_reuse.pop("calibration"),
+                "ragas_requests": judge_reuse.pop("ragas_requests", None),
                 "same_model": _same_model(cfg),
                 "weighted": bool(weights),
                 "figures": aggregate(cfg, inputs.questions, judgements, weights),

@@ -149,7 +149,7 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
     )
     try:
-        judgements, _ = run_judging(cfg, corpus, questions, generations, session, run_dir)
+        judgements, reuse = run_judging(cfg, corpus, questions, generations, session, run_dir)
     finally:
         write_json(run_dir / "llm_usage.json", session.usage())
         session.close()
@@ -213,6 +213,7 @@ def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, 
         "judges": {
             "metrics": cfg.judges.metrics,
             "faithfulness_judge": cfg.judges.deciding_faithfulness,
+            "ragas_requests": reuse.get("ragas_requests"),
             "records": judgements,
             "figures": aggregate(cfg, questions, judgements),
         },

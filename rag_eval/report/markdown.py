@@ -267,6 +267,10 @@ def calibration_lines(j: dict) -> list[str]:
             f"- `unfaithful` in attribution is decided by `{j['faithfulness_judge']}` (below "
             f"{j.get('faithfulness_threshold', 0.5)}); the Ragas metrics are reported under their own names."
         )
+    if j.get("ragas_requests"):
+        from rag_eval.judges.ragas_judges import describe_requests
+
+        out.append("- " + describe_requests(j["ragas_requests"]))
     for name, c in (j.get("calibration") or {}).items():
         how = (
             "calibrated for this judge model and prompt"

@@ -232,6 +232,7 @@ def audit_replies(
             "faithfulness_judge": cfg.judges.deciding_faithfulness,
             "faithfulness_threshold": cfg.judges.faithfulness_threshold,
             "calibration": reuse.pop("calibration"),
+            "ragas_requests": reuse.pop("ragas_requests", None),
             "same_model": _same_model(cfg),
             "weighted": False,
             "figures": aggregate(cfg, questions, judgements),
