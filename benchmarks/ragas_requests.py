@@ -77,15 +77,19 @@ def answers(args, cfg) -> list[dict]:
         print(f"answers: {run_dir}")
     inputs = load_inputs(cfg)
     by_id = {q.id: q for q in inputs.questions}
-    rows = []
+    rows, failed = [], []
     for line in (run_dir / "generation.jsonl").read_text().splitlines():
         g = json.loads(line)
-        if g.get("error") is None and g.get("answer"):
+        if g.get("error") is not None or not g.get("answer"):
+            failed.append(g["question_id"])
+        else:
             q = by_id[g["question_id"]]
             ctx = _contexts(inputs.corpus, g["contexts"], cfg.generation.max_context_chars)
             rows.append(
                 {"id": q.id, "question": q.question, "reference": q.reference, "answer": g["answer"], "contexts": ctx}
             )
+    if failed:
+        print(f"answers: {len(rows)} judged; left out, their generation failed: {', '.join(failed)}", file=sys.stderr)
     return rows
 
 
@@ -220,7 +224,9 @@ def report(results: dict) -> None:
         print("  " + " ".join(f"{i:>7}" for i in m["ids"]))
         for way in WAYS:
             print(f"  {' '.join(f'{fmt(s):>7}' for s in m[way]['scores'])}  {way}")
-        same_requests = sorted(m["native"]["bodies"]) == sorted(m["ragas"]["bodies"])
+        # As sets: rag-eval's client sends identical requests in flight at once only once (two
+        # contexts of one question with the same text), Ragas' own client sends each.
+        same_requests = set(m["native"]["bodies"]) == set(m["ragas"]["bodies"])
         m["agreement"] = {
             "guided_vs_ragas_same_side": agree(g, r),
             "native_vs_ragas_same_side": agree(n, r),
