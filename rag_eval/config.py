@@ -382,6 +382,11 @@ class JudgesConfig(_Model):
         None, description="folder of the own judges' prompts; default: the prompts shipped with rag-eval"
     )
     parse_retries: int = Field(1, ge=0, description="re-asks after an unparseable Ragas output")
+    ragas_requests: Literal["guided", "native"] = Field(
+        "guided",
+        description="what the Ragas metrics send: guided (schema-guided decoding, each reason bounded; stricter) "
+        "or native (Ragas' own requests unchanged, to reproduce a Ragas number)",
+    )
     faithfulness_threshold: float = Field(0.5, ge=0, le=1, description="attribution: unfaithful below this")
     faithfulness_judge: str | None = Field(
         None,

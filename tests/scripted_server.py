@@ -170,8 +170,15 @@ def first_token_logprobs(content: str, p: float = YES_P) -> dict:
 
 
 def schema_name(body: dict) -> str | None:
-    """The json_schema name of a request's response_format (which judge or Ragas step asks)."""
+    """The json_schema name of a request's response_format (which judge or Ragas step asks); for
+    instructor's JSON mode (Ragas' own requests), the title of the schema in the system message."""
     rf = body.get("response_format") or {}
+    if rf.get("type") == "json_object":
+        system = next((m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
+        try:
+            return json.loads(system[system.index("{") : system.rindex("}") + 1]).get("title")
+        except ValueError:
+            return None
     return (rf.get("json_schema") or {}).get("name")
 
 

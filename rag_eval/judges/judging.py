@@ -171,7 +171,9 @@ async def judge_all(
     if "scored" in families:
         scored = ScoredJudges.load(llm, cfg.resolve_path(jc.prompts_dir) if jc.prompts_dir else None)
         scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, jc.cutoffs)
-    ragas = RagasJudges(llm, json_schema=jc.llm.json_schema) if "ragas" in families else None
+    ragas = (
+        RagasJudges(llm, json_schema=jc.llm.json_schema, requests=jc.ragas_requests) if "ragas" in families else None
+    )
     done = read_judgements(out)
     by_id = {q.id: q for q in questions}
     max_chars = cfg.generation.max_context_chars if cfg.generation else 2000
@@ -223,7 +225,13 @@ async def judge_all(
         for name in jc.metrics
         if scored and JUDGES[name].family == "scored"
     }
-    info = JudgingInfo(reused=jr.reused, redone=jr.redone, calibration=calibration, escalation=escalation)
+    info = JudgingInfo(
+        reused=jr.reused,
+        redone=jr.redone,
+        calibration=calibration,
+        escalation=escalation,
+        ragas_requests=ragas.settings if ragas else None,
+    )
     return records, info
 
 

@@ -9,6 +9,11 @@ Ragas' output models ask for a free-text ``reason`` before each verdict; a small
 ones, and they are most of what Ragas generates. Where the endpoint does guided decoding, each
 ``reason`` carries ``maxLength: REASON_CHARS`` in the JSON schema sent (the prompt text, the fields
 and their validation stay Ragas'), so the reason stops there and the verdict follows.
+
+``judges.ragas_requests: native`` sends Ragas' own requests instead, unchanged: the LLM comes from
+Ragas' own ``llm_factory`` over the same client (instructor JSON mode, the schema in a system
+message, Ragas' sampling defaults) and each step asks for Ragas' own output model, so every request
+is the one Ragas' ``metric.ascore`` sends, for users who must reproduce a Ragas number.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from rag_eval.llm.client import redact
 from rag_eval.offline import go_offline
 
 REASON_CHARS = 160
+RAGAS_REQUESTS = ("guided", "native")
 
 
 def bounded_reasons(model, chars: int | None):
@@ -43,6 +49,38 @@ def bounded_reasons(model, chars: int | None):
     return create_model(model.__name__, __base__=model, **fields)
 
 
+def describe_requests(settings: dict) -> str:
+    """One sentence for the report: what the Ragas metrics sent (``RagasJudges.settings``) and how
+    that differs from Ragas' own requests."""
+    sampling = f"temperature {settings.get('temperature')}, top_p {settings.get('top_p')}"
+    if settings.get("setting") == "native":
+        return (
+            f"Ragas metrics: `ragas_requests: native`: Ragas' own requests, unchanged (Ragas' `llm_factory`: "
+            f"instructor {settings.get('mode')}, the schema in a system message, unbounded reasons, {sampling}), "
+            "as Ragas' own `metric.ascore` sends them, so the figures are Ragas' numbers. rag-eval's default, "
+            "`guided` (schema-guided decoding, reasons bounded), is stricter: on the demo's answers the two agree "
+            "on faithfulness (same side of 0.5) but differ on context precision and context recall."
+        )
+    if settings.get("reason_chars"):
+        how = (
+            f"schema-guided decoding (instructor {settings.get('mode')}), each reason bounded to "
+            f"{settings['reason_chars']} characters, {sampling}"
+        )
+        return (
+            f"Ragas metrics: `ragas_requests: guided`: Ragas' prompts and output models, sent with {how}. This is "
+            "stricter than Ragas' own requests (instructor JSON mode: the schema in a system message, unbounded "
+            "reasons): on the demo's answers the two agree on faithfulness (same side of 0.5) but differ on context "
+            "precision and context recall, so these are not the numbers Ragas' own API gives; "
+            "`judges.ragas_requests: native` sends Ragas' requests unchanged, to reproduce one."
+        )
+    return (
+        f"Ragas metrics: `ragas_requests: guided`, but the endpoint does no guided decoding (`llm.json_schema: "
+        f"false`): Ragas' prompts and output models in instructor {settings.get('mode')}, unbounded reasons, "
+        f"{sampling}; `judges.ragas_requests: native` sends Ragas' own requests unchanged (its own sampling), "
+        "to reproduce a Ragas number."
+    )
+
+
 def describe_error(exc: Exception) -> str:
     """A short message: instructor's retry errors carry every failed completion, keep the last error."""
     text = redact(str(exc))
@@ -57,30 +95,58 @@ def describe_error(exc: Exception) -> str:
 class RagasJudges:
     """Faithfulness (2 calls), context precision with reference (k calls), context recall (1 call)."""
 
-    def __init__(self, llm, *, json_schema: bool, max_tokens: int = 1024, reason_chars: int | None = REASON_CHARS):
+    def __init__(
+        self,
+        llm,
+        *,
+        json_schema: bool,
+        requests: str = "guided",
+        max_tokens: int = 1024,
+        reason_chars: int | None = REASON_CHARS,
+    ):
+        """``requests``: ``guided`` (rag-eval's requests) or ``native`` (Ragas' own, unchanged)."""
         go_offline()
         import instructor  # noqa: PLC0415
         import ragas  # noqa: PLC0415
-        from ragas.llms.base import InstructorLLM, InstructorModelArgs  # noqa: PLC0415
+        from ragas.llms.base import InstructorLLM, InstructorModelArgs, llm_factory  # noqa: PLC0415
         from ragas.metrics.collections import ContextPrecisionWithReference, ContextRecall, Faithfulness  # noqa: PLC0415
         from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput  # noqa: PLC0415
         from ragas.metrics.collections.context_recall.util import ContextRecallOutput  # noqa: PLC0415
         from ragas.metrics.collections.faithfulness.util import NLIStatementOutput  # noqa: PLC0415
 
-        mode = instructor.Mode.JSON_SCHEMA if json_schema else instructor.Mode.JSON
-        client = instructor.from_openai(llm.client, mode=mode)
-        args = InstructorModelArgs(temperature=0.0, top_p=1.0, max_tokens=max_tokens)
+        if requests not in RAGAS_REQUESTS:
+            raise ValueError(f"ragas_requests must be one of {', '.join(RAGAS_REQUESTS)}, not {requests!r}")
         self.model = llm.model
-        self.rllm = InstructorLLM(client=client, model=llm.model, provider="openai", model_args=args)
+        if requests == "native":
+            # Ragas' own factory decides the mode, the system message and the sampling: whatever
+            # Ragas sends, this sends, also after a Ragas upgrade.
+            self.rllm = llm_factory(llm.model, provider="openai", client=llm.client)
+            chars = None
+        else:
+            mode = instructor.Mode.JSON_SCHEMA if json_schema else instructor.Mode.JSON
+            client = instructor.from_openai(llm.client, mode=mode)
+            args = InstructorModelArgs(temperature=0.0, top_p=1.0, max_tokens=max_tokens)
+            self.rllm = InstructorLLM(client=client, model=llm.model, provider="openai", model_args=args)
+            chars = reason_chars if json_schema else None  # without guided decoding nothing enforces it
         self.faithfulness = Faithfulness(llm=self.rllm)
         self.precision = ContextPrecisionWithReference(llm=self.rllm)
         self.recall = ContextRecall(llm=self.rllm)
-        chars = reason_chars if json_schema else None  # without guided decoding nothing enforces it
         self.outputs = {
             m.__name__: bounded_reasons(m, chars)
             for m in (NLIStatementOutput, ContextPrecisionOutput, ContextRecallOutput)
         }
-        version = ragas.__version__ + (f"|reason<={chars}" if chars else "")
+        args = self.rllm.model_args
+        self.settings = {
+            "setting": requests,
+            "mode": getattr(self.rllm.client, "mode", instructor.Mode.JSON).value,
+            "reason_chars": chars,
+            **{k: args.get(k) for k in ("temperature", "top_p", "max_tokens")},
+        }
+        # The setting is part of each judge's identity: a resumed run redoes the Ragas judgements
+        # when it changes (the response cache keeps the two apart anyway: the requests differ).
+        version = (
+            ragas.__version__ + (f"|reason<={chars}" if chars else "") + ("|native" if requests == "native" else "")
+        )
         self.hashes = {
             "faithfulness": text_hash(
                 version

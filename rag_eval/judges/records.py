@@ -68,6 +68,8 @@ class JudgingInfo(StageReuse):
 
     calibration: dict[str, Calibration] = {}
     escalation: dict[str, Any] | None = None
+    # judges.ragas_requests as it ran (``RagasJudges.settings``): guided or native, and what that sends.
+    ragas_requests: dict[str, Any] | None = None
 
 
 # {prompt: {figure: JudgedFigure}}
@@ -126,6 +128,7 @@ class JudgesSection(Model):
     faithfulness_judge: str | None = None
     faithfulness_threshold: Num | None = None
     calibration: dict[str, Calibration] = {}
+    ragas_requests: dict[str, Any] | None = None
     same_model: bool = False
     weighted: bool = False
     figures: Figures = {}

@@ -301,6 +301,7 @@ def add_judging(
         faithfulness_judge=jc.deciding_faithfulness,
         faithfulness_threshold=jc.faithfulness_threshold,
         calibration=reuse.calibration,
+        ragas_requests=reuse.ragas_requests,
         same_model=cfg.generation is not None and _same_model(cfg),
         weighted=bool(weights),
         figures=aggregate(cfg, questions, judgements, weights),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag_eval.attribution_records import AttributionSection
 from rag_eval.judges.ppi import labels_needed
+from rag_eval.judges.ragas_judges import describe_requests
 from rag_eval.judges.records import JudgedFigure, JudgesSection
 from rag_eval.judges.registry import JUDGES
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
@@ -259,6 +260,8 @@ def calibration_lines(j: JudgesSection) -> list[str]:
             f"- `unfaithful` in attribution is decided by `{j.faithfulness_judge}` (below "
             f"{threshold}); the Ragas metrics are reported under their own names."
         )
+    if j.ragas_requests:
+        out.append("- " + describe_requests(j.ragas_requests))
     for name, c in j.calibration.items():
         how = (
             "calibrated for this judge model and prompt"
