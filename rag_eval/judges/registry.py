@@ -48,6 +48,8 @@ class JudgeSpec:
     skip_refusals: bool = False  # a refusal makes no claim to check
     role: Literal["refusal", "correctness", "faithfulness", "context"] = "context"
     calls: Callable[[int, int], int] = lambda top_k, statements: 1  # (top k, statements) -> calls
+    # The short requests more per answer for a quoted reason (judges.reasons: quote), at most.
+    reason_calls: Callable[[int, int], int] = lambda top_k, statements: 0
     description: str = ""
     human_label: str | None = None  # the column of a labels file a person fills for this judge (yes/no)
 
@@ -74,6 +76,7 @@ JUDGES: dict[str, JudgeSpec] = {
             ),
             labels=("refused", "answered"),
             role="refusal",
+            reason_calls=lambda k, s: 1,
             human_label="refused",
             description="did the answer give the information, or decline? (yes/no, scored by probability)",
         ),
@@ -84,6 +87,7 @@ JUDGES: dict[str, JudgeSpec] = {
             labels=("correct", "incorrect"),
             answerable_only=True,
             role="correctness",
+            reason_calls=lambda k, s: 2,
             human_label="correct",
             description="does the answer give the reference's fact? (yes/no, scored by probability)",
         ),
@@ -106,6 +110,7 @@ JUDGES: dict[str, JudgeSpec] = {
             role="faithfulness",
             human_label="faithful",
             calls=lambda k, s: s,
+            reason_calls=lambda k, s: s,
             description="share of the answer's sentences the contexts support (yes/no per sentence)",
         ),
         JudgeSpec(
@@ -123,6 +128,7 @@ JUDGES: dict[str, JudgeSpec] = {
             (Figure("context_precision_yesno"),),
             answer_independent=True,
             calls=lambda k, s: k,
+            reason_calls=lambda k, s: k,
             description="usefulness of each context (yes/no), average precision",
         ),
         JudgeSpec(
@@ -139,6 +145,7 @@ JUDGES: dict[str, JudgeSpec] = {
             (Figure("context_recall_yesno"),),
             answer_independent=True,
             calls=lambda k, s: s,
+            reason_calls=lambda k, s: s,
             description="share of the reference's sentences the contexts support (yes/no per sentence)",
         ),
     )

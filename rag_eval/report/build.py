@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from rag_eval.config import AuditConfig
+from rag_eval.report.quotes import row_evidence
 from rag_eval.retrieval.stage import RetrievalResults
 from rag_eval.types import Corpus
 from rag_eval.version import __version__
@@ -270,7 +271,10 @@ def attribution_section(
                     "contexts": [{"id": cid, "relevant": cid in relevant} for cid in gen.get("contexts", [])],
                     "answer": gen.get("answer"),
                     "judges": {
-                        name: {k: j.get(k) for k in ("status", "score", "verdict", "reason", "error", "probability")}
+                        name: {
+                            **{k: j.get(k) for k in ("status", "score", "verdict", "reason", "error", "probability")},
+                            **row_evidence(j),
+                        }
                         for name, j in js.items()
                     },
                 }

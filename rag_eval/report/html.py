@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from rag_eval.report.markdown import calibration_lines, cause_notes, fmt, judge_columns, labels_table
+from rag_eval.report.quotes import answer_quotes, filtered_table, highlight, reasons_html
 from rag_eval.stats import format_p
 
 CSS = """
@@ -323,25 +324,26 @@ def _attribution(report: dict) -> list[str]:
             f"{' ✓' if ci['relevant'] else ''}</span>"
             for ci in x["contexts"]
         )
-        judges = "<br>".join(
-            f"<b>{escape(n)}</b>: {escape(str(j.get('verdict') or (round(j['score'], 2) if j.get('score') is not None else j['status'])))}"
-            f" – {escape((j.get('reason') or j.get('error') or '')[:400])}"
-            for n, j in x["judges"].items()
-        )
         rows.append(
-            [
-                f"<b>{escape(x['question_id'])}</b><br>{escape(x['question'])}",
-                escape(x["prompt"]),
-                f'<td class="o-{x["outcome"]}">{escape(x["outcome"])}<br><small>{escape(x["why"][:300])}</small></td>',
-                ctx,
-                escape(x["answer"] or "–"),
-                judges,
-            ]
+            (
+                x["outcome"],
+                [
+                    f"<b>{escape(x['question_id'])}</b><br>{escape(x['question'])}",
+                    escape(x["prompt"]),
+                    f'<td class="o-{x["outcome"]}">{escape(x["outcome"])}<br><small>{escape(x["why"][:300])}</small></td>',
+                    ctx,
+                    highlight(x["answer"] or "–", answer_quotes(x["judges"])),
+                    reasons_html(x["judges"], _shown_verdict),
+                ],
+            )
         )
-    out.append(
-        _table(["question", "prompt", "outcome", "retrieved (✓ relevant)", "answer", "judges"], rows, 'id="failures"')
-    )
+    header = ["question", "prompt", "outcome", "retrieved (✓ relevant)", "answer (quoted by a judge marked)", "judges"]
+    out.append(filtered_table("failures", header, rows))
     return out
+
+
+def _shown_verdict(j: dict) -> str:
+    return str(j.get("verdict") or (round(j["score"], 2) if j.get("score") is not None else j["status"]))
 
 
 def _retrieval(report: dict, r: dict) -> list[str]:

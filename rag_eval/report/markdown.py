@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag_eval.diagnosis import CAUSES, FIXES
+from rag_eval.report.quotes import markdown_quotes
 from rag_eval.stats import format_p
 
 
@@ -250,6 +251,7 @@ def attribution_markdown(report: dict) -> list[str]:
                 detail = j.get("reason") or j.get("error") or ""
                 shown = j.get("verdict") or (f"{j['score']:.2f}" if j.get("score") is not None else j["status"])
                 out.append(f"- {name}: {shown}: {text(detail, 300)}")
+                out += markdown_quotes(j, text)
             out.append("")
     return out
 
