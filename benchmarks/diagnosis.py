@@ -159,8 +159,8 @@ def measure_agreement(work: Path) -> None:
 
     import rag_eval
     from benchmarks.diagnosis_set import PARTS, corpus_configs, miss_id, run
-    from rag_eval.cache import cache_root
-    from rag_eval.diagnosis import diagnose_with_fixes
+    from rag_eval.cache_dirs import cache_root
+    from rag_eval.retrievers.diagnosis import diagnose_with_fixes
 
     labels = load_labels()
     print(f"\n== agreement with {len(labels)} blind readings ({LABELS})")

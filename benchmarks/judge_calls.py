@@ -20,7 +20,7 @@ from pathlib import Path
 from rag_eval import progress
 from rag_eval.config import load_config
 from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
-from rag_eval.runner import run_audit
+from rag_eval.orchestration.runner import run_audit
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = {

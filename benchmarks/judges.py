@@ -3,7 +3,7 @@
     python benchmarks/judges.py [--tune 0-90] [--report 200-260] [--ragas] [--write-calibration]
 
 Cases: HaluEval QA items from ../shared/data/halueval-qa/qa_dev.jsonl (faithfulness and
-correctness cases, see rag_eval.judge_check.halueval_cases) and the hand-labelled
+correctness cases, see rag_eval.judges.judge_check.halueval_cases) and the hand-labelled
 data/judge-check/cases.jsonl (Python docs; refusal cases on other topics too). The cut-off of each
 probability-scored judge is fitted on the TUNE items only and then applied, unchanged, to the
 REPORT items (HaluEval) and to the hand-labelled cases; only REPORT figures are targets.
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from rag_eval import progress
-from rag_eval.cache import cache_root
+from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig
-from rag_eval.judge_check import JUDGES_FOR, halueval_cases, load_cases, predict, score_judge
+from rag_eval.judges.judge_check import JUDGES_FOR, halueval_cases, load_cases, predict, score_judge
 
 ROOT = Path(__file__).resolve().parents[1]
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
@@ -174,8 +174,8 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"cutoffs": cutoffs, "rows": [r.to_dict() for r in rows]}, indent=2))
     if args.write_calibration:
-        from rag_eval.judge_check import saved_band
         from rag_eval.judges.calibration import SHIPPED, save
+        from rag_eval.judges.judge_check import saved_band
 
         def band(name, variant, cut):
             """The band fitted with this very cut-off (none where the cut-off was refitted apart)."""

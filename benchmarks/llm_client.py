@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from rag_eval.config import LLMConfig
-from rag_eval.llm.cache import ResponseCache
 from rag_eval.llm.client import LLM
+from rag_eval.llm.response_cache import ResponseCache
 from rag_eval.llm.scripted_server import ScriptedServer
 
 CALLS, CONCURRENCY, LATENCY = 200, 16, 0.3

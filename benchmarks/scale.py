@@ -116,8 +116,8 @@ class PeakRss:
 def bm25_stage(docs, q_tokens, tok, baseline_queries: int) -> dict:
     from rank_bm25 import BM25Okapi
 
-    from rag_eval.retrieval.base import Rankings
-    from rag_eval.retrieval.bm25 import SparseBm25
+    from rag_eval.retrievers.base import Rankings
+    from rag_eval.retrievers.bm25 import SparseBm25
 
     with PeakRss() as mem:
         t = time.perf_counter()
@@ -161,7 +161,7 @@ def embeddings(docs: list[str], real: bool, seed: int = 2) -> tuple[np.ndarray, 
     if real:
         from sentence_transformers import SentenceTransformer
 
-        from rag_eval.retrieval.dense import resolve_model
+        from rag_eval.retrievers.dense import resolve_model
 
         model = SentenceTransformer(str(resolve_model("all-MiniLM-L6-v2")), device="cpu")
         emb = model.encode(docs, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
@@ -176,8 +176,8 @@ def embeddings(docs: list[str], real: bool, seed: int = 2) -> tuple[np.ndarray, 
 
 def dense_stage(passages: np.ndarray, queries_emb: np.ndarray, folder: Path, hnsw: bool) -> dict:
     """Exact block scoring from a memory-mapped file; optionally HNSW with recall@10 against it."""
-    from rag_eval.retrieval.ann import build_hnsw, recall_at, search
-    from rag_eval.retrieval.base import Rankings
+    from rag_eval.retrievers.ann import build_hnsw, recall_at, search
+    from rag_eval.retrievers.base import Rankings
 
     path = folder / "passages.npy"
     np.save(path, passages)
@@ -264,7 +264,7 @@ def main() -> None:
 
     import tempfile
 
-    from rag_eval.retrieval.bm25 import make_tokenizer
+    from rag_eval.retrievers.bm25 import make_tokenizer
 
     tok = make_tokenizer(r"[a-z0-9_]+")
     t = time.perf_counter()

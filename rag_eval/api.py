@@ -90,7 +90,7 @@ def _config_with_given(config: ConfigLike, corpus: Any, test_set: Any, base_dir)
 def _inputs(cfg: AuditConfig, corpus: Any, test_set: Any):
     if corpus is None and test_set is None:
         return None
-    from rag_eval.runner import load_inputs
+    from rag_eval.orchestration.runner import load_inputs
 
     return load_inputs(cfg, corpus, test_set)
 
@@ -109,7 +109,8 @@ class Result:
     summary: dict = field(repr=False)
     report: dict = field(repr=False)
     config: AuditConfig | None = field(default=None, repr=False)
-    diff: Any = field(default=None, repr=False)  # rag_eval.diff.RunDiff against a baseline run, if one was given
+    # rag_eval.orchestration.diff.RunDiff against a baseline run, if one was given
+    diff: Any = field(default=None, repr=False)
 
     @classmethod
     def from_dir(cls, run_dir: str | Path, config: AuditConfig | None = None) -> Result:
@@ -165,7 +166,7 @@ class Result:
 
     def gates(self, gates: dict[str, str] | None = None) -> list:
         """Every gate's result (the config's gates unless ``gates`` is given)."""
-        from rag_eval.gates import check_gates
+        from rag_eval.orchestration.gates import check_gates
 
         gates = gates if gates is not None else (self.config.gates if self.config else {})
         where = self.config.where("gates") if self.config else "gates"
@@ -200,7 +201,7 @@ def audit(
     ``corpus`` / ``test_set``: rows (list of dicts, DataFrame, Dataset) instead of the config's
     files. ``resume``: True for the newest unfinished run of this config, or a run folder.
     ``baseline``: a finished run folder to diff against (``diff.`` gates; diff.json in the run)."""
-    from rag_eval.runner import run_audit
+    from rag_eval.orchestration.runner import run_audit
 
     _quiet(progress)
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
@@ -220,7 +221,7 @@ def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | Non
     that is not a finished run fails before the run starts."""
     if baseline is None:
         return None
-    from rag_eval.runs import read_run, resolve_baseline
+    from rag_eval.orchestration.finished import read_run, resolve_baseline
 
     found = resolve_baseline(baseline, cfg.name)
     read_run(found, "baseline")
@@ -230,7 +231,7 @@ def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | Non
 def _with_baseline(result: Result, baseline: str | Path | None) -> Result:
     """The run diffed against the baseline: diff.json and diff.md in its folder, ``result.diff``."""
     if baseline is not None:
-        from rag_eval.diff import diff_runs, write_diff
+        from rag_eval.orchestration.diff import diff_runs, write_diff
 
         result.diff = diff_runs(baseline, result.run_dir)
         write_diff(result.diff, result.run_dir)
@@ -238,10 +239,10 @@ def _with_baseline(result: Result, baseline: str | Path | None) -> Result:
 
 
 def diff(base: str | Path | Result, new: str | Path | Result, *, pairs: dict[str, str] | None = None):
-    """Two finished runs compared question by question (``rag_eval.diff.RunDiff``: figures with paired
+    """Two finished runs compared question by question (``rag_eval.orchestration.diff.RunDiff``: figures with paired
     intervals, tests and verdicts, the questions that moved, what could not be compared).
     ``pairs``: base name -> new name, for retrievers or prompts named differently."""
-    from rag_eval.diff import diff_runs
+    from rag_eval.orchestration.diff import diff_runs
 
     def folder(x):
         return x.run_dir if isinstance(x, Result) else x
@@ -260,7 +261,7 @@ def retrieval(
     baseline: str | Path | None = None,
 ) -> Result:
     """The retrieval stage alone (no LLM); a Result. ``baseline``: a run folder to diff against."""
-    from rag_eval.runner import run_retrieval
+    from rag_eval.orchestration.runner import run_retrieval
 
     _quiet(progress)
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
@@ -291,7 +292,7 @@ def compare(
     """Every prompt on the same retrieved contexts, with paired comparisons; a Result.
     ``baseline``: a run folder to diff against. ``stop_when_settled``: questions in a seeded
     random order, ``batch`` at a time, until an always-valid test settles the differences."""
-    from rag_eval.runner import run_compare
+    from rag_eval.orchestration.runner import run_compare
 
     _quiet(progress)
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
@@ -307,8 +308,8 @@ def compare(
 
 
 def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_dir: str | Path | None = None) -> list:
-    """Test-set health findings (``rag_eval.lint.Finding``: code, severity, message, questions, fix)."""
-    from rag_eval.runner import run_lint
+    """Test-set health findings (``rag_eval.retrievers.lint.Finding``: code, severity, message, questions, fix)."""
+    from rag_eval.orchestration.runner import run_lint
 
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     return run_lint(cfg, _inputs(cfg, corpus, test_set))
@@ -324,10 +325,10 @@ def judge_check(
     progress: bool = False,
 ) -> list:
     """The probability-scored judges on labelled cases (a JSONL path, or a list of case dicts);
-    out-of-fold figures per judge and source (``rag_eval.judge_check.JudgeScore``)."""
-    from rag_eval.cache import cache_root
+    out-of-fold figures per judge and source (``rag_eval.judges.judge_check.JudgeScore``)."""
+    from rag_eval.cache_dirs import cache_root
     from rag_eval.config import LLMConfig
-    from rag_eval.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
+    from rag_eval.judges.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
 
     _quiet(progress)
     if cases is None or isinstance(cases, (str, Path)):
@@ -354,8 +355,8 @@ def judge_answers(
     Returns a Result with judgements and attribution (retrieval misses decided by context recall)."""
     from rag_eval.config import config_from_dict
     from rag_eval.data.frames import records_from
+    from rag_eval.orchestration.supplied import parse_rows
     from rag_eval.rundir import new_run_dir
-    from rag_eval.supplied import parse_rows
 
     _quiet(progress)
     rows = parse_rows(records_from(data, "answers"))
@@ -369,7 +370,7 @@ def judge_answers(
             "report": {"out": str(out)},
         }
     )
-    from rag_eval.supplied import judge_supplied
+    from rag_eval.orchestration.supplied import judge_supplied
 
     run_dir = new_run_dir(cfg)
     judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
@@ -391,7 +392,7 @@ def judge_traces(
     judge on the embedded model) and, optionally, a corpus and a labelled test set to match the
     traces' questions to. ``labels``: traces drawn (seeded) to label. Returns a Result; skipped
     traces are counted by reason in ``report["traces"]``."""
-    from rag_eval.trace_audit import audit_traces, traces_config
+    from rag_eval.system.trace_audit import audit_traces, traces_config
 
     _quiet(progress)
     cfg = traces_config(config if config is not None else {"name": "traces"}, out)
@@ -414,7 +415,7 @@ def generate(
     written to ``out``; returns the generation report. ``testgen`` overrides the config's testgen
     section (``n=100``, ``seed=1``, ``mix={...}``, ``llm={...}``)."""
     from rag_eval.config import TestGenConfig
-    from rag_eval.testgen import run_generate
+    from rag_eval.testgen.generator import run_generate
 
     _quiet(progress)
     if isinstance(config, dict):
@@ -446,7 +447,7 @@ def load_run(run_dir: str | Path) -> Result:
     except (OSError, yaml.YAMLError, ConfigError):
         result.config = None
     if (run_dir / "diff.json").exists():  # a run made with --baseline: its diff, as recorded
-        from rag_eval.diff import RunDiff
+        from rag_eval.orchestration.diff import RunDiff
 
         try:
             result.diff = RunDiff.from_json(json.loads((run_dir / "diff.json").read_text(encoding="utf-8")))

@@ -15,7 +15,7 @@ from rag_eval.version import __version__
 
 def _validate(args: argparse.Namespace) -> int:
     from rag_eval.config import load_config
-    from rag_eval.runner import load_inputs
+    from rag_eval.orchestration.runner import load_inputs
 
     cfg = load_config(args.config)
     inputs = load_inputs(cfg)
@@ -31,7 +31,7 @@ def _validate(args: argparse.Namespace) -> int:
             f"Evidence quotes: {len(counts)}, matching {min(counts)} to {max(counts)} chunks each "
             f"(median {sorted(counts)[len(counts) // 2]})."
         )
-    from rag_eval.lint import generic_labels
+    from rag_eval.retrievers.lint import generic_labels
 
     for f in generic_labels(cfg, inputs.questions):
         print(f"warning: {f.message} ({', '.join(f.questions[:8])}). Fix: {f.fix}")
@@ -57,7 +57,7 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 def _lint(args: argparse.Namespace) -> int:
     from rag_eval import api
-    from rag_eval.lint import fails
+    from rag_eval.retrievers.lint import fails
 
     cfg = _with_test_set(args)
     findings = api.lint(cfg)
@@ -103,7 +103,7 @@ def _with_test_set(args: argparse.Namespace):
 
 def _finish(result, args: argparse.Namespace, suite: str) -> int:
     """The one-screen summary, then the gates (exit 1 when one fails) and the CI files asked for."""
-    from rag_eval.gates import describe_failure
+    from rag_eval.orchestration.gates import describe_failure
     from rag_eval.report.ci import write_ci_outputs
     from rag_eval.report.screen import one_screen
 
@@ -130,9 +130,9 @@ def _finish(result, args: argparse.Namespace, suite: str) -> int:
 def _judge_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from rag_eval.cache import cache_root
+    from rag_eval.cache_dirs import cache_root
     from rag_eval.config import LLMConfig
-    from rag_eval.judge_check import halueval_cases, read_case_files, run_judge_check
+    from rag_eval.judges.judge_check import halueval_cases, read_case_files, run_judge_check
     from rag_eval.report.markdown import fmt
 
     cases = read_case_files(args.cases)
@@ -215,10 +215,10 @@ def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list
     """judge-check --escalate: first judge alone, second alone and the cascade on the cases."""
     from pathlib import Path
 
-    from rag_eval.cache import cache_root
-    from rag_eval.cascade import measure, second_opinions
+    from rag_eval.cache_dirs import cache_root
     from rag_eval.config import LLMConfig, PriceConfig
-    from rag_eval.judge_check import Prediction
+    from rag_eval.judges.cascade import measure, second_opinions
+    from rag_eval.judges.judge_check import Prediction
     from rag_eval.report.markdown import fmt
 
     prices = PriceConfig()
@@ -298,7 +298,7 @@ def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rag_eval.errors import DataError, Problem
-    from rag_eval.runner import write_report
+    from rag_eval.orchestration.runner import write_report
 
     run_dir = Path(args.run_dir)
     try:
@@ -312,7 +312,7 @@ def _report(args: argparse.Namespace) -> int:
             )
         ) from None
     if args.labels:
-        from rag_eval.labels import label_run
+        from rag_eval.judges.labels import label_run
 
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
         lab = report["labels"]
@@ -330,7 +330,7 @@ def _label(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from rag_eval.labels import draw, write_csv, write_html
+    from rag_eval.judges.labels import draw, write_csv, write_html
 
     run_dir = Path(args.run_dir)
     rows = draw(run_dir, args.n, args.seed, active=not args.uniform)
@@ -457,7 +457,7 @@ def _parse_pairs(items: list[str]) -> dict[str, str]:
 def _history(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from rag_eval.history import collect_history, history_text
+    from rag_eval.orchestration.history import collect_history, history_text
     from rag_eval.report.history_html import render_history_html
     from rag_eval.rundir import write_json, write_text
 

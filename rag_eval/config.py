@@ -624,7 +624,7 @@ class AuditConfig(_Model):
     @field_validator("gates")
     @classmethod
     def _gate_rules(cls, gates: dict[str, str]) -> dict[str, str]:
-        from rag_eval.gates import parse_rule
+        from rag_eval.orchestration.gates import parse_rule
 
         for figure, rule in gates.items():
             try:

@@ -31,7 +31,7 @@ class GateFailure(AssertionError):
 
 def assert_gates(result: Result, gates: dict[str, str] | None = None) -> None:
     """Fail (``GateFailure``, an AssertionError) when a gate fails: the config's gates, or ``gates``."""
-    from rag_eval.gates import describe_failure
+    from rag_eval.orchestration.gates import describe_failure
 
     results = result.gates(gates)
     failed = [r for r in results if not r.passed]

@@ -88,7 +88,7 @@ def test_api_errors_name_the_row_and_the_key(tmp_path):
         rag_eval.load_run(tmp_path)
     assert "not a finished rag-eval run folder" in err.value.render()
     # The function names survive the import of the submodules of the same name.
-    importlib.import_module("rag_eval.retrieval.bm25")
+    importlib.import_module("rag_eval.retrievers.bm25")
     assert callable(rag_eval.retrieval) and callable(rag_eval.lint) and callable(rag_eval.compare)
 
 

@@ -195,7 +195,7 @@ def test_summary_counts_diagnoses_and_report_shows_lint(small_project, capsys):
     run_cli(capsys, "retrieval", str(small_project / "audit.yaml"))
     run_dir = next((small_project / "runs").iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
-    from rag_eval.diagnosis import CAUSES
+    from rag_eval.retrievers.diagnosis import CAUSES
 
     assert set(summary["diagnosis"]["bm25"]) == set(CAUSES) and "fusion_buried" in CAUSES
     assert sum(summary["diagnosis"]["bm25"].values()) == summary["retrieval_misses"]["bm25"]["count"]

@@ -1,1 +1,1 @@
-"""The test-set generator's prompts (see rag_eval/testgen.py)."""
+"""The test-set generator's prompts (see rag_eval/testgen/generator.py)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_eval.cache import cache_root
+from rag_eval.cache_dirs import cache_root
 
 SHIPPED = "calibration_embedded.json"
 

@@ -18,7 +18,7 @@ import httpx
 
 from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
-from rag_eval.llm.cache import ResponseCache, cache_key
+from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.schedule import PrefixScheduler, prompt_text
 
 CACHE_HEADER = "x-rag-eval-cache"

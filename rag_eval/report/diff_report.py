@@ -1,4 +1,4 @@
-"""Rendering a run-against-run diff (the JSON of ``rag_eval.diff.RunDiff``) as Markdown and as a
+"""Rendering a run-against-run diff (the JSON of ``rag_eval.orchestration.diff.RunDiff``) as Markdown and as a
 few lines for the terminal."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rag_eval.diagnosis import CAUSES, FIXES
 from rag_eval.report.quotes import markdown_quotes
+from rag_eval.retrievers.diagnosis import CAUSES, FIXES
 from rag_eval.stats import format_p
 
 
@@ -191,7 +191,7 @@ def comparison_markdown(report: dict) -> list[str]:
             for x in c["comparisons"]
         ],
     )
-    from rag_eval.sequential import sequential_lines
+    from rag_eval.orchestration.sequential import sequential_lines
 
     out += sequential_lines(c)
     if c["disagreements"]:
@@ -280,7 +280,7 @@ def calibration_lines(j: dict) -> list[str]:
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
         agree = c.get("agreement")
         if agree and agree.get("accuracy") is not None:
-            from rag_eval.ppi import labels_needed
+            from rag_eval.judges.ppi import labels_needed
 
             n10 = labels_needed(agree["accuracy"], 0.10)
             line += (

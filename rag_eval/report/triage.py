@@ -5,8 +5,8 @@ uncertain share."""
 
 from __future__ import annotations
 
+from rag_eval.judges.labels import figure_records
 from rag_eval.judges.registry import figures
-from rag_eval.labels import figure_records
 
 WIDTHS = (0.05, 0.10)
 
@@ -19,7 +19,7 @@ def _fmt(est: dict | None) -> str:
 
 def uncertain_answers(report: dict) -> list[dict]:
     """Every uncertain verdict still standing, the most unsure first (closest to its cut-off)."""
-    from rag_eval.active import decision_uncertainty
+    from rag_eval.judges.active import decision_uncertainty
 
     questions = {r["question_id"]: r.get("question", "") for r in report.get("attribution", {}).get("rows", [])}
     rows = []
@@ -55,7 +55,7 @@ def labels_plan(report: dict, chosen_width: float = 0.10) -> list[dict]:
     """Per prompt and judged figure with a human label: judged and uncertain answers, the labels a
     uniform and an active draw need for ±0.05, ±0.10 and ``chosen_width``, and the escalations
     (decisions sent to a second judge) that would decide its uncertain answers."""
-    from rag_eval.active import decision_uncertainty, labels_for_width
+    from rag_eval.judges.active import decision_uncertainty, labels_for_width
 
     j = report.get("judges") or {}
     records = j.get("records", [])

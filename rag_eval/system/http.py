@@ -17,9 +17,9 @@ import httpx
 
 from rag_eval.config import _ENV_REF, HttpSystemConfig
 from rag_eval.errors import ConfigError, Problem
-from rag_eval.llm.cache import ResponseCache, cache_key
 from rag_eval.llm.client import _SECRETS, Usage, redact
-from rag_eval.retrieval.mapping import Passage
+from rag_eval.llm.response_cache import ResponseCache, cache_key
+from rag_eval.retrievers.mapping import Passage
 from rag_eval.system.paths import extract, is_single
 from rag_eval.types import Question
 

@@ -30,7 +30,7 @@ def make_system(cfg: AuditConfig, cache):
         from rag_eval.system.http import HttpSystem
 
         return HttpSystem(s, cache, cfg.where("system"))
-    from rag_eval.system.frameworks import HaystackSystem, LlamaIndexSystem
+    from rag_eval.system.pipelines import HaystackSystem, LlamaIndexSystem
 
     if isinstance(s, LlamaIndexSystemConfig):
         return LlamaIndexSystem(s, cfg.where("system"))
@@ -128,7 +128,7 @@ def system_section(cfg: AuditConfig, questions: list[Question], replies: dict[st
 
 def run_system_audit(cfg: AuditConfig, *, out=None, use_cache: bool = True, resume=None, inputs=None) -> Path:
     """The audit of ``cfg.system``; returns the run folder (see the module's docstring)."""
-    from rag_eval.runner import _open_run, _set_status
+    from rag_eval.orchestration.runner import _open_run, _set_status
 
     inputs, run_dir = _open_run(cfg, out, resume, inputs)
     _set_status(run_dir, "started")
@@ -144,7 +144,7 @@ def run_system_audit(cfg: AuditConfig, *, out=None, use_cache: bool = True, resu
 
 
 def _session(cfg: AuditConfig, run_dir: Path, use_cache: bool):
-    from rag_eval.cache import cache_root
+    from rag_eval.cache_dirs import cache_root
     from rag_eval.engine import make_engine
     from rag_eval.llm.session import LLMSession
 
@@ -161,7 +161,7 @@ def _close(session, run_dir: Path) -> None:
 
 
 def _finish(run_dir: Path, report: dict) -> None:
-    from rag_eval.runner import _set_status, write_report
+    from rag_eval.orchestration.runner import _set_status, write_report
 
     write_report(run_dir, report)
     _set_status(run_dir, "finished")
@@ -179,9 +179,9 @@ def audit_replies(
     """Retrieval figures from the replies' passages, their answers judged on them, attribution;
     the report data. ``replies`` holds one reply per question of ``inputs``; ``source`` describes
     where they came from (default: the configured system)."""
-    from rag_eval.report.build import attribution_section, build_report, generation_section
+    from rag_eval.orchestration.runner import Inputs, _same_model, _say_reuse, retrieval_stage, write_report
+    from rag_eval.report.assemble import attribution_section, build_report, generation_section
     from rag_eval.rundir import write_text
-    from rag_eval.runner import Inputs, _same_model, _say_reuse, retrieval_stage, write_report
     from rag_eval.system.passages import judged_corpus, map_replies, system_rankings, with_own_passages
 
     mapped = map_replies(inputs.corpus, replies)
@@ -223,7 +223,7 @@ def audit_replies(
     report["generation"] = generation_section(gcfg, records, len(questions), session.usage() + [usage])
     write_report(run_dir, report)
     if cfg.judges is not None:
-        from rag_eval.judging import aggregate, run_judging
+        from rag_eval.judges.judging import aggregate, run_judging
 
         judgements, reuse = run_judging(gcfg, judged_corpus(mapped), questions, records, session, run_dir)
         _say_reuse("judgements", reuse)
@@ -241,7 +241,7 @@ def audit_replies(
             gcfg, res, mapped.corpus, records, judgements, more_questions=failed
         )
         if cfg.judges.labels:
-            from rag_eval.labels import label_run
+            from rag_eval.judges.labels import label_run
 
             report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
     report["generation"]["usage"] = session.usage() + [usage]

@@ -11,7 +11,7 @@ from rag_eval.config import load_config
 from rag_eval.judges.base import Judgement
 from rag_eval.judges.uncertain import Band, bands_for, case_status, fit_band, mark
 from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
-from rag_eval.runner import run_audit
+from rag_eval.orchestration.runner import run_audit
 
 from ..conftest import ROOT
 

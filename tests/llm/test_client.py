@@ -9,8 +9,8 @@ import time
 import pytest
 
 from rag_eval.config import LLMConfig
-from rag_eval.llm.cache import ResponseCache, cache_key
 from rag_eval.llm.client import LLM
+from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.scripted_server import ScriptedServer
 
 MSG = [{"role": "user", "content": "hello"}]
@@ -135,7 +135,7 @@ WRITER = """
 import asyncio, sys
 from pathlib import Path
 from rag_eval.config import LLMConfig
-from rag_eval.llm.cache import ResponseCache
+from rag_eval.llm.response_cache import ResponseCache
 from rag_eval.llm.client import LLM
 
 async def main():

@@ -1,0 +1,1 @@
+"""The answers stage: answers generated from prompts on the retrieved contexts."""

@@ -1,0 +1,328 @@
+"""The generation stage: answers from each prompt on one retriever's top-k contexts.
+
+The contexts come from the retrieval stage and are identical for every prompt, so a comparison
+of prompts measures prompts and nothing else. Records are appended to ``generation.jsonl`` as
+each answer completes; a rerun skips the (question, prompt) pairs already there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rag_eval.config import AuditConfig, GenerationConfig
+from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.progress import track_async
+from rag_eval.retrievers.stage import RetrievalResults
+from rag_eval.types import Chunk, Corpus
+
+PLACEHOLDERS = ("{question}", "{contexts}")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A prompt file with ``{question}`` and ``{contexts}`` placeholders."""
+
+    name: str
+    path: str
+    text: str
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()[:12]
+
+    def render(self, question: str, contexts: str) -> str:
+        # Plain replacement: braces elsewhere in the prompt stay as they are.
+        return self.text.replace("{contexts}", contexts).replace("{question}", question)
+
+
+def load_prompts(cfg: AuditConfig) -> dict[str, PromptTemplate]:
+    """Every prompt of ``generation.prompts``; ConfigError for a missing file or placeholder."""
+    out, problems = {}, []
+    for name, value in cfg.generation.prompts.items():
+        path = cfg.resolve_path(value)
+        if not path.exists() and Path(value).parts[:1] == ("prompts",):
+            from rag_eval.resources import shipped_prompt
+
+            # prompts/answer.md and the other shipped prompts work from any folder.
+            shipped = shipped_prompt(str(Path(*Path(value).parts[1:])))
+            path = shipped if shipped.exists() else path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            problems.append(
+                Problem(
+                    cfg.where(f"generation.prompts.{name}"),
+                    f"cannot read prompt file {path}: {exc.strerror or exc}",
+                    "give the path of a prompt file, e.g. prompts/answer.md",
+                )
+            )
+            continue
+        missing = [p for p in PLACEHOLDERS if p not in text]
+        if missing:
+            problems.append(
+                Problem(
+                    str(path),
+                    f"the prompt has no {' or '.join(missing)} placeholder",
+                    "write {question} where the question goes and {contexts} where the documents go",
+                )
+            )
+            continue
+        out[name] = PromptTemplate(name, str(path), text)
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+def format_contexts(chunks: list[Chunk], max_chars: int) -> str:
+    """Each context as ``[chunk id] title`` then its text, cut to ``max_chars``."""
+    parts = []
+    for c in chunks:
+        text = c.text if len(c.text) <= max_chars else c.text[:max_chars].rstrip() + " [...]"
+        parts.append(f"[{c.id}] {c.title}\n{text}")
+    return "\n\n".join(parts)
+
+
+def contexts_for(res: RetrievalResults, corpus: Corpus, g: GenerationConfig, q: int) -> list[Chunk]:
+    return [corpus.chunks[i] for i in res.retrievers[g.retriever].rankings.top[q][: g.top_k] if i >= 0]
+
+
+def select_questions(cfg: AuditConfig, res: RetrievalResults) -> list[int]:
+    """Indices of the questions to generate for: all, or a stratified seeded sample.
+
+    Strata: unanswerable, answerable retrieved (relevant chunk in the top k given to the
+    generator), answerable missed. Each non-empty stratum gets at least one question, the rest
+    is shared in proportion (largest remainder); :func:`sample_weights` undoes the imbalance.
+    """
+    g = cfg.generation
+    n = len(res.questions)
+    if not g.sample or g.sample >= n:
+        return list(range(n))
+    groups = {k: v for k, v in _strata(cfg, res).items() if v}
+    take = dict.fromkeys(groups, 1 if g.sample >= len(groups) else 0)
+    left = g.sample - sum(take.values())
+    shares = {k: left * len(v) / n for k, v in groups.items()}
+    for k in groups:
+        take[k] += int(shares[k])
+    for k in sorted(groups, key=lambda k: shares[k] - int(shares[k]), reverse=True)[: g.sample - sum(take.values())]:
+        take[k] += 1
+    rng = np.random.default_rng(cfg.stats.seed)
+    chosen = [int(i) for k, v in groups.items() for i in rng.choice(v, min(take[k], len(v)), replace=False)]
+    return sorted(chosen)
+
+
+def sample_weights(cfg: AuditConfig, res: RetrievalResults, selected: list[int]) -> dict[str, dict]:
+    """``{question id: {stratum, weight}}`` for a stratified sample (weight = questions in the
+    stratum / questions sampled from it), so that figures estimate the whole test set; empty when
+    every question is used."""
+    if len(selected) == len(res.questions):
+        return {}
+    strata, picked = _strata(cfg, res), set(selected)
+    out = {}
+    for key, members in strata.items():
+        chosen = [i for i in members if i in picked]
+        for i in chosen:
+            out[res.questions[i].id] = {"stratum": key, "weight": len(members) / len(chosen)}
+    return out
+
+
+def _strata(cfg: AuditConfig, res: RetrievalResults) -> dict[str, list[int]]:
+    """Unanswerable, answerable retrieved (relevant chunk in the generator's top k), answerable missed."""
+    g = cfg.generation
+    strata: dict[str, list[int]] = {"unanswerable": [], "retrieved": [], "missed": []}
+    first = res.retrievers[g.retriever].first_rank
+    for i, q in enumerate(res.questions):
+        key = "unanswerable" if not q.answerable else "retrieved" if first[i] and first[i] <= g.top_k else "missed"
+        strata[key].append(i)
+    return strata
+
+
+def read_done(path: Path) -> dict[tuple[str, str], dict]:
+    """Finished records of a generation.jsonl, keyed by (question id, prompt); failures are redone."""
+    from rag_eval.rundir import read_jsonl
+
+    return {(r["question_id"], r["prompt"]): r for r in read_jsonl(path) if r.get("error") is None}
+
+
+def why_changed(old: dict, prompt: PromptTemplate, context_ids: list[str]) -> str:
+    """What differs between a finished answer and the one the current config asks for."""
+    if old.get("prompt_hash") != prompt.hash:
+        return "prompt file"
+    if old.get("contexts") != context_ids:
+        return "contexts"
+    return "model or generation settings"
+
+
+async def generate(
+    cfg: AuditConfig,
+    corpus: Corpus,
+    res: RetrievalResults,
+    llm,
+    prompts: dict[str, PromptTemplate],
+    selected: list[int],
+    out: Path,
+    weights: dict[str, dict] | None = None,
+) -> tuple[list[dict], dict]:
+    """Answers for every selected question and prompt, appended to ``out`` as they complete.
+
+    A finished answer is reused only when its whole request is unchanged (prompt file, contexts,
+    model, settings); ``out`` ends holding exactly the returned records. Also returns what was
+    reused and why the rest was redone.
+    """
+    from rag_eval.judges.base import inputs_hash
+    from rag_eval.rundir import write_text
+
+    g = cfg.generation
+    done = read_done(out)
+    weights = weights or {}
+    records, jobs, redone = [], [], {}
+    for q in selected:
+        question = res.questions[q]
+        chunks = contexts_for(res, corpus, g, q)
+        for name, prompt in prompts.items():
+            content = prompt.render(question.question, format_contexts(chunks, g.max_context_chars))
+            key = inputs_hash(content, llm.identity, llm.model, llm.cfg.temperature, llm.cfg.max_tokens, llm.cfg.seed)
+            old = done.get((question.id, name))
+            if old is not None and old.get("input_hash") == key:
+                records.append({**old, **weights.get(question.id, {})})
+                continue
+            if old is not None:
+                why = why_changed(old, prompt, [c.id for c in chunks])
+                redone[why] = redone.get(why, 0) + 1
+            jobs.append((question, name, chunks, content, key))
+
+    async def one(question, name: str, chunks: list[Chunk], content: str, key: str) -> dict:
+        result = await llm.chat([{"role": "user", "content": content}])
+        return {
+            "question_id": question.id,
+            "prompt": name,
+            "prompt_hash": prompts[name].hash,
+            "retriever": g.retriever,
+            "contexts": [c.id for c in chunks],
+            "answer": result.text,
+            "model": result.model,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "latency_s": round(result.latency_s, 3),
+            "cached": result.cached,
+            "finish_reason": result.finish_reason,
+            "error": result.error,
+            "input_hash": key,
+            **weights.get(question.id, {}),
+        }
+
+    reused = len(records)
+    with out.open("a", encoding="utf-8") as fh:
+        async for record in track_async([one(*job) for job in jobs], "generating answers"):
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.flush()
+            records.append(record)
+    write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return records, {"reused": reused, "redone": redone}
+
+
+def supplied_answers(
+    cfg: AuditConfig,
+    corpus: Corpus,
+    res: RetrievalResults,
+    selected: list[int],
+    out: Path,
+    weights: dict[str, dict] | None = None,
+) -> list[dict]:
+    """The user's own answers (a JSONL of question_id, answer[, prompt, contexts] or a callable)."""
+    from rag_eval.data.records import read_records
+    from rag_eval.retrievers.custom import import_object
+
+    g = cfg.generation
+    value = g.answers or ""
+    ids = {res.questions[i].id: i for i in selected}
+    records = []
+    if value.endswith((".jsonl", ".json")) or "/" in value:
+        path = cfg.resolve_path(value)
+        by_id = {}
+        for rec in read_records(path, "answers"):
+            qid, answer = rec.data.get("question_id"), rec.data.get("answer")
+            if qid is None or not isinstance(answer, str):
+                raise DataError(
+                    Problem(
+                        rec.where,
+                        "an answer record needs question_id and answer (a string)",
+                        '{"question_id": "q1", "answer": "..."}',
+                    )
+                )
+            by_id[(str(qid), rec.data.get("prompt", "system"))] = rec.data
+        for (qid, prompt), d in by_id.items():
+            if qid not in ids:
+                continue
+            q = ids[qid]
+            contexts = d.get("contexts") or [c.id for c in contexts_for(res, corpus, g, q)]
+            records.append(
+                {
+                    "question_id": qid,
+                    "prompt": prompt,
+                    "prompt_hash": None,
+                    "retriever": g.retriever,
+                    "contexts": contexts,
+                    "answer": d["answer"],
+                    "model": "supplied",
+                    "error": None,
+                    **(weights or {}).get(qid, {}),
+                }
+            )
+    else:
+        fn = import_object(value, cfg.where("generation.answers"))
+        for qid, q in ids.items():
+            chunks = contexts_for(res, corpus, g, q)
+            try:
+                answer = str(fn(res.questions[q].question, [c.text for c in chunks]))
+            except Exception as exc:  # the user's code
+                raise DataError(
+                    Problem(
+                        cfg.where("generation.answers"),
+                        f"the function raised on question '{qid}': {type(exc).__name__}: {exc}",
+                        "fix the function",
+                    )
+                ) from exc
+            records.append(
+                {
+                    "question_id": qid,
+                    "prompt": "system",
+                    "prompt_hash": None,
+                    "retriever": g.retriever,
+                    "contexts": [c.id for c in chunks],
+                    "answer": answer,
+                    "model": "supplied",
+                    "error": None,
+                    **(weights or {}).get(qid, {}),
+                }
+            )
+    with out.open("w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return records
+
+
+def run_generation(
+    cfg: AuditConfig, corpus: Corpus, res: RetrievalResults, session, run_dir: Path
+) -> tuple[list[dict], dict]:
+    """Generation for a run folder, in one event loop (an AsyncOpenAI client cannot cross loops);
+    the records, and what a resumed run reused."""
+    selected = select_questions(cfg, res)
+    weights = sample_weights(cfg, res, selected)
+    out = run_dir / "generation.jsonl"
+    if cfg.generation.answers:
+        return supplied_answers(cfg, corpus, res, selected, out, weights), {"reused": 0, "redone": {}}
+    prompts = load_prompts(cfg)
+
+    async def main() -> tuple[list[dict], dict]:
+        llm = session.llm(cfg.generation.llm, cfg.where("generation.llm"))
+        try:
+            return await generate(cfg, corpus, res, llm, prompts, selected, out, weights)
+        finally:
+            await session.aclose()
+
+    return asyncio.run(main())

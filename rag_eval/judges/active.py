@@ -1,0 +1,205 @@
+"""Active labelling: label the answers where the judge is least sure, and keep the figures unbiased.
+
+Active statistical inference (Zrnic & Candès, ICML 2024): each question is drawn for labelling
+with a known probability ``pi`` (systematic sampling in a random order: exactly N questions) that
+grows with how unsure its judges' deciding
+decisions are (never below ``MIX`` times the uniform rate, so never zero); every judged figure is
+then estimated from the judge's verdict on every answer, plus each label's correction weighted by
+``1 / pi``:
+
+    theta = mean_i( lam * yhat_i + xi_i / pi_i * (y_i - lam * yhat_i) )
+
+which is unbiased for any judge (E[xi_i] = pi_i), with a CLT interval from the terms' spread (as
+if drawn independently, which a fixed-size draw in random order only makes more precise);
+``lam`` (power tuning, clipped to [0, 1]) minimises the estimated variance. With ``pi`` constant
+this is the plain prediction-powered estimate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rag_eval.judges.ppi import PPIEstimate
+
+# The share of each inclusion probability that is uniform: a floor that keeps every pi > 0 and
+# the estimate's variance bounded when the judge's uncertainty misleads.
+MIX = 0.2
+# The uncertainty of a decision without a probability (a Ragas score, a failed judge).
+UNKNOWN = 0.25
+# Judges whose verdicts decide the attribution outcome count fully; the others half.
+OTHER_WEIGHT = 0.5
+
+
+def decision_uncertainty(record: dict) -> float | None:
+    """How unsure one decision is, 0 (sure) to 0.5 (at its cut-off): the probability of the wrong
+    verdict if the judge's probability were calibrated around its cut-off,
+    1 / (1 + exp(|logit p - logit cut-off|)); 0.5 for an uncertain record; None where the judge
+    did not apply."""
+    status = record.get("status")
+    if status == "skipped":
+        return None
+    if status == "uncertain":
+        return 0.5
+    p, cut = record.get("probability"), record.get("cutoff")
+    if status != "judged" or p is None:
+        score = record.get("score")
+        if status == "judged" and score is not None:
+            return float(min(score, 1 - score)) if 0 <= score <= 1 else UNKNOWN
+        return UNKNOWN
+    cut = 0.5 if cut is None else cut
+
+    def logit(x: float) -> float:
+        x = min(max(float(x), 1e-9), 1 - 1e-9)
+        return math.log(x) - math.log1p(-x)
+
+    return 1.0 / (1.0 + math.exp(abs(logit(p) - logit(cut))))
+
+
+def question_scores(records: list[dict], deciding: set[str], unanswerable: set[str] = frozenset()) -> dict[str, float]:
+    """Each question's chance of a wrong deciding verdict: the most unsure decision among its
+    answers (a judge that does not decide the outcome counts half). The draw's probabilities grow
+    with its square root (the standard deviation of the label's correction). Only the refusal
+    judge decides the outcome of a question in ``unanswerable``."""
+    out: dict[str, float] = {}
+    for r in records:
+        u = decision_uncertainty(r)
+        if u is None:
+            continue
+        decides = r["judge"] == "refusal" if r["question_id"] in unanswerable else r["judge"] in deciding
+        u *= 1.0 if decides else OTHER_WEIGHT
+        out[r["question_id"]] = max(out.get(r["question_id"], 0.0), u)
+    return out
+
+
+def inclusion_probabilities(scores: np.ndarray, n: float, mix: float = MIX) -> np.ndarray:
+    """Probabilities summing to ``n`` (at most 1 each), a mix of ``scores``' shares and the uniform
+    ``n / N``: pi_i = n ((1 - mix) s_i / sum s + mix / N); what is capped at 1 goes to the rest."""
+    s = np.asarray(scores, float)
+    big_n = len(s)
+    if big_n == 0:
+        return s
+    n = min(float(n), big_n)
+    s = np.where(s > 0, s, 0.0)
+    base = s / s.sum() if s.sum() > 0 else np.full(big_n, 1 / big_n)
+    shape = (1 - mix) * base + mix / big_n
+    pi = np.zeros(big_n)
+    free = np.ones(big_n, bool)
+    left = n
+    for _ in range(big_n):
+        pi[free] = left * shape[free] / shape[free].sum()
+        over = free & (pi >= 1)
+        if not over.any():
+            break
+        pi[over] = 1.0
+        free &= ~over
+        left = n - (~free).sum()
+        if left <= 0 or not free.any():
+            break
+    return np.clip(pi, 0, 1)
+
+
+def systematic_draw(pi: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Exactly ``round(sum(pi))`` items, each drawn with its probability ``pi_i``: systematic
+    sampling in a seeded random order (Madow's method; an item with pi = 1 is always drawn)."""
+    pi = np.asarray(pi, float)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(pi))
+    c = np.cumsum(pi[order])
+    u = rng.random()
+    prev = np.concatenate([[0.0], c[:-1]])
+    hit = np.floor(c - u + 1e-12) > np.floor(prev - u + 1e-12)
+    chosen = np.zeros(len(pi), bool)
+    chosen[order[hit]] = True
+    return chosen
+
+
+def active_mean(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    pi: np.ndarray,
+    yhat_unlabelled: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    w: np.ndarray | None = None,
+    w_unlabelled: np.ndarray | None = None,
+    power_tuned: bool = True,
+    bounded: bool = True,
+) -> PPIEstimate:
+    """The mean of the labels over every item, from the labelled items (labels ``y``, judge
+    ``yhat``, inclusion probabilities ``pi``) and the judge's ``yhat_unlabelled`` on the rest,
+    weighting each label's correction by ``1 / pi``. ``w``: the audit's weights of the items."""
+    from scipy.stats import norm
+
+    y, yh, pi, yu = (np.asarray(a, float) for a in (y, yhat, pi, yhat_unlabelled))
+    n, m = len(y), len(yu)
+    if n == 0:
+        return PPIEstimate(None, None, None, 0, m, "no labels")
+    if m == 0:  # every item labelled: the figure is the labels' own
+        from rag_eval.judges.ppi import human_mean
+
+        return human_mean(y, confidence=confidence, w=w, bounded=bounded)
+    big_n = n + m
+    w_all = np.concatenate(
+        [
+            np.ones(n) if w is None else np.asarray(w, float),
+            np.ones(m) if w_unlabelled is None else np.asarray(w_unlabelled, float),
+        ]
+    )
+    w_all = w_all * big_n / w_all.sum()
+    xi_over_pi = np.concatenate([1.0 / pi, np.zeros(m)])
+    yhat_all = np.concatenate([yh, yu])
+    y_all = np.concatenate([y, np.zeros(m)])
+    a = w_all * yhat_all * (1 - xi_over_pi)  # the judge's part
+    b = w_all * y_all * xi_over_pi  # the labels' part
+    lam = 1.0
+    if power_tuned and np.var(a) > 0:
+        lam = float(np.clip(-np.cov(a, b)[0, 1] / np.var(a, ddof=1), 0.0, 1.0))
+    terms = lam * a + b
+    value = float(terms.mean())
+    se = float(terms.std(ddof=1) / math.sqrt(big_n)) if big_n > 1 else float("nan")
+    z = norm.ppf(1 - (1 - confidence) / 2)
+    lo, hi = value - z * se, value + z * se
+    if bounded:
+        value, lo, hi = (float(min(1.0, max(0.0, x))) for x in (value, lo, hi))
+    return PPIEstimate(value, lo, hi, n, m, "active" + (f" (lambda {lam:.2f})" if power_tuned else ""))
+
+
+def labels_for_width(
+    errors: np.ndarray, half_width: float, *, uniform_variance: float | None = None, confidence: float = 0.95
+) -> tuple[int, int]:
+    """(uniform, active) labels for an interval of about ``±half_width`` on a share over these
+    items, where ``errors`` is each item's chance that the judge's verdict is wrong
+    (``decision_uncertainty``): uniform labels need z² E[e] / h² (``uniform_variance`` replaces
+    E[e] where the judge's agreement was measured); active ones z² E[e / pi~] / h² with pi~ the
+    active draw's probabilities relative to uniform, scaled alike."""
+    from scipy.stats import norm
+
+    e = np.clip(np.asarray(errors, float), 0.0, 0.5)
+    z = norm.ppf(1 - (1 - confidence) / 2)
+    if len(e) == 0:
+        return 0, 0
+    mean_e = float(e.mean())
+    var_u = max(uniform_variance if uniform_variance is not None else mean_e, 0.01)
+    s = np.sqrt(e)
+    # The active draw's probabilities relative to the uniform rate (before any is capped at 1).
+    rel = (1 - MIX) * s / s.mean() + MIX if s.mean() > 0 else np.ones(len(e))
+    gain = float(np.mean(e / rel) / mean_e) if mean_e > 0 else 1.0
+    n_u = max(10, math.ceil(z * z * var_u / half_width**2))
+    n_a = max(10, math.ceil(n_u * min(gain, 1.0)))
+    return n_u, min(n_a, n_u)
+
+
+def draw_questions(report: dict, question_ids: list[str], n: int, seed: int = 0) -> tuple[set[str], dict[str, float]]:
+    """The questions to label (exactly ``n``, or all) and each question's inclusion probability:
+    the square root of its chance of a wrong deciding verdict, mixed with the uniform rate."""
+    judges = report.get("judges") or {}
+    deciding = {"refusal", "correctness", judges.get("faithfulness_judge")}
+    rows = (report.get("attribution") or {}).get("rows", [])
+    unanswerable = {r["question_id"] for r in rows if not r.get("answerable", True)}
+    err = question_scores(judges.get("records", []), deciding, unanswerable)
+    ids = sorted(set(question_ids))
+    pi = inclusion_probabilities(np.sqrt([err.get(q, UNKNOWN) for q in ids]), min(n, len(ids)))
+    chosen = systematic_draw(pi, seed)
+    return {q for q, c in zip(ids, chosen) if c}, {q: float(p) for q, p in zip(ids, pi)}

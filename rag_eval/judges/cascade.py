@@ -1,0 +1,185 @@
+"""``rag-eval judge-check --escalate``: the cascade of two judges measured on labelled cases.
+
+Three ways to decide each case, all out of fold where anything is fitted:
+- the first judge alone: its cut-off fitted on the other folds decides every case;
+- the second judge alone: every decision asked of it (its calibrated cut-off where one is saved
+  for it, else the word it wrote);
+- the cascade: the first judge decides where it is sure (outside the band fitted, with its
+  cut-off, on the other folds), and only its uncertain decisions go to the second.
+Each with its accuracy against the labels (Wilson interval), the cases left undecided, the
+calls to each judge and their cost. The cascade's calls to the second judge are those it needs;
+their cost is each judge's mean cost per call times that number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rag_eval.config import LLMConfig
+from rag_eval.judges.escalation import Opinion, second_opinion
+from rag_eval.stats import Estimate, wilson_interval
+
+# The prompt variant and whether "yes" is the positive label, per judge (as the judges ask).
+YES_IS_POSITIVE = {"refusal": False, "correctness": True, "faithfulness_yesno": True}
+
+
+@dataclass
+class CascadeRow:
+    """One way of deciding the cases of one judge."""
+
+    judge: str
+    way: str  # "first alone", "second alone", "cascade"
+    accuracy: Estimate
+    undecided: int
+    calls_first: int
+    calls_second: int
+    cost: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _values(judge: str, case: dict) -> list[dict[str, str]]:
+    """The texts of each decision the judge takes on a case (one per statement for faithfulness)."""
+    from rag_eval.judges.scored import split_statements
+
+    if judge == "refusal":
+        return [{"question": case["question"], "answer": case["answer"]}]
+    if judge == "correctness":
+        return [{"question": case["question"], "reference": case["reference"], "answer": case["answer"]}]
+    context = "\n\n".join(case["contexts"])
+    return [
+        {"context": context, "question": case["question"], "statement": s} for s in split_statements(case["answer"])
+    ]
+
+
+def second_opinions(
+    cases: list[dict], judges: list[str], llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path | None
+) -> tuple[dict[str, list[list[Opinion] | None]], dict]:
+    """Every decision of every case asked of the second judge; and its usage."""
+    from rag_eval.judges.calibration import cutoffs_for
+    from rag_eval.judges.judge_check import JUDGES_FOR
+    from rag_eval.judges.scored import ScoredJudges, correctness_variant
+    from rag_eval.judges.uncertain import bands_for
+    from rag_eval.llm.session import LLMSession
+
+    session = LLMSession(cache_dir)
+
+    async def main():
+        llm = session.llm(llm_cfg, "judge-check --escalate")
+        second = ScoredJudges.load(llm, prompts_dir)
+        second.cutoffs, second.calibrated = cutoffs_for(llm.identity, second, {})
+        bands, _ = bands_for(llm.identity, second, "auto", judges=judges)
+
+        async def one(judge: str, case: dict) -> list[Opinion]:
+            variant = correctness_variant(case["reference"]) if judge == "correctness" else judge
+            return list(
+                await asyncio.gather(
+                    *(second_opinion(second, bands, variant, YES_IS_POSITIVE[judge], v) for v in _values(judge, case))
+                )
+            )
+
+        out: dict[str, list[list[Opinion] | None]] = {}
+        try:
+            for judge in judges:
+                mine = [i for i, c in enumerate(cases) if judge in JUDGES_FOR[c["judge"]]]
+                got = await asyncio.gather(*(one(judge, cases[i]) for i in mine))
+                out[judge] = [None] * len(cases)
+                for i, ops in zip(mine, got):
+                    out[judge][i] = ops
+            return out, llm.usage.to_dict()
+        finally:
+            await session.aclose()
+
+    try:
+        return asyncio.run(main())
+    finally:
+        session.close()
+
+
+def _per_call(usage: dict) -> float:
+    """A model's mean cost per request (cache hits included: the cost of the first call)."""
+    return usage.get("cost", 0.0) / max(usage.get("calls", 0) + usage.get("cache_hits", 0), 1)
+
+
+def _second_decision(ops: list[Opinion], threshold: float, single: bool) -> bool | None:
+    if not ops or any(op.positive is None for op in ops):
+        return None
+    if single:
+        return bool(ops[0].positive)
+    return float(np.mean([op.positive for op in ops])) >= threshold
+
+
+def measure(
+    judge: str,
+    cases: list[dict],
+    first_preds: list,
+    second_ops: list[list[Opinion] | None],
+    usage_first: dict,
+    usage_second: dict,
+    *,
+    threshold: float,
+    folds: int,
+    seed: int,
+    target: float | None = None,
+) -> list[CascadeRow]:
+    """The three ways of deciding this judge's cases (see the module's docstring)."""
+    from rag_eval.judges.calibration import out_of_fold
+    from rag_eval.judges.judge_check import JUDGES_FOR, POSITIVE, cutoff_fitter
+    from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, band_folds
+
+    kind = next(k for k, js in JUDGES_FOR.items() if judge in js)
+    ok = [i for i, c in enumerate(cases) if c["judge"] == kind and first_preds[i].error is None]
+    positive = np.array([cases[i]["label"] == POSITIVE[kind] for i in ok])
+    probs = [np.array(first_preds[i].probs) for i in ok]
+    variant = [first_preds[i].variant or judge for i in ok]
+    decide, fit = cutoff_fitter(judge, probs, positive, variant, threshold)
+    first, _ = out_of_fold(len(ok), positive, fit, lambda test, c: decide(list(test), c), folds=folds, seed=seed)
+    targets = {v: target or TARGETS.get(v, DEFAULT_TARGET) for v in set(variant)}
+    unc, dec, band_of = band_folds(
+        probs, positive, variant, fit, targets=targets, threshold=threshold, folds=folds, seed=seed
+    )
+    single = judge != "faithfulness_yesno"
+    second = [_second_decision(second_ops[i] or [], threshold, single) for i in ok]
+    n_second_calls = sum(len(second_ops[i] or []) for i in ok)
+    per_call = _per_call(usage_second)
+    cascade: list[bool | None] = []
+    calls_cascade = 0
+    for n, i in enumerate(ok):
+        if not unc[n]:
+            cascade.append(bool(dec[n]))
+            continue
+        ops = second_ops[i] or []
+        if single:
+            calls_cascade += 1
+            cascade.append(_second_decision(ops, threshold, True))
+            continue
+        # Only the statements in the band go to the second judge; the others keep the first's decision.
+        low, high = band_of[n]
+        votes: list[bool | None] = []
+        for p, op in zip(probs[n], ops):
+            if low <= p < high:
+                calls_cascade += 1
+                votes.append(op.positive)
+            else:
+                votes.append(bool(p >= high))
+        lo = sum(v is True for v in votes) / len(votes)
+        hi = sum(v is not False for v in votes) / len(votes)
+        cascade.append(None if (lo >= threshold) != (hi >= threshold) else lo >= threshold)
+    calls_first = sum(len(p) for p in probs)
+    cost_first = _per_call(usage_first) * calls_first
+
+    def row(way: str, decided: list[bool | None], c1: int, c2: int, cost: float) -> CascadeRow:
+        got = [(d, p) for d, p in zip(decided, positive) if d is not None]
+        right = sum(d == p for d, p in got)
+        return CascadeRow(judge, way, wilson_interval(int(right), len(got)), len(decided) - len(got), c1, c2, cost)
+
+    return [
+        row("first alone", [bool(x) for x in first], calls_first, 0, cost_first),
+        row("second alone", second, 0, n_second_calls, per_call * n_second_calls),
+        row("cascade", cascade, calls_first, calls_cascade, cost_first + per_call * calls_cascade),
+    ]

@@ -1,0 +1,560 @@
+"""Human labels for a finished run: a seeded sample of audited answers to label (CSV and a
+self-contained HTML page), reading the labels back with clear errors, and every judged figure
+re-estimated with prediction-powered inference (judge verdicts on all answers, corrected by the
+judge's error on the labelled ones)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rag_eval.errors import DataError, Problem
+from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
+
+COLUMNS = [
+    "question_id",
+    "prompt",
+    "weight",
+    "inclusion_probability",
+    *HUMAN_LABELS,
+    "note",
+    "question",
+    "reference",
+    "answer",
+]
+YES = {"yes", "y", "true", "1"}
+NO = {"no", "n", "false", "0"}
+
+
+@dataclass
+class Label:
+    """One labelled answer: yes/no per label column (None where left blank)."""
+
+    question_id: str
+    prompt: str
+    values: dict[str, bool | None]
+    where: str
+    inclusion_probability: float | None = None  # the chance the draw had of picking this answer
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[dict]:
+    """A seeded random sample of ``n`` questions of the run (every prompt's answer to each), drawn
+    within the audit's strata in proportion to their size; each row keeps its audit weight and its
+    inclusion probability. ``active``: drawn with probabilities that favour uncertain and
+    outcome-deciding decisions instead (``rag_eval/judges/active.py``)."""
+    gens = [g for g in _read_jsonl(run_dir / "generation.jsonl") if g.get("error") is None]
+    if not gens:
+        raise DataError(
+            Problem(str(run_dir), "the run has no answers to label", "label a run made by rag-eval run or compare")
+        )
+    strata: dict[str, list[str]] = {}
+    for g in gens:
+        ids = strata.setdefault(g.get("stratum", "all"), [])
+        if g["question_id"] not in ids:
+            ids.append(g["question_id"])
+    total = sum(len(v) for v in strata.values())
+    n = min(n, total)
+    rng = np.random.default_rng(seed)
+    # Largest-remainder allocation, so the sample's strata follow the audit's.
+    quota = {s: n * len(ids) / total for s, ids in strata.items()}
+    take = {s: int(q) for s, q in quota.items()}
+    for s in sorted(quota, key=lambda s: quota[s] - take[s], reverse=True)[: n - sum(take.values())]:
+        take[s] += 1
+    chosen = {qid for s, ids in strata.items() for qid in rng.permutation(sorted(ids))[: take[s]]}
+    pi = {qid: take[s] / len(ids) for s, ids in strata.items() for qid in ids}
+    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    if active:
+        from rag_eval.judges.active import draw_questions
+
+        chosen, pi = draw_questions(report, [q for ids in strata.values() for q in ids], n, seed)
+    refs = {r["question_id"]: r for r in report.get("attribution", {}).get("rows", [])}
+    rows = []
+    for g in sorted(gens, key=lambda g: (g["question_id"], g["prompt"])):
+        if g["question_id"] not in chosen:
+            continue
+        row = refs.get(g["question_id"], {})
+        rows.append(
+            {
+                "question_id": g["question_id"],
+                "prompt": g["prompt"],
+                "weight": g.get("weight", 1.0),
+                "inclusion_probability": round(pi[g["question_id"]], 6),
+                "question": row.get("question", ""),
+                "reference": row.get("reference") or "",
+                "answerable": row.get("answerable", True),
+                "answer": g.get("answer") or "",
+                "contexts": g.get("contexts", []),
+            }
+        )
+    return rows
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    """The labels file a person fills in: yes or no under each label column, blank to skip."""
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, **{c: "" for c in HUMAN_LABELS}, "note": ""})
+
+
+def write_html(
+    rows: list[dict],
+    path: Path,
+    contexts: dict[str, str],
+    verdicts: dict[tuple[str, str], dict],
+    plan: list[dict] | None = None,
+) -> None:
+    """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
+    the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns). ``plan``
+    (``report.triage.labels_plan``): the page shows, per judged figure, the answers labelled so far
+    against the labels its chosen interval width needs."""
+    import html
+
+    items = []
+    for i, r in enumerate(rows):
+        ctx = "".join(
+            f"<details><summary>context {k + 1}: {html.escape(cid)}</summary><pre>{html.escape(contexts.get(cid, '(text not available)'))}</pre></details>"
+            for k, cid in enumerate(r["contexts"])
+        )
+        v = verdicts.get((r["question_id"], r["prompt"]), {})
+        judged = "".join(
+            f"<li><b>{html.escape(name)}</b>: {html.escape(str(j.get('verdict') or j.get('score')))} "
+            f"{html.escape(j.get('reason') or '')}</li>"
+            for name, j in v.items()
+        )
+        asks = "".join(
+            f'<div class="ask">{html.escape(q)} '
+            + "".join(
+                f'<label><input type="radio" name="{c}-{i}" value="{val}"> {val}</label>'
+                for val in ("yes", "no", "skip")
+            )
+            + "</div>"
+            for c, q in HUMAN_LABELS.items()
+        )
+        items.append(
+            f'<section data-i="{i}" data-prompt="{html.escape(r["prompt"])}"><h3>{i + 1}. {html.escape(r["question"])}</h3>'
+            f"<p class=meta>question {html.escape(r['question_id'])}, prompt {html.escape(r['prompt'])}"
+            f"{'' if r['answerable'] else ', unanswerable from the documents'}</p>"
+            f"<p><b>Reference:</b> {html.escape(r['reference'] or '–')}</p>{ctx}"
+            f"<p><b>Answer:</b></p><pre>{html.escape(r['answer'])}</pre>{asks}"
+            f'<textarea placeholder="note (optional)" name="note-{i}"></textarea>'
+            f'<div class="judges" hidden><p>Judges (shown once every question above is answered):</p><ul>{judged}</ul></div>'
+            "</section>"
+        )
+    data = json.dumps(
+        [
+            {
+                k: r.get(k, "")
+                for k in ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
+            }
+            for r in rows
+        ]
+    )
+    cols = json.dumps(list(HUMAN_LABELS))
+    goals = json.dumps(
+        [
+            {
+                "prompt": p["prompt"],
+                "figure": p["figure"],
+                "label": p["label"],
+                "width": p["width"],
+                "need": p["labels_needed"][f"{p['width']:g}"]["active"],
+            }
+            for p in plan or []
+        ]
+    )
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>rag-eval labels</title><style>
+body{{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}}
+section{{border:1px solid #ccc;border-radius:6px;padding:0 1em 1em;margin:1em 0}}
+pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5em}} .meta{{color:#666}}
+.ask{{margin:.4em 0}} label{{margin-left:1em}} textarea{{width:100%}} .judges{{background:#eef;padding:.2em 1em}}
+</style></head><body><h1>Label {len(rows)} answers</h1>
+<p>Answer each question yes or no (skip if unsure). Labels are kept in this browser while you work;
+<b>Save labels</b> downloads <code>labels.csv</code> for <code>rag-eval report RUN_DIR --labels labels.csv</code>.</p>
+<div id=progress></div>
+<button id=save>Save labels</button>{"".join(items)}<button id=save2>Save labels</button>
+<script>
+const ROWS={data}, COLS={cols}, GOALS={goals}, KEY="rag-eval-labels:"+location.pathname;
+function progress(){{const el=document.getElementById("progress");if(!GOALS.length){{el.textContent="";return;}}
+el.innerHTML="<p>Progress toward the chosen interval width (labels an active draw needs):</p><ul>"+GOALS.map(g=>{{
+let done=0;document.querySelectorAll(`section[data-prompt="${{CSS.escape(g.prompt)}}"]`).forEach(s=>{{const c=document.querySelector(`[name="${{g.label}}-${{s.dataset.i}}"]:checked`);if(c&&c.value!=="skip")done++;}});
+const pct=Math.min(100,Math.round(100*done/Math.max(g.need,1)));
+return `<li>${{g.figure}} (${{g.prompt}}): ${{done}} of ${{g.need}} labels for ±${{g.width}} <progress max=100 value=${{pct}}></progress></li>`;}}).join("")+"</ul>";}}
+const saved=JSON.parse(localStorage.getItem(KEY)||"{{}}");
+for(const [n,v] of Object.entries(saved)){{const el=document.querySelector(`[name="${{n}}"][value="${{v}}"]`)||document.querySelector(`textarea[name="${{n}}"]`);if(el){{if(el.type==="radio")el.checked=true;else el.value=v;}}}}
+function reveal(){{document.querySelectorAll("section").forEach(s=>{{const i=s.dataset.i;
+s.querySelector(".judges").hidden=!COLS.every(c=>document.querySelector(`[name="${{c}}-${{i}}"]:checked`));}});}}
+document.addEventListener("change",e=>{{const t=e.target;saved[t.name]=t.value;localStorage.setItem(KEY,JSON.stringify(saved));reveal();progress();}});
+reveal();progress();
+function q(v){{v=String(v??"");return /[",\\n]/.test(v)?'"'+v.replace(/"/g,'""')+'"':v;}}
+function save(){{const head=["question_id","prompt","weight","inclusion_probability",...COLS,"note","question","reference","answer"];
+const lines=[head.join(",")];ROWS.forEach((r,i)=>{{const lab=COLS.map(c=>{{const el=document.querySelector(`[name="${{c}}-${{i}}"]:checked`);return el&&el.value!=="skip"?el.value:"";}});
+const note=document.querySelector(`textarea[name="note-${{i}}"]`).value;
+lines.push([r.question_id,r.prompt,r.weight,r.inclusion_probability,...lab,note,r.question,r.reference,r.answer].map(q).join(","));}});
+const a=document.createElement("a");a.href=URL.createObjectURL(new Blob([lines.join("\\n")+"\\n"],{{type:"text/csv"}}));a.download="labels.csv";a.click();}}
+document.getElementById("save").onclick=save;document.getElementById("save2").onclick=save;
+</script></body></html>"""
+    path.write_text(page, encoding="utf-8")
+
+
+def _value(raw: str | None, where: str, column: str, problems: list[Problem]) -> bool | None:
+    v = (raw or "").strip().lower()
+    if v in ("", "skip", "-", "na", "n/a"):
+        return None
+    if v in YES:
+        return True
+    if v in NO:
+        return False
+    problems.append(
+        Problem(f"{where} (column {column})", f"{raw!r} is not yes or no", "write yes, no, or leave it blank")
+    )
+    return None
+
+
+def _probability(raw, where: str, problems: list[Problem]) -> float | None:
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        p = float(raw)
+    except ValueError:
+        p = float("nan")
+    if not 0 < p <= 1:
+        problems.append(
+            Problem(
+                f"{where} (column inclusion_probability)",
+                f"{raw!r} is not a probability in (0, 1]",
+                "keep the value rag-eval label wrote, or clear the column on every row",
+            )
+        )
+        return None
+    return p
+
+
+def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
+    """The labels of a CSV (``rag-eval label``'s) or JSON/JSONL file; every problem raises DataError
+    naming the file, line and column. ``known``: the run's (question id, prompt) pairs."""
+    from rag_eval.data.records import read_records, read_text
+
+    if path.suffix.lower() in (".json", ".jsonl"):
+        records = [(r.data, r.where) for r in read_records(path, "labels")]
+    else:
+        text = read_text(path, "labels")
+        reader = csv.DictReader(io.StringIO(text))
+        missing = [c for c in ("question_id", "prompt") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(
+                Problem(
+                    f"{path}:1",
+                    f"the labels file has no {' or '.join(missing)} column",
+                    "use the CSV written by rag-eval label (its header row names the columns)",
+                )
+            )
+        # DictReader's line_num counts physical lines; the record started after the previous one.
+        records, prev = [], 1
+        for row in reader:
+            records.append((row, f"{path}:{prev + 1}"))
+            prev = reader.line_num
+    labels, problems, seen = [], [], {}
+    for row, where in records:
+        qid, prompt = str(row.get("question_id") or "").strip(), str(row.get("prompt") or "").strip()
+        if (qid, prompt) not in known:
+            problems.append(
+                Problem(
+                    where,
+                    f"question '{qid}' with prompt '{prompt}' is not an answer of this run",
+                    "label the run the file was drawn from (rag-eval label RUN_DIR), or remove the row",
+                )
+            )
+            continue
+        if (qid, prompt) in seen:
+            problems.append(
+                Problem(
+                    where,
+                    f"question '{qid}' with prompt '{prompt}' is labelled twice (first at {seen[(qid, prompt)]})",
+                    "keep one row",
+                )
+            )
+            continue
+        seen[(qid, prompt)] = where
+        values = {}
+        for c in HUMAN_LABELS:
+            raw = row.get(c)
+            values[c] = raw if isinstance(raw, bool) or raw is None else _value(str(raw), where, c, problems)
+        labels.append(
+            Label(qid, prompt, values, where, _probability(row.get("inclusion_probability"), where, problems))
+        )
+    if problems:
+        raise DataError(problems)
+    if not any(v is not None for lab in labels for v in lab.values.values()):
+        raise DataError(
+            Problem(str(path), "no answer is labelled yet", f"fill in yes or no under {', '.join(HUMAN_LABELS)}")
+        )
+    return labels
+
+
+def figure_records(records: list[dict], judge: str, prompt: str, subset: str, answerable: dict) -> list[dict]:
+    """The judged or uncertain records of one judge and prompt that a figure over ``subset``
+    ("all", "answerable" or "unanswerable") is made of."""
+    return [
+        r
+        for r in records
+        if r["judge"] == judge
+        and r["prompt"] == prompt
+        and r["status"] in ("judged", "uncertain")
+        and (subset == "all" or answerable.get(r["question_id"]) is (subset == "answerable"))
+    ]
+
+
+def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float], confidence: float) -> dict:
+    """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, judge_on_labelled}}}``
+    for every judged figure with a human label column, and ``attribution`` shares likewise. An
+    uncertain verdict enters with what the judge leaned to (the labels correct it like any other)."""
+    from rag_eval.judges.uncertain import leaning_value
+
+    judges = report.get("judges", {})
+    records = judges.get("records", [])
+    by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
+    answerable = {r["question_id"]: r["answerable"] for r in report.get("attribution", {}).get("rows", [])}
+    out: dict[str, dict] = {}
+    for prompt in sorted({r["prompt"] for r in records}):
+        figs: dict[str, dict] = {}
+        for spec, fig in figures(judges.get("metrics", [])):
+            if spec.human_label is None:
+                continue
+            rows = figure_records(records, spec.name, prompt, fig.subset, answerable)
+            lab_y, lab_hat, lab_w, lab_pi, unl_hat, unl_w = [], [], [], [], [], []
+            for r in rows:
+                if r["status"] == "uncertain":
+                    yhat = leaning_value(r, fig.verdict)
+                    if yhat is None:
+                        continue
+                else:
+                    yhat = float(r["verdict"] == fig.verdict) if fig.binary else float(r["score"])
+                w = weights.get(r["question_id"], 1.0)
+                lab = by_key.get((r["question_id"], prompt))
+                y = lab.values.get(spec.human_label) if lab else None
+                if y is None:
+                    unl_hat.append(yhat)
+                    unl_w.append(w)
+                else:
+                    # Every binary figure is the share of the judge's positive verdict (refused,
+                    # correct), which is what the label column records.
+                    lab_y.append(float(y))
+                    lab_hat.append(yhat)
+                    lab_w.append(w)
+                    lab_pi.append(lab.inclusion_probability)
+            if not lab_y:
+                continue
+            y, yh = np.array(lab_y), np.array(lab_hat)
+            est, human = estimates(
+                y,
+                yh,
+                np.array(unl_hat),
+                lab_pi,
+                confidence=confidence,
+                w=np.array(lab_w),
+                w_unlabelled=np.array(unl_w) if unl_w else None,
+            )
+            figs[fig.name] = {
+                "ppi": est.to_dict(),
+                "human": human.to_dict(),
+                "label": spec.human_label,
+                "agreement_on_labelled": float(np.mean((yh >= 0.5) == (y >= 0.5))),
+            }
+        out[prompt] = figs
+    return out
+
+
+def estimates(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    yhat_unlabelled: np.ndarray,
+    pi: list[float | None],
+    *,
+    confidence: float,
+    w: np.ndarray | None = None,
+    w_unlabelled: np.ndarray | None = None,
+    bounded: bool = True,
+):
+    """(prediction-powered, labels-only) estimates: weighted by each label's inverse inclusion
+    probability when the labels were drawn with unequal probabilities (``rag-eval label``'s active
+    draw), else PPI++ and the labels' plain mean."""
+    from rag_eval.judges.active import active_mean
+    from rag_eval.judges.ppi import human_mean, ppi_mean
+
+    known = [p for p in pi if p is not None]
+    if len(known) == len(pi) and known and max(known) - min(known) > 1e-9:
+        p = np.array(known)
+        base = np.ones(len(y)) if w is None else np.asarray(w, float)
+        est = active_mean(
+            y, yhat, p, yhat_unlabelled, confidence=confidence, w=w, w_unlabelled=w_unlabelled, bounded=bounded
+        )
+        # A census (nothing left unlabelled) is its own figure; a sample is weighted by 1 / pi.
+        hw = base if len(yhat_unlabelled) == 0 else base / p
+        return est, human_mean(y, confidence=confidence, w=hw, bounded=bounded)
+    est = ppi_mean(y, yhat, yhat_unlabelled, confidence=confidence, w=w, w_unlabelled=w_unlabelled, bounded=bounded)
+    return est, human_mean(y, confidence=confidence, w=w, bounded=bounded)
+
+
+def human_outcomes(report: dict, labels: list[Label]) -> dict[tuple[str, str], str]:
+    """The outcome of each labelled answer with the labels in place of the judges' verdicts
+    (a blank label keeps the judge's verdict), by the same attribution rules."""
+    from rag_eval.attribution import attribute
+    from rag_eval.types import Question
+
+    att = report.get("attribution", {})
+    threshold = att.get("faithfulness_threshold", 0.5)
+    deciding = att.get("faithfulness_judge") or report.get("judges", {}).get("faithfulness_judge")
+    by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
+    out = {}
+    for row in att.get("rows", []):
+        lab = by_key.get((row["question_id"], row["prompt"]))
+        if lab is None:
+            continue
+        js = {name: dict(j) for name, j in row.get("judges", {}).items()}
+        for name, j in js.items():
+            col = JUDGES[name].human_label if name in JUDGES else None
+            value = lab.values.get(col) if col else None
+            if value is None or j.get("status") == "skipped":
+                continue
+            spec = JUDGES[name]
+            if spec.labels:
+                positive = spec.labels[0]  # "refused" / "correct"
+                j.update(status="judged", verdict=positive if value else spec.labels[1], reason="human label")
+            else:
+                j.update(status="judged", score=1.0 if value else 0.0, reason="human label")
+        q = Question(row["question_id"], row["question"], {}, row["answerable"], row.get("reference"))
+        retrieved = any(c.get("relevant") for c in row.get("contexts", []))
+        gen = {"answer": row.get("answer"), "error": None}
+        out[(row["question_id"], row["prompt"])] = attribute(
+            q, retrieved, gen, js, faithfulness_threshold=threshold, faithfulness_judge=deciding
+        )[0]
+    return out
+
+
+def labelled_outcomes(report: dict, labels: list[Label], weights: dict[str, float], confidence: float) -> dict:
+    """PPI shares of every outcome: ``{prompt: {outcome: {ppi, human}}}``."""
+    att = report.get("attribution", {})
+    human = human_outcomes(report, labels)
+    out: dict[str, dict] = {}
+    for prompt in sorted({r["prompt"] for r in att.get("rows", [])}):
+        rows = [r for r in att["rows"] if r["prompt"] == prompt]
+        lab = [r for r in rows if (r["question_id"], prompt) in human]
+        if not lab:
+            continue
+        by_key = {(x.question_id, x.prompt): x for x in labels}
+        pi = [by_key[(r["question_id"], prompt)].inclusion_probability for r in lab]
+        unl = [r for r in rows if (r["question_id"], prompt) not in human]
+        w_lab = np.array([weights.get(r["question_id"], 1.0) for r in lab])
+        w_unl = np.array([weights.get(r["question_id"], 1.0) for r in unl]) if unl else None
+        shares = {}
+        for outcome in att.get("outcomes", []):
+            y = np.array([float(human[(r["question_id"], prompt)] == outcome) for r in lab])
+            yh = np.array([float(r["outcome"] == outcome) for r in lab])
+            yu = np.array([float(r["outcome"] == outcome) for r in unl])
+            est, hum = estimates(y, yh, yu, pi, confidence=confidence, w=w_lab, w_unlabelled=w_unl)
+            shares[outcome] = {"ppi": est.to_dict(), "human": hum.to_dict()}
+        out[prompt] = shares
+    return out
+
+
+def paired_differences(report: dict, labels: list[Label], confidence: float) -> list[dict]:
+    """For every pair of prompts and labelled figure: the difference (first minus second) from the
+    labels alone and by paired PPI, over the questions both prompts were judged on; questions
+    labelled for both are the labelled pairs, the others are judged-only pairs."""
+    import itertools
+
+    judges = report.get("judges", {})
+    records = [r for r in judges.get("records", []) if r["status"] == "judged"]
+    answerable = {r["question_id"]: r["answerable"] for r in report.get("attribution", {}).get("rows", [])}
+    by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
+    prompts = sorted({r["prompt"] for r in records})
+    out = []
+    for spec, fig in figures(judges.get("metrics", [])):
+        if spec.human_label is None or spec.answer_independent:
+            continue
+        judged: dict[str, dict[str, float]] = {}
+        for r in records:
+            if r["judge"] == spec.name and (
+                fig.subset == "all" or answerable.get(r["question_id"]) is (fig.subset == "answerable")
+            ):
+                value = float(r["verdict"] == fig.verdict) if fig.binary else float(r["score"])
+                judged.setdefault(r["prompt"], {})[r["question_id"]] = value
+        for a, b in itertools.combinations(prompts, 2):
+            common = sorted(set(judged.get(a, {})) & set(judged.get(b, {})))
+            y, yh, yu, pi = [], [], [], []
+            for q in common:
+                diff = judged[a][q] - judged[b][q]
+                la, lb = by_key.get((q, a)), by_key.get((q, b))
+                va = la.values.get(spec.human_label) if la else None
+                vb = lb.values.get(spec.human_label) if lb else None
+                if va is None or vb is None:
+                    yu.append(diff)
+                else:
+                    y.append(float(va) - float(vb))
+                    yh.append(diff)
+                    # Every prompt's answer to a question is drawn together: one probability.
+                    pi.append(la.inclusion_probability)
+            if not y:
+                continue
+            est, hum = estimates(np.array(y), np.array(yh), np.array(yu), pi, confidence=confidence, bounded=False)
+            out.append(
+                {
+                    "metric": fig.name,
+                    "a": a,
+                    "b": b,
+                    "ppi": est.to_dict(),
+                    "human": hum.to_dict(),
+                }
+            )
+    return out
+
+
+def apply_labels(report: dict, labels: list[Label], weights: dict[str, float], confidence: float, source: str) -> dict:
+    """The report with PPI figures: ``ppi`` inside each labelled judged figure and attribution
+    share (so ``generation.<prompt>.<metric>.ppi`` is a summary figure and a gate may name it),
+    and a ``labels`` section with what was labelled."""
+    figs = labelled_figures(report, labels, weights, confidence)
+    outcomes = labelled_outcomes(report, labels, weights, confidence)
+    for section, found in ((report["judges"]["figures"], figs), (report["attribution"]["shares"], outcomes)):
+        for prompt, by_name in found.items():
+            for name, extra in by_name.items():
+                target = section.get(prompt, {}).get(name)
+                if target is not None:
+                    target.update(ppi=extra["ppi"], human=extra["human"])
+    report["labels"] = {
+        "source": source,
+        "answers_labelled": len(labels),
+        "per_column": {c: sum(lab.values.get(c) is not None for lab in labels) for c in HUMAN_LABELS},
+        "figures": figs,
+        "outcomes": outcomes,
+        "comparisons": paired_differences(report, labels, confidence),
+    }
+    return report
+
+
+def weights_of(run_dir: Path) -> dict[str, float]:
+    """The audit's sampling weight of each question (1 when the whole test set was audited)."""
+    return {g["question_id"]: g.get("weight", 1.0) for g in _read_jsonl(run_dir / "generation.jsonl")}
+
+
+def known_answers(run_dir: Path) -> set[tuple[str, str]]:
+    return {(g["question_id"], g["prompt"]) for g in _read_jsonl(run_dir / "generation.jsonl")}
+
+
+def label_run(report: dict, run_dir: Path, labels_path: Path, confidence: float) -> dict:
+    """Read a labels file for a run and add the PPI figures to its report."""
+    labels = read_labels(labels_path, known_answers(run_dir))
+    return apply_labels(report, labels, weights_of(run_dir), confidence, str(labels_path))

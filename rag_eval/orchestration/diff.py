@@ -1,0 +1,610 @@
+"""Run against run: two finished run folders of one test set, compared question by question.
+
+Questions are matched by id. For every figure both runs have (retrieval metrics per retriever,
+matched by name or paired explicitly; judged figures and outcome shares per prompt, likewise) the
+paired difference new − base on the questions both runs can compare, with its paired bootstrap
+interval and the paired test the in-run comparisons use (exact sign test, i.e. McNemar, for binary
+figures; the sign-flip permutation test for scores), Holm-corrected across every figure of the
+diff, and the verdict in words (``rag_eval.stats``). The questions that moved keep both runs'
+evidence: ranks and top chunks for retrieval; answers, outcomes and the judges' reasons for
+generation.
+
+Runs over different corpora (a re-chunking) compare a question only while its label means the
+same in both: evidence quotes always do; a chunk named by id does only while its passage is
+unchanged. Every question that cannot be compared is listed with the reason, never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rag_eval.orchestration.finished import RunView, read_run
+from rag_eval.orchestration.judge_noise import flag_judge_noise, same_input_flips
+from rag_eval.stats import Comparison, apply_holm, compare_paired
+
+GOOD_OUTCOMES = ("ok", "correct_refusal")
+TOP_SHOWN = 5
+
+
+@dataclass
+class FigureDiff:
+    """One figure of both runs, compared on the questions both can compare (new − base)."""
+
+    name: str  # retrieval.<retriever>.<metric>, generation.<prompt>.<figure>, attribution.<prompt>.<outcome>
+    scope: str  # retrieval, generation or attribution
+    system: str  # the new run's retriever or prompt
+    base_system: str
+    metric: str
+    better: str  # higher or lower: which direction of the figure is good
+    binary: bool
+    n: int
+    base: float | None = None
+    new: float | None = None
+    diff: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    p_holm: float | None = None
+    test: str | None = None
+    better_on: int = 0  # questions where the new run is better on this figure
+    worse_on: int = 0
+    same_on: int = 0
+    detectable: float | None = None
+    verdict: str = ""
+    judge_noise: dict | None = None  # judged figures: {noise, source, within} or {note}
+    better_ids: list[str] = field(default_factory=list)
+    worse_ids: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.better_on or self.worse_on)
+
+    def entry(self) -> dict:
+        """The figure's entry in the JSON of the diff."""
+        keys = ("base", "new", "diff", "ci_low", "ci_high", "p_value", "p_holm", "verdict", "n", "test")
+        out = {k: getattr(self, k) for k in keys}
+        out |= {"better": self.better, "better_on": self.better_on, "worse_on": self.worse_on}
+        out |= {"same_on": self.same_on, "detectable": self.detectable, "base_system": self.base_system}
+        out |= {"scope": self.scope, "system": self.system, "metric": self.metric, "binary": self.binary}
+        if self.judge_noise is not None:
+            out["judge_noise"] = self.judge_noise
+        return out
+
+
+@dataclass
+class MovedQuestion:
+    """A question whose figures differ between the runs for one retriever or prompt, with both
+    runs' evidence (a diff lists them per retriever, then per prompt, worst regression first).
+
+    ``severity``: the sum of the question's changes in the good direction of each figure (an
+    outcome turning bad counts -1); the most negative is the worst regression."""
+
+    question_id: str
+    question: str
+    scope: str  # retrieval or generation
+    system: str
+    base_system: str
+    severity: float
+    changes: dict[str, float]  # figure name -> new − base for this question
+    better: list[str]
+    worse: list[str]
+    base: dict
+    new: dict
+    judge_noise: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunDiff:
+    """Two runs compared: figures, the questions that moved, and what could not be compared.
+
+    ``figures_df()``, ``moved_df()`` and ``not_compared_df()`` are pandas views;
+    ``to_json()`` is what ``rag-eval diff --json`` writes."""
+
+    base: str
+    new: str
+    base_name: str
+    new_name: str
+    shared: int
+    figures: list[FigureDiff]
+    moved: list[MovedQuestion]
+    only_in_base: list[str]
+    only_in_new: list[str]
+    not_compared: list[dict]
+    notes: list[str]
+    same_corpus: bool
+    confidence: float = 0.95
+    alpha: float = 0.05
+
+    @property
+    def empty(self) -> bool:
+        """No figure differs on any question, and every question of both runs was compared."""
+        return (
+            not self.moved
+            and not any(f.changed for f in self.figures)
+            and not self.only_in_base
+            and not self.only_in_new
+            and not self.not_compared
+        )
+
+    def figure(self, name: str) -> FigureDiff:
+        for f in self.figures:
+            if f.name == name:
+                return f
+        from rag_eval.errors import did_you_mean
+
+        raise KeyError(f"the diff has no figure '{name}'; {did_you_mean(name, [f.name for f in self.figures])}")
+
+    def to_json(self) -> dict:
+        return {
+            "base": self.base,
+            "new": self.new,
+            "base_name": self.base_name,
+            "new_name": self.new_name,
+            "confidence": self.confidence,
+            "alpha": self.alpha,
+            "shared_questions": self.shared,
+            "same_corpus": self.same_corpus,
+            "empty": self.empty,
+            "figures": {f.name: f.entry() for f in self.figures},
+            "moved": {f.name: {"better": f.better_ids, "worse": f.worse_ids} for f in self.figures},
+            "questions": [asdict(m) for m in self.moved],
+            "only_in_base": self.only_in_base,
+            "only_in_new": self.only_in_new,
+            "not_compared": self.not_compared,
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunDiff:
+        """The diff back from what ``to_json`` wrote (a run's diff.json)."""
+        keys = {f for f in FigureDiff.__dataclass_fields__ if f not in ("name", "better_ids", "worse_ids")}
+        figures = [
+            FigureDiff(
+                name=name,
+                better_ids=d["moved"].get(name, {}).get("better", []),
+                worse_ids=d["moved"].get(name, {}).get("worse", []),
+                **{k: v for k, v in e.items() if k in keys},
+            )
+            for name, e in d["figures"].items()
+        ]
+        return cls(
+            d["base"],
+            d["new"],
+            d["base_name"],
+            d["new_name"],
+            d["shared_questions"],
+            figures,
+            [MovedQuestion(**m) for m in d["questions"]],
+            d["only_in_base"],
+            d["only_in_new"],
+            d["not_compared"],
+            d["notes"],
+            d["same_corpus"],
+            d.get("confidence", 0.95),
+            d.get("alpha", 0.05),
+        )
+
+    def figures_df(self):
+        """One row per figure: base, new, diff with its interval, counts, p-values, verdict."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [{"figure": f.name, **{k: v for k, v in f.entry().items() if k != "judge_noise"}} for f in self.figures]
+        )
+
+    def moved_df(self):
+        """One row per moved question and system, worst regression first: both runs' rank (retrieval)
+        or outcome (generation), and the figures it moved on."""
+        import pandas as pd
+
+        rows = []
+        for m in self.moved:
+            key = "rank" if m.scope == "retrieval" else "outcome"
+            rows.append(
+                {
+                    "question_id": m.question_id,
+                    "scope": m.scope,
+                    "system": m.system,
+                    "severity": m.severity,
+                    f"base_{key}": m.base.get(key),
+                    f"new_{key}": m.new.get(key),
+                    "worse": m.worse,
+                    "better": m.better,
+                    "question": m.question,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def not_compared_df(self):
+        """One row per question left out of a comparison, with the reason."""
+        import pandas as pd
+
+        only = [
+            {"question_id": q, "scope": "all", "system": "", "why": "only in the base run"} for q in self.only_in_base
+        ]
+        only += [
+            {"question_id": q, "scope": "all", "system": "", "why": "only in the new run"} for q in self.only_in_new
+        ]
+        return pd.DataFrame(only + self.not_compared, columns=["question_id", "scope", "system", "why"])
+
+    def __str__(self) -> str:
+        from rag_eval.report.diff_report import diff_screen
+
+        return diff_screen(self.to_json())
+
+
+def pair_names(base: list[str], new: list[str], pairs: dict[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(base name, new name) pairs: the explicit ``pairs`` (base -> new) whose names exist, then the
+    names both runs have that no explicit pair uses; and a note for every name left unpaired."""
+    out = [(b, n) for b, n in pairs.items() if b in base and n in new]
+    used_new = {n for _, n in out}
+    used_base = {b for b, _ in out}
+    out += [(x, x) for x in new if x in base and x not in used_new and x not in used_base]
+    paired_b, paired_n = {b for b, _ in out}, {n for _, n in out}
+    notes = [f"'{x}' is only in the base run: not compared" for x in base if x not in paired_b]
+    notes += [f"'{x}' is only in the new run: not compared" for x in new if x not in paired_n]
+    return out, notes
+
+
+def retrieval_why(b: dict, n: dict, same_corpus: bool) -> str | None:
+    """Why a question's retrieval figures cannot be compared between two runs, or None."""
+    if b["answerable"] != n["answerable"]:
+        return "answerable in one run, unanswerable in the other"
+    if same_corpus:
+        if b.get("relevant") != n.get("relevant"):
+            return (
+                f"its labels changed between the runs (relevant chunks {sorted(b.get('relevant') or {})} before, "
+                f"{sorted(n.get('relevant') or {})} after)"
+            )
+        return None
+    lb, ln = b.get("labels"), n.get("labels")
+    if lb is None or ln is None:
+        return (
+            "the corpus changed and a run folder has no label records (written by an older rag-eval), so "
+            "whether its labels still mean the same cannot be checked: rerun that audit"
+        )
+    if sorted(lb["evidence"]) != sorted(ln["evidence"]):
+        return "its evidence quotes changed between the runs"
+    for cid in sorted(set(lb["chunk_ids"]) | set(ln["chunk_ids"])):
+        if cid not in ln["chunk_ids"]:
+            return f"chunk-id label '{cid}' no longer exists in the new run's corpus (or labels)"
+        if cid not in lb["chunk_ids"]:
+            return f"chunk-id label '{cid}' does not exist in the base run's corpus (or labels)"
+        if lb["chunk_ids"][cid] != ln["chunk_ids"][cid]:
+            return (
+                f"labelled by chunk id '{cid}', whose passage differs between the runs (the corpus was re-chunked "
+                "or edited); an evidence quote would make it comparable"
+            )
+    return None
+
+
+def generation_why(b: dict | None, n: dict | None) -> str | None:
+    """Why a question's answers cannot be compared between two runs, or None."""
+    if b is None or n is None:
+        return f"not answered in the {'base' if b is None else 'new'} run (outside its generation sample)"
+    if b["answerable"] != n["answerable"]:
+        return "answerable in one run, unanswerable in the other"
+    if (b.get("reference") or None) != (n.get("reference") or None):
+        return "its reference answer changed between the runs"
+    return None
+
+
+class _Builder:
+    """Collects the comparisons of a diff, then corrects and words them together."""
+
+    def __init__(self, stats: dict):
+        self.st = stats
+        self.figs: list[tuple[FigureDiff, Comparison | None]] = []
+        self.moves: dict[tuple[str, str, str], dict] = {}
+
+    def add(self, fig: FigureDiff, vb: dict[str, float], vn: dict[str, float], qids: list[str]) -> None:
+        """``vb`` / ``vn``: per-question values where higher is better; the figure is reported in its
+        own direction (``fig.better``)."""
+        fig.n = len(qids)
+        if not qids:
+            fig.verdict = f"{fig.name}: no question could be compared"
+            self.figs.append((fig, None))
+            return
+        a = np.array([vn[q] for q in qids])
+        b = np.array([vb[q] for q in qids])
+        st = self.st
+        c = compare_paired(
+            a,
+            b,
+            names=("new", "base"),
+            metric=fig.name,
+            binary=fig.binary,
+            n_resamples=st["permutation_resamples"],
+            bootstrap_resamples=st["bootstrap_resamples"],
+            confidence=st["confidence"],
+            seed=st["seed"],
+            alpha=st["alpha"],
+        )
+        sign = 1.0 if fig.better == "higher" else -1.0
+        natural = (lambda v: v) if fig.better == "higher" else (lambda v: 1.0 - v)
+        fig.base, fig.new = float(natural(b).mean()), float(natural(a).mean())
+        fig.diff = sign * c.diff
+        lo, hi = sorted((sign * c.ci_low, sign * c.ci_high))
+        fig.ci_low, fig.ci_high = lo, hi
+        fig.test, fig.p_value, fig.detectable = c.test, c.p_value, c.detectable
+        fig.better_on, fig.worse_on, fig.same_on = c.wins, c.losses, c.ties
+        d = a - b
+        order = sorted(range(len(qids)), key=lambda i: (-abs(d[i]), qids[i]))
+        fig.better_ids = [qids[i] for i in order if d[i] > 0]
+        fig.worse_ids = [qids[i] for i in order if d[i] < 0]
+        for i, q in enumerate(qids):
+            if d[i] != 0:
+                move = self.moves.setdefault(
+                    (fig.scope if fig.scope == "retrieval" else "generation", fig.system, q), {}
+                )
+                move[fig.name] = (float(d[i]), sign * float(d[i]))  # (in the good direction, new − base)
+        self.figs.append((fig, c))
+
+    def finish(self) -> list[FigureDiff]:
+        comps = [c for _, c in self.figs if c is not None]
+        apply_holm(comps, alpha=self.st["alpha"])
+        for fig, c in self.figs:
+            if c is not None:
+                fig.p_holm = c.p_holm
+                fig.verdict = c.verdict
+        return [f for f, _ in self.figs]
+
+
+def _stats_settings(run: RunView) -> dict:
+    from rag_eval.config import StatsConfig
+
+    try:
+        return StatsConfig(**(run.config.get("stats") or {})).model_dump()
+    except Exception:  # a config of another version: the defaults
+        return StatsConfig().model_dump()
+
+
+def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None = None) -> RunDiff:
+    """Compare two finished run folders question by question (see the module's docstring).
+    ``pairs``: base name -> new name, for retrievers or prompts whose names differ."""
+    b, n = read_run(base, "base"), read_run(new, "new")
+    pairs = pairs or {}
+    st = _stats_settings(n)
+    same_corpus = b.fingerprint is not None and b.fingerprint == n.fingerprint
+    shared = sorted(set(b.questions) & set(n.questions))
+    only_b = sorted(set(b.questions) - set(n.questions))
+    only_n = sorted(set(n.questions) - set(b.questions))
+    notes: list[str] = []
+    if only_b or only_n:
+        notes.append(
+            f"the test sets differ: compared on the {len(shared)} questions both runs have; {len(only_b)} only in "
+            f"the base run, {len(only_n)} only in the new run (listed below)"
+        )
+    if not same_corpus:
+        bc, nc = b.report.get("corpus") or {}, n.report.get("corpus") or {}
+        notes.append(
+            f"the corpora differ ({bc.get('chunks', '?')} chunks from {bc.get('source', '?')} vs "
+            f"{nc.get('chunks', '?')} from {nc.get('source', '?')}): retrieval is compared on the questions whose "
+            "labels mean the same in both (evidence quotes; chunk ids whose passage is unchanged)"
+        )
+    builder = _Builder(st)
+    not_compared: list[dict] = []
+    _retrieval_figures(b, n, shared, same_corpus, pairs, builder, not_compared, notes)
+    _generation_figures(b, n, shared, pairs, builder, not_compared, notes)
+    figures = builder.finish()
+    flag_judge_noise(b, n, figures)
+    moved = _moved(b, n, builder.moves, figures)
+    notes.append(
+        f"p-values are Holm-corrected across all {sum(f.p_value is not None for f in figures)} figures; the "
+        f"{st['confidence']:.0%} intervals (and gates on them) are per figure"
+    )
+    return RunDiff(
+        str(b.path),
+        str(n.path),
+        str(b.summary.get("name", b.path.name)),
+        str(n.summary.get("name", n.path.name)),
+        len(shared),
+        figures,
+        moved,
+        only_b,
+        only_n,
+        not_compared,
+        notes,
+        same_corpus,
+        st["confidence"],
+        st["alpha"],
+    )
+
+
+def _retrieval_figures(
+    b: RunView,
+    n: RunView,
+    shared: list[str],
+    same_corpus: bool,
+    pairs: dict[str, str],
+    builder: _Builder,
+    not_compared: list[dict],
+    notes: list[str],
+) -> None:
+    from rag_eval.metrics import parse_metric
+
+    names, unpaired = pair_names(list(b.retrieval), list(n.retrieval), pairs)
+    notes += [f"retriever {x}" for x in unpaired]
+    for bname, nname in names:
+        rb, rn = b.retrieval[bname], n.retrieval[nname]
+        comparable = []
+        for q in shared:
+            if q not in rb or q not in rn:
+                continue
+            why = retrieval_why(rb[q], rn[q], same_corpus)
+            if why:
+                not_compared.append({"question_id": q, "scope": "retrieval", "system": nname, "why": why})
+            elif rb[q]["answerable"]:
+                comparable.append(q)
+        known_b = (b.summary.get("retrieval") or {}).get(bname, {})
+        known_n = (n.summary.get("retrieval") or {}).get(nname, {})
+        metrics = [m for m in known_n if m in known_b]
+        notes += _one_sided(f"retriever '{nname}'", known_b, known_n)
+        for m in metrics:
+            qids = [q for q in comparable if m in (rb[q].get("metrics") or {}) and m in (rn[q].get("metrics") or {})]
+            fig = FigureDiff(
+                f"retrieval.{nname}.{m}", "retrieval", nname, bname, m, "higher", parse_metric(m).binary, len(qids)
+            )
+            builder.add(fig, {q: rb[q]["metrics"][m] for q in qids}, {q: rn[q]["metrics"][m] for q in qids}, qids)
+
+
+def _generation_figures(
+    b: RunView,
+    n: RunView,
+    shared: list[str],
+    pairs: dict[str, str],
+    builder: _Builder,
+    not_compared: list[dict],
+    notes: list[str],
+) -> None:
+    from rag_eval.attribution import OUTCOMES
+    from rag_eval.judges.registry import figures
+    from rag_eval.orchestration.compare import per_question_values
+
+    if not b.rows and not n.rows:
+        return
+    names, unpaired = pair_names(sorted(b.rows), sorted(n.rows), pairs)
+    notes += [f"prompt {x}" for x in unpaired]
+    judges = [j for j in n.judges if j in b.judges]
+    values_b = per_question_values(b.report, _answerable(b), judges, answer_independent=True)
+    values_n = per_question_values(n.report, _answerable(n), judges, answer_independent=True)
+    for bp, np_ in names:
+        rb, rn = b.rows.get(bp, {}), n.rows.get(np_, {})
+        comparable = []
+        for q in shared:
+            if q not in rb and q not in rn:
+                continue
+            why = generation_why(rb.get(q), rn.get(q))
+            if why:
+                not_compared.append({"question_id": q, "scope": "generation", "system": np_, "why": why})
+            else:
+                comparable.append(q)
+        judged_b = (b.summary.get("generation") or {}).get(bp, {})
+        judged_n = (n.summary.get("generation") or {}).get(np_, {})
+        notes += _one_sided(f"prompt '{np_}'", judged_b, judged_n)
+        for _spec, f in figures(judges):
+            if f.name not in judged_b or f.name not in judged_n:
+                continue
+            vb = values_b[f.comparison_name].get(bp, {})
+            vn = values_n[f.comparison_name].get(np_, {})
+            qids = [q for q in comparable if q in vb and q in vn]
+            fig = FigureDiff(f"generation.{np_}.{f.name}", "generation", np_, bp, f.name, f.better, f.binary, 0)
+            builder.add(fig, vb, vn, qids)
+        for o in OUTCOMES:
+            if not any(rb[q]["outcome"] == o or rn[q]["outcome"] == o for q in comparable):
+                continue
+            better = "higher" if o in GOOD_OUTCOMES else "lower"
+            good = (lambda hit: hit) if better == "higher" else (lambda hit: 1.0 - hit)
+            vb = {q: good(float(rb[q]["outcome"] == o)) for q in comparable}
+            vn = {q: good(float(rn[q]["outcome"] == o)) for q in comparable}
+            fig = FigureDiff(f"attribution.{np_}.{o}", "attribution", np_, bp, o, better, True, 0)
+            builder.add(fig, vb, vn, comparable)
+    weighted = [r.path.name for r in (b, n) if (r.report.get("judges") or {}).get("weighted")]
+    if weighted:
+        notes.append(
+            f"{', '.join(weighted)} judged a stratified sample: the diff compares the sampled questions both runs "
+            "answered, unweighted"
+        )
+
+
+def _one_sided(what: str, base: dict, new: dict) -> list[str]:
+    """A note naming the figures only one run measured (another k, another judge)."""
+    only_b, only_n = [m for m in base if m not in new], [m for m in new if m not in base]
+    parts = [f"only in the base run: {', '.join(only_b)}"] * bool(only_b)
+    parts += [f"only in the new run: {', '.join(only_n)}"] * bool(only_n)
+    return [f"{what}: figures not compared, {'; '.join(parts)}"] if parts else []
+
+
+def _answerable(run: RunView) -> dict[str, bool]:
+    return {q: v["answerable"] for q, v in run.questions.items()}
+
+
+def _retrieval_evidence(record: dict) -> dict:
+    top = [
+        {"id": r["id"], "relevant": r.get("grade", 0) > 0, "score": r.get("score")}
+        for r in record.get("retrieved", [])[:TOP_SHOWN]
+    ]
+    return {"rank": record.get("first_relevant_rank"), "top": top, "relevant": sorted(record.get("relevant") or {})}
+
+
+def _generation_evidence(row: dict) -> dict:
+    return {
+        "outcome": row["outcome"],
+        "why": row.get("why"),
+        "answer": row.get("answer"),
+        "contexts": row.get("contexts", []),
+        "judges": row.get("judges", {}),
+    }
+
+
+def _moved(b: RunView, n: RunView, moves: dict, figures: list[FigureDiff]) -> list[MovedQuestion]:
+    systems = {(f.scope if f.scope == "retrieval" else "generation", f.system): f.base_system for f in figures}
+    position = {f.name: i for i, f in enumerate(figures)}
+    out = []
+    for (scope, system, q), changes in moves.items():
+        base_system = systems[(scope, system)]
+        if scope == "retrieval":
+            eb, en = _retrieval_evidence(b.retrieval[base_system][q]), _retrieval_evidence(n.retrieval[system][q])
+            noise = []
+        else:
+            eb, en = _generation_evidence(b.rows[base_system][q]), _generation_evidence(n.rows[system][q])
+            noise = same_input_flips(b, n, base_system, system, q)
+        good = {name: d for name, (d, _) in changes.items() if not name.startswith("attribution.")}
+        severity = sum(good.values())
+        if scope == "generation" and (eb["outcome"] in GOOD_OUTCOMES) != (en["outcome"] in GOOD_OUTCOMES):
+            severity += 1.0 if en["outcome"] in GOOD_OUTCOMES else -1.0
+        out.append(
+            MovedQuestion(
+                q,
+                n.questions.get(q, {}).get("question") or b.questions.get(q, {}).get("question", ""),
+                scope,
+                system,
+                base_system,
+                severity,
+                {name: nat for name, (_, nat) in changes.items()},
+                sorted((name for name, (d, _) in changes.items() if d > 0), key=position.get),
+                sorted((name for name, (d, _) in changes.items() if d < 0), key=position.get),
+                eb,
+                en,
+                noise,
+            )
+        )
+    # Grouped as the figures are (retrievers, then prompts, in the run's order), worst regression first.
+    group = {}
+    for f in figures:
+        group.setdefault((f.scope if f.scope == "retrieval" else "generation", f.system), len(group))
+    return sorted(out, key=lambda m: (group[(m.scope, m.system)], m.severity, m.question_id))
+
+
+def moved_lines(diff_json: dict, figure: str, *, limit: int = 10) -> list[str]:
+    """The questions that got worse on a figure, as ``id: before -> after`` lines (gate output)."""
+    worse = diff_json.get("moved", {}).get(figure, {}).get("worse", [])
+    system = figure.split(".")[1] if figure.count(".") >= 2 else ""
+    scope = "retrieval" if figure.startswith("retrieval.") else "generation"
+    by_q = {
+        m["question_id"]: m for m in diff_json.get("questions", []) if m["scope"] == scope and m["system"] == system
+    }
+    out = []
+    for q in sorted(worse, key=lambda q: by_q[q]["severity"] if q in by_q else 0.0):  # worst first
+        m = by_q.get(q)
+        if m is None:
+            out.append(q)
+        elif scope == "retrieval":
+            rb, rn = (m[s]["rank"] or "not retrieved" for s in ("base", "new"))
+            out.append(f"{q}: first relevant chunk at rank {rb} -> {rn} ({m['question']})")
+        else:
+            out.append(f"{q}: {m['base']['outcome']} -> {m['new']['outcome']} ({m['question']})")
+    return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def write_diff(diff: RunDiff, folder: Path) -> None:
+    """diff.json and diff.md into a folder (the new run's, for ``--baseline``)."""
+    from rag_eval.report.diff_report import render_diff_markdown
+    from rag_eval.rundir import write_json, write_text
+
+    data = diff.to_json()
+    write_json(folder / "diff.json", data)
+    write_text(folder / "diff.md", render_diff_markdown(data))

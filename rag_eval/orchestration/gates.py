@@ -1,0 +1,199 @@
+"""Quality gates: named figures of summary.json compared with thresholds (exit status 1 on failure)."""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_eval.errors import ConfigError, Problem
+
+OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
+_RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+@dataclass
+class GateResult:
+    figure: str
+    rule: str
+    value: float | None
+    passed: bool
+    message: str
+    skipped: bool = False  # a diff gate without a baseline run: reported, not failed
+    shown: str | None = None  # the figure as the summaries show it, where the value alone is not enough
+    detail: str | None = None  # a failure's description, where describe_failure cannot find it
+
+
+def parse_rule(rule: str, where: str) -> tuple[str, float]:
+    m = _RULE.match(str(rule))
+    if not m:
+        raise ConfigError(
+            Problem(
+                where, f"gate rule {rule!r} is not of the form '>= 0.8'", "use one of >=, <=, >, <, == and a number"
+            )
+        )
+    return m.group(1), float(m.group(2))
+
+
+def lookup(summary: dict, figure: str) -> float | None:
+    """The value of ``retrieval.hybrid.hit@5``-style paths; an estimate object gives its ``value``."""
+    node = summary
+    for part in _split(figure):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(part)
+        node = node[part]
+    if isinstance(node, dict):
+        node = node.get("value")
+    return None if node is None else float(node)
+
+
+def _split(figure: str) -> list[str]:
+    # Metric names hold dots only inside '@k' forms never; split on dots.
+    return figure.split(".")
+
+
+def check_gates(
+    gates: dict[str, str], summary: dict, where: str = "gates", diff: dict | None = None
+) -> list[GateResult]:
+    """Every gate's result; a figure that is not in the summary is a config error naming close ones.
+    ``diff.<figure>`` gates are decided on the diff against a baseline run (``diff``: its JSON)."""
+    results = []
+    for figure, rule in gates.items():
+        op, threshold = parse_rule(rule, f"{where}.{figure}")
+        if figure.startswith("diff."):
+            results.append(check_diff_gate(figure, op, threshold, diff, where))
+            continue
+        try:
+            value = lookup(summary, figure)
+        except KeyError as exc:
+            raise ConfigError(
+                Problem(
+                    f"{where}.{figure}",
+                    f"the summary has no figure '{figure}' ('{exc.args[0]}' is missing)",
+                    "figures are retrieval.<retriever>.<metric>, "
+                    "generation.<prompt>.<metric>, attribution.<prompt>.<outcome>",
+                )
+            ) from None
+        passed = value is not None and OPS[op](value, threshold)
+        shown = "no value" if value is None else f"{value:.4g}"
+        results.append(
+            GateResult(
+                figure,
+                f"{op} {threshold:g}",
+                value,
+                passed,
+                f"{'pass' if passed else 'FAIL'}: {figure} = {shown} (needs {op} {threshold:g})",
+            )
+        )
+    return results
+
+
+DIFF_BOUND = {">=": "ci_low", ">": "ci_low", "<=": "ci_high", "<": "ci_high", "==": "diff"}
+
+
+def check_diff_gate(figure: str, op: str, threshold: float, diff: dict | None, where: str) -> GateResult:
+    """A gate on the difference new − base of a figure, decided on its interval: ``>=`` / ``>`` on the
+    lower bound (non-inferiority: even the worst plausible difference clears the margin), ``<=`` /
+    ``<`` on the upper bound, ``==`` on the point estimate."""
+    from rag_eval.errors import did_you_mean
+    from rag_eval.orchestration.diff import moved_lines
+
+    rule = f"{op} {threshold:g}"
+    name = figure.removeprefix("diff.")
+    if diff is None:
+        return GateResult(figure, rule, None, True, f"skip: {figure} (needs a baseline: --baseline RUN_DIR)", True)
+    entry = diff["figures"].get(name)
+    if entry is None:
+        raise ConfigError(
+            Problem(
+                f"{where}.{figure}",
+                f"the diff against {diff['base']} has no figure '{name}'",
+                did_you_mean(name, list(diff["figures"])) if diff["figures"] else "the two runs share no figure",
+            )
+        )
+    bound = DIFF_BOUND[op]
+    value = entry.get(bound)
+    passed = value is not None and OPS[op](value, threshold)
+    conf = f"{diff.get('confidence', 0.95):.0%}"
+    shown = (
+        "nothing compared"
+        if entry.get("diff") is None
+        else f"{entry['diff']:+.4g} [{conf} CI {entry['ci_low']:+.3f}, {entry['ci_high']:+.3f}; n={entry['n']}]"
+    )
+    decided = {"ci_low": "lower bound", "ci_high": "upper bound", "diff": "difference"}[bound]
+    message = f"{'pass' if passed else 'FAIL'}: {figure} = {shown} ({decided} needs {rule})"
+    detail = "\n".join(
+        [f"{figure} = {shown}, {decided} needs {rule}; base {diff['base']}", f"    {entry.get('verdict', '')}"]
+        + [f"    {line}" for line in moved_lines(diff, name)]
+    )
+    return GateResult(figure, rule, value, passed, message, shown=shown, detail=detail)
+
+
+def questions_behind(figure: str, report: dict, run_dir: Path | None = None, limit: int = 10) -> list[str]:
+    """The questions that pull a figure down: those below 1 on a retrieval metric (from the run's
+    retrieval.jsonl; else the retriever's misses), the answers a judge did not pass (lowest scores
+    first), or the questions with an outcome; as ``id: why`` lines."""
+    import json
+
+    from rag_eval.judges.registry import figures as judge_figures
+
+    parts = _split(figure)
+    out: list[str] = []
+    records = run_dir / "retrieval.jsonl" if run_dir else None
+    if parts[0] == "retrieval" and len(parts) >= 3 and records and records.exists():
+        rows = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines() if line.strip()]
+        low = [r for r in rows if r["retriever"] == parts[1] and r.get("metrics") and r["metrics"].get(parts[2], 1) < 1]
+        for r in sorted(low, key=lambda r: r["metrics"][parts[2]]):
+            rank = r.get("first_relevant_rank") or "not retrieved"
+            out.append(
+                f"{r['question_id']}: {parts[2]} {r['metrics'][parts[2]]:.2f}, first relevant chunk at rank {rank}"
+            )
+    elif parts[0] == "retrieval" and len(parts) >= 2:
+        for m in report.get("retrieval", {}).get("misses", {}).get(parts[1], []):
+            rank = m.get("rank")
+            out.append(f"{m['question_id']}: first relevant chunk at rank {rank or 'not retrieved'} ({m['question']})")
+    elif parts[0] == "attribution" and len(parts) >= 3:
+        for row in report.get("attribution", {}).get("rows", []):
+            if row["prompt"] == parts[1] and row["outcome"] == parts[2]:
+                out.append(f"{row['question_id']}: {row['why']}")
+    elif parts[0] == "generation" and len(parts) >= 3:
+        judges = report.get("judges", {})
+        found = [(spec, f) for spec, f in judge_figures(judges.get("metrics", [])) if f.name == parts[2]]
+        if found:
+            spec, fig = found[0]
+            records = [
+                r
+                for r in judges.get("records", [])
+                if r["judge"] == spec.name and r["prompt"] == parts[1] and r["status"] == "judged"
+            ]
+            if fig.binary:
+                bad = [r for r in records if (r["verdict"] == fig.verdict) == (fig.better == "lower")]
+            else:
+                bad = sorted(
+                    (r for r in records if r["score"] is not None and r["score"] < 1), key=lambda r: r["score"]
+                )
+            for r in bad:
+                shown = r["verdict"] if fig.binary else f"{r['score']:.2f}"
+                out.append(f"{r['question_id']}: {shown}: {r.get('reason') or ''}".rstrip(": "))
+    return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def describe_failure(result: GateResult, summary: dict, report: dict, run_dir: Path | None = None) -> str:
+    """A failed gate with its interval and the questions behind it, for test and CI output."""
+    if result.detail is not None:
+        return result.detail
+    try:
+        node = summary
+        for part in _split(result.figure):
+            node = node[part]
+    except (KeyError, TypeError):
+        node = None
+    ci = ""
+    if isinstance(node, dict) and node.get("ci_low") is not None:
+        ci = f" [95% CI {node['ci_low']:.3f}, {node['ci_high']:.3f}; n={node.get('n')}]"
+    lines = [
+        f"{result.figure} = {'no value' if result.value is None else f'{result.value:.4g}'}{ci}, needs {result.rule}"
+    ]
+    lines += [f"    {q}" for q in questions_behind(result.figure, report, run_dir)]
+    return "\n".join(lines)

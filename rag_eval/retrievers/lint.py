@@ -1,0 +1,348 @@
+"""Test-set health: can this test set measure anything, and are its labels right?
+
+Each check returns findings with a severity (info, warning, severe), the questions concerned and
+what to do. The thresholds live in the config's ``lint:`` section.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, field
+
+from rag_eval.config import AuditConfig
+from rag_eval.data.testset import normalise
+from rag_eval.retrievers.stage import RetrievalResults
+from rag_eval.stats import detectable_hit_difference, questions_for_hit_difference
+from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
+from rag_eval.types import Corpus, Question
+
+SEVERITY_ORDER = {"info": 0, "warning": 1, "severe": 2}
+
+
+@dataclass
+class Finding:
+    """One observation about the test set."""
+
+    code: str
+    severity: str
+    message: str
+    fix: str = ""
+    questions: list[str] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def copied_wording(cfg: AuditConfig, corpus: Corpus, questions: list[Question]) -> list[Finding]:
+    """Questions that reuse the word n-grams of their labelled passage test only word matching."""
+    lc = cfg.lint
+    labelled = [q for q in questions if q.answerable and q.qrels]
+    copied = {}
+    for q in labelled:
+        qgrams = ngrams(tokens(q.question), lc.copy_ngram)
+        if not qgrams:
+            continue
+        best = max(
+            len(qgrams & ngrams(tokens(corpus.chunks[corpus.index[c]].passage), lc.copy_ngram)) / len(qgrams)
+            for c, g in q.qrels.items()
+            if g > 0
+        )
+        if best >= lc.copy_threshold:
+            copied[q.id] = round(best, 2)
+    if not copied:
+        return []
+    share = len(copied) / len(labelled)
+    severity = "severe" if share >= lc.copy_share_severe else "warning" if share >= 0.2 else "info"
+    return [
+        Finding(
+            "copied_wording",
+            severity,
+            f"{len(copied)} of {len(labelled)} answerable questions ({share:.0%}) copy the wording of their passage "
+            f"(at least {lc.copy_threshold:.0%} of their word {lc.copy_ngram}-grams appear in it): they test word matching",
+            "reword them the way users ask, with words of their own",
+            sorted(copied),
+            {"share": share, "overlap": copied},
+        )
+    ]
+
+
+def unanswerable_share(cfg: AuditConfig, questions: list[Question]) -> list[Finding]:
+    n_un = sum(not q.answerable for q in questions)
+    share = n_un / len(questions)
+    if share >= cfg.lint.min_unanswerable_share:
+        return []
+    what = "no unanswerable questions" if n_un == 0 else f"only {n_un} unanswerable questions ({share:.0%})"
+    return [
+        Finding(
+            "few_unanswerable",
+            "warning",
+            f"{what}: refusal on questions the documents cannot answer is not measured",
+            f"add questions the corpus cannot answer (answerable: false), at least "
+            f"{cfg.lint.min_unanswerable_share:.0%} of the set",
+            data={"share": share, "count": n_un},
+        )
+    ]
+
+
+def exact_token_questions(questions: list[Question]) -> list[Finding]:
+    found = {q.id: exact_tokens(q.question) for q in questions}
+    found = {k: v for k, v in found.items() if v}
+    if found:
+        return [
+            Finding(
+                "exact_tokens",
+                "info",
+                f"{len(found)} questions name exact symbols, codes or identifiers",
+                questions=sorted(found),
+                data={"tokens": found},
+            )
+        ]
+    return [
+        Finding(
+            "no_exact_tokens",
+            "warning",
+            "no question names an exact symbol, code or identifier: the case where embeddings fail "
+            "and keyword search wins is not tested",
+            "add questions such as 'what does __slots__ do?' or 'what is error E501?'",
+        )
+    ]
+
+
+def duplicates(cfg: AuditConfig, questions: list[Question]) -> list[Finding]:
+    out = []
+    seen: dict[str, str] = {}
+    exact = []
+    for q in questions:
+        key = normalise(q.question).lower()
+        if key in seen:
+            exact.append((seen[key], q.id))
+        else:
+            seen[key] = q.id
+    if exact:
+        out.append(
+            Finding(
+                "duplicate_questions",
+                "warning",
+                f"{len(exact)} questions repeat another word for word",
+                "remove the repeats: they count one question twice",
+                sorted({i for pair in exact for i in pair}),
+                {"pairs": exact},
+            )
+        )
+    sets = [(q.id, set(content_tokens(q.question))) for q in questions]
+    near = [
+        (a, b, round(jaccard(sa, sb), 2))
+        for (a, sa), (b, sb) in itertools.combinations(sets, 2)
+        if sa and sb and jaccard(sa, sb) >= cfg.lint.near_duplicate and (a, b) not in exact
+    ]
+    if near:
+        out.append(
+            Finding(
+                "near_duplicate_questions",
+                "warning",
+                f"{len(near)} pairs of questions are near-duplicates (word overlap >= {cfg.lint.near_duplicate:.0%})",
+                "keep one of each pair, or make them ask different things",
+                sorted({i for a, b, _ in near for i in (a, b)}),
+                {"pairs": near},
+            )
+        )
+    return out
+
+
+def suspect_labels(cfg: AuditConfig, corpus: Corpus, questions: list[Question]) -> list[Finding]:
+    """The labelled chunk shares almost nothing with the reference while another chunk contains it."""
+    chunk_tokens = [set(tokens(c.passage)) for c in corpus.chunks]
+    suspects = {}
+    for q in questions:
+        ref = set(content_tokens(q.reference or ""))
+        if not q.answerable or len(ref) < 3:
+            continue
+        relevant = {corpus.index[c] for c, g in q.qrels.items() if g > 0}
+        label_cov = max(coverage(ref, chunk_tokens[i]) for i in relevant)
+        if label_cov >= cfg.lint.label_overlap:
+            continue
+        best_i, best_cov = max(
+            ((i, coverage(ref, t)) for i, t in enumerate(chunk_tokens) if i not in relevant),
+            key=lambda p: p[1],
+            default=(None, 0.0),
+        )
+        if best_i is not None and best_cov >= cfg.lint.other_overlap:
+            suspects[q.id] = {
+                "labelled_overlap": round(label_cov, 2),
+                "better_chunk": corpus.chunks[best_i].id,
+                "better_overlap": round(best_cov, 2),
+            }
+    if not suspects:
+        return []
+    return [
+        Finding(
+            "suspect_labels",
+            "warning",
+            f"{len(suspects)} questions are labelled with a chunk that shares little with the reference answer "
+            "while another chunk contains it",
+            "check these labels: the other chunk may be the right one",
+            sorted(suspects),
+            suspects,
+        )
+    ]
+
+
+def answer_outside_label(
+    cfg: AuditConfig, corpus: Corpus, questions: list[Question], results: RetrievalResults | None = None
+) -> list[Finding]:
+    """Questions whose answer sits in a chunk the label lacks: a chunk matching an evidence quote
+    after normalisation (markup, case, punctuation), or, among the chunks a retriever ranks within
+    ``miss_k``, one holding the reference answer (``answer_match.py``; the same test as the
+    diagnosis's suspect_label). Each names the chunk to add."""
+    from rag_eval.retrievers.answer_match import answer_in_chunk, loose
+
+    flat = [f" {loose(c.title + chr(10) + c.text)} " for c in corpus.chunks]
+    found: dict[str, dict] = {}
+    for q, question in enumerate(questions):
+        relevant = {corpus.index[c] for c, g in question.qrels.items() if g > 0}
+        if not question.answerable or not relevant:
+            continue
+        quotes = [f" {loose(e)} " for e in question.evidence if len(loose(e).split()) >= 3]
+        hit = next((i for i in range(len(flat)) if i not in relevant and any(e in flat[i] for e in quotes)), None)
+        if hit is not None:
+            found[question.id] = {"chunk_to_add": corpus.chunks[hit].id, "by": "evidence quote"}
+            continue
+        if results is None or not question.reference:
+            continue
+        label = [corpus.chunks[i].passage for i in sorted(relevant)]
+        dc = cfg.diagnosis
+        for name, r in results.retrievers.items():
+            top = [i for i in r.rankings.top[q][: results.miss_k] if i >= 0 and i not in relevant]
+            for i in top:
+                c = corpus.chunks[i]
+                m = answer_in_chunk(question, c.passage, label, dc.reference_coverage, dc.reference_margin)
+                if m:
+                    found[question.id] = {"chunk_to_add": c.id, "retriever": name, **m}
+                    break
+            if question.id in found:
+                break
+    if not found:
+        return []
+    listed = "; ".join(f"{qid} -> {v['chunk_to_add']}" for qid, v in sorted(found.items())[:8])
+    return [
+        Finding(
+            "answer_outside_label",
+            "warning",
+            f"{len(found)} questions are answered by a chunk their label lacks (it matches the evidence quote "
+            "after normalisation, or a retriever ranks it high and it holds the reference answer)",
+            f"add the chunk to the label (answer_in, or a second evidence quote): {listed}"
+            + (f" (+{len(found) - 8} more)" if len(found) > 8 else ""),
+            sorted(found),
+            found,
+        )
+    ]
+
+
+def test_set_size(cfg: AuditConfig, results: RetrievalResults) -> list[Finding]:
+    """The smallest hit@k difference a paired comparison could detect at 80% power."""
+    n = len(results.answerable)
+    k = results.miss_k
+    rates = {
+        name: float(r.per_question[f"hit@{k}"].mean())
+        for name, r in results.retrievers.items()
+        if f"hit@{k}" in r.per_question and n
+    }
+    if not rates:
+        return []
+    name, rate = max(rates.items(), key=lambda p: p[1])
+    alpha, target = cfg.stats.alpha, cfg.lint.target_difference
+    mde = detectable_hit_difference(n, rate, alpha=alpha)
+    need = questions_for_hit_difference(target, rate, alpha=alpha)
+    mde_text = f"{mde:.3f}" if mde is not None else "none (too few questions)"
+    severity = "warning" if mde is None or mde > 3 * target else "info"
+    need_text = (
+        f"a {target * 100:.0f}-point difference would need about {need} questions"
+        if need
+        else f"at hit@{k} = {rate:.2f} two retrievers can hardly disagree, so no size is enough to compare them"
+    )
+    msg = (
+        f"with {n} answerable questions and hit@{k} = {rate:.2f} ({name}), the smallest difference in hit@{k} a "
+        f"paired comparison detects 80% of the time is {mde_text}; {need_text}"
+    )
+    return [
+        Finding(
+            "test_set_size",
+            severity,
+            msg,
+            "add questions if you need to detect smaller differences" if severity != "info" else "",
+            data={
+                "n": n,
+                "hit_rate": rate,
+                "retriever": name,
+                "detectable_difference": mde,
+                "questions_needed": need,
+                "target_difference": target,
+            },
+        )
+    ]
+
+
+def doc_coverage(corpus: Corpus, questions: list[Question]) -> list[Finding]:
+    docs = {c.doc_id or c.id for c in corpus.chunks}
+    touched = {corpus.chunks[corpus.index[cid]].doc_id or cid for q in questions for cid, g in q.qrels.items() if g > 0}
+    share = len(touched) / len(docs)
+    return [
+        Finding(
+            "coverage",
+            "info" if share >= 0.2 else "warning",
+            f"the test set touches {len(touched)} of {len(docs)} documents ({share:.0%})",
+            "" if share >= 0.2 else "add questions about the documents nobody asks about",
+            data={"documents": len(docs), "touched": len(touched), "share": share},
+        )
+    ]
+
+
+def generic_labels(cfg: AuditConfig, questions: list[Question]) -> list[Finding]:
+    """Evidence quotes that match many chunks ("Check it:") mark unrelated chunks relevant, and turn
+    misses into hits: the figures then flatter the retriever."""
+    many = {
+        q.id: {quote: n for quote, n in q.quote_matches.items() if n > cfg.lint.max_quote_matches} for q in questions
+    }
+    many = {qid: m for qid, m in many.items() if m}
+    if not many:
+        return []
+    worst = max((n, quote) for m in many.values() for quote, n in m.items())
+    return [
+        Finding(
+            "generic_labels",
+            "warning",
+            f"{len(many)} questions have an evidence quote matching more than {cfg.lint.max_quote_matches} chunks "
+            f"(e.g. {worst[1][:60]!r} matches {worst[0]})",
+            "quote words that only the answering passage contains, or restrict the quote with doc_id",
+            sorted(many),
+            {"matches": many},
+        )
+    ]
+
+
+def lint(
+    cfg: AuditConfig, corpus: Corpus, questions: list[Question], results: RetrievalResults | None = None
+) -> list[Finding]:
+    """Every health finding, most severe first."""
+    findings = (
+        copied_wording(cfg, corpus, questions)
+        + unanswerable_share(cfg, questions)
+        + exact_token_questions(questions)
+        + duplicates(cfg, questions)
+        + suspect_labels(cfg, corpus, questions)
+        + generic_labels(cfg, questions)
+        + doc_coverage(corpus, questions)
+    )
+    findings += answer_outside_label(cfg, corpus, questions, results)
+    if results is not None:
+        findings += test_set_size(cfg, results)
+    return sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity])
+
+
+def fails(cfg: AuditConfig, findings: list[Finding]) -> bool:
+    """Whether the findings fail ``lint.fail_on``."""
+    if cfg.lint.fail_on == "never":
+        return False
+    floor = SEVERITY_ORDER[cfg.lint.fail_on]
+    return any(SEVERITY_ORDER[f.severity] >= floor for f in findings)

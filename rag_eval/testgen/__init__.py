@@ -1,0 +1,1 @@
+"""Test sets generated from the corpus (``rag-eval generate``)."""

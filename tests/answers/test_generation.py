@@ -1,0 +1,169 @@
+"""The generation stage: prompts, identical contexts, sampling, resume, supplied answers."""
+
+import json
+import shutil
+
+import pytest
+
+from rag_eval.answers.generation import PromptTemplate, format_contexts, select_questions
+from rag_eval.config import load_config
+from rag_eval.llm.scripted_server import ScriptedServer
+from rag_eval.orchestration.runner import load_inputs, run_audit
+from rag_eval.retrievers.stage import evaluate
+from rag_eval.types import Chunk
+
+from ..conftest import ROOT
+
+
+def test_prompt_render_keeps_other_braces():
+    p = PromptTemplate("t", "t.md", 'Q: {question}\nDocs:\n{contexts}\nJSON like {"a": 1}')
+    assert p.render("why?", "[c1] x") == 'Q: why?\nDocs:\n[c1] x\nJSON like {"a": 1}'
+    assert len(p.hash) == 12
+
+
+def test_contexts_are_labelled_and_cut():
+    text = format_contexts([Chunk("a#1", "x" * 50, "A"), Chunk("b", "short", "B")], max_chars=10)
+    assert text == "[a#1] A\nxxxxxxxxxx [...]\n\n[b] B\nshort"
+
+
+def _project(small_project, base_url, extra=""):
+    cfg = small_project / "audit.yaml"
+    shutil.copy(ROOT / "prompts" / "answer.md", small_project / "answer.md")
+    shutil.copy(ROOT / "prompts" / "answer_strict.md", small_project / "strict.md")
+    cfg.write_text(
+        cfg.read_text()
+        + (
+            "generation:\n  retriever: bm25\n  top_k: 2\n"
+            f"  prompts: {{base: {small_project / 'answer.md'}, strict: {small_project / 'strict.md'}}}\n"
+            f"  llm: {{provider: openai, model: scripted, base_url: '{base_url}', max_retries: 0}}\n" + extra
+        )
+    )
+    (small_project / "cache").mkdir(exist_ok=True)
+    cfg.write_text(cfg.read_text() + f"cache_dir: {small_project / 'cache'}\n")
+    return load_config(cfg)
+
+
+def test_every_prompt_gets_the_same_contexts_and_a_rerun_calls_nothing(small_project, monkeypatch):
+    monkeypatch.delenv("RAG_EVAL_CACHE_DIR")
+    with ScriptedServer() as s:
+        cfg = _project(small_project, s.base_url)
+        run_dir = run_audit(cfg)
+        assert s.calls == 8  # 4 questions x 2 prompts
+        records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
+        by_q = {}
+        for r in records:
+            by_q.setdefault(r["question_id"], []).append(r)
+            assert r["error"] is None and r["answer"].startswith("ok: ")
+            assert len(r["contexts"]) == 2
+        assert all(len({tuple(r["contexts"]) for r in rs}) == 1 for rs in by_q.values())
+        assert {r["prompt"] for r in records} == {"base", "strict"}
+        # The prompt really went out with the question and the contexts in it.
+        sent = s.bodies[0]["messages"][0]["content"]
+        assert "Question: " in sent and "[py/" in sent
+        run_audit(cfg)
+        assert s.calls == 8  # everything from the cache
+        usage = json.loads(
+            (run_dir.parent / sorted(p.name for p in run_dir.parent.iterdir())[-1] / "llm_usage.json").read_text()
+        )
+        assert usage[0]["cache_hits"] == 8 and usage[0]["calls"] == 0
+
+
+def test_failed_answers_are_recorded_and_redone_on_resume(small_project, monkeypatch):
+    from rag_eval.answers.generation import read_done
+
+    with ScriptedServer(lambda n, b: "500" if n < 2 else "ok") as s:
+        cfg = _project(small_project, s.base_url)
+        run_dir = run_audit(cfg)
+        records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
+        assert sum(r["error"] is not None for r in records) == 2
+        assert len(read_done(run_dir / "generation.jsonl")) == 6
+
+
+def test_stratified_sample_is_seeded_and_covers_each_stratum(small_project):
+    with ScriptedServer() as s:
+        cfg = _project(small_project, s.base_url, "  sample: 3\n")
+    inputs = load_inputs(cfg)
+    from rag_eval.retrievers.factory import run_retrievers
+
+    res = evaluate(
+        cfg,
+        inputs.corpus,
+        inputs.questions,
+        run_retrievers(cfg, inputs.corpus, inputs.questions, small_project / "cache"),
+    )
+    picked = select_questions(cfg, res)
+    assert len(picked) == 3 and picked == select_questions(cfg, res)
+    assert any(not inputs.questions[i].answerable for i in picked)
+
+
+def test_supplied_answers_are_used_instead_of_a_model(small_project):
+    (small_project / "answers.jsonl").write_text(
+        json.dumps({"question_id": "q1", "answer": "Lists."})
+        + "\n"
+        + json.dumps({"question_id": "q2", "answer": "A set."})
+        + "\n"
+    )
+    with ScriptedServer() as s:
+        cfg = _project(small_project, s.base_url, f"  answers: {small_project / 'answers.jsonl'}\n")
+        run_dir = run_audit(cfg)
+        assert s.calls == 0
+    records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
+    assert {(r["question_id"], r["answer"]) for r in records} == {("q1", "Lists."), ("q2", "A set.")}
+
+
+def test_missing_placeholder_is_a_config_error(small_project, capsys):
+    from rag_eval.cli import main
+
+    with ScriptedServer() as s:
+        cfg = _project(small_project, s.base_url)
+    (small_project / "strict.md").write_text("Answer: {question}\n")
+    code = main(["--quiet", "run", cfg.config_path])
+    assert code == 2
+    assert "the prompt has no {contexts} placeholder" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_real_local_model_answers_demo_questions(tmp_path, monkeypatch):
+    """End to end: the embedded model behind llama-server, through the real openai client."""
+    monkeypatch.chdir(ROOT)
+    cfg = load_config(ROOT / "configs" / "demo.yaml")
+    cfg.generation.sample = 2
+    cfg.generation.top_k = 2
+    cfg.generation.max_context_chars = 600
+    cfg.generation.llm.max_tokens = 60
+    cfg.report.out = str(tmp_path)
+    run_dir = run_audit(cfg, use_cache=False)
+    records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for r in records:
+        assert r["error"] is None, r["error"]
+        assert r["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+        assert r["answer"] and r["completion_tokens"] > 0 and r["prompt_tokens"] > 100
+
+
+def test_sample_weights_make_shares_estimate_the_whole_test_set(small_project):
+    """Each sampled question stands for its stratum: a share weighted back equals the stratum-size
+    weighted mean, not the share among the sampled questions."""
+    import numpy as np
+
+    from rag_eval.answers.generation import sample_weights
+    from rag_eval.retrievers.factory import run_retrievers
+    from rag_eval.stats import weighted_share
+
+    with ScriptedServer() as s:
+        cfg = _project(small_project, s.base_url, "  sample: 2\n")
+    inputs = load_inputs(cfg)
+    res = evaluate(
+        cfg, inputs.corpus, inputs.questions, run_retrievers(cfg, inputs.corpus, inputs.questions, small_project / "c")
+    )
+    picked = select_questions(cfg, res)
+    w = sample_weights(cfg, res, picked)
+    assert set(w) == {res.questions[i].id for i in picked}
+    # 4 questions: 1 unanswerable, 3 answerable; the sample of 2 takes one of each kind present.
+    assert sum(v["weight"] for v in w.values()) == len(res.questions)
+    hits = np.array([float(not res.questions[i].answerable) for i in picked])
+    est = weighted_share(hits, np.array([w[res.questions[i].id]["weight"] for i in picked]))
+    assert est.value == sum(not q.answerable for q in res.questions) / len(res.questions)  # 0.25, not 0.5
+    assert select_questions(
+        cfg.model_copy(update={"generation": cfg.generation.model_copy(update={"sample": None})}), res
+    ) == list(range(4))

@@ -1,0 +1,330 @@
+"""The judging stage under fault injection, and the call budget per answered question."""
+
+import hashlib
+import json
+import math
+import shutil
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from rag_eval.config import load_config
+from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
+from rag_eval.orchestration.runner import run_audit
+
+from ..conftest import ROOT
+
+
+def _config(small_project, base_url, extra_llm="", extra_metrics=None):
+    cfg = small_project / "audit.yaml"
+    shutil.copy(ROOT / "prompts" / "answer.md", small_project / "answer.md")
+    llm = f"{{provider: openai, model: scripted, base_url: '{base_url}', max_retries: 1, timeout_s: 1{extra_llm}}}"
+    cfg.write_text(
+        cfg.read_text()
+        + (
+            f"generation:\n  retriever: bm25\n  top_k: 2\n  prompts: {{base: {small_project / 'answer.md'}}}\n"
+            f"  llm: {llm}\n"
+            f"judges:\n  llm: {llm}\n  prompts_dir: {ROOT / 'prompts' / 'judges'}\n"
+            + (f"  metrics: [{', '.join(extra_metrics)}]\n" if extra_metrics else "")
+        )
+    )
+    return load_config(cfg)
+
+
+def _records(run_dir, name):
+    return [json.loads(line) for line in (run_dir / name).read_text().splitlines()]
+
+
+def test_label_probabilities_and_text_labels():
+    import math
+
+    from rag_eval.judges.yesno import YES_NO, label_probabilities, text_label
+
+    choice = {
+        "logprobs": {
+            "content": [
+                {
+                    "token": "Yes",
+                    "logprob": math.log(0.6),
+                    "top_logprobs": [
+                        {"token": "Yes", "logprob": math.log(0.6)},
+                        {"token": " yes", "logprob": math.log(0.1)},
+                        {"token": "No", "logprob": math.log(0.2)},
+                        {"token": "Maybe", "logprob": math.log(0.1)},
+                    ],
+                }
+            ]
+        }
+    }
+    probs = label_probabilities(choice, YES_NO)
+    assert probs["yes"] == pytest.approx(0.7 / 0.9) and probs["no"] == pytest.approx(0.2 / 0.9)
+    assert label_probabilities({}, YES_NO) is None  # no logprobs: the text decides
+    assert text_label("No: the context does not say.", YES_NO) == ("no", "the context does not say.")
+    assert text_label("**Yes** - it does", YES_NO) == ("yes", "it does")
+    assert text_label("I think so", YES_NO)[0] is None
+
+
+def test_statement_split():
+    from rag_eval.judges.scored import split_statements
+
+    text = "Lists are mutable. Tuples are not, e.g. (1, 2). Yes.\n- sets are unordered\n2. dicts map keys"
+    assert split_statements(text) == [
+        "Lists are mutable.",
+        "Tuples are not, e.g. (1, 2). Yes.",
+        "sets are unordered",
+        "dicts map keys",
+    ]
+
+
+def test_judge_decides_by_probability_and_falls_back_to_text(small_project):
+    """P(yes) against the cut-off where logprobs exist; the text's Yes/No (recorded as such) where not."""
+    with ScriptedServer(script=lambda n, body: "no-logprobs" if n % 2 else "ok", reply=structured_reply) as s:
+        run_dir = run_audit(_config(small_project, s.base_url, extra_metrics=["correctness", "refusal"]))
+    judged = [j for j in _records(run_dir, "judgements.jsonl") if j["status"] == "judged"]
+    assert {j["method"] for j in judged} == {"logprobs", "text"}
+    for j in judged:
+        assert j["cutoff"] == 0.5
+        if j["method"] == "logprobs":
+            p_yes = 0.9 if j["judge"] == "correctness" else 0.1  # refusal: "Yes" (answers) -> P(refused) 0.1
+            assert j["probability"] == pytest.approx(p_yes)
+        else:
+            assert j["probability"] in (0.0, 1.0)
+        assert j["verdict"] == ("correct" if j["judge"] == "correctness" else "answered")
+
+
+def test_budget_of_calls_per_answered_question(small_project):
+    """faithfulness 2, context precision k, context recall 1 (once per question, not per prompt),
+    correctness 1, refusal 1, faithfulness_yesno one per sentence of the answer; none twice."""
+    with ScriptedServer(reply=structured_reply) as s:
+        run_dir = run_audit(_config(small_project, s.base_url))
+        bodies = s.bodies
+    kinds = Counter(judge_name(b) or "generation" for b in bodies)
+    # 4 questions answered; 2 with a reference (q1, q2); 3 answerable; none refused; top_k = 2.
+    assert kinds == {
+        "generation": 4,
+        "refusal": 4,
+        "StatementGeneratorOutput": 4,
+        "NLIStatementOutput": 4,
+        "correctness": 2,
+        "ContextPrecisionOutput": 2 * 2,
+        "ContextRecallOutput": 2,
+        "supported": 4,  # the scripted answers are one sentence each
+    }
+    digests = [hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest() for b in bodies]
+    assert len(set(digests)) == len(digests)  # no request was sent twice
+    summary = json.loads((run_dir / "summary.json").read_text())
+    figs = summary["generation"]["base"]
+    assert figs["faithfulness"]["value"] == 0.5 and figs["faithfulness"]["n"] == 4
+    assert figs["correctness"]["value"] == 1.0 and figs["correctness"]["n_not_judged"] == 0
+    assert figs["refusal_accuracy"]["n"] == 1 and figs["needless_refusal"]["n"] == 3
+
+
+def test_faults_give_not_judged_with_reasons_and_means_over_the_rest(small_project):
+    seen = set()
+
+    def script(n, body):
+        text = json.dumps(body["messages"])
+        name = judge_name(body)
+        if name == "refusal" and "Who wrote the Python tutorial" in text:
+            return "sleep:3"  # times out on every try
+        if name == "correctness" and "Which sequence type" in text:
+            return "malformed"  # unparseable, also after the re-ask
+        if name == "ContextRecallOutput" and "What is a set" in text:
+            return "truncated"
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if int(digest, 16) % 3 == 0 and digest not in seen:
+            seen.add(digest)
+            return "429"  # the first try of a third of the requests; the retry succeeds
+        return "ok"
+
+    with ScriptedServer(script, reply=structured_reply) as s:
+        run_dir = run_audit(_config(small_project, s.base_url))
+    judgements = _records(run_dir, "judgements.jsonl")
+    failed = {(j["judge"], j["question_id"]): j["error"] for j in judgements if j["status"] == "not_judged"}
+    assert "Timeout" in failed[("refusal", "q4")]
+    assert "does not start with yes or no" in failed[("correctness", "q1")]
+    assert "incomplete" in failed[("context_recall", "q2")]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    figs = summary["generation"]["base"]
+    assert (figs["correctness"]["n"], figs["correctness"]["n_not_judged"]) == (1, 1)
+    assert figs["context_recall"]["n"] == 1 and figs["context_recall"]["n_not_judged"] == 1
+    assert figs["refusal_accuracy"]["n"] == 0 and figs["refusal_accuracy"]["n_not_judged"] == 1
+    for fig in figs.values():
+        assert fig["value"] is None or not math.isnan(fig["value"])
+    report = (run_dir / "report.md").read_text()
+    assert "Not judged (3)" in report
+
+
+def test_kappa_known_values():
+    from rag_eval.stats import cohen_kappa
+
+    assert cohen_kappa(["a", "a", "b", "b"], ["a", "a", "b", "b"]) == 1.0
+    # po = 0.5, pe = 0.5 -> 0
+    assert cohen_kappa(["a", "a", "b", "b"], ["a", "b", "a", "b"]) == 0.0
+    # 2x2 table [[20, 5], [10, 15]]: po = 0.7, pe = 0.5 -> 0.4
+    labels = ["y"] * 25 + ["n"] * 25
+    preds = ["y"] * 20 + ["n"] * 5 + ["y"] * 10 + ["n"] * 15
+    assert abs(cohen_kappa(labels, preds) - 0.4) < 1e-12
+
+
+def test_judge_check_reports_out_of_fold_figures_per_source_and_saves_cutoffs(tmp_path, capsys):
+    from rag_eval.cli import main
+    from rag_eval.judges.calibration import user_path
+
+    out = tmp_path / "check.json"
+    with ScriptedServer(reply=structured_reply) as s:
+        code = main(
+            [
+                "--quiet",
+                "judge-check",
+                "--llm",
+                "openai",
+                "--model",
+                "scripted",
+                "--base-url",
+                s.base_url,
+                "--cases",
+                str(ROOT / "data" / "judge-check" / "cases.jsonl"),
+                "--save",
+                "--json",
+                str(out),
+            ]
+        )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Out-of-fold" in printed
+    scores = {(x["judge"], x["source"]): x for x in json.loads(out.read_text())["scores"]}
+    assert {("correctness", "all"), ("refusal", "all"), ("faithfulness_yesno", "all")} <= set(scores)
+    # The scripted judge gives every case the same probability: no separation (AUC 0.5), and no
+    # cut-off can do better than a constant guess (balanced accuracy 0.5).
+    for name in ("correctness", "refusal", "faithfulness_yesno"):
+        assert scores[(name, "all")]["auc"] == 0.5
+        assert scores[(name, "all")]["balanced_accuracy"] == 0.5
+    saved = json.loads(user_path().read_text())
+    assert {k.split("|")[1] for k in saved} == {"correctness", "refusal", "faithfulness_yesno"}
+    assert all(k.startswith(s.base_url.rstrip("/")) for k in saved)
+
+
+@pytest.mark.slow
+def test_every_judge_with_the_real_local_model(tmp_path, monkeypatch):
+    """End to end: every judge of the registry on a few demo answers from the embedded model through
+    the real openai client, from a folder other than the repository."""
+    from rag_eval.judges.registry import JUDGE_NAMES
+
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(ROOT / "configs" / "demo.yaml")
+    cfg.judges.metrics = list(JUDGE_NAMES)
+    cfg.generation.sample = 2
+    cfg.generation.top_k = 2
+    cfg.generation.max_context_chars = 400
+    cfg.generation.llm.max_tokens = 60
+    cfg.report.out = str(tmp_path)
+    run_dir = run_audit(cfg, use_cache=False)
+    judgements = _records(run_dir, "judgements.jsonl")
+    answered = [g for g in _records(run_dir, "generation.jsonl") if g["error"] is None]
+    assert answered
+    for g in answered:
+        mine = {j["judge"]: j for j in judgements if j["question_id"] == g["question_id"]}
+        assert set(mine) == set(JUDGE_NAMES)
+        for j in mine.values():
+            assert j["status"] in ("judged", "not_judged", "skipped")
+            if j["status"] == "judged":
+                assert j["reason"] and j["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+            if j["status"] == "not_judged":
+                assert j["error"]
+    # Each judge must really work with the embedded model: at least one verdict from every one of them.
+    judged = {j["judge"] for j in judgements if j["status"] == "judged"}
+    assert judged == set(JUDGE_NAMES), [(j["judge"], j["status"], j.get("error")) for j in judgements]
+    scored = [j for j in judgements if j["status"] == "judged" and j["method"] is not None]
+    assert scored and all(j["method"] == "logprobs" for j in scored)  # llama-server returns logprobs
+    assert all(0 <= (j["probability"] if j["probability"] is not None else 0.5) <= 1 for j in scored)
+
+
+def test_correctness_asks_a_short_reference_by_name_with_its_own_cutoff(tmp_path):
+    """A reference of a few words gets the short-reference prompt and that prompt's cut-off; a
+    sentence gets the statement prompt and its own; a rerun compares both prompts' hashes."""
+    import asyncio
+
+    from rag_eval.config import LLMConfig
+    from rag_eval.judges.scored import ScoredJudges, correctness_variant
+    from rag_eval.llm.session import LLMSession
+
+    assert correctness_variant("Bath") == "correctness_short"
+    assert correctness_variant("Since Python 3.7 dict order is guaranteed to be insertion order.") == "correctness"
+    with ScriptedServer(reply=structured_reply) as s:
+        session = LLMSession(tmp_path)
+
+        async def main():
+            llm = session.llm(LLMConfig(provider="openai", model="scripted", base_url=s.base_url), "test")
+            # The scripted judge answers Yes with P = 0.9 to either prompt.
+            scored = ScoredJudges.load(llm, None, {"correctness_short": 0.95, "correctness": 0.5})
+            try:
+                short = await scored.correctness("q1", "p", "Which town?", "Bath", "Small represented Bath.")
+                long = await scored.correctness(
+                    "q2", "p", "Since when?", "Since Python 3.7 dicts keep insertion order.", "Python 3.7."
+                )
+                return scored, short, long
+            finally:
+                await session.aclose()
+
+        scored, short, long = asyncio.run(main())
+        session.close()
+        asked = [b["messages"][-1]["content"] for b in s.bodies]
+    assert "Does the answer to check give Bath as the answer" in asked[0]
+    assert "Does the candidate answer state the reference answer" in asked[1]
+    assert (short.details["variant"], short.cutoff, short.verdict) == ("correctness_short", 0.95, "incorrect")
+    assert (long.details["variant"], long.cutoff, long.verdict) == ("correctness", 0.5, "correct")
+    assert short.probability == pytest.approx(0.9) and long.probability == pytest.approx(0.9)
+    assert scored.decision_cutoffs("correctness") == {"correctness": 0.5, "correctness_short": 0.95}
+    assert short.judge_prompt_hash == scored.judge_hash("correctness") != scored.prompt_hash("correctness")
+
+
+def test_judge_check_fits_a_cutoff_per_prompt_variant():
+    """Two prompts on different probability scales: one cut-off for both cannot separate the
+    classes, one per prompt does, and judge-check reports the out-of-fold result of the latter."""
+    from rag_eval.judges.judge_check import Prediction, score_judge
+
+    cases, preds = [], []
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        short, correct = i % 2 == 0, i % 4 < 2
+        # short-reference prompt: correct ~0.9, incorrect ~0.8; statement prompt: 0.6 vs 0.3
+        p = (0.9 if correct else 0.8) if short else (0.6 if correct else 0.3)
+        p += rng.uniform(-0.02, 0.02)
+        cases.append(
+            {"id": f"c{i}", "judge": "correctness", "source": "s", "label": "correct" if correct else "incorrect"}
+        )
+        preds.append(Prediction(probs=[p], score=p, variant="correctness_short" if short else "correctness"))
+    row = score_judge("correctness", cases, preds, threshold=0.5, folds=5, seed=0)[0]
+    assert row.accuracy.value == 1.0
+    assert 0.62 < row.cutoffs["correctness_short"] < 0.88 and 0.32 < row.cutoffs["correctness"] < 0.58
+    one = [Prediction(probs=p.probs, score=p.score) for p in preds]  # no variants: a single cut-off
+    assert score_judge("correctness", cases, one, threshold=0.5, folds=5, seed=0)[0].accuracy.value <= 0.8
+
+
+def test_ragas_reasons_are_bounded_in_the_schema_sent_not_in_validation(small_project):
+    """Every Ragas verdict step sends its own output model's schema, named as Ragas names it, with
+    maxLength on each reason; what comes back is validated by Ragas' own rules (a long reason from
+    an endpoint without guided decoding still parses)."""
+    from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput
+
+    from rag_eval.judges.ragas_judges import REASON_CHARS, bounded_reasons
+
+    with ScriptedServer(reply=structured_reply) as s:
+        run_audit(_config(small_project, s.base_url))
+        bodies = s.bodies
+    seen = set()
+    for b in bodies:
+        name = judge_name(b)
+        if name in ("NLIStatementOutput", "ContextPrecisionOutput", "ContextRecallOutput"):
+            text = json.dumps(b["response_format"])
+            assert f'"maxLength": {REASON_CHARS}' in text, name
+            seen.add(name)
+        elif name == "StatementGeneratorOutput":
+            assert "maxLength" not in json.dumps(b["response_format"])
+    assert seen == {"NLIStatementOutput", "ContextPrecisionOutput", "ContextRecallOutput"}
+    bounded = bounded_reasons(ContextPrecisionOutput, REASON_CHARS)
+    assert bounded.__name__ == "ContextPrecisionOutput"
+    assert bounded(reason="x" * 500, verdict=1).verdict == 1
+    assert bounded_reasons(ContextPrecisionOutput, None) is ContextPrecisionOutput

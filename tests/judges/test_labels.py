@@ -1,0 +1,233 @@
+"""The labelling workflow end to end: draw a sample of a run's answers, fill the labels in, read
+them back into prediction-powered figures; bad labels give errors that name the line."""
+
+import csv
+import json
+
+import pytest
+
+from rag_eval.cli import main
+from rag_eval.config import load_config
+from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
+from rag_eval.orchestration.gates import check_gates
+from rag_eval.orchestration.runner import run_audit
+
+from ..conftest import ROOT
+
+
+def _audit(small_project, extra=""):
+    (small_project / "answer.md").write_text((ROOT / "prompts" / "answer.md").read_text())
+
+    def reply(body):
+        # The correctness judge says "No" for q2's answer: a judge error the labels will correct.
+        if judge_name(body) == "correctness" and "distinct hashable" in body["messages"][-1]["content"]:
+            return "No: the answer misses the reference."
+        return structured_reply(body)
+
+    server = ScriptedServer(reply=reply)
+    server.__enter__()
+    llm = f"{{provider: openai, model: scripted, base_url: '{server.base_url}', max_retries: 1}}"
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(
+        cfg.read_text()
+        + f"generation:\n  retriever: bm25\n  top_k: 2\n  prompts: {{base: answer.md}}\n  llm: {llm}\n"
+        + f"judges:\n  llm: {llm}\n  metrics: [correctness, refusal, faithfulness_yesno]\n{extra}"
+    )
+    return server, cfg
+
+
+def _fill(path, values):
+    rows = list(csv.DictReader(path.open()))
+    for r in rows:
+        r.update(values.get(r["question_id"], {}))
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=rows[0].keys())
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
+def test_label_draw_fill_and_report_with_ppi(small_project, capsys):
+    server, cfg = _audit(small_project)
+    try:
+        run_dir = run_audit(load_config(cfg))
+    finally:
+        server.__exit__(None, None, None)
+    assert main(["label", str(run_dir), "--n", "3", "--seed", "1"]) == 0
+    csv_path, page = run_dir / "labels" / "labels.csv", run_dir / "labels" / "labels.html"
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len(rows) == 3 and {"correct", "faithful", "refused", "question", "answer"} <= set(rows[0])
+    html = page.read_text()
+    assert html.count("<section") == 3 and 'class="judges" hidden' in html and "Save labels" in html
+    assert "A set object is an unordered collection" in html or "Lists are mutable" in html  # context texts
+    drawn = {r["question_id"] for r in rows}
+    # Same seed, same sample.
+    assert main(["label", str(run_dir), "--n", "3", "--seed", "1", "--out", str(small_project / "again")]) == 0
+    assert {r["question_id"] for r in csv.DictReader((small_project / "again" / "labels.csv").open())} == drawn
+
+    truth = {
+        "q1": {"correct": "yes", "faithful": "yes", "refused": "no"},
+        "q2": {"correct": "yes", "faithful": "yes", "refused": "no"},
+        "q3": {"faithful": "yes", "refused": "no"},
+        "q4": {"refused": "no"},
+    }
+    _fill(csv_path, truth)
+    assert main(["report", str(run_dir), "--labels", str(csv_path)]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    corr = summary["generation"]["base"]["correctness"]
+    assert corr["value"] == pytest.approx(0.5)  # the judge called q2's answer incorrect
+    if "q2" in drawn and "q1" in drawn:
+        # Both answers with a reference are labelled correct: nothing is left unlabelled, so the
+        # figure is what the people said.
+        assert corr["ppi"]["value"] == pytest.approx(1.0) and corr["ppi"]["method"] == "human only"
+    assert corr["human"]["value"] == pytest.approx(1.0)
+    assert summary["attribution"]["base"]["ok"]["ppi"]["n_labels"] == 3
+    [gate] = check_gates({"generation.base.correctness.ppi": ">= 0.9"}, summary)
+    assert gate.passed
+    md = (run_dir / "report.md").read_text()
+    assert "## With human labels (3 answers" in md and "prediction-powered" in md
+    assert "With human labels" in (run_dir / "report.html").read_text()
+
+
+def test_bad_labels_name_the_line_and_the_column(small_project, capsys):
+    server, cfg = _audit(small_project)
+    try:
+        run_dir = run_audit(load_config(cfg))
+    finally:
+        server.__exit__(None, None, None)
+    main(["label", str(run_dir), "--n", "4"])
+    path = run_dir / "labels" / "labels.csv"
+    rows = _fill(path, {"q1": {"correct": "maybe"}, "q3": {"refused": "no"}})
+    rows[1]["question_id"] = "q99"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=rows[0].keys())
+        w.writeheader()
+        w.writerows(rows)
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--labels", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2 (column correct): 'maybe' is not yes or no" in err
+    assert f"{path}:3: question 'q99' with prompt 'base' is not an answer of this run" in err
+
+
+def test_labels_in_the_config_feed_the_audit(small_project):
+    labels = small_project / "labels.csv"
+    labels.write_text("question_id,prompt,correct\nq1,base,yes\nq2,base,yes\n")
+    server, cfg = _audit(small_project, extra="  labels: labels.csv\n")
+    try:
+        run_dir = run_audit(load_config(cfg))
+    finally:
+        server.__exit__(None, None, None)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["generation"]["base"]["correctness"]["ppi"]["value"] == pytest.approx(1.0)
+    assert "faithfulness_yesno" not in json.loads((run_dir / "report.json").read_text())["labels"]["figures"]["base"]
+
+
+def test_paired_ppi_difference_between_prompts():
+    """Two prompts judged on the same 6 questions; labels on 4 of them for both prompts."""
+    from rag_eval.judges.labels import Label, paired_differences
+
+    records, rows = [], []
+    judge_says = {"a": [1, 1, 1, 1, 0, 1], "b": [1, 0, 1, 0, 0, 0]}
+    for prompt, verdicts in judge_says.items():
+        for i, v in enumerate(verdicts):
+            q = f"q{i}"
+            records.append(
+                {
+                    "judge": "correctness",
+                    "question_id": q,
+                    "prompt": prompt,
+                    "status": "judged",
+                    "verdict": "correct" if v else "incorrect",
+                    "score": float(v),
+                }
+            )
+            rows.append({"question_id": q, "prompt": prompt, "answerable": True})
+    report = {"judges": {"metrics": ["correctness"], "records": records}, "attribution": {"rows": rows}}
+    people = {"a": [1, 0, 1, 1], "b": [1, 0, 0, 0]}  # the judge was too kind to a on q1
+    labels = [
+        Label(f"q{i}", p, {"correct": bool(v), "faithful": None, "refused": None}, "x")
+        for p, vs in people.items()
+        for i, v in enumerate(vs)
+    ]
+    [c] = paired_differences(report, labels, 0.95)
+    assert (c["metric"], c["a"], c["b"]) == ("correctness", "a", "b")
+    assert c["human"]["value"] == pytest.approx(0.5)  # labelled differences 0, 0, 1, 1
+    # plain PPI: mean of unlabelled judge differences (q4: 0, q5: 1) + mean(label - judge) on pairs
+    # = 0.5 + (0.5 - 0.5) = 0.5; the power-tuned estimate stays within the human interval.
+    assert c["ppi"]["n_labels"] == 4 and c["ppi"]["n_unlabelled"] == 2
+    assert c["human"]["ci_low"] <= c["ppi"]["value"] <= c["human"]["ci_high"]
+
+
+def test_the_labelling_page_hides_verdicts_until_labelled_and_saves_the_csv(tmp_path):
+    """The page in a real browser: labelling every question of an item reveals its judges, and
+    Save labels produces the CSV that read_labels accepts."""
+    import shutil
+    import subprocess
+
+    from rag_eval.judges.labels import read_labels, write_html
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/run installs it)")
+    rows = [
+        {
+            "question_id": q,
+            "prompt": "base",
+            "weight": 1.0,
+            "question": f"Question {q}?",
+            "reference": "R, with a comma",
+            "answerable": True,
+            "answer": 'An "answer"',
+            "contexts": ["c1"],
+        }
+        for q in ("q1", "q2")
+    ]
+    page = tmp_path / "labels.html"
+    write_html(
+        rows,
+        page,
+        {"c1": "Context text."},
+        {("q1", "base"): {"correctness": {"verdict": "correct", "reason": "SECRET-VERDICT"}}},
+    )
+    # Label item 0 fully and item 1 partly, then save; the saved CSV is put into the DOM to read back.
+    harness = page.read_text().replace(
+        "</body>",
+        """<script>
+        for (const [c, v] of [["correct", "yes"], ["faithful", "no"], ["refused", "skip"], ["correct", "no"]]) {
+          const i = c === "correct" && v === "no" ? 1 : 0;
+          const el = document.querySelector(`[name="${c}-${i}"][value="${v}"]`);
+          el.checked = true; el.dispatchEvent(new Event("change", {bubbles: true}));
+        }
+        HTMLAnchorElement.prototype.click = function () {};  // no navigation away from the page
+        URL.createObjectURL = b => { b.text().then(t => { const p = document.createElement("pre");
+          p.id = "saved"; p.textContent = t; document.body.appendChild(p); }); return "about:blank"; };
+        document.getElementById("save").click();
+        </script></body>""",
+    )
+    test_page = tmp_path / "harness.html"
+    test_page.write_text(harness)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ]
+    dom = subprocess.run(
+        [browser, *flags, "--virtual-time-budget=3000", "--dump-dom", test_page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    sections = dom.split("<section")[1:]
+    assert 'class="judges" hidden' not in sections[0] and "SECRET-VERDICT" in sections[0]
+    assert 'class="judges" hidden' in sections[1]
+    import html as html_lib
+
+    saved = html_lib.unescape(dom.split('<pre id="saved">')[1].split("</pre>")[0])
+    csv_path = tmp_path / "saved.csv"
+    csv_path.write_text(saved)
+    labels = {lab.question_id: lab.values for lab in read_labels(csv_path, {("q1", "base"), ("q2", "base")})}
+    assert labels["q1"] == {"correct": True, "faithful": False, "refused": None}
+    assert labels["q2"] == {"correct": False, "faithful": None, "refused": None}

@@ -1,0 +1,41 @@
+"""Gates: figures of summary.json against thresholds."""
+
+import pytest
+
+from rag_eval.errors import ConfigError
+from rag_eval.orchestration.gates import check_gates, parse_rule
+
+SUMMARY = {
+    "retrieval": {"hybrid": {"hit@5": {"value": 0.79, "ci_low": 0.7, "ci_high": 0.85, "n": 50}}},
+    "attribution": {"base": {"ok": {"value": 0.5, "count": 5}}},
+}
+
+
+def test_pass_and_fail():
+    results = check_gates({"retrieval.hybrid.hit@5": ">= 0.80", "attribution.base.ok": "> 0.4"}, SUMMARY)
+    assert [r.passed for r in results] == [False, True]
+    assert results[0].message == "FAIL: retrieval.hybrid.hit@5 = 0.79 (needs >= 0.8)"
+
+
+def test_unknown_figure_is_a_config_error():
+    with pytest.raises(ConfigError, match="has no figure 'retrieval.dense.hit@5'"):
+        check_gates({"retrieval.dense.hit@5": ">= 0.5"}, SUMMARY)
+
+
+@pytest.mark.parametrize("rule", ["=> 0.8", "at least 0.8", ">= x"])
+def test_bad_rules(rule):
+    with pytest.raises(ConfigError):
+        parse_rule(rule, "gates.x")
+
+
+def test_gate_exit_status(small_project, capsys):
+    from rag_eval.cli import main
+
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(cfg.read_text() + 'gates: {"retrieval.bm25.hit@3": ">= 1.01"}\n')
+    assert main(["--quiet", "retrieval", str(cfg)]) == 1
+    assert "gate FAIL: retrieval.bm25.hit@3" in capsys.readouterr().out
+    cfg.write_text(cfg.read_text().replace(">= 1.01", ">= 0"))
+    assert main(["--quiet", "retrieval", str(cfg)]) == 0
+    cfg.write_text(cfg.read_text().replace(">= 0", "=> 0"))
+    assert main(["--quiet", "retrieval", str(cfg)]) == 2

@@ -1,0 +1,74 @@
+"""A system's runs over time from the run folders: headline figures with intervals in time order,
+the runs whose config or corpus changed marked, and a self-contained HTML page."""
+
+import json
+
+import pytest
+
+import rag_eval
+from rag_eval.cli import main
+
+from ..conftest import SMALL_CORPUS, write_jsonl
+
+
+@pytest.fixture
+def history_runs(small_project):
+    """Four runs of config 'small' (a rerun, then k changed, then a chunk added) and one of 'other'."""
+    cfg = small_project / "audit.yaml"
+    runs = [rag_eval.retrieval(str(cfg)).run_dir, rag_eval.retrieval(str(cfg)).run_dir]
+    cfg.write_text(cfg.read_text().replace("k: [1, 3]", "k: [1, 2]"))
+    runs.append(rag_eval.retrieval(str(cfg)).run_dir)
+    extra = {"id": "py/str", "title": "Strings", "text": "Strings are immutable sequences of Unicode code points."}
+    write_jsonl(small_project / "corpus.jsonl", [*SMALL_CORPUS, extra])
+    runs.append(rag_eval.retrieval(str(cfg)).run_dir)
+    other = small_project / "other.yaml"
+    other.write_text(cfg.read_text().replace("name: small", "name: other"))
+    rag_eval.retrieval(str(other))
+    return small_project / "runs", runs
+
+
+def test_history_lists_runs_in_order_with_figures_and_changes(history_runs, tmp_path, capsys):
+    runs_dir, runs = history_runs
+    unfinished = runs_dir / "small-19990101-000000"
+    unfinished.mkdir()
+    for f in ("summary.json", "report.json"):
+        (unfinished / f).write_text((runs[0] / f).read_text())
+    (unfinished / "status.json").write_text('{"status": "started"}')
+    html, out_json = tmp_path / "h.html", tmp_path / "h.json"
+    assert main(["history", str(runs_dir), "--config", "small", "--html", str(html), "--json", str(out_json)]) == 0
+    screen = capsys.readouterr().out
+    hist = json.loads(out_json.read_text())
+    assert list(hist["systems"]) == ["small"] and hist["unfinished"] == ["small-19990101-000000"]
+    entries = hist["systems"]["small"]
+    assert [e["run"] for e in entries] == [r.name for r in runs]
+    for e, run in zip(entries, runs):
+        summary = json.loads((run / "summary.json").read_text())
+        assert e["figures"]["retrieval.bm25.mrr"] == {
+            k: summary["retrieval"]["bm25"]["mrr"][k] for k in ("value", "ci_low", "ci_high", "n")
+        }
+    assert entries[0]["changes"] == [] and entries[1]["changes"] == []
+    assert entries[2]["changes"] == [{"kind": "config", "what": "config: retrieval.k"}]
+    assert [c["kind"] for c in entries[3]["changes"]] == ["corpus"] and "5 -> 6 chunks" in entries[3]["changes"][0][
+        "what"
+    ]
+    assert "retrieval.bm25.ndcg@2" in entries[2]["figures"] and "retrieval.bm25.ndcg@3" not in entries[2]["figures"]
+    assert "small: 4 runs" in screen and "changed: config: retrieval.k" in screen
+    page = html.read_text()
+    figures = list(dict.fromkeys(f for e in entries for f in e["figures"]))
+    assert page.count('<svg class="plot"') == len(figures)
+    points = sum(len(e["figures"]) for e in entries)
+    assert page.count('class="point"') == points
+    assert page.count("change-config") == len(figures) and page.count("change-corpus") == len(figures)
+    assert "src=" not in page and "href=" not in page and "<script" not in page  # self-contained
+
+
+def test_history_groups_configs_and_names_what_is_wrong(history_runs, tmp_path, capsys):
+    runs_dir, _ = history_runs
+    assert main(["history", str(runs_dir)]) == 0
+    assert (runs_dir / "history.html").exists()
+    out = capsys.readouterr().out
+    assert "other: 1 runs" in out and "small: 4 runs" in out
+    assert main(["history", str(runs_dir), "--config", "smal"]) == 2
+    assert "did you mean 'small'" in capsys.readouterr().err
+    assert main(["history", str(tmp_path)]) == 2
+    assert "no finished run folder here" in capsys.readouterr().err

@@ -1,0 +1,73 @@
+"""Rankings scored in blocks of questions equal the whole-matrix rankings exactly: the top, the
+scores, and the rank of any chunk at any depth; fusion in blocks equals fusion of whole matrices."""
+
+import numpy as np
+
+from rag_eval.retrievers import base
+from rag_eval.retrievers.base import Rankings, ranks_of_rows
+from rag_eval.retrievers.hybrid import fuse
+
+from .rankings import from_full, rank_matrix
+
+
+def _scores(seed: int, n_q: int, n: int) -> np.ndarray:
+    # Rounded, so that many chunks tie and the corpus-order tie-break is exercised.
+    return np.round(np.random.default_rng(seed).normal(size=(n_q, n)), 1)
+
+
+def test_blocks_equal_the_whole_matrix_with_ties():
+    full = _scores(0, 37, 500)
+    wanted = [[int(i) for i in np.random.default_rng(q).choice(500, 3, replace=False)] for q in range(37)]
+    calls = []
+
+    def scorer(rows):
+        calls.append(len(rows))
+        return full[rows]
+
+    whole = from_full(full, 20)
+    blocks = Rankings.from_scorer(scorer, 37, 500, 20, wanted, full_cells=0, block_cells=5000)
+    assert blocks.full is None and blocks.exhaustive
+    assert calls == [10, 10, 10, 7]  # 5000 cells / 500 chunks = 10 questions a block
+    np.testing.assert_array_equal(blocks.top, whole.top)
+    np.testing.assert_array_equal(blocks.scores, whole.scores)
+    ranks = ranks_of_rows(full)
+    for q in range(37):
+        for idx in wanted[q]:
+            assert blocks.known[(q, idx)] == whole.rank_of(q, idx) == ranks[q, idx]
+    calls.clear()
+    # A chunk not asked for beforehand: recomputed from the scorer, still exact (rank 300-ish).
+    worst = int(np.argsort(-full[5], kind="stable")[299])
+    assert blocks.rank_of(5, worst) == whole.rank_of(5, worst) == 300
+    assert calls == [1]
+    np.testing.assert_array_equal(rank_matrix(blocks), rank_matrix(whole))
+
+
+def test_small_problems_keep_the_whole_matrix():
+    full = _scores(1, 4, 30)
+    r = Rankings.from_scorer(lambda rows: full[rows], 4, 30, 10)
+    assert r.full is not None
+    np.testing.assert_array_equal(r.top, from_full(full, 10).top)
+
+
+def test_fusion_in_blocks_equals_fusion_of_whole_matrices(monkeypatch):
+    a, b = _scores(2, 23, 300), _scores(3, 23, 300)
+    wanted = [[q, q + 100] for q in range(23)]
+    whole = fuse([from_full(a, 50), from_full(b, 50)], 300, 50, 60, [1.0, 0.5])
+    monkeypatch.setattr(base, "FULL_CELLS", 0)
+    monkeypatch.setattr(base, "BLOCK_CELLS", 900)
+    pa = Rankings.from_scorer(lambda rows: a[rows], 23, 300, 50)
+    pb = Rankings.from_scorer(lambda rows: b[rows], 23, 300, 50)
+    assert pa.full is None
+    blocks = fuse([pa, pb], 300, 50, 60, [1.0, 0.5], wanted)
+    assert blocks.full is None
+    np.testing.assert_array_equal(blocks.top, whole.top)
+    np.testing.assert_allclose(blocks.scores, whole.scores, rtol=0, atol=1e-15)
+    for q in range(23):
+        for idx in wanted[q]:
+            assert blocks.rank_of(q, idx) == whole.rank_of(q, idx)
+    # A part that returns only lists keeps the old rule: chunks nobody returned are not ranked.
+    lists = Rankings(pa.top[:, :5].copy(), pa.scores[:, :5].copy())
+    mixed = fuse([lists, pb], 300, 10, 60)
+    assert (mixed.top >= 0).all()
+    only = fuse([lists], 300, 10, 60)
+    assert (only.top[:, 5:] == -1).all() and (only.top[:, :5] == pa.top[:, :5]).all()

@@ -1,0 +1,172 @@
+"""Test-set generation: the draw, the verification rules (with a scripted model that errs in known
+ways), the output loading as a test set, and the CLI's report."""
+
+import json
+import re
+
+import pytest
+
+from rag_eval.cli import main
+from rag_eval.config import load_config
+from rag_eval.data.testset import load_test_set
+from rag_eval.llm.scripted_server import ScriptedServer, structured_reply
+from rag_eval.testgen.generator import allocate, draw_chunks
+from rag_eval.types import Chunk, Corpus
+
+from ..conftest import write_jsonl
+
+DOCS = [
+    ("lists", "Lists", "Lists are mutable sequences, typically used to store collections of homogeneous items."),
+    ("tuples", "Tuples", "Tuples are immutable sequences, typically used to store collections of heterogeneous data."),
+    (
+        "dicts",
+        "Dictionaries",
+        "A mapping object maps hashable values to arbitrary objects. Mappings are mutable objects.",
+    ),
+    (
+        "sets",
+        "Sets",
+        "A set object is an unordered collection of distinct hashable objects. Use it for membership tests.",
+    ),
+    (
+        "with",
+        "The with statement",
+        "The with statement wraps the execution of a block with methods of a context manager.",
+    ),
+    (
+        "zip",
+        "zip()",
+        "The builtin zip() iterates over several iterables in parallel, producing tuples with an item from each.",
+    ),
+]
+
+
+def _corpus_file(tmp_path):
+    rows = [{"id": f"{d}/main", "doc_id": d, "title": t, "text": x} for d, t, x in DOCS]
+    return write_jsonl(tmp_path / "corpus.jsonl", rows)
+
+
+def _reply(body):
+    """A scripted generator: a good question for most passages; known faults for some."""
+    text = body["messages"][-1]["content"]
+    fmt = (body.get("response_format") or {}).get("json_schema", {}).get("name", "")
+    if fmt.startswith("testgen_"):
+        passage = text.split("Passage (from", 1)[1].split("\n", 1)[1].split("\n\nYour previous reply")[0]
+        title = re.search(r'Passage \(from "(.*?)"\)', text).group(1)
+        first = passage.split(". ")[0].strip().rstrip(".") + "."
+        if fmt == "testgen_unanswerable":
+            if "previous question was rejected" in text:
+                return json.dumps({"question": "How many nanoseconds does a lookup take on a laptop?"})
+            return json.dumps({"question": f"Who first proposed {title.lower()} for Python, and when?"})
+        if "Tuples" in title and "previous reply was rejected" not in text:
+            # A quote paraphrased instead of copied: rejected, then fixed on the retry.
+            return json.dumps(
+                {"question": "Which sequence cannot change?", "answer": "Tuples.", "quote": "tuples never change"}
+            )
+        if "Sets" in title:
+            # The question copies the passage on both tries: dropped.
+            return json.dumps({"question": first, "answer": "Mappings.", "quote": first})
+        return json.dumps(
+            {"question": f"What should I know about {title.lower()} in my programs?", "answer": first, "quote": first}
+        )
+    if "Does the passage give the information the question asks for?" in text:
+        # The unanswerable check: the question about dictionaries is "answered"; no other is.
+        return "Yes: it does." if "dictionaries" in text.split("Question:")[1].lower() else "No: it does not."
+    return structured_reply(body)
+
+
+@pytest.fixture
+def project(tmp_path):
+    _corpus_file(tmp_path)
+    return tmp_path
+
+
+def _config(project, base_url, n=6, mix="{fact: 0.5, unanswerable: 0.5}"):
+    llm = f"{{provider: openai, model: scripted, base_url: '{base_url}', max_retries: 1}}"
+    (project / "audit.yaml").write_text(
+        "name: gen\ncorpus: {path: corpus.jsonl}\ntest_set: {path: questions.jsonl}\n"
+        "retrieval:\n  k: [1, 3]\n  retrievers:\n    bm25: {type: bm25}\n"
+        f"testgen: {{n: {n}, mix: {mix}, min_chunk_chars: 10, llm: {llm}}}\n"
+    )
+    return project / "audit.yaml"
+
+
+def test_draw_spreads_over_documents_and_allocates_kinds():
+    chunks = [Chunk(f"big/{i}", "x" * 300, doc_id="big") for i in range(50)] + [
+        Chunk(f"d{i}/0", "y" * 300, doc_id=f"d{i}") for i in range(4)
+    ]
+    drawn = draw_chunks(Corpus(chunks, "t"), 10, seed=0, min_chars=200)
+    docs = [c.doc_id for c in drawn]
+    # Five documents in turn: the 50-chunk document gives 2 of 10, not 50/54 of them.
+    assert sorted(set(docs)) == ["big", "d0", "d1", "d2", "d3"] and docs.count("big") == 2
+    assert draw_chunks(Corpus(chunks, "t"), 10, seed=0, min_chars=200) == drawn  # seeded
+    kinds = allocate({"fact": 0.35, "symbol": 0.2, "paraphrase": 0.2, "multi": 0.1, "unanswerable": 0.15}, 20)
+    assert sorted(kinds.count(k) for k in set(kinds)) == [2, 3, 4, 4, 7]
+
+
+def test_generate_keeps_only_verified_questions(project, capsys):
+    with ScriptedServer(reply=_reply) as s:
+        cfg = _config(project, s.base_url)
+        assert main(["-q", "generate", str(cfg), "--out", str(project / "gen.jsonl")]) == 0
+    out = capsys.readouterr().out
+    report = json.loads((project / "gen.report.json").read_text())
+    records = [json.loads(line) for line in (project / "gen.jsonl").read_text().splitlines()]
+    by_chunk = {r["provenance"]["chunk_id"]: r for r in records if r["kind"] == "fact"}
+    # Sets: copied wording on both tries, dropped; Tuples: quote fixed on the retry.
+    assert "sets/main" not in by_chunk
+    assert by_chunk["tuples/main"]["provenance"]["tries"] == 2
+    assert report["dropped"].get("copied_wording", 0) >= 1
+    for r in records:
+        if r["kind"] == "fact":
+            chunk = next(x for d, t, x in DOCS if r["provenance"]["chunk_id"] == f"{d}/main")
+            assert r["evidence"] in chunk  # verified, verbatim
+            assert "reference_supported (P=0.90)" in r["provenance"]["checks"]
+        else:
+            assert r["answerable"] is False and "dictionaries" not in r["question"].lower()
+    # The question about dictionaries was answered by the corpus; its retry, told so, was kept.
+    retried = [r for r in records if r["kind"] == "unanswerable" and r["provenance"]["tries"] == 2]
+    assert [r["question"] for r in retried] == ["How many nanoseconds does a lookup take on a laptop?"]
+    assert "answered_by_corpus" not in report["dropped"]
+    assert report["kinds"] == {"fact": 3, "unanswerable": 3} and report["kept"] == 6
+    assert report["quotes"] == {"verbatim": 4}  # tuples, sets (dropped later), zip, with: last drafts
+    # The output is a test set as it stands: it loads, and lint ran on it.
+    cfg = load_config(project / "audit.yaml")
+    questions = load_test_set(project / "gen.jsonl", _load(cfg))
+    assert len(questions) == 6 and sum(q.answerable for q in questions) == 3
+    assert {f["code"] for f in report["lint"]} >= {"test_set_size"}
+    assert "6 questions kept of" in out and "dropped:" in out
+
+
+def _load(cfg):
+    from rag_eval.data.corpus import load_corpus
+
+    return load_corpus(cfg)
+
+
+def test_generation_is_cached_across_runs(project):
+    with ScriptedServer(reply=_reply) as s:
+        cfg = _config(project, s.base_url, n=4)
+        assert main(["-q", "generate", str(cfg), "--out", str(project / "a.jsonl")]) == 0
+        first = s.calls
+        assert main(["-q", "generate", str(cfg), "--out", str(project / "b.jsonl")]) == 0
+        assert s.calls == first  # every call answered by the cache
+    assert (project / "a.jsonl").read_text() == (project / "b.jsonl").read_text()
+
+
+def test_a_loosely_copied_quote_snaps_to_the_passage_words():
+    from rag_eval.testgen.generator import snap_quote
+
+    passage = (
+        'An object is true unless its class defines a "__bool__()" method that returns "False". '
+        "An object whose value can change is said to be *mutable*; others are *immutable*."
+    )
+    # Quote marks and markup changed by the model: the passage's own characters come back.
+    assert snap_quote("its class defines a `__bool__()` method that returns `False`.", passage) == (
+        'its class defines a "__bool__()" method that returns "False"',
+        1.0,
+    )
+    assert snap_quote("can change is said to be mutable; others are immutable", passage)[0] == (
+        "can change is said to be *mutable*; others are *immutable*"
+    )
+    # Words changed: not the passage's words, no snap.
+    assert snap_quote("objects that can be altered are mutable", passage) is None
