@@ -35,16 +35,28 @@ REASONS = ("quote", "model")  # judges.reasons: a forced quote (one more request
 
 @dataclass(frozen=True)
 class Lead:
-    """The words before one quote of a forced reason, and the inputs the quote must come from."""
+    """The words before one quote of a forced reason (``but the reference says``), and the inputs
+    the quote is asked from (it is checked against every input, and shown as from where it is)."""
 
-    text: str
+    noun: str  # "the answer", "the context", ...
+    verb: str  # "says", "is about"
     sources: tuple[str, ...]  # of: answer, context, reference (the roles of ``explain``'s sources)
+    joiner: str = ""  # "as ", "but ": how it follows the quote before it
+
+    @property
+    def text(self) -> str:
+        return f"{self.joiner}{self.noun} {self.verb}"
+
+    def shown(self, found_in: str | None) -> str:
+        """The lead-in as shown, naming the source the quote was found in."""
+        place = {"answer": "the answer", "reference": "the reference"}.get(found_in or "", found_in)
+        return f"{self.joiner}{place or self.noun} {self.verb}"
 
 
-_ANSWER = Lead("the answer says", ("answer",))
+_ANSWER = Lead("the answer", "says", ("answer",))
 _CORRECTNESS = {
-    "yes": (_ANSWER, Lead("as the reference says", ("reference",))),
-    "no": (_ANSWER, Lead("but the reference says", ("reference",))),
+    "yes": (_ANSWER, Lead("the reference", "says", ("reference",), "as ")),
+    "no": (_ANSWER, Lead("the reference", "says", ("reference",), "but ")),
 }
 # Per prompt and decided word: the quotes a reason for that decision is made of.
 LEADS: dict[str, dict[str, tuple[Lead, ...]]] = {
@@ -52,12 +64,13 @@ LEADS: dict[str, dict[str, tuple[Lead, ...]]] = {
     "correctness": _CORRECTNESS,
     "correctness_short": _CORRECTNESS,
     "supported": {
-        "yes": (Lead("the context says", ("context",)),),
-        "no": (Lead("the context does not say", ("answer",)),),
+        "yes": (Lead("the context", "says", ("context",)),),
+        # The claim the context lacks, then what the context says instead (if it says anything).
+        "no": (_ANSWER, Lead("the context", "says", ("context",), "but ")),
     },
     "useful": {
-        "yes": (Lead("the passage says", ("context",)),),
-        "no": (Lead("the passage is about", ("context",)),),
+        "yes": (Lead("the passage", "says", ("context",)),),
+        "no": (Lead("the passage", "is about", ("context",)),),
     },
 }
 
@@ -134,7 +147,10 @@ def quoted_spans(reason: str) -> list[str]:
 
 
 def _candidates(sources: dict[str, list[tuple[str, str]]], roles: tuple[str, ...]) -> list[tuple[str, str]]:
-    return [pair for role in roles for pair in sources.get(role, [])]
+    """The sources of ``roles`` first, then every other one (a small model may quote the reference
+    where asked for the answer: the quote is still evidence, shown as from where it is)."""
+    first = [pair for role in roles for pair in sources.get(role, [])]
+    return first + [pair for pairs in sources.values() for pair in pairs if pair not in first]
 
 
 @dataclass(frozen=True)
@@ -179,12 +195,8 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
         text = text.split('"')[0].strip()
         q = check_quote(text, _candidates(sources, lead.sources), prompt.template)
         quotes.append(q)
-        where = (
-            ""
-            if q.verified
-            else (" (repeats the prompt)" if q.copies_prompt else f" (not found in the {lead.sources[0]})")
-        )
-        shown.append(f'{lead.text} "{q.text}"{where}')
+        where = "" if q.verified else (" (repeats the prompt)" if q.copies_prompt else " (not found in the inputs)")
+        shown.append(f'{lead.shown(q.found_in)} "{q.text}"{where}')
         reply += f'{text}",'
     return quotes, shown, calls, tokens, None
 
