@@ -133,7 +133,9 @@ def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> 
             at = s.find(attempt)
             if at >= 0:
                 lo, hi = max(0, at - EXCERPT_CHARS), min(len(s), at + len(attempt) + EXCERPT_CHARS)
-                return Quote(attempt, name, True, excerpt=s[lo:hi], span=(at - lo, at - lo + len(attempt)))
+                head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(s) else "")
+                start = at - lo + len(head)
+                return Quote(attempt, name, True, excerpt=head + s[lo:hi] + tail, span=(start, start + len(attempt)))
     copied = len(q) >= MIN_QUOTE_CHARS and q.rstrip(".,;:!?") in normalise(fixed_text(template))
     return Quote(q, None, False, copies_prompt=copied)
 

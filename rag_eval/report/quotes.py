@@ -91,7 +91,7 @@ def _quote_html(q: dict) -> str:
     if q.get("verified") and q.get("excerpt") and q.get("span"):
         s, e = q["span"]
         ex = q["excerpt"]
-        shown = f"…{escape(ex[:s])}<mark>{escape(ex[s:e])}</mark>{escape(ex[e:])}…"
+        shown = f"{escape(ex[:s])}<mark>{escape(ex[s:e])}</mark>{escape(ex[e:])}"
         return f'<li><span class="q-ok">{note}</span>: {shown}</li>'
     return f'<li><span class="q-bad">{note}</span>: “{escape(q.get("text") or "")}”</li>'
 

@@ -54,7 +54,15 @@ def test_a_quote_is_verified_verbatim_after_whitespace_normalisation():
     sources = [("answer", ANSWER), ("context 1", "Other text."), ("context 2", "Set it with\n  --port  9000.")]
     q = check_quote("listens on port 8443", sources, REFUSAL)
     assert (q.verified, q.found_in) == (True, "answer")
-    assert q.excerpt[q.span[0] : q.span[1]] == "listens on port 8443"
+    assert (
+        q.excerpt[q.span[0] : q.span[1]] == "listens on port 8443"
+        and q.excerpt == ANSWER.split()[0] + " " + q.excerpt[4:]
+    )
+    long = "x " * 100 + "the quoted words" + " y" * 100
+    q = check_quote("the quoted words", [("context 1", long)], REFUSAL)
+    assert (
+        q.excerpt.startswith("…") and q.excerpt.endswith("…") and q.excerpt[q.span[0] : q.span[1]] == "the quoted words"
+    )
     q = check_quote("Set it with --port 9000.", sources, REFUSAL)
     assert (q.verified, q.found_in) == (True, "context 2")
     # Words the sources do not hold are not evidence, however close.
@@ -217,3 +225,39 @@ def test_correctness_quotes_the_answer_and_the_reference_and_statements_quote_th
     [q] = row["evidence"]["quotes"]
     assert (q["found_in"], q["verified"]) == ("context 2", True)
     assert json.dumps(f.to_dict())  # the record stays JSON
+
+
+def test_a_quote_from_another_input_is_shown_as_from_where_it_is():
+    # Asked for the answer's words, the model quotes the reference (as the real model did on a
+    # wrong answer): still evidence, named by where it was found; an unsupported statement quotes
+    # the answer's claim, then what the context says instead.
+    reference = "Since Python 3.7 dictionary order is guaranteed to be insertion order."
+    answer = "Since Python 2.7."
+    contexts = ["Changed in version 3.7: Dictionary order is guaranteed to be insertion order."]
+
+    def reply(body):
+        forced = _forced(body)
+        if forced is None:
+            return "No: it differs."
+        if forced.endswith('the reference says "'):
+            return forced + 'Since Python 2.7"'
+        if forced.endswith('but the context says "'):
+            return forced + 'Changed in version 3.7"'
+        return forced + (
+            "Since Python 2.7" if "Answer: Since" in body["messages"][0]["content"] else 'Since Python 3.7"'
+        )
+
+    async def run(scored):
+        c = await scored.correctness("q1", "base", "Since which version are dicts ordered?", reference, answer)
+        f = await scored.faithfulness("q1", "base", "Since which version are dicts ordered?", answer, contexts)
+        return c, f
+
+    with ScriptedServer(reply=reply, probability=lambda body: 0.8) as s:
+        c, f = _judge(s, run=run)
+    assert c.verdict == "incorrect"
+    assert c.reason == 'the reference says "Since Python 3.7", but the answer says "Since Python 2.7"'
+    assert [q["found_in"] for q in c.details["evidence"]["quotes"]] == ["reference", "answer"]
+    [row] = f.details["statements"]
+    assert row["supported"] is False
+    assert row["reason"] == 'the answer says "Since Python 2.7", but context 1 says "Changed in version 3.7"'
+    assert f.reason.endswith(f"not: Since Python 2.7. ({row['reason']})")

@@ -88,7 +88,7 @@ def test_the_reasons_fold_under_the_question_and_show_the_quotes_in_their_source
     assert html.startswith('<details class="reasons"><summary>refusal: answered, faithfulness_yesno: 0.5</summary>')
     assert html.endswith("</details>")
     assert "(the model wrote No)" in html
-    assert "…The service listens on <mark>port 8443 by default</mark>. It…" in html
+    assert "The service listens on <mark>port 8443 by default</mark>. It" in html
     assert "<mark>default port is 8443</mark> &lt;b&gt;" in html  # context text is escaped
     assert "repeats the prompt ✗" in html and "<b>" not in html.replace("<b>refusal</b>", "").replace(
         "<b>faithfulness_yesno</b>", ""
