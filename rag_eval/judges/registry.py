@@ -110,7 +110,7 @@ JUDGES: dict[str, JudgeSpec] = {
             role="faithfulness",
             human_label="faithful",
             calls=lambda k, s: s,
-            reason_calls=lambda k, s: s,
+            reason_calls=lambda k, s: 2 * s,
             description="share of the answer's sentences the contexts support (yes/no per sentence)",
         ),
         JudgeSpec(
@@ -145,7 +145,7 @@ JUDGES: dict[str, JudgeSpec] = {
             (Figure("context_recall_yesno"),),
             answer_independent=True,
             calls=lambda k, s: s,
-            reason_calls=lambda k, s: s,
+            reason_calls=lambda k, s: 2 * s,
             description="share of the reference's sentences the contexts support (yes/no per sentence)",
         ),
     )
