@@ -1,6 +1,6 @@
 """Are the own judges' reasons evidence for their decisions? Labelled cases judged with quoted reasons.
 
-    python benchmarks/reasons.py [--per-judge 6] [--deadline-s 2400] [--out benchmarks/reasons-result.json]
+    python benchmarks/reasons.py [--per-judge 6] [--budget-s 1500] [--out benchmarks/reasons-result.json]
 
 Judges hand-labelled cases of data/judge-check/cases.jsonl (the python-docs ones: refusal,
 correctness, faithfulness; the same number of each label, in file order) with the embedded model,
@@ -142,10 +142,27 @@ def pick(per_judge: int) -> list[dict]:
         mine = [c for group in zip(*by_label) for c in group] + [c for g in by_label for c in g]
         unique = {c["id"]: c for c in reversed(mine)}  # the first place of each case wins
         per.append(sorted(unique.values(), key=mine.index)[:per_judge])
-    return [c for group in zip(*per) for c in group]  # the judges in turn, so a deadline cuts each alike
+    return [c for group in zip(*per) for c in group]  # the judges in turn, so a budget cuts each alike
 
 
-async def judge_cases(cases: list[dict], deadline_s: float) -> tuple[list[dict], dict, int]:
+def write(out: Path, cases: list[dict], records: list[dict], stats: dict, started: float) -> dict:
+    """The figures so far, written to ``out`` (after every case: a stopped run leaves its part)."""
+    own = [r for r in records if r["status"] in ("judged", "uncertain")]
+    rows = decisions(records)
+    result = {
+        "cases": f"{len(records)} of {len(cases)} picked (data/judge-check/cases.jsonl, python-docs)",
+        "wall_s": round(time.perf_counter() - started, 1),
+        "not_judged": len(records) - len(own),
+        **summarise(rows, stats, len(own)),
+        "rows": rows,
+    }
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return result
+
+
+async def judge_cases(cases: list[dict], budget_s: float, out: Path) -> dict:
+    """Each case judged in turn until the model time spent passes ``budget_s`` (the model's own
+    time, so that a run paused by someone else's measurement keeps its budget)."""
     from rag_eval.config import LLMConfig
     from rag_eval.judges.calibration import cutoffs_for
     from rag_eval.judges.scored import ScoredJudges
@@ -155,13 +172,13 @@ async def judge_cases(cases: list[dict], deadline_s: float) -> tuple[list[dict],
     _timed_chat(stats)
     session = LLMSession(Path(os.environ["RAG_EVAL_CACHE_DIR"]))
     llm = session.llm(LLMConfig(provider="local"), "benchmarks/reasons.py")
-    records, started = [], time.perf_counter()
+    records, started, result = [], time.perf_counter(), {}
     try:
         scored = ScoredJudges.load(llm, None)
         scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, {})
         scored.reasons = "quote"
         for c in cases:
-            if time.perf_counter() - started > deadline_s:
+            if sum(s["model_ms"] for s in stats.values()) / 1000 > budget_s:
                 break
             if c["judge"] == "refusal":
                 j = await scored.refusal(c["id"], "check", c["question"], c["answer"])
@@ -171,9 +188,10 @@ async def judge_cases(cases: list[dict], deadline_s: float) -> tuple[list[dict],
                 j = await scored.faithfulness(c["id"], "check", c["question"], c["answer"], c["contexts"])
             records.append({**j.to_dict(), "label": c["label"]})
             print(f"{c['id']} {j.judge} {j.status} {j.verdict or j.score}: {j.reason}", flush=True)
+            result = write(out, cases, records, stats, started)
     finally:
         await session.aclose()
-    return records, stats, len(records)
+    return result
 
 
 def main() -> None:
@@ -181,26 +199,14 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-judge", type=int, default=6)
-    ap.add_argument("--deadline-s", type=float, default=2400, help="start no case after this many seconds")
+    ap.add_argument("--budget-s", type=float, default=1500, help="start no case after this much model time")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "reasons-result.json"))
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rag-eval-reasons-"))
     os.environ["RAG_EVAL_CACHE_DIR"] = str(work / "cache")  # every request really sent
-    cases = pick(args.per_judge)
-    started = time.perf_counter()
-    records, stats, n = asyncio.run(judge_cases(cases, args.deadline_s))
-    own = [r for r in records if r["status"] in ("judged", "uncertain")]
-    rows = decisions(records)
-    result = {
-        "cases": f"{n} of {len(cases)} picked (data/judge-check/cases.jsonl, python-docs)",
-        "wall_s": round(time.perf_counter() - started, 1),
-        "not_judged": len(records) - len(own),
-        **summarise(rows, stats, len(own)),
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    result = asyncio.run(judge_cases(pick(args.per_judge), args.budget_s, Path(args.out)))
     print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
-    for r in rows:
+    for r in result.get("rows", []):
         print(
             f"{r['qid']} {r['judge']} said={r['said']} decided={r['decided']} shown={r['shown']} "
             f"verified={r['verified']}: {r['reason']}  [model: {r['model_reason']}]"
