@@ -59,7 +59,7 @@ def markdown_quotes(j: dict, text) -> list[str]:
             continue
         head = f"{p['decided']}: " if p.get("decided") else ""
         quotes = "; ".join(f'"{text(q["text"], 160)}" ({quote_note(q)})' for q in p["quotes"])
-        lines.append(f"  - {head}{text(p['text'], 160)}: {quotes}")
+        lines.append(f"  - {head}{text(p['text'], 160)} – {quotes}")
     return lines[: QUOTES_SHOWN + 1]
 
 

@@ -72,7 +72,7 @@ def test_markdown_lists_each_quote_with_where_it_was_found():
     assert lines == [
         '  - "port 8443 by default" (answer ✓)',
         '  - "100 °C." (repeats the prompt ✗)',
-        '  - supported: It listens on 8443.: "default port is 8443" (context 2 ✓)',
+        '  - supported: It listens on 8443. – "default port is 8443" (context 2 ✓)',
     ]
 
 
