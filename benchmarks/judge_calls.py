@@ -13,14 +13,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
+# The scripted server is test support (tests/), beside the package in a checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from rag_eval import progress
 from rag_eval.config import load_config
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.orchestration.runner import run_audit
+from tests.scripted_server import ScriptedServer, judge_name, structured_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = {

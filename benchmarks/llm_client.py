@@ -11,14 +11,18 @@ process); it is timed and printed apart.
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+# The scripted server is test support (tests/), beside the package in a checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from rag_eval.config import LLMConfig
 from rag_eval.llm.client import LLM
 from rag_eval.llm.response_cache import ResponseCache
-from rag_eval.llm.scripted_server import ScriptedServer
+from tests.scripted_server import ScriptedServer
 
 CALLS, CONCURRENCY, LATENCY = 200, 16, 0.3
 

@@ -116,8 +116,8 @@ class PeakRss:
 def bm25_stage(docs, q_tokens, tok, baseline_queries: int) -> dict:
     from rank_bm25 import BM25Okapi
 
-    from rag_eval.retrievers.base import Rankings
     from rag_eval.retrievers.bm25 import SparseBm25
+    from rag_eval.retrievers.rankings import Rankings
 
     with PeakRss() as mem:
         t = time.perf_counter()
@@ -177,7 +177,7 @@ def embeddings(docs: list[str], real: bool, seed: int = 2) -> tuple[np.ndarray, 
 def dense_stage(passages: np.ndarray, queries_emb: np.ndarray, folder: Path, hnsw: bool) -> dict:
     """Exact block scoring from a memory-mapped file; optionally HNSW with recall@10 against it."""
     from rag_eval.retrievers.ann import build_hnsw, recall_at, search
-    from rag_eval.retrievers.base import Rankings
+    from rag_eval.retrievers.rankings import Rankings
 
     path = folder / "passages.npy"
     np.save(path, passages)

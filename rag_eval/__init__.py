@@ -2,25 +2,66 @@
 
 # Importing rag_eval changes no environment variable: rag_eval.offline.go_offline() sets Ragas'
 # telemetry off and the hubs offline where a model or Ragas is loaded, and in the CLI.
+#
+# The API's functions are loaded on first use (PEP 562): the package's pytest plugin
+# (rag_eval.testing) is imported by every pytest session of an environment where rag-eval is
+# installed, and importing the whole audit (scipy, httpx, every stage) there would cost each of
+# those sessions seconds. ``rag_eval.audit`` and ``from rag_eval import audit`` work as before.
 
-from rag_eval.api import (
-    Result,
-    as_config,
-    audit,
-    compare,
-    diff,
-    generate,
-    judge_answers,
-    judge_check,
-    judge_traces,
-    lint,
-    load_run,
-    retrieval,
-)
+from typing import TYPE_CHECKING
+
 from rag_eval.errors import ConfigError, DataError, RagEvalError
 from rag_eval.version import __version__
 
-load_config = as_config
+if TYPE_CHECKING:
+    from rag_eval.api import (
+        Result,
+        as_config,
+        audit,
+        compare,
+        diff,
+        generate,
+        judge_answers,
+        judge_check,
+        judge_traces,
+        lint,
+        load_run,
+        retrieval,
+    )
+
+    load_config = as_config
+
+_API = frozenset(
+    {
+        "Result",
+        "as_config",
+        "audit",
+        "compare",
+        "diff",
+        "generate",
+        "judge_answers",
+        "judge_check",
+        "judge_traces",
+        "lint",
+        "load_run",
+        "retrieval",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name in _API or name == "load_config":
+        import rag_eval.api as api  # noqa: PLC0415  (loaded on first use, see above)
+
+        value = getattr(api, "as_config" if name == "load_config" else name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rag_eval' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _API | {"load_config"})
+
 
 __all__ = [
     "ConfigError",

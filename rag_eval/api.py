@@ -13,8 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag_eval.config import AuditConfig
+import yaml
+
+from rag_eval import progress as prog
+from rag_eval.cache_dirs import cache_root
+from rag_eval.config import AuditConfig, LLMConfig, TestGenConfig, config_from_dict, load_config
+from rag_eval.data.frames import records_from
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.judges.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
+from rag_eval.orchestration.diff import RunDiff, diff_runs, write_diff
+from rag_eval.orchestration.finished import read_run, resolve_baseline
+from rag_eval.orchestration.gates import check_gates
+from rag_eval.orchestration.runner import run_audit, run_compare, run_lint, run_retrieval
+from rag_eval.orchestration.steps import load_inputs
+from rag_eval.orchestration.supplied import judge_supplied, parse_rows
+from rag_eval.report.screen import one_screen
+from rag_eval.rundir import new_run_dir, read_finished
+from rag_eval.system.trace_audit import audit_traces, traces_config
+from rag_eval.testgen.generator import run_generate
 
 ConfigLike = str | Path | dict | AuditConfig
 
@@ -22,8 +38,6 @@ ConfigLike = str | Path | dict | AuditConfig
 def as_config(config: ConfigLike, *, base_dir: str | Path | None = None) -> AuditConfig:
     """An ``AuditConfig`` from a YAML path, a dict (paths relative to ``base_dir``, default the
     working folder) or an ``AuditConfig``."""
-    from rag_eval.config import config_from_dict, load_config
-
     if isinstance(config, AuditConfig):
         return config
     if isinstance(config, dict):
@@ -90,7 +104,6 @@ def _config_with_given(config: ConfigLike, corpus: Any, test_set: Any, base_dir)
 def _inputs(cfg: AuditConfig, corpus: Any, test_set: Any):
     if corpus is None and test_set is None:
         return None
-    from rag_eval.orchestration.runner import load_inputs
 
     return load_inputs(cfg, corpus, test_set)
 
@@ -114,8 +127,6 @@ class Result:
 
     @classmethod
     def from_dir(cls, run_dir: str | Path, config: AuditConfig | None = None) -> Result:
-        from rag_eval.rundir import read_finished
-
         run_dir = Path(run_dir)
         summary, report = read_finished(run_dir)
         return cls(run_dir, summary, report, config)
@@ -132,7 +143,7 @@ class Result:
     def retrieval_df(self):
         """One row per question and retriever: rank of the first relevant chunk, miss, metrics,
         retrieved ids, diagnosis of a miss."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415
 
         rows = []
         for r in _read_jsonl(self.run_dir / "retrieval.jsonl"):
@@ -147,40 +158,34 @@ class Result:
 
     def generation_df(self):
         """One row per answer: question, prompt, contexts, answer, model, tokens, latency, cache hit."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415
 
         return pd.DataFrame(_read_jsonl(self.run_dir / "generation.jsonl"))
 
     def judgements_df(self):
         """One row per judge and answer: status, score, verdict, probability, cut-off, reason."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415
 
         return pd.DataFrame(_read_jsonl(self.run_dir / "judgements.jsonl"))
 
     def attribution_df(self):
         """One row per question and prompt: the outcome and why, with the answer and the reference."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415
 
         rows = self.report.get("attribution", {}).get("rows", [])
         return pd.DataFrame([{k: v for k, v in r.items() if k not in ("judges", "contexts")} for r in rows])
 
     def gates(self, gates: dict[str, str] | None = None) -> list:
         """Every gate's result (the config's gates unless ``gates`` is given)."""
-        from rag_eval.orchestration.gates import check_gates
-
         gates = gates if gates is not None else (self.config.gates if self.config else {})
         where = self.config.where("gates") if self.config else "gates"
         return check_gates(gates, self.summary, where, self.diff.to_json() if self.diff is not None else None)
 
     def __str__(self) -> str:
-        from rag_eval.report.screen import one_screen
-
         return f"{one_screen(self.summary)}\nrun folder: {self.run_dir}"
 
 
 def _quiet(progress: bool):
-    from rag_eval import progress as prog
-
     prog.set_enabled(progress)
 
 
@@ -201,8 +206,6 @@ def audit(
     ``corpus`` / ``test_set``: rows (list of dicts, DataFrame, Dataset) instead of the config's
     files. ``resume``: True for the newest unfinished run of this config, or a run folder.
     ``baseline``: a finished run folder to diff against (``diff.`` gates; diff.json in the run)."""
-    from rag_eval.orchestration.runner import run_audit
-
     _quiet(progress)
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
@@ -221,7 +224,6 @@ def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | Non
     that is not a finished run fails before the run starts."""
     if baseline is None:
         return None
-    from rag_eval.orchestration.finished import read_run, resolve_baseline
 
     found = resolve_baseline(baseline, cfg.name)
     read_run(found, "baseline")
@@ -231,8 +233,6 @@ def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | Non
 def _with_baseline(result: Result, baseline: str | Path | None) -> Result:
     """The run diffed against the baseline: diff.json and diff.md in its folder, ``result.diff``."""
     if baseline is not None:
-        from rag_eval.orchestration.diff import diff_runs, write_diff
-
         result.diff = diff_runs(baseline, result.run_dir)
         write_diff(result.diff, result.run_dir)
     return result
@@ -242,7 +242,6 @@ def diff(base: str | Path | Result, new: str | Path | Result, *, pairs: dict[str
     """Two finished runs compared question by question (``rag_eval.orchestration.diff.RunDiff``: figures with paired
     intervals, tests and verdicts, the questions that moved, what could not be compared).
     ``pairs``: base name -> new name, for retrievers or prompts named differently."""
-    from rag_eval.orchestration.diff import diff_runs
 
     def folder(x):
         return x.run_dir if isinstance(x, Result) else x
@@ -261,8 +260,6 @@ def retrieval(
     baseline: str | Path | None = None,
 ) -> Result:
     """The retrieval stage alone (no LLM); a Result. ``baseline``: a run folder to diff against."""
-    from rag_eval.orchestration.runner import run_retrieval
-
     _quiet(progress)
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
@@ -292,8 +289,6 @@ def compare(
     """Every prompt on the same retrieved contexts, with paired comparisons; a Result.
     ``baseline``: a run folder to diff against. ``stop_when_settled``: questions in a seeded
     random order, ``batch`` at a time, until an always-valid test settles the differences."""
-    from rag_eval.orchestration.runner import run_compare
-
     _quiet(progress)
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
@@ -309,8 +304,6 @@ def compare(
 
 def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_dir: str | Path | None = None) -> list:
     """Test-set health findings (``rag_eval.retrievers.lint.Finding``: code, severity, message, questions, fix)."""
-    from rag_eval.orchestration.runner import run_lint
-
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     return run_lint(cfg, _inputs(cfg, corpus, test_set))
 
@@ -326,10 +319,6 @@ def judge_check(
 ) -> list:
     """The probability-scored judges on labelled cases (a JSONL path, or a list of case dicts);
     out-of-fold figures per judge and source (``rag_eval.judges.judge_check.JudgeScore``)."""
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.config import LLMConfig
-    from rag_eval.judges.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
-
     _quiet(progress)
     if cases is None or isinstance(cases, (str, Path)):
         cases = read_case_files([cases or DEFAULT_CASES])
@@ -353,11 +342,6 @@ def judge_answers(
     names (user_input, retrieved_contexts, response, reference / ground_truth) are accepted.
     ``judges``: the config's judges section (default: every default judge on the embedded model).
     Returns a Result with judgements and attribution (retrieval misses decided by context recall)."""
-    from rag_eval.config import config_from_dict
-    from rag_eval.data.frames import records_from
-    from rag_eval.orchestration.supplied import parse_rows
-    from rag_eval.rundir import new_run_dir
-
     _quiet(progress)
     rows = parse_rows(records_from(data, "answers"))
     cfg = config_from_dict(
@@ -370,7 +354,6 @@ def judge_answers(
             "report": {"out": str(out)},
         }
     )
-    from rag_eval.orchestration.supplied import judge_supplied
 
     run_dir = new_run_dir(cfg)
     judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
@@ -392,8 +375,6 @@ def judge_traces(
     judge on the embedded model) and, optionally, a corpus and a labelled test set to match the
     traces' questions to. ``labels``: traces drawn (seeded) to label. Returns a Result; skipped
     traces are counted by reason in ``report["traces"]``."""
-    from rag_eval.system.trace_audit import audit_traces, traces_config
-
     _quiet(progress)
     cfg = traces_config(config if config is not None else {"name": "traces"}, out)
     paths = [files] if isinstance(files, (str, Path)) else list(files)
@@ -414,9 +395,6 @@ def generate(
     """A test set generated from the config's corpus (or ``corpus`` rows), every label verified,
     written to ``out``; returns the generation report. ``testgen`` overrides the config's testgen
     section (``n=100``, ``seed=1``, ``mix={...}``, ``llm={...}``)."""
-    from rag_eval.config import TestGenConfig
-    from rag_eval.testgen.generator import run_generate
-
     _quiet(progress)
     if isinstance(config, dict):
         config = {**config, "test_set": config.get("test_set", {"source": "given"})}
@@ -435,10 +413,6 @@ def generate(
 
 def load_run(run_dir: str | Path) -> Result:
     """A finished run folder as a Result (its saved config's gates apply)."""
-    import yaml
-
-    from rag_eval.config import config_from_dict
-
     run_dir = Path(run_dir)
     result = Result.from_dir(run_dir)
     try:
@@ -447,8 +421,6 @@ def load_run(run_dir: str | Path) -> Result:
     except (OSError, yaml.YAMLError, ConfigError):
         result.config = None
     if (run_dir / "diff.json").exists():  # a run made with --baseline: its diff, as recorded
-        from rag_eval.orchestration.diff import RunDiff
-
         try:
             result.diff = RunDiff.from_json(json.loads((run_dir / "diff.json").read_text(encoding="utf-8")))
         except (ValueError, KeyError, TypeError):

@@ -7,16 +7,34 @@ import json
 import signal
 import sys
 import traceback
+from pathlib import Path
 
-from rag_eval.errors import RagEvalError
+from rag_eval import api, progress
+from rag_eval.cache_dirs import cache_root
+from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
+from rag_eval.data.corpus import load_corpus
+from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
+from rag_eval.judges.calibration import user_path
+from rag_eval.judges.cascade import measure, second_opinions
+from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
+from rag_eval.judges.labels import draw, label_run, write_csv, write_html
 from rag_eval.offline import go_offline
+from rag_eval.orchestration.gates import describe_failure
+from rag_eval.orchestration.history import collect_history, history_text
+from rag_eval.orchestration.steps import load_inputs
+from rag_eval.report.ci import write_ci_outputs
+from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
+from rag_eval.report.files import write_report
+from rag_eval.report.history_html import render_history_html
+from rag_eval.report.markdown import fmt
+from rag_eval.report.screen import one_screen
+from rag_eval.report.triage import labels_plan
+from rag_eval.retrievers.lint import fails, generic_labels
+from rag_eval.rundir import write_json, write_text
 from rag_eval.version import __version__
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from rag_eval.config import load_config
-    from rag_eval.orchestration.runner import load_inputs
-
     cfg = load_config(args.config)
     inputs = load_inputs(cfg)
     n_ans = sum(q.answerable for q in inputs.questions)
@@ -31,7 +49,6 @@ def _validate(args: argparse.Namespace) -> int:
             f"Evidence quotes: {len(counts)}, matching {min(counts)} to {max(counts)} chunks each "
             f"(median {sorted(counts)[len(counts) // 2]})."
         )
-    from rag_eval.retrievers.lint import generic_labels
 
     for f in generic_labels(cfg, inputs.questions):
         print(f"warning: {f.message} ({', '.join(f.questions[:8])}). Fix: {f.fix}")
@@ -39,8 +56,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _retrieval(args: argparse.Namespace) -> int:
-    from rag_eval import api, progress
-
     result = api.retrieval(_with_test_set(args), out=args.out, progress=progress.enabled(), baseline=args.baseline)
     summary = result.summary
     n = sum(len(pairs) for pairs in summary["retrieval_comparison"].values())
@@ -56,9 +71,6 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from rag_eval import api
-    from rag_eval.retrievers.lint import fails
-
     cfg = _with_test_set(args)
     findings = api.lint(cfg)
     for f in findings:
@@ -74,8 +86,6 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rag_eval import api, progress
-
     resume = True if args.resume == "newest" else args.resume
     result = api.audit(
         _with_test_set(args),
@@ -90,11 +100,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _with_test_set(args: argparse.Namespace):
     """The config, with ``--test-set PATH`` (relative to the working folder) in place of its test set."""
-    from pathlib import Path
-
-    from rag_eval import api
-    from rag_eval.config import TestSetConfig
-
     cfg = api.as_config(args.config)
     if getattr(args, "test_set", None):
         cfg = cfg.model_copy(update={"test_set": TestSetConfig(path=str(Path(args.test_set).resolve()))})
@@ -103,16 +108,10 @@ def _with_test_set(args: argparse.Namespace):
 
 def _finish(result, args: argparse.Namespace, suite: str) -> int:
     """The one-screen summary, then the gates (exit 1 when one fails) and the CI files asked for."""
-    from rag_eval.orchestration.gates import describe_failure
-    from rag_eval.report.ci import write_ci_outputs
-    from rag_eval.report.screen import one_screen
-
     print(one_screen(result.summary))
     print(f"run folder: {result.run_dir} (report.md, report.html, summary.json)")
     extra = None
     if result.diff is not None:
-        from rag_eval.report.diff_report import diff_gate_markdown
-
         print(str(result.diff))
         print(f"diff against the baseline: {result.run_dir}/diff.md and diff.json")
         extra = diff_gate_markdown(result.diff.to_json())
@@ -128,13 +127,6 @@ def _finish(result, args: argparse.Namespace, suite: str) -> int:
 
 
 def _judge_check(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.config import LLMConfig
-    from rag_eval.judges.judge_check import halueval_cases, read_case_files, run_judge_check
-    from rag_eval.report.markdown import fmt
-
     cases = read_case_files(args.cases)
     for spec in args.halueval or []:
         path, _, span = spec.partition(":")
@@ -179,8 +171,6 @@ def _judge_check(args: argparse.Namespace) -> int:
             f"and {u['completion_tokens']} completion tokens"
         )
     if args.save:
-        from rag_eval.judges.calibration import user_path
-
         print(f"cut-offs and bands saved to {user_path()}")
     cascade = _cascade(args, cases, scores, usage) if args.escalate else None
     if args.json:
@@ -213,14 +203,6 @@ def _band_line(s) -> str:
 
 def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list[dict]:
     """judge-check --escalate: first judge alone, second alone and the cascade on the cases."""
-    from pathlib import Path
-
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.config import LLMConfig, PriceConfig
-    from rag_eval.judges.cascade import measure, second_opinions
-    from rag_eval.judges.judge_check import Prediction
-    from rag_eval.report.markdown import fmt
-
     prices = PriceConfig()
     if args.escalate_prices:
         inp, _, out = args.escalate_prices.partition(",")
@@ -269,8 +251,6 @@ def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from rag_eval import api, progress
-
     result = api.compare(
         args.config,
         out=args.out,
@@ -294,12 +274,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
-    from rag_eval.errors import DataError, Problem
-    from rag_eval.orchestration.runner import write_report
-
     run_dir = Path(args.run_dir)
     try:
         report = json.loads((run_dir / "report.json").read_text())
@@ -312,8 +286,6 @@ def _report(args: argparse.Namespace) -> int:
             )
         ) from None
     if args.labels:
-        from rag_eval.judges.labels import label_run
-
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
         lab = report["labels"]
         print(
@@ -327,11 +299,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _label(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
-    from rag_eval.judges.labels import draw, write_csv, write_html
-
     run_dir = Path(args.run_dir)
     rows = draw(run_dir, args.n, args.seed, active=not args.uniform)
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
@@ -341,7 +308,6 @@ def _label(args: argparse.Namespace) -> int:
     for row in report.get("attribution", {}).get("rows", []):
         verdicts[(row["question_id"], row["prompt"])] = row.get("judges", {})
     write_csv(rows, out / "labels.csv")
-    from rag_eval.report.triage import labels_plan
 
     plan = labels_plan(report, args.width)
     write_html(rows, out / "labels.html", _context_texts(run_dir, report), verdicts, plan=plan)
@@ -356,19 +322,12 @@ def _label(args: argparse.Namespace) -> int:
 
 def _context_texts(run_dir, report: dict) -> dict[str, str]:
     """Chunk texts for the labelling page: from the run's kept inputs, else its config's corpus."""
-    import json
-    from pathlib import Path
-
     kept = run_dir / "inputs" / "corpus.jsonl"
     if kept.exists():
         rows = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines() if line.strip()]
         return {r["id"]: r["text"] for r in rows}
     path = report.get("config_path")
     if path and Path(path).exists():
-        from rag_eval.config import load_config
-        from rag_eval.data.corpus import load_corpus
-        from rag_eval.errors import RagEvalError
-
         try:
             return {c.id: c.passage for c in load_corpus(load_config(path)).chunks}
         except RagEvalError:
@@ -377,10 +336,6 @@ def _context_texts(run_dir, report: dict) -> dict[str, str]:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from rag_eval import api, progress
-
     overrides = {k: v for k, v in {"n": args.n, "seed": args.seed}.items() if v is not None}
     if args.mix:
         overrides["mix"] = _parse_mix(args.mix)
@@ -405,8 +360,6 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _parse_mix(text: str) -> dict[str, float]:
-    from rag_eval.errors import ConfigError, Problem
-
     mix = {}
     for part in text.split(","):
         kind, _, share = part.partition("=")
@@ -420,12 +373,6 @@ def _parse_mix(text: str) -> dict[str, float]:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from rag_eval import api
-    from rag_eval.report.diff_report import render_diff_markdown
-    from rag_eval.rundir import write_json, write_text
-
     result = api.diff(args.base, args.new, pairs=_parse_pairs(args.pair or []))
     data = result.to_json()
     print(str(result))
@@ -439,8 +386,6 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _parse_pairs(items: list[str]) -> dict[str, str]:
-    from rag_eval.errors import ConfigError, Problem
-
     pairs = {}
     for item in items:
         base, sep, new = item.partition("=")
@@ -455,12 +400,6 @@ def _parse_pairs(items: list[str]) -> dict[str, str]:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from rag_eval.orchestration.history import collect_history, history_text
-    from rag_eval.report.history_html import render_history_html
-    from rag_eval.rundir import write_json, write_text
-
     hist = collect_history(Path(args.runs_dir), config=args.config)
     print(history_text(hist))
     html = Path(args.html) if args.html else Path(args.runs_dir) / "history.html"
@@ -488,8 +427,6 @@ def _ci_options(p: argparse.ArgumentParser) -> None:
 
 
 def _traces(args: argparse.Namespace) -> int:
-    from rag_eval import api, progress
-
     result = api.judge_traces(
         args.files,
         config=args.config,
@@ -747,7 +684,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     go_offline()
     args = build_parser().parse_args(argv)
-    from rag_eval import progress
 
     progress.set_enabled(not getattr(args, "quiet", False))
     # A polite kill ends like Ctrl-C: the local model server is stopped and records are kept.

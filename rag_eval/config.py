@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from pathlib import Path
@@ -11,7 +12,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_eval.errors import ConfigError, Problem, did_you_mean
-from rag_eval.judges.registry import DEFAULT_METRICS, JUDGE_NAMES
+from rag_eval.judges.registry import BANDED, DEFAULT_METRICS, JUDGE_NAMES
+from rag_eval.metrics import parse_metric
+from rag_eval.system.paths import parse_path
 
 
 class _Model(BaseModel):
@@ -208,8 +211,6 @@ class RetrievalConfig(_Model):
 
     @model_validator(mode="after")
     def _check_references(self) -> RetrievalConfig:
-        from rag_eval.metrics import parse_metric
-
         names = list(self.retrievers)
         for name, r in self.retrievers.items():
             refs = r.of if isinstance(r, HybridConfig) else [r.of] if isinstance(r, RerankConfig) else []
@@ -392,8 +393,6 @@ class JudgesConfig(_Model):
     @field_validator("uncertain")
     @classmethod
     def _bands(cls, value):
-        from rag_eval.judges.uncertain import BANDED
-
         if isinstance(value, dict):
             known = (*BANDED, "correctness_short")
             for judge, (low, high) in value.items():
@@ -517,8 +516,6 @@ class HttpSystemConfig(_Model):
     @field_validator("answer", "contexts", "ids", "scores")
     @classmethod
     def _json_path(cls, value: str | None) -> str | None:
-        from rag_eval.system.paths import parse_path
-
         if value is not None:
             parse_path(value)
         return value
@@ -566,8 +563,6 @@ class HaystackSystemConfig(_Model):
     @field_validator("answer", "documents")
     @classmethod
     def _json_path(cls, value: str) -> str:
-        from rag_eval.system.paths import parse_path
-
         parse_path(value)
         return value
 
@@ -624,8 +619,6 @@ class AuditConfig(_Model):
     @field_validator("gates")
     @classmethod
     def _gate_rules(cls, gates: dict[str, str]) -> dict[str, str]:
-        from rag_eval.orchestration.gates import parse_rule
-
         for figure, rule in gates.items():
             try:
                 parse_rule(rule, figure)
@@ -913,3 +906,21 @@ def resolved_config(cfg: AuditConfig) -> dict:
         out["corpus"].pop("chunker", None)
         out["corpus"].pop("extensions", None)
     return out
+
+
+# A gate's rule: a comparison and a number (``gates: {figure: ">= 0.8"}``), checked when the
+# config loads; rag_eval/orchestration/gates.py applies it to a run's figures.
+OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
+_RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+def parse_rule(rule: str, where: str) -> tuple[str, float]:
+    """The comparison and the threshold of a gate rule such as ``>= 0.8``."""
+    m = _RULE.match(str(rule))
+    if not m:
+        raise ConfigError(
+            Problem(
+                where, f"gate rule {rule!r} is not of the form '>= 0.8'", "use one of >=, <=, >, <, == and a number"
+            )
+        )
+    return m.group(1), float(m.group(2))

@@ -18,7 +18,10 @@ Workers must be able to import rag_eval (on a cluster: install it there, or give
 from __future__ import annotations
 
 import asyncio
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,6 +30,7 @@ import numpy as np
 from rag_eval.config import EngineConfig, LLMConfig
 from rag_eval.embedding import encode_texts
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.llm.local import LocalServer, ServerSettings, default_model_path
 from rag_eval.offline import go_offline
 from rag_eval.progress import say
 
@@ -35,7 +39,7 @@ _WORKER_MODELS: dict[str, Any] = {}  # embedding models loaded in a Ray worker p
 
 def _ray():
     try:
-        import ray
+        import ray  # noqa: PLC0415
     except ImportError:
         raise ConfigError(
             Problem(
@@ -77,7 +81,7 @@ def _encode_on_worker(model_path: str, texts: list[str], batch_size: int) -> np.
     """Normalised float32 embeddings of ``texts``, with the worker's copy of the model."""
     if model_path not in _WORKER_MODELS:
         go_offline()
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415
 
         _WORKER_MODELS[model_path] = SentenceTransformer(model_path, device="cpu")
     return encode_texts(_WORKER_MODELS[model_path], texts, batch_size)
@@ -142,10 +146,6 @@ class _ModelWorker:
     """A Ray actor running the embedded model's llama-server on its node."""
 
     def __init__(self, cfg: dict, threads: int):
-        from pathlib import Path
-
-        from rag_eval.llm.local import LocalServer, ServerSettings, default_model_path
-
         path = Path(cfg["model_path"]).expanduser() if cfg.get("model_path") else default_model_path()
         binary = Path(cfg["server_binary"]) if cfg.get("server_binary") else None
         self.server = LocalServer(
@@ -153,9 +153,6 @@ class _ModelWorker:
         ).start()
 
     def post(self, path: str, body: bytes, content_type: str) -> tuple[int, bytes, list]:
-        import urllib.error
-        import urllib.request
-
         req = urllib.request.Request(
             f"http://127.0.0.1:{self.server.port}{path}", body, {"Content-Type": content_type}, method="POST"
         )

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from rag_eval.config import AuditConfig, resolved_config
+from rag_eval.errors import DataError, Problem
 
 
 def new_run_dir(cfg: AuditConfig, out: str | None = None) -> Path:
@@ -59,8 +60,6 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def read_finished(run_dir: Path, what: str = "the folder") -> tuple[dict, dict]:
     """(summary.json, report.json) of a run folder; a folder without them is a DataError."""
-    from rag_eval.errors import DataError, Problem
-
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
         report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))

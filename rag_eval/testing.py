@@ -17,11 +17,16 @@ CONFIG`` gives every test the ``rag_eval_result`` fixture, the audit of that con
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from rag_eval.api import ConfigLike, Result
+if TYPE_CHECKING:
+    from rag_eval.api import ConfigLike, Result
+
+# This module is a pytest plugin, imported by every pytest session of an environment where
+# rag-eval is installed: the audit itself (rag_eval.api and every stage) is imported where a test
+# asks for it, never when the plugin loads.
 
 
 class GateFailure(AssertionError):
@@ -31,7 +36,7 @@ class GateFailure(AssertionError):
 
 def assert_gates(result: Result, gates: dict[str, str] | None = None) -> None:
     """Fail (``GateFailure``, an AssertionError) when a gate fails: the config's gates, or ``gates``."""
-    from rag_eval.orchestration.gates import describe_failure
+    from rag_eval.orchestration.gates import describe_failure  # noqa: PLC0415  (plugin: see the top)
 
     results = result.gates(gates)
     failed = [r for r in results if not r.passed]
@@ -44,7 +49,7 @@ def audit_fixture(config: ConfigLike, *, stage: str = "audit", name: str | None 
     """A session-scoped pytest fixture that runs ``rag_eval.audit`` (or ``retrieval`` with
     ``stage="retrieval"``) once and returns its Result. Assign it to a module-level name; that
     name is the fixture's name unless ``name`` is given."""
-    import rag_eval.api as api
+    import rag_eval.api as api  # noqa: PLC0415  (plugin: see the top)
 
     run = {"audit": api.audit, "retrieval": api.retrieval, "compare": api.compare}[stage]
 
@@ -70,8 +75,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def rag_eval_result(request: pytest.FixtureRequest) -> Result:
     """The audit of ``--rag-eval-config`` (or the ``rag_eval_config`` ini option), run once."""
-    import rag_eval.api as api
-
     config = request.config.getoption("--rag-eval-config") or request.config.getini("rag_eval_config")
     if not config:
         pytest.fail("rag_eval_result needs --rag-eval-config CONFIG (or rag_eval_config in the pytest ini)")
@@ -79,4 +82,6 @@ def rag_eval_result(request: pytest.FixtureRequest) -> Result:
     if not path.is_absolute():
         path = Path(request.config.rootpath) / path if not path.exists() else path
     stage = request.config.getoption("--rag-eval-stage")
+    import rag_eval.api as api  # noqa: PLC0415  (plugin: see the top)
+
     return (api.retrieval if stage == "retrieval" else api.audit)(path)

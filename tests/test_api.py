@@ -15,9 +15,9 @@ import pytest
 
 import rag_eval
 from rag_eval.cli import main
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 
 from .conftest import ROOT, SMALL_CORPUS, SMALL_QUESTIONS
+from .scripted_server import ScriptedServer, judge_name, structured_reply
 
 # Three questions whose fields have one type each, as a datasets.Dataset needs (from_list would
 # take the columns of the first row only).

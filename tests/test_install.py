@@ -7,9 +7,8 @@ import sys
 
 import pytest
 
-from rag_eval.llm.scripted_server import ScriptedServer, structured_reply
-
 from .conftest import ROOT
+from .scripted_server import ScriptedServer, structured_reply
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.config import AuditConfig, GenerationConfig
+from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.hashing import inputs_hash
 from rag_eval.progress import track_async
+from rag_eval.resources import shipped_prompt
+from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.stage import RetrievalResults
+from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.types import Chunk, Corpus
 
 PLACEHOLDERS = ("{question}", "{contexts}")
@@ -47,8 +52,6 @@ def load_prompts(cfg: AuditConfig) -> dict[str, PromptTemplate]:
     for name, value in cfg.generation.prompts.items():
         path = cfg.resolve_path(value)
         if not path.exists() and Path(value).parts[:1] == ("prompts",):
-            from rag_eval.resources import shipped_prompt
-
             # prompts/answer.md and the other shipped prompts work from any folder.
             shipped = shipped_prompt(str(Path(*Path(value).parts[1:])))
             path = shipped if shipped.exists() else path
@@ -144,8 +147,6 @@ def _strata(cfg: AuditConfig, res: RetrievalResults) -> dict[str, list[int]]:
 
 def read_done(path: Path) -> dict[tuple[str, str], dict]:
     """Finished records of a generation.jsonl, keyed by (question id, prompt); failures are redone."""
-    from rag_eval.rundir import read_jsonl
-
     return {(r["question_id"], r["prompt"]): r for r in read_jsonl(path) if r.get("error") is None}
 
 
@@ -174,9 +175,6 @@ async def generate(
     model, settings); ``out`` ends holding exactly the returned records. Also returns what was
     reused and why the rest was redone.
     """
-    from rag_eval.judges.base import inputs_hash
-    from rag_eval.rundir import write_text
-
     g = cfg.generation
     done = read_done(out)
     weights = weights or {}
@@ -235,9 +233,6 @@ def supplied_answers(
     weights: dict[str, dict] | None = None,
 ) -> list[dict]:
     """The user's own answers (a JSONL of question_id, answer[, prompt, contexts] or a callable)."""
-    from rag_eval.data.records import read_records
-    from rag_eval.retrievers.custom import import_object
-
     g = cfg.generation
     value = g.answers or ""
     ids = {res.questions[i].id: i for i in selected}

@@ -60,7 +60,7 @@ def split_by_heading(text: str) -> list[Section]:
 
 def split_fixed(text: str, size: int, overlap: int) -> list[str]:
     """Pieces of at most ``size`` characters overlapping by ``overlap``, split at natural breaks."""
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from langchain_text_splitters import RecursiveCharacterTextSplitter  # noqa: PLC0415
 
     splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
     return [piece for piece in splitter.split_text(text) if piece.strip()]

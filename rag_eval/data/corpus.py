@@ -7,6 +7,8 @@ from typing import Any
 
 from rag_eval.config import AuditConfig, CorpusConfig
 from rag_eval.data.chunking import slugify, split_by_heading, split_fixed, unique_ids
+from rag_eval.data.frames import records_from
+from rag_eval.data.python_docs import python_docs_corpus
 from rag_eval.data.records import Record, read_records
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.offline import go_offline
@@ -30,12 +32,9 @@ def load_corpus(cfg: AuditConfig, given: Any = None) -> Corpus:
             )
         if isinstance(given, Corpus):
             return given
-        from rag_eval.data.frames import records_from
 
         corpus = Corpus(_chunks_from_records(records_from(given, "corpus"), cc), source="corpus (given)")
     elif cc.source == "python-docs":
-        from rag_eval.data.python_docs import python_docs_corpus
-
         corpus = python_docs_corpus()
     elif cc.folder:
         corpus = _from_folder(cfg.resolve_path(cc.folder), cc)
@@ -54,7 +53,7 @@ def _table_records(path: Path) -> list[Record]:
     if not path.is_file():
         raise DataError(Problem(str(path), "the corpus file does not exist", "check corpus.path in the config"))
     go_offline()
-    from datasets import Dataset
+    from datasets import Dataset  # noqa: PLC0415
 
     try:
         if TABLE_FORMATS[path.suffix.lower()] == "csv":

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.stats import norm
 
-from rag_eval.judges.ppi import PPIEstimate
+from rag_eval.judges.ppi import PPIEstimate, human_mean
 
 # The share of each inclusion probability that is uniform: a floor that keeps every pi > 0 and
 # the estimate's variance bounded when the judge's uncertainty misleads.
@@ -130,15 +131,11 @@ def active_mean(
     """The mean of the labels over every item, from the labelled items (labels ``y``, judge
     ``yhat``, inclusion probabilities ``pi``) and the judge's ``yhat_unlabelled`` on the rest,
     weighting each label's correction by ``1 / pi``. ``w``: the audit's weights of the items."""
-    from scipy.stats import norm
-
     y, yh, pi, yu = (np.asarray(a, float) for a in (y, yhat, pi, yhat_unlabelled))
     n, m = len(y), len(yu)
     if n == 0:
         return PPIEstimate(None, None, None, 0, m, "no labels")
     if m == 0:  # every item labelled: the figure is the labels' own
-        from rag_eval.judges.ppi import human_mean
-
         return human_mean(y, confidence=confidence, w=w, bounded=bounded)
     big_n = n + m
     w_all = np.concatenate(
@@ -174,8 +171,6 @@ def labels_for_width(
     (``decision_uncertainty``): uniform labels need z² E[e] / h² (``uniform_variance`` replaces
     E[e] where the judge's agreement was measured); active ones z² E[e / pi~] / h² with pi~ the
     active draw's probabilities relative to uniform, scaled alike."""
-    from scipy.stats import norm
-
     e = np.clip(np.asarray(errors, float), 0.0, 0.5)
     z = norm.ppf(1 - (1 - confidence) / 2)
     if len(e) == 0:

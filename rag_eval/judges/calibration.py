@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root
+from rag_eval.judges.scored import PROMPT_OF, VARIANTS
+from rag_eval.rundir import write_json
 
 SHIPPED = "calibration_embedded.json"
 
@@ -56,8 +58,6 @@ def saved() -> dict:
 def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dict[str, float], dict[str, bool]]:
     """(cut-off per judge, whether it is calibrated) for every scored judge with a saved calibration
     for this model and its current prompt; the config's ``judges.cutoffs`` win."""
-    from rag_eval.judges.scored import PROMPT_OF, VARIANTS
-
     table = saved()
     cutoffs, calibrated = {}, {}
     for judge in PROMPT_OF:
@@ -74,8 +74,6 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
 def agreement_for(identity: str, scored) -> dict[str, dict]:
     """The measured agreement with human labels (accuracy, n, where measured) of each scored judge
     with a saved calibration for this model and its current prompt."""
-    from rag_eval.judges.scored import PROMPT_OF
-
     table = saved()
     out = {}
     for judge in PROMPT_OF:
@@ -93,8 +91,6 @@ def agreement_for(identity: str, scored) -> dict[str, dict]:
 
 def save(identity: str, judge: str, prompt_hash: str, entry: dict, path: Path | None = None) -> Path:
     """Add or replace one calibration in the user's file (or ``path``)."""
-    from rag_eval.rundir import write_json
-
     path = path or user_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     table = _read(path)

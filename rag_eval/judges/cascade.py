@@ -20,7 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.config import LLMConfig
+from rag_eval.judges.calibration import cutoffs_for, out_of_fold
 from rag_eval.judges.escalation import Opinion, second_opinion
+from rag_eval.judges.judge_check import JUDGES_FOR, POSITIVE, cutoff_fitter
+from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_statements
+from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, band_folds, bands_for
+from rag_eval.llm.session import LLMSession
 from rag_eval.stats import Estimate, wilson_interval
 
 # The prompt variant and whether "yes" is the positive label, per judge (as the judges ask).
@@ -45,8 +50,6 @@ class CascadeRow:
 
 def _values(judge: str, case: dict) -> list[dict[str, str]]:
     """The texts of each decision the judge takes on a case (one per statement for faithfulness)."""
-    from rag_eval.judges.scored import split_statements
-
     if judge == "refusal":
         return [{"question": case["question"], "answer": case["answer"]}]
     if judge == "correctness":
@@ -61,12 +64,6 @@ def second_opinions(
     cases: list[dict], judges: list[str], llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path | None
 ) -> tuple[dict[str, list[list[Opinion] | None]], dict]:
     """Every decision of every case asked of the second judge; and its usage."""
-    from rag_eval.judges.calibration import cutoffs_for
-    from rag_eval.judges.judge_check import JUDGES_FOR
-    from rag_eval.judges.scored import ScoredJudges, correctness_variant
-    from rag_eval.judges.uncertain import bands_for
-    from rag_eval.llm.session import LLMSession
-
     session = LLMSession(cache_dir)
 
     async def main():
@@ -128,10 +125,6 @@ def measure(
     target: float | None = None,
 ) -> list[CascadeRow]:
     """The three ways of deciding this judge's cases (see the module's docstring)."""
-    from rag_eval.judges.calibration import out_of_fold
-    from rag_eval.judges.judge_check import JUDGES_FOR, POSITIVE, cutoff_fitter
-    from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, band_folds
-
     kind = next(k for k, js in JUDGES_FOR.items() if judge in js)
     ok = [i for i, c in enumerate(cases) if c["judge"] == kind and first_preds[i].error is None]
     positive = np.array([cases[i]["label"] == POSITIVE[kind] for i in ok])

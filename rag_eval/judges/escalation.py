@@ -20,9 +20,11 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.calibration import cutoffs_for
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import PROMPT_OF, ScoredJudges
-from rag_eval.judges.uncertain import Band
+from rag_eval.judges.uncertain import Band, bands_for
 
 # For each banded judge: (the prompt's verdict for "yes", the other verdict, the positive one).
 VERDICTS = {
@@ -108,8 +110,6 @@ async def escalate(
     decisions); ``inputs(record)`` gives the texts the prompts need (question, answer, reference,
     context). Uncertain refusal verdicts go first: an answer the second judge calls a refusal makes
     no claim, so its faithfulness records become ``skipped`` (and are not sent)."""
-    from rag_eval.judges.registry import JUDGES
-
     info = Escalation(second.llm.model, second.llm.identity, max_calls)
     info.uncertain = sum(j.status == "uncertain" for j in records)
 
@@ -244,9 +244,6 @@ async def escalate_records(cfg, records: list[dict], llm, answer_of, contexts_of
     judge of ``cfg.judges.escalate``); ``answer_of(question_id, prompt)`` gives (the Question, its
     generation record); ``contexts_of(ids)`` the context texts. Returns the records and what the
     escalation did (with the second judge's usage and cost)."""
-    from rag_eval.judges.calibration import cutoffs_for
-    from rag_eval.judges.uncertain import bands_for
-
     jc = cfg.judges
     second = ScoredJudges.load(llm, cfg.resolve_path(jc.prompts_dir) if jc.prompts_dir else None)
     # The config's cut-offs and bands are the first judge's; the second has only its own saved ones.

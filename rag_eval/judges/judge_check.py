@@ -27,6 +27,12 @@ from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
+from rag_eval.judges.calibration import save as save_calibration
+from rag_eval.judges.ragas_judges import RagasJudges
+from rag_eval.judges.scored import ScoredJudges
+from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, bands_out_of_fold, fit_band
+from rag_eval.llm.session import LLMSession
+from rag_eval.progress import track_async
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
 
 LABELS = {
@@ -79,8 +85,6 @@ DEFAULT_CASES = "data/judge-check/cases.jsonl"
 
 def read_case_files(paths: list[str | Path]) -> list[dict]:
     """Every case of the files; a missing file is a DataError naming the working folder."""
-    from rag_eval.errors import DataError, Problem
-
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise DataError(
@@ -185,8 +189,6 @@ class Prediction:
 
 
 async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
-    from rag_eval.progress import track_async
-
     async def one(name: str, i: int, c: dict):
         qid = c["id"]
         if name == "refusal":
@@ -217,7 +219,7 @@ async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> 
 def _auc(positive: np.ndarray, score: np.ndarray) -> float | None:
     if len(set(positive.tolist())) < 2:
         return None
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import roc_auc_score  # noqa: PLC0415
 
     return float(roc_auc_score(positive, score))
 
@@ -335,8 +337,6 @@ def score_judge(
 
 def uncertain_bands(probs, positive, variant, cutoffs, fit, target, threshold, folds, seed) -> dict:
     """The band around each variant's cut-off, fitted on all cases, and its out-of-fold figures."""
-    from rag_eval.judges.uncertain import DEFAULT_TARGET, TARGETS, bands_out_of_fold, fit_band
-
     targets = {v: target or TARGETS.get(v, DEFAULT_TARGET) for v in cutoffs}
     bands = {}
     for v, cut in cutoffs.items():
@@ -351,10 +351,6 @@ def predict(
     cases: list[dict], llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path | None, judges: list[str]
 ) -> tuple[dict[str, list[Prediction]], list[dict], str, object]:
     """Every judge's prediction on every case it applies to; the usage; the model identity; the judges."""
-    from rag_eval.judges.ragas_judges import RagasJudges
-    from rag_eval.judges.scored import ScoredJudges
-    from rag_eval.llm.session import LLMSession
-
     session = LLMSession(cache_dir)
     holder: dict = {}
 
@@ -390,8 +386,6 @@ def run_judge_check(
     uncertain_target: float | None = None,
 ) -> tuple[list[JudgeScore], list[dict]]:
     """Every judge on the cases; the scores, and the model usage. ``save`` stores each fitted cut-off."""
-    from rag_eval.judges.calibration import save as save_calibration
-
     kinds = {c["judge"] for c in cases}
     judges = judges or [j for k in LABELS if k in kinds for j in JUDGES_FOR[k] if j != "faithfulness"]
     preds, usage, identity, scored = predict(cases, llm_cfg, cache_dir, prompts_dir, judges)

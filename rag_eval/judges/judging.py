@@ -16,9 +16,16 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.config import AuditConfig
-from rag_eval.judges.base import Judgement, inputs_hash
+from rag_eval.hashing import inputs_hash
+from rag_eval.judges.calibration import agreement_for, cutoffs_for
+from rag_eval.judges.escalation import escalate_records, first_pass
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import JUDGE_NAMES, JUDGES, figures
+from rag_eval.judges.scored import ScoredJudges
+from rag_eval.judges.uncertain import bands_for, mark
 from rag_eval.progress import track_async
+from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
 
@@ -28,9 +35,6 @@ JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
 def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
     """Finished judgements keyed by (judge, question id, prompt); not_judged ones are retried, and
     escalated ones come back as the first judge left them (escalation runs again after)."""
-    from rag_eval.judges.escalation import first_pass
-    from rag_eval.rundir import read_jsonl
-
     rows = [first_pass(r) for r in read_jsonl(path)]
     return {
         (r["judge"], r["question_id"], r["prompt"]): Judgement.from_dict(r) for r in rows if r["status"] != "not_judged"
@@ -117,8 +121,6 @@ class JudgeRun:
         else:
             result = dataclasses.replace(await make(), input_hash=key)
         if self.bands:
-            from rag_eval.judges.uncertain import mark
-
             result = mark(result, self.bands, self.cfg.judges.faithfulness_threshold)
         self.emit(result)
         return result
@@ -171,12 +173,6 @@ async def judge_all(
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements.
     ``second`` (an LLM): the judge that the uncertain decisions are escalated to."""
-    from rag_eval.judges.calibration import agreement_for, cutoffs_for
-    from rag_eval.judges.ragas_judges import RagasJudges
-    from rag_eval.judges.scored import ScoredJudges
-    from rag_eval.judges.uncertain import bands_for
-    from rag_eval.rundir import write_text
-
     jc = cfg.judges
     families = {JUDGES[m].family for m in jc.metrics}
     scored = None
@@ -213,8 +209,6 @@ async def judge_all(
             records += [j.to_dict() for j in batch]
     escalation = None
     if second is not None:
-        from rag_eval.judges.escalation import escalate_records
-
         gens = {(g["question_id"], g["prompt"]): g for g in generations}
         records, escalation = await escalate_records(
             cfg,

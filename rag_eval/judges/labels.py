@@ -6,15 +6,23 @@ judge's error on the labelled ones)."""
 from __future__ import annotations
 
 import csv
+import html
 import io
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from rag_eval.attribution import attribute
+from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
+from rag_eval.judges.active import active_mean, draw_questions
+from rag_eval.judges.ppi import human_mean, ppi_mean
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
+from rag_eval.judges.uncertain import leaning_value
+from rag_eval.types import Question
 
 COLUMNS = [
     "question_id",
@@ -75,8 +83,6 @@ def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[dic
     pi = {qid: take[s] / len(ids) for s, ids in strata.items() for qid in ids}
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     if active:
-        from rag_eval.judges.active import draw_questions
-
         chosen, pi = draw_questions(report, [q for ids in strata.values() for q in ids], n, seed)
     refs = {r["question_id"]: r for r in report.get("attribution", {}).get("rows", [])}
     rows = []
@@ -120,8 +126,6 @@ def write_html(
     the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns). ``plan``
     (``report.triage.labels_plan``): the page shows, per judged figure, the answers labelled so far
     against the labels its chosen interval width needs."""
-    import html
-
     items = []
     for i, r in enumerate(rows):
         ctx = "".join(
@@ -245,8 +249,6 @@ def _probability(raw, where: str, problems: list[Problem]) -> float | None:
 def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
     """The labels of a CSV (``rag-eval label``'s) or JSON/JSONL file; every problem raises DataError
     naming the file, line and column. ``known``: the run's (question id, prompt) pairs."""
-    from rag_eval.data.records import read_records, read_text
-
     if path.suffix.lower() in (".json", ".jsonl"):
         records = [(r.data, r.where) for r in read_records(path, "labels")]
     else:
@@ -321,8 +323,6 @@ def labelled_figures(report: dict, labels: list[Label], weights: dict[str, float
     """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, judge_on_labelled}}}``
     for every judged figure with a human label column, and ``attribution`` shares likewise. An
     uncertain verdict enters with what the judge leaned to (the labels correct it like any other)."""
-    from rag_eval.judges.uncertain import leaning_value
-
     judges = report.get("judges", {})
     records = judges.get("records", [])
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
@@ -391,9 +391,6 @@ def estimates(
     """(prediction-powered, labels-only) estimates: weighted by each label's inverse inclusion
     probability when the labels were drawn with unequal probabilities (``rag-eval label``'s active
     draw), else PPI++ and the labels' plain mean."""
-    from rag_eval.judges.active import active_mean
-    from rag_eval.judges.ppi import human_mean, ppi_mean
-
     known = [p for p in pi if p is not None]
     if len(known) == len(pi) and known and max(known) - min(known) > 1e-9:
         p = np.array(known)
@@ -411,9 +408,6 @@ def estimates(
 def human_outcomes(report: dict, labels: list[Label]) -> dict[tuple[str, str], str]:
     """The outcome of each labelled answer with the labels in place of the judges' verdicts
     (a blank label keeps the judge's verdict), by the same attribution rules."""
-    from rag_eval.attribution import attribute
-    from rag_eval.types import Question
-
     att = report.get("attribution", {})
     threshold = att.get("faithfulness_threshold", 0.5)
     deciding = att.get("faithfulness_judge") or report.get("judges", {}).get("faithfulness_judge")
@@ -474,8 +468,6 @@ def paired_differences(report: dict, labels: list[Label], confidence: float) -> 
     """For every pair of prompts and labelled figure: the difference (first minus second) from the
     labels alone and by paired PPI, over the questions both prompts were judged on; questions
     labelled for both are the labelled pairs, the others are judged-only pairs."""
-    import itertools
-
     judges = report.get("judges", {})
     records = [r for r in judges.get("records", []) if r["status"] == "judged"]
     answerable = {r["question_id"]: r["answerable"] for r in report.get("attribution", {}).get("rows", [])}

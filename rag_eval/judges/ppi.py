@@ -6,9 +6,11 @@ are ppi_py's."""
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy.stats import norm
 
 
 @dataclass
@@ -46,7 +48,7 @@ def ppi_mean(
 
     ``power_tuned`` (PPI++) weighs the judge by how well it predicts the labels, so the interval is
     never wider than the labels alone give (asymptotically); ``bounded`` clips to [0, 1]."""
-    from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
+    from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate  # noqa: PLC0415
 
     y, yhat, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
     n, big_n = len(y), len(yu)
@@ -59,8 +61,6 @@ def ppi_mean(
         lo, hi = classical_mean_ci(y, w=w, alpha=alpha)
         value, method = float(np.average(y, weights=w)), "human only"
     else:
-        import warnings
-
         for lam, name in ([(None, "ppi++")] if power_tuned else []) + [(1.0, "ppi")]:
             method = name
             # The power-tuning weight is 0/0 when the judge's predictions do not vary; plain PPI then.
@@ -80,7 +80,7 @@ def human_mean(
     y: np.ndarray, *, confidence: float = 0.95, w: np.ndarray | None = None, bounded: bool = True
 ) -> PPIEstimate:
     """The labels alone: their (weighted) mean with a CLT interval; ``bounded`` clips to [0, 1]."""
-    from ppi_py import classical_mean_ci
+    from ppi_py import classical_mean_ci  # noqa: PLC0415
 
     y = np.asarray(y, dtype=float)
     if len(y) < 2:
@@ -96,8 +96,6 @@ def labels_needed(agreement: float, half_width: float, confidence: float = 0.95)
     """Labels for a PPI interval of about ``±half_width`` on a share, with a judge that agrees with
     people on ``agreement`` of binary decisions and many unlabelled items: the variance of
     (label − judge) is at most the disagreement rate, so n ≈ z² (1 − agreement) / half_width²."""
-    from scipy.stats import norm
-
     z = norm.ppf(1 - (1 - confidence) / 2)
     disagreement = min(max(1 - agreement, 0.0), 1.0)
     # A perfect judge still needs a few labels to show it is one.

@@ -15,8 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import typing
 
-from rag_eval.judges.base import Judgement, text_hash
+from pydantic import BaseModel, Field, create_model
+
+from rag_eval.hashing import text_hash
+from rag_eval.judges.judgement import Judgement
+from rag_eval.llm.client import redact
 from rag_eval.offline import go_offline
 
 REASON_CHARS = 160
@@ -25,10 +30,6 @@ REASON_CHARS = 160
 def bounded_reasons(model, chars: int | None):
     """A subclass of a Ragas output model, with the same name and fields, whose ``reason`` strings
     (nested ones too) carry ``maxLength`` in its JSON schema; the model itself when ``chars`` is None."""
-    import typing
-
-    from pydantic import BaseModel, Field, create_model
-
     if chars is None:
         return model
     fields = {}
@@ -44,8 +45,6 @@ def bounded_reasons(model, chars: int | None):
 
 def describe_error(exc: Exception) -> str:
     """A short message: instructor's retry errors carry every failed completion, keep the last error."""
-    from rag_eval.llm.client import redact
-
     text = redact(str(exc))
     attempts = getattr(exc, "n_attempts", None)
     found = re.findall(r"<exception>\s*(.*?)\s*</exception>", text, flags=re.S)
@@ -60,13 +59,13 @@ class RagasJudges:
 
     def __init__(self, llm, *, json_schema: bool, max_tokens: int = 1024, reason_chars: int | None = REASON_CHARS):
         go_offline()
-        import instructor
-        import ragas
-        from ragas.llms.base import InstructorLLM, InstructorModelArgs
-        from ragas.metrics.collections import ContextPrecisionWithReference, ContextRecall, Faithfulness
-        from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput
-        from ragas.metrics.collections.context_recall.util import ContextRecallOutput
-        from ragas.metrics.collections.faithfulness.util import NLIStatementOutput
+        import instructor  # noqa: PLC0415
+        import ragas  # noqa: PLC0415
+        from ragas.llms.base import InstructorLLM, InstructorModelArgs  # noqa: PLC0415
+        from ragas.metrics.collections import ContextPrecisionWithReference, ContextRecall, Faithfulness  # noqa: PLC0415
+        from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput  # noqa: PLC0415
+        from ragas.metrics.collections.context_recall.util import ContextRecallOutput  # noqa: PLC0415
+        from ragas.metrics.collections.faithfulness.util import NLIStatementOutput  # noqa: PLC0415
 
         mode = instructor.Mode.JSON_SCHEMA if json_schema else instructor.Mode.JSON
         client = instructor.from_openai(llm.client, mode=mode)
@@ -108,7 +107,7 @@ class RagasJudges:
             statements = await self.faithfulness._create_statements(question, answer)
             if not statements:
                 return self._not_judged(name, qid, prompt, "no statements could be extracted")
-            from ragas.metrics.collections.faithfulness.util import NLIStatementInput
+            from ragas.metrics.collections.faithfulness.util import NLIStatementInput  # noqa: PLC0415
 
             verdicts = await self.rllm.agenerate(
                 self.faithfulness.nli_statement_prompt.to_string(
@@ -143,7 +142,7 @@ class RagasJudges:
     async def judge_context_precision(
         self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
     ) -> Judgement:
-        from ragas.metrics.collections.context_precision.util import ContextPrecisionInput
+        from ragas.metrics.collections.context_precision.util import ContextPrecisionInput  # noqa: PLC0415
 
         name = "context_precision"
         try:
@@ -183,7 +182,7 @@ class RagasJudges:
     async def judge_context_recall(
         self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
     ) -> Judgement:
-        from ragas.metrics.collections.context_recall.util import ContextRecallInput
+        from ragas.metrics.collections.context_recall.util import ContextRecallInput  # noqa: PLC0415
 
         name = "context_recall"
         try:

@@ -174,3 +174,8 @@ HUMAN_LABELS = {
 def figures(names: list[str]) -> list[tuple[JudgeSpec, Figure]]:
     """Every figure of the named judges, in registry order."""
     return [(JUDGES[n], f) for n in JUDGE_NAMES if n in names for f in JUDGES[n].figures]
+
+
+# Judges whose records an uncertainty band can mark (verdicts and statement shares with a human
+# label column); the config's judges.uncertain names only these.
+BANDED = ("refusal", "correctness", "faithfulness_yesno")

@@ -26,9 +26,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_eval.judges.base import Judgement, text_hash
+from rag_eval.hashing import text_hash
 from rag_eval.judges.evidence import Said, explain
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
+from rag_eval.resources import shipped_prompt
 
 PROMPTS = {
     "refusal": ("refusal.md", ("question", "answer")),
@@ -92,8 +94,6 @@ class ScoredJudges:
 
     @classmethod
     def load(cls, llm, prompts_dir: Path | None, cutoffs: dict[str, float] | None = None) -> ScoredJudges:
-        from rag_eval.resources import shipped_prompt
-
         folder = prompts_dir or shipped_prompt("judges")
         prompts = {key: load_prompt(folder / file, key, placeholders) for key, (file, placeholders) in PROMPTS.items()}
         cutoffs = cutoffs or {}

@@ -23,15 +23,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_eval.judges.base import Judgement
+from rag_eval.judges import calibration
+from rag_eval.judges.calibration import fold_assignment, key
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.registry import BANDED
+from rag_eval.judges.scored import VARIANTS
 
 # The agreement of decided verdicts a fitted band aims at (issue 28's targets).
 TARGETS = {"refusal": 0.95, "correctness": 0.90, "correctness_short": 0.90, "faithfulness_yesno": 0.90}
 DEFAULT_TARGET = 0.90
 # A band never leaves more than this share of the labelled cases undecided.
 MAX_UNCERTAIN_SHARE = 0.5
-# Judges whose records a band can mark (verdicts and statement shares with a human label column).
-BANDED = ("refusal", "correctness", "faithfulness_yesno")
 MAX_CANDIDATES = 60
 
 
@@ -177,8 +179,6 @@ def band_folds(
     """(uncertain, decided positive, band) of each case, decided by a cut-off and a band both
     fitted on the other folds (the folds of ``calibration.out_of_fold``). ``fit_cutoffs(train
     indices) -> {variant: cutoff}``."""
-    from rag_eval.judges.calibration import fold_assignment
-
     pos = np.asarray(positive, bool)
     fold_of = fold_assignment(pos, folds, seed)
     unc = np.zeros(len(pos), bool)
@@ -266,9 +266,6 @@ def bands_for(identity: str, scored, setting, *, judges: Sequence[str]) -> tuple
     """(band per cut-off name, a note per judge without one) for ``judges.uncertain``: ``off`` (no
     bands), ``auto`` (the band saved with this model's calibration of the current prompt), or
     ``{judge: [low, high]}`` (a judge's name sets every prompt variant of it)."""
-    from rag_eval.judges.calibration import key, saved
-    from rag_eval.judges.scored import VARIANTS
-
     bands: dict[str, Band] = {}
     notes: dict[str, str] = {}
     mine = [j for j in judges if j in BANDED]
@@ -282,7 +279,7 @@ def bands_for(identity: str, scored, setting, *, judges: Sequence[str]) -> tuple
             if not any(v in bands for v in VARIANTS.get(j, (j,))):
                 notes[j] = "no band in judges.uncertain: every decision is taken at the cut-off"
         return bands, notes
-    table = saved()
+    table = calibration.saved()
     for j in mine:
         missing = []
         for v in VARIANTS.get(j, (j,)):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval.errors import ConfigError, Problem
-from rag_eval.judges.base import text_hash
+from rag_eval.hashing import text_hash
 
 YES_NO = {"yes": ("yes",), "no": ("no",)}
 TOP_LOGPROBS = 10

@@ -216,7 +216,7 @@ class LLM:
         start: Callable[[], str] | None = None,
     ):
         """``identity`` replaces the base URL in cache keys; ``start`` starts a local server on first need."""
-        from openai import AsyncOpenAI
+        from openai import AsyncOpenAI  # noqa: PLC0415
 
         self.cfg, self.base_url, self.model = cfg, base_url, model
         self.identity = identity or base_url.rstrip("/")
@@ -246,7 +246,7 @@ class LLM:
         ``stop``: strings that end the reply (not part of it). A last message of role ``assistant``
         is the forced start of the reply where the endpoint continues it (llama-server does).
         """
-        import openai
+        import openai  # noqa: PLC0415
 
         params: dict[str, Any] = {
             "model": self.model,

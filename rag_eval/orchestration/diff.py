@@ -21,8 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_eval.attribution import OUTCOMES
+from rag_eval.config import StatsConfig
+from rag_eval.errors import did_you_mean
+from rag_eval.judges.registry import figures
+from rag_eval.metrics import parse_metric
+from rag_eval.orchestration.compare import per_question_values
 from rag_eval.orchestration.finished import RunView, read_run
 from rag_eval.orchestration.judge_noise import flag_judge_noise, same_input_flips
+from rag_eval.report.diff_report import diff_screen, render_diff_markdown
+from rag_eval.rundir import write_json, write_text
 from rag_eval.stats import Comparison, apply_holm, compare_paired
 
 GOOD_OUTCOMES = ("ok", "correct_refusal")
@@ -133,7 +141,6 @@ class RunDiff:
         for f in self.figures:
             if f.name == name:
                 return f
-        from rag_eval.errors import did_you_mean
 
         raise KeyError(f"the diff has no figure '{name}'; {did_you_mean(name, [f.name for f in self.figures])}")
 
@@ -189,7 +196,7 @@ class RunDiff:
 
     def figures_df(self):
         """One row per figure: base, new, diff with its interval, counts, p-values, verdict."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415
 
         return pd.DataFrame(
             [{"figure": f.name, **{k: v for k, v in f.entry().items() if k != "judge_noise"}} for f in self.figures]
@@ -198,7 +205,7 @@ class RunDiff:
     def moved_df(self):
         """One row per moved question and system, worst regression first: both runs' rank (retrieval)
         or outcome (generation), and the figures it moved on."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415
 
         rows = []
         for m in self.moved:
@@ -220,7 +227,7 @@ class RunDiff:
 
     def not_compared_df(self):
         """One row per question left out of a comparison, with the reason."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415
 
         only = [
             {"question_id": q, "scope": "all", "system": "", "why": "only in the base run"} for q in self.only_in_base
@@ -231,8 +238,6 @@ class RunDiff:
         return pd.DataFrame(only + self.not_compared, columns=["question_id", "scope", "system", "why"])
 
     def __str__(self) -> str:
-        from rag_eval.report.diff_report import diff_screen
-
         return diff_screen(self.to_json())
 
 
@@ -354,8 +359,6 @@ class _Builder:
 
 
 def _stats_settings(run: RunView) -> dict:
-    from rag_eval.config import StatsConfig
-
     try:
         return StatsConfig(**(run.config.get("stats") or {})).model_dump()
     except Exception:  # a config of another version: the defaults
@@ -424,8 +427,6 @@ def _retrieval_figures(
     not_compared: list[dict],
     notes: list[str],
 ) -> None:
-    from rag_eval.metrics import parse_metric
-
     names, unpaired = pair_names(list(b.retrieval), list(n.retrieval), pairs)
     notes += [f"retriever {x}" for x in unpaired]
     for bname, nname in names:
@@ -460,10 +461,6 @@ def _generation_figures(
     not_compared: list[dict],
     notes: list[str],
 ) -> None:
-    from rag_eval.attribution import OUTCOMES
-    from rag_eval.judges.registry import figures
-    from rag_eval.orchestration.compare import per_question_values
-
     if not b.rows and not n.rows:
         return
     names, unpaired = pair_names(sorted(b.rows), sorted(n.rows), pairs)
@@ -602,9 +599,6 @@ def moved_lines(diff_json: dict, figure: str, *, limit: int = 10) -> list[str]:
 
 def write_diff(diff: RunDiff, folder: Path) -> None:
     """diff.json and diff.md into a folder (the new run's, for ``--baseline``)."""
-    from rag_eval.report.diff_report import render_diff_markdown
-    from rag_eval.rundir import write_json, write_text
-
     data = diff.to_json()
     write_json(folder / "diff.json", data)
     write_text(folder / "diff.md", render_diff_markdown(data))

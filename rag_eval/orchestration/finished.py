@@ -7,7 +7,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from rag_eval.errors import DataError, Problem
+from rag_eval.orchestration.history import collect_history
+from rag_eval.rundir import read_finished, read_jsonl
 
 
 @dataclass
@@ -34,10 +38,6 @@ class RunView:
 
 def read_run(path: str | Path, role: str = "run") -> RunView:
     """A finished run folder; a folder that is not one (or did not finish) is a DataError."""
-    import yaml
-
-    from rag_eval.rundir import read_finished, read_jsonl
-
     path = Path(path).resolve()
     summary, report = read_finished(path, f"the {role}")
     status = _status(path)
@@ -78,8 +78,6 @@ def _status(path: Path) -> str | None:
 def resolve_baseline(path: str | Path, name: str) -> Path:
     """The baseline run folder: ``path`` itself, or, for a folder of run folders (e.g. the main
     branch's ``runs/``), its newest finished run of the config ``name``."""
-    from rag_eval.orchestration.history import collect_history
-
     path = Path(path)
     if (path / "summary.json").exists() or not path.is_dir():
         return path

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import operator
-import re
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_eval.errors import ConfigError, Problem
-
-OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
-_RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
+from rag_eval.config import OPS, parse_rule
+from rag_eval.errors import ConfigError, Problem, did_you_mean
+from rag_eval.judges.registry import figures as judge_figures
+from rag_eval.orchestration.diff import moved_lines
 
 
 @dataclass
@@ -23,17 +22,6 @@ class GateResult:
     skipped: bool = False  # a diff gate without a baseline run: reported, not failed
     shown: str | None = None  # the figure as the summaries show it, where the value alone is not enough
     detail: str | None = None  # a failure's description, where describe_failure cannot find it
-
-
-def parse_rule(rule: str, where: str) -> tuple[str, float]:
-    m = _RULE.match(str(rule))
-    if not m:
-        raise ConfigError(
-            Problem(
-                where, f"gate rule {rule!r} is not of the form '>= 0.8'", "use one of >=, <=, >, <, == and a number"
-            )
-        )
-    return m.group(1), float(m.group(2))
 
 
 def lookup(summary: dict, figure: str) -> float | None:
@@ -96,9 +84,6 @@ def check_diff_gate(figure: str, op: str, threshold: float, diff: dict | None, w
     """A gate on the difference new − base of a figure, decided on its interval: ``>=`` / ``>`` on the
     lower bound (non-inferiority: even the worst plausible difference clears the margin), ``<=`` /
     ``<`` on the upper bound, ``==`` on the point estimate."""
-    from rag_eval.errors import did_you_mean
-    from rag_eval.orchestration.diff import moved_lines
-
     rule = f"{op} {threshold:g}"
     name = figure.removeprefix("diff.")
     if diff is None:
@@ -134,10 +119,6 @@ def questions_behind(figure: str, report: dict, run_dir: Path | None = None, lim
     """The questions that pull a figure down: those below 1 on a retrieval metric (from the run's
     retrieval.jsonl; else the retriever's misses), the answers a judge did not pass (lowest scores
     first), or the questions with an outcome; as ``id: why`` lines."""
-    import json
-
-    from rag_eval.judges.registry import figures as judge_figures
-
     parts = _split(figure)
     out: list[str] = []
     records = run_dir / "retrieval.jsonl" if run_dir else None

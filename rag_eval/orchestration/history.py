@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from rag_eval.errors import DataError, Problem, did_you_mean
+from rag_eval.rundir import read_jsonl
 
 IGNORED_KEYS = ("report", "gates")  # where runs are written and what they must pass change no figure
 
@@ -50,10 +53,6 @@ def config_changes(before: dict, after: dict, prefix: str = "", depth: int = 3) 
 
 def _read_run(path: Path) -> dict | None:
     """One run folder's entry, or None when it is not a finished run."""
-    import yaml
-
-    from rag_eval.rundir import read_jsonl
-
     try:
         summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
         report = json.loads((path / "report.json").read_text(encoding="utf-8"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from rag_eval.judges.registry import JUDGES
 from rag_eval.orchestration.finished import RunView
 
 if TYPE_CHECKING:
@@ -63,8 +64,6 @@ def _close(a, b) -> bool:
 
 def flag_judge_noise(b: RunView, n: RunView, figures: list[FigureDiff]) -> None:
     """Flag each judged figure whose difference is within its judges' measured disagreement."""
-    from rag_eval.judges.registry import JUDGES
-
     by_figure = {f.name: spec.name for spec in JUDGES.values() for f in spec.figures}
     deciding = ["refusal", "correctness", (n.report.get("judges") or {}).get("faithfulness_judge") or "faithfulness"]
     for fig in figures:

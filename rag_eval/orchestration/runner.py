@@ -2,135 +2,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC
+import json
 from pathlib import Path
-from typing import Any
 
+from rag_eval.answers.generation import run_generation, select_questions
 from rag_eval.cache_dirs import cache_root
-from rag_eval.config import AuditConfig, resolved_config
-from rag_eval.data.corpus import load_corpus
-from rag_eval.data.testset import load_test_set
+from rag_eval.config import AuditConfig
+from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.judges.escalation import without_escalation
+from rag_eval.judges.judging import aggregate, run_judging
+from rag_eval.judges.labels import label_run
+from rag_eval.judges.registry import JUDGES
+from rag_eval.judges.scored import split_statements
+from rag_eval.llm.session import LLMSession
+from rag_eval.orchestration.compare import check_same_contexts, comparison_section
+from rag_eval.orchestration.sequential import run_until_settled
+from rag_eval.orchestration.steps import (
+    Inputs,
+    _open_run,
+    _same_model,
+    _say_reuse,
+    _set_status,
+    _start,
+    load_inputs,
+    retrieval_stage,
+)
 from rag_eval.progress import say
-from rag_eval.types import Corpus, Question
-
-
-@dataclass
-class Inputs:
-    """The validated corpus and test set of an audit."""
-
-    corpus: Corpus
-    questions: list[Question]
-    test_set_path: Path
-
-
-def load_inputs(cfg: AuditConfig, corpus: Any = None, test_set: Any = None) -> Inputs:
-    """Load the corpus and the test set (from the config's files, or rows given from Python); every
-    problem raises DataError before anything runs."""
-    from rag_eval.data.frames import records_from
-    from rag_eval.data.testset import questions_from_records
-
-    loaded = load_corpus(cfg, corpus)
-    if test_set is not None:
-        questions = questions_from_records(records_from(test_set, "test set"), loaded, "test set (given)")
-        return Inputs(loaded, questions, Path("test set (given)"))
-    if cfg.test_set.path is None:
-        raise ConfigError(
-            Problem(
-                cfg.where("test_set.source"),
-                "test_set: {source: given} needs the questions passed from Python",
-                "call rag_eval.audit(config, test_set=rows), or give test_set: {path: ...}",
-            )
-        )
-    path = cfg.resolve_path(cfg.test_set.path)
-    return Inputs(loaded, load_test_set(path, loaded), path)
-
-
-def retrieval_stage(cfg: AuditConfig, inputs: Inputs, run_dir: Path, given: dict | None = None):
-    """Stage 1 into a run folder: rankings, metrics, diagnoses, lint; writes retrieval.jsonl.
-    ``given``: rankings made elsewhere (a deployed system's), by retriever name."""
-    from rag_eval.retrievers.diagnosis import diagnose_with_fixes
-    from rag_eval.retrievers.factory import run_retrievers
-    from rag_eval.retrievers.lint import lint
-    from rag_eval.retrievers.stage import evaluate, question_records, write_records
-
-    rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder), given)
-    res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
-    diagnoses = diagnose_with_fixes(cfg, inputs.corpus, res, cache_root(cfg.cache_folder))
-    findings = lint(cfg, inputs.corpus, inputs.questions, res)
-    show = cfg.retrieval.depth  # every ranked chunk: a rank beyond k is what a diagnosis needs
-    write_records(run_dir / "retrieval.jsonl", question_records(res, inputs.corpus, show, diagnoses))
-    return res, diagnoses, findings
-
-
-def write_report(run_dir: Path, report: dict) -> None:
-    """report.json, summary.json and report.md from the report data."""
-    from rag_eval.report.assemble import summary
-    from rag_eval.report.html import render_html
-    from rag_eval.report.markdown import render_markdown
-    from rag_eval.rundir import write_json, write_text
-
-    if "retrieval" not in report and "traces" in report:  # traces judged without labels
-        from rag_eval.system.trace_audit import write_traces_report
-
-        return write_traces_report(run_dir, report)
-    write_json(run_dir / "report.json", report)
-    write_json(run_dir / "summary.json", summary(report))
-    write_text(run_dir / "report.md", render_markdown(report))
-    write_text(run_dir / "report.html", render_html(report))
-
-
-def _keep_given(run_dir: Path, inputs: Inputs) -> None:
-    """Inputs given from Python are written into the run folder (inputs/), so the run can be read
-    back and repeated from files."""
-    import json
-
-    from rag_eval.rundir import write_text
-
-    if inputs.corpus.source == "corpus (given)" or str(inputs.test_set_path) == "test set (given)":
-        (run_dir / "inputs").mkdir(exist_ok=True)
-    if inputs.corpus.source == "corpus (given)":
-        rows = [{"id": c.id, "text": c.text, "title": c.title, "doc_id": c.doc_id} for c in inputs.corpus.chunks]
-        write_text(run_dir / "inputs" / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    if str(inputs.test_set_path) == "test set (given)":
-        rows = [
-            {
-                "id": q.id,
-                "question": q.question,
-                "answer_in": q.qrels,
-                **({"reference": q.reference} if q.reference else {}),
-                "answerable": q.answerable,
-            }
-            for q in inputs.questions
-        ]
-        write_text(
-            run_dir / "inputs" / "test_set.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        )
-
-
-def _start(cfg: AuditConfig, out: str | None, given: Inputs | None = None) -> tuple[Inputs, Path]:
-    from rag_eval.rundir import new_run_dir
-
-    inputs = given or load_inputs(cfg)
-    n_ans = sum(q.answerable for q in inputs.questions)
-    say(
-        f"corpus: {len(inputs.corpus)} chunks from {inputs.corpus.source}; test set: "
-        f"{len(inputs.questions)} questions ({n_ans} answerable)"
-    )
-    run_dir = new_run_dir(cfg, out)
-    _keep_given(run_dir, inputs)
-    return inputs, run_dir
+from rag_eval.report.assemble import attribution_section, build_report, generation_section
+from rag_eval.report.files import write_report
+from rag_eval.retrievers.factory import run_retrievers
+from rag_eval.retrievers.lint import lint
+from rag_eval.retrievers.stage import evaluate
+from rag_eval.rundir import read_jsonl, write_json
+from rag_eval.system.run import run_system_audit
+from rag_eval.types import Question
 
 
 def run_retrieval(cfg: AuditConfig, *, out: str | None = None, inputs: Inputs | None = None) -> Path:
     """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder.
     ``inputs``: the corpus and test set already loaded (default: from the config's files)."""
-    from rag_eval.report.assemble import build_report
-
     if cfg.system is not None:  # the system's retrieval comes with its replies: ask it, judge nothing
-        from rag_eval.system.run import run_system_audit
-
         return run_system_audit(cfg.model_copy(update={"judges": None}), out=out, inputs=inputs)
     inputs, run_dir = _start(cfg, out, inputs)
     res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
@@ -141,44 +53,9 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None, inputs: Inputs | 
     return run_dir
 
 
-def find_resumable(cfg: AuditConfig, out: str | None = None) -> Path | None:
-    """The newest run folder of this config's name (exactly: ``demo`` never picks ``demo-strict``'s
-    runs) that did not finish."""
-    import json
-    import re
-
-    base = Path(out) if out else cfg.out_dir
-    own = re.compile(re.escape(cfg.name) + r"-\d{8}-\d{6}(-\d+)?")
-    runs = sorted(
-        (p for p in base.glob(f"{cfg.name}-*") if p.is_dir() and own.fullmatch(p.name)),
-        key=lambda p: p.stat().st_mtime,
-        reverse=True,
-    )
-    for p in runs:
-        try:
-            status = json.loads((p / "status.json").read_text()).get("status")
-        except (OSError, ValueError):
-            status = None
-        if status != "finished":
-            return p
-    return None
-
-
-def _set_status(run_dir: Path, status: str) -> None:
-    from datetime import datetime
-
-    from rag_eval.rundir import write_json
-
-    when = datetime.now(UTC).isoformat(timespec="seconds")
-    write_json(run_dir / "status.json", {"status": status, "at": when})
-
-
 def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[dict]) -> int:
     """Upper bound of the judge calls, from each judge's calls per answer in the registry (answer-
     independent judges once per question; statements estimated from the answer's sentences)."""
-    from rag_eval.judges.registry import JUDGES
-    from rag_eval.judges.scored import split_statements
-
     by_id = {q.id: q for q in questions}
     total, seen = 0, set()
     k = cfg.generation.top_k
@@ -205,59 +82,6 @@ def _eta(calls: int, seconds: float) -> str:
     return f"about {calls} calls x {seconds:.1f} s = {calls * seconds / 60:.1f} min"
 
 
-def _open_run(
-    cfg: AuditConfig, out: str | None, resume: Path | bool | None, given: Inputs | None = None
-) -> tuple[Inputs, Path]:
-    run_dir = None
-    if resume is True:
-        run_dir = find_resumable(cfg, out)
-        say(f"resuming {run_dir}" if run_dir else "no unfinished run of this config: starting a new one")
-    elif resume:
-        run_dir = Path(resume)
-        if not run_dir.is_dir():
-            raise ConfigError(
-                Problem(
-                    str(run_dir),
-                    "the run folder to resume does not exist",
-                    "give a folder under runs/, or --resume alone for the newest unfinished run",
-                )
-            )
-    if run_dir is None:
-        return _start(cfg, out, given)
-    inputs = given or load_inputs(cfg)
-    _keep_given(run_dir, inputs)
-    changed = config_changes(run_dir, cfg)
-    if changed is not None:
-        say(f"resuming {run_dir}: the config changed since ({changed}); work whose inputs changed is redone")
-    import yaml
-
-    from rag_eval.rundir import write_text
-
-    write_text(run_dir / "config.yaml", yaml.safe_dump(resolved_config(cfg), sort_keys=False))
-    return inputs, run_dir
-
-
-def config_changes(run_dir: Path, cfg: AuditConfig) -> str | None:
-    """The top-level config keys that differ from the run folder's saved config, or None."""
-    import yaml
-
-    try:
-        saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return "no saved config"
-    now = resolved_config(cfg)
-    if saved.get("name") not in (None, cfg.name):
-        raise ConfigError(
-            Problem(
-                str(run_dir),
-                f"this run folder belongs to config '{saved.get('name')}', not '{cfg.name}'",
-                "give a run folder of this config, or drop --resume to start fresh",
-            )
-        )
-    keys = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
-    return ", ".join(keys) if keys else None
-
-
 def run_audit(
     cfg: AuditConfig,
     *,
@@ -272,14 +96,7 @@ def run_audit(
     run; finished records are reused and only the missing work is done. ``inputs``: the corpus and
     test set already loaded (default: from the config's files).
     """
-    from rag_eval.answers.generation import run_generation, select_questions
-    from rag_eval.llm.session import LLMSession
-    from rag_eval.report.assemble import attribution_section, build_report, generation_section
-    from rag_eval.rundir import write_json
-
     if cfg.system is not None:
-        from rag_eval.system.run import run_system_audit
-
         return run_system_audit(cfg, out=out, use_cache=use_cache, resume=resume, inputs=inputs)
     if cfg.generation is None:
         raise ConfigError(
@@ -299,7 +116,6 @@ def run_audit(
     report["config_path"] = config_path
     write_report(run_dir, report)
     g = cfg.generation
-    from rag_eval.engine import make_engine
 
     session = LLMSession(
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
@@ -319,8 +135,6 @@ def run_audit(
         report["generation"] = generation_section(cfg, records, len(selected), session.usage(), len(res.questions))
         write_report(run_dir, report)
         if cfg.judges is not None:
-            from rag_eval.judges.judging import aggregate, run_judging
-
             measured = [r["latency_s"] for r in records if not r.get("cached") and r.get("latency_s")]
             latency = sum(measured) / len(measured) if measured else cfg.judges.llm.expected_latency_s
             calls = estimate_judge_calls(cfg, inputs.questions, records)
@@ -350,8 +164,6 @@ def run_audit(
             report["attribution"] = attribution_section(cfg, res, inputs.corpus, records, judgements)
             escalation = judge_reuse.pop("escalation", None)
             if escalation is not None:
-                from rag_eval.judges.escalation import without_escalation
-
                 report["judges"]["escalation"] = without_escalation(
                     escalation,
                     judgements,
@@ -359,8 +171,6 @@ def run_audit(
                     lambda js: attribution_section(cfg, res, inputs.corpus, records, js)["shares"],
                 )
             if cfg.judges.labels:
-                from rag_eval.judges.labels import label_run
-
                 report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
         report["generation"]["usage"] = session.usage()
     finally:
@@ -371,24 +181,8 @@ def run_audit(
     return run_dir
 
 
-def _say_reuse(what: str, reuse: dict) -> None:
-    if reuse["reused"] or reuse["redone"]:
-        redone = ", ".join(f"{n} because the {why} changed" for why, n in reuse["redone"].items())
-        say(f"reused {reuse['reused']} finished {what}" + (f"; redoing {redone}" if redone else ""))
-
-
-def _same_model(cfg: AuditConfig) -> bool:
-    """Whether the generator and the judge are the same model (a judge grading its own answers)."""
-    g, j = cfg.generation.llm, cfg.judges.llm
-    return (g.provider, g.model, g.base_url, g.model_path) == (j.provider, j.model, j.base_url, j.model_path)
-
-
 def run_lint(cfg: AuditConfig, inputs: Inputs | None = None):
     """Test-set health findings, with the size check computed from an in-memory retrieval run."""
-    from rag_eval.retrievers.factory import run_retrievers
-    from rag_eval.retrievers.lint import lint
-    from rag_eval.retrievers.stage import evaluate
-
     inputs = inputs or load_inputs(cfg)
     rankings = run_retrievers(cfg, inputs.corpus, inputs.questions, cache_root(cfg.cache_folder))
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
@@ -406,11 +200,6 @@ def run_compare(
     """Every prompt on the same retrieved contexts, then paired comparisons; returns the run folder.
     ``settle`` ({batch, seed}): judge a seeded random order of the questions a batch at a time and
     stop once an always-valid test settles the differences (``rag_eval/orchestration/sequential.py``)."""
-    import json
-
-    from rag_eval.orchestration.compare import check_same_contexts, comparison_section
-    from rag_eval.rundir import read_jsonl
-
     if cfg.generation is None or cfg.judges is None or len(cfg.generation.prompts) < 2:
         raise ConfigError(
             Problem(
@@ -422,8 +211,6 @@ def run_compare(
     inputs = inputs or load_inputs(cfg)
     sequential = None
     if settle is not None:
-        from rag_eval.orchestration.sequential import run_until_settled
-
         if cfg.generation.sample:
             raise ConfigError(
                 Problem(
@@ -432,7 +219,7 @@ def run_compare(
                     "remove generation.sample, or drop --stop-when-settled",
                 )
             )
-        run_dir, sequential = run_until_settled(cfg, inputs, out=out, use_cache=use_cache, **settle)
+        run_dir, sequential = run_until_settled(cfg, inputs, run_audit, out=out, use_cache=use_cache, **settle)
     else:
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
     report = json.loads((run_dir / "report.json").read_text())

@@ -16,12 +16,17 @@ the test set and the model calls the stop saved (estimated from the calls per qu
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from scipy.special import betaln
+
+from rag_eval.orchestration.compare import per_question_values
 
 TEST_NAME = (
     "sequential sign test (Jeffreys-mixture e-value on discordant questions; anytime-valid by Ville's inequality)"
@@ -30,16 +35,12 @@ TEST_NAME = (
 
 def sign_evalue(wins: int, losses: int) -> float:
     """The e-value against "no difference" after ``wins`` and ``losses`` on discordant questions."""
-    from scipy.special import betaln
-
     n = wins + losses
     return float(math.exp(n * math.log(2) + betaln(wins + 0.5, losses + 0.5) - betaln(0.5, 0.5)))
 
 
 def pair_evalues(report: dict, answerable: dict[str, bool], judges: list[str], prompts: list[str]) -> list[dict]:
     """Each pair of prompts: wins, losses and e-value of ``ok`` on the questions both have."""
-    from rag_eval.orchestration.compare import per_question_values
-
     ok = per_question_values(report, answerable, judges)["ok"]
     out = []
     for a, b in itertools.combinations(prompts, 2):
@@ -58,11 +59,12 @@ def _calls(run_dir: Path) -> int:
     return sum(int(u.get("calls", 0)) for u in usage)
 
 
-def run_until_settled(cfg, inputs, *, out: str | None, use_cache: bool, batch: int, seed: int) -> tuple[Path, dict]:
-    """The audit of a growing prefix of the seeded question order, until every pair is settled or
-    the questions run out; the run folder and the ``sequential`` section of the comparison."""
-    from rag_eval.orchestration.runner import Inputs, run_audit
-
+def run_until_settled(
+    cfg, inputs, run_audit: Callable[..., Path], *, out: str | None, use_cache: bool, batch: int, seed: int
+) -> tuple[Path, dict]:
+    """The audit (``run_audit``, the runner's) of a growing prefix of the seeded question order, until
+    every pair is settled or the questions run out; the run folder and the ``sequential`` section of
+    the comparison."""
     alpha = cfg.stats.alpha
     prompts = list(cfg.generation.prompts)
     m = max(1, math.comb(len(prompts), 2))
@@ -73,7 +75,7 @@ def run_until_settled(cfg, inputs, *, out: str | None, use_cache: bool, batch: i
     used = 0
     for used in range(min(batch, len(questions)), len(questions) + batch, batch):
         used = min(used, len(questions))
-        part = Inputs(inputs.corpus, questions[:used], inputs.test_set_path)
+        part = dataclasses.replace(inputs, questions=questions[:used])
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, resume=run_dir, inputs=part)
         calls += _calls(run_dir)
         report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
@@ -96,26 +98,3 @@ def run_until_settled(cfg, inputs, *, out: str | None, use_cache: bool, batch: i
         "calls_saved_estimate": round(calls / used * left) if used else 0,
         "looks": looks,
     }
-
-
-def sequential_lines(section: dict) -> list[str]:
-    """The comparison's note on the sequential stop (Markdown)."""
-    s = section.get("sequential")
-    if not s:
-        return []
-    last = s["looks"][-1]["pairs"] if s["looks"] else []
-    pairs = "; ".join(
-        f"{p['a']} vs {p['b']}: {p['wins']} better, {p['losses']} worse, e-value {p['e_value']:.1f}" for p in last
-    )
-    stop = (
-        f"settled after {s['questions_used']} of {s['questions_total']} questions"
-        if s["settled"]
-        else f"not settled: all {s['questions_used']} questions judged"
-    )
-    return [
-        "",
-        f"**Stopped when settled** (`--stop-when-settled`, seed {s['seed']}, batches of {s['batch']}): {stop}; "
-        f"{s['calls']} model calls made, about {s['calls_saved_estimate']} saved. Test: {s['test']}, each pair "
-        f"settled at e-value >= {s['threshold']:g} (alpha {s['alpha']}). {pairs}. The verdicts above are the "
-        "fixed-sample tests on the questions judged; the stop claims no more than they do.",
-    ]

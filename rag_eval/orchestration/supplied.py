@@ -5,14 +5,27 @@ miss is decided by the context-recall judge (the reference is not in the context
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
+from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import Record
+from rag_eval.data.testset import stable_id
+from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
+from rag_eval.judges.judging import aggregate, run_judging
+from rag_eval.llm.session import LLMSession
+from rag_eval.rundir import write_json, write_text
+from rag_eval.stats import weighted_share
 from rag_eval.types import Chunk, Corpus, Question
+from rag_eval.version import __version__
 
 # Each field and the column names that may hold it (rag-eval's, Ragas 0.2+, Ragas 0.1).
 COLUMNS = {
@@ -76,7 +89,6 @@ def parse_rows(records: list[Record]) -> list[SuppliedAnswer]:
         if answerable is not None and not isinstance(answerable, bool):
             problems.append(Problem(where, f"answerable must be true or false, got {answerable!r}", "fix the value"))
             continue
-        from rag_eval.data.testset import stable_id
 
         qid = str(_field(d, "id")) if _field(d, "id") not in (None, "") else stable_id(question)
         if qid in seen:
@@ -128,22 +140,8 @@ def as_audit_inputs(rows: list[SuppliedAnswer]) -> tuple[Corpus, list[Question],
 
 def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, use_cache: bool = True) -> dict:
     """Judges and attribution for supplied answers, written to ``run_dir``; returns the report data."""
-    import json
-    from datetime import UTC, datetime
-
-    import numpy as np
-
-    from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.judges.judging import aggregate, run_judging
-    from rag_eval.llm.session import LLMSession
-    from rag_eval.rundir import write_json, write_text
-    from rag_eval.stats import weighted_share
-    from rag_eval.version import __version__
-
     corpus, questions, generations = as_audit_inputs(rows)
     write_text(run_dir / "generation.jsonl", "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in generations))
-    from rag_eval.engine import make_engine
 
     session = LLMSession(
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
+
+from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
 from rag_eval.config import AuditConfig
 from rag_eval.report.quotes import row_evidence
+from rag_eval.retrievers.diagnosis import CAUSES
 from rag_eval.retrievers.stage import RetrievalResults
+from rag_eval.stats import weighted_share
 from rag_eval.types import Corpus
 from rag_eval.version import __version__
 
@@ -184,8 +189,6 @@ def _comparison_summary(section: dict) -> dict:
 
 def cause_counts(misses: list[dict]) -> dict[str, int]:
     """Misses per diagnosed cause, every cause present (0 where none)."""
-    from rag_eval.retrievers.diagnosis import CAUSES
-
     counts = dict.fromkeys(CAUSES, 0)
     for m in misses:
         if "diagnosis" in m:
@@ -229,11 +232,6 @@ def attribution_section(
     """Outcome per question and prompt, shares with Wilson intervals, and the failed questions.
     ``more_questions``: questions outside the retrieval results whose generation failed (a deployed
     system that returned an error): each is ``not_judged`` with that error."""
-    import numpy as np
-
-    from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
-    from rag_eval.stats import weighted_share
-
     g = cfg.generation
     threshold = cfg.judges.faithfulness_threshold if cfg.judges else 0.5
     deciding = cfg.judges.deciding_faithfulness if cfg.judges else None

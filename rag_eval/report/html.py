@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.report.markdown import calibration_lines, cause_notes, fmt, judge_columns, labels_table
+from rag_eval.report.formatting import fmt, judge_columns
+from rag_eval.report.formatting import html_table as _table
+from rag_eval.report.markdown import calibration_lines, cause_notes, labels_table
 from rag_eval.report.quotes import answer_quotes, filtered_table, highlight, reasons_html
+from rag_eval.report.system_html import system_html
+from rag_eval.report.triage import triage_html
 from rag_eval.stats import format_p
 
 CSS = """
@@ -36,14 +40,6 @@ OUTCOME_COLORS = {
 
 def _uncertain_count(split: dict) -> str:
     return f"; {split['uncertain']} uncertain" if split.get("uncertain") else ""
-
-
-def _table(header: list[str], rows: list[list[str]], attrs: str = "") -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def y_grid(left: int, right: int, y) -> list[str]:
@@ -173,8 +169,6 @@ def render_html(report: dict) -> str:
     ]
     out += _models(report)
     if "system" in report or "traces" in report:
-        from rag_eval.report.system_html import system_html
-
         out += system_html(report)
     if report.get("lint"):
         out.append("<h2>Test-set health</h2><ul>")
@@ -192,8 +186,6 @@ def render_html(report: dict) -> str:
         out += _attribution(report)
     out += _retrieval(report, r)
     if "judges" in report:
-        from rag_eval.report.triage import triage_html
-
         out += _judges(report)
         out += triage_html(report)
     out.append("</body></html>")

@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
+from rag_eval.judges.ppi import labels_needed
+from rag_eval.judges.registry import JUDGES
+from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.quotes import markdown_quotes
+from rag_eval.report.trace_markdown import judged_markdown, system_markdown, traces_markdown
+from rag_eval.report.triage import triage_markdown
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
 from rag_eval.stats import format_p
-
-
-def fmt(est: dict | None, digits: int = 3) -> str:
-    """``0.720 [0.610, 0.820]``, or ``–`` when there is no value."""
-    if not est or est.get("value") is None:
-        return "–"
-    if est.get("ci_low") is None or est.get("ci_high") is None:  # one label: no interval
-        return f"{est['value']:.{digits}f} [no interval]"
-    return f"{est['value']:.{digits}f} [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
-
-
-def text(value: object, limit: int | None = None) -> str:
-    """Model or user text made inert in Markdown: HTML escaped (an answer may hold ``<script>``),
-    on one line, cut to ``limit`` characters."""
-    import html
-
-    s = " ".join(str(value if value is not None else "").split())
-    return html.escape(s[:limit] if limit else s, quote=False)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    esc = [[text(c).replace("|", "\\|") for c in row] for row in rows]
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in esc]
 
 
 def retrieval_markdown(report: dict) -> list[str]:
@@ -191,8 +173,6 @@ def comparison_markdown(report: dict) -> list[str]:
             for x in c["comparisons"]
         ],
     )
-    from rag_eval.orchestration.sequential import sequential_lines
-
     out += sequential_lines(c)
     if c["disagreements"]:
         out += ["", f"### Questions where the prompts disagree ({len(c['disagreements'])})", ""]
@@ -207,6 +187,29 @@ def comparison_markdown(report: dict) -> list[str]:
                 out.append(f"- *{prompt}* `{a['outcome']}`: {text(a['answer']) or '–'} | {reasons}")
             out.append("")
     return out
+
+
+def sequential_lines(section: dict) -> list[str]:
+    """The comparison's note on the sequential stop (Markdown)."""
+    s = section.get("sequential")
+    if not s:
+        return []
+    last = s["looks"][-1]["pairs"] if s["looks"] else []
+    pairs = "; ".join(
+        f"{p['a']} vs {p['b']}: {p['wins']} better, {p['losses']} worse, e-value {p['e_value']:.1f}" for p in last
+    )
+    stop = (
+        f"settled after {s['questions_used']} of {s['questions_total']} questions"
+        if s["settled"]
+        else f"not settled: all {s['questions_used']} questions judged"
+    )
+    return [
+        "",
+        f"**Stopped when settled** (`--stop-when-settled`, seed {s['seed']}, batches of {s['batch']}): {stop}; "
+        f"{s['calls']} model calls made, about {s['calls_saved_estimate']} saved. Test: {s['test']}, each pair "
+        f"settled at e-value >= {s['threshold']:g} (alpha {s['alpha']}). {pairs}. The verdicts above are the "
+        "fixed-sample tests on the questions judged; the stop claims no more than they do.",
+    ]
 
 
 def attribution_markdown(report: dict) -> list[str]:
@@ -256,11 +259,6 @@ def attribution_markdown(report: dict) -> list[str]:
     return out
 
 
-def judge_columns(figures: dict[str, dict]) -> list[str]:
-    """The judged figures present in any prompt, in the order they were computed (the registry's)."""
-    return list(dict.fromkeys(m for f in figures.values() for m in f))
-
-
 def calibration_lines(j: dict) -> list[str]:
     """Which faithfulness judge decides attribution, and each probability-scored judge's cut-off."""
     out = []
@@ -280,8 +278,6 @@ def calibration_lines(j: dict) -> list[str]:
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
         agree = c.get("agreement")
         if agree and agree.get("accuracy") is not None:
-            from rag_eval.judges.ppi import labels_needed
-
             n10 = labels_needed(agree["accuracy"], 0.10)
             line += (
                 f"; agrees with people on {agree['accuracy']:.2f} of {agree.get('n', '?')} labelled cases "
@@ -297,7 +293,6 @@ def calibration_lines(j: dict) -> list[str]:
         if c.get("band_note"):
             line += f"; {c['band_note']}"
         out.append(line)
-    from rag_eval.judges.registry import JUDGES
 
     unmeasured = [
         m
@@ -458,8 +453,6 @@ def render_markdown(report: dict) -> str:
     out += resume_markdown(report.get("resume"))
     out += lint_markdown(report.get("lint", []))
     if "system" in report or "traces" in report:
-        from rag_eval.report.trace_markdown import system_markdown, traces_markdown
-
         out += system_markdown(report) if "system" in report else []
         out += traces_markdown(report) if "traces" in report else []
     out += retrieval_markdown(report)
@@ -470,9 +463,22 @@ def render_markdown(report: dict) -> str:
     if "attribution" in report:
         out += attribution_markdown(report)
     if "judges" in report:
-        from rag_eval.report.triage import triage_markdown
-
         out += judges_markdown(report)
         out += labels_markdown(report)
         out += triage_markdown(report)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_traces_markdown(report: dict) -> str:
+    """A traces audit as Markdown: the full report when traces were matched to a labelled test set,
+    else the traces, the judged figures and the outcomes."""
+    if "retrieval" in report:
+        return render_markdown(report)
+    out = [
+        f"# rag-eval traces report: {report['name']}",
+        "",
+        f"- created: {report['created']} (rag-eval {report['rag_eval_version']})",
+    ]
+    out += traces_markdown(report)
+    out += judged_markdown(report)
     return "\n".join(out).rstrip() + "\n"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from rag_eval.report.markdown import fmt
+
 
 def one_screen(summary: dict) -> str:
     """Retrieval headline figures, judged figures and outcome shares, one line each."""
-    from rag_eval.report.markdown import fmt
-
     lines = []
     for name, figs in summary.get("retrieval", {}).items():
         heads = [m for m in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10") if m in figs]

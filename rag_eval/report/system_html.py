@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from html import escape
 
+from rag_eval.report.formatting import html_table as _table
+
 
 def system_html(report: dict) -> list[str]:
     """The system's and the traces' sections of the HTML page (empty when the report has neither)."""
-    from rag_eval.report.html import _table
-
     out = []
     s = report.get("system")
     if s and s.get("type") != "traces":

@@ -3,7 +3,7 @@ audit (what was read, what was skipped and why, the judged figures over the traf
 
 from __future__ import annotations
 
-from rag_eval.report.markdown import _table, fmt, judge_columns, text
+from rag_eval.report.formatting import _table, fmt, judge_columns, text
 
 
 def system_markdown(report: dict) -> list[str]:
@@ -60,7 +60,7 @@ def traces_markdown(report: dict) -> list[str]:
     return out + [""]
 
 
-def _judged_markdown(report: dict) -> list[str]:
+def judged_markdown(report: dict) -> list[str]:
     j = report["judges"]
     cols = judge_columns(j["figures"])
     out = ["", "## Judged answers (95% intervals over the traces)", ""]
@@ -86,20 +86,3 @@ def _judged_markdown(report: dict) -> list[str]:
             [[r["question_id"], r["outcome"], text(r["question"], 80), text(r["why"], 200)] for r in failed[:100]],
         )
     return out
-
-
-def render_traces_markdown(report: dict) -> str:
-    """A traces audit as Markdown: the full report when traces were matched to a labelled test set,
-    else the traces, the judged figures and the outcomes."""
-    if "retrieval" in report:
-        from rag_eval.report.markdown import render_markdown
-
-        return render_markdown(report)
-    out = [
-        f"# rag-eval traces report: {report['name']}",
-        "",
-        f"- created: {report['created']} (rag-eval {report['rag_eval_version']})",
-    ]
-    out += traces_markdown(report)
-    out += _judged_markdown(report)
-    return "\n".join(out).rstrip() + "\n"

@@ -5,22 +5,22 @@ uncertain share."""
 
 from __future__ import annotations
 
+import html as html_lib
+
+from rag_eval.judges.active import decision_uncertainty, labels_for_width
 from rag_eval.judges.labels import figure_records
 from rag_eval.judges.registry import figures
+from rag_eval.report.formatting import _table, fmt, text
 
 WIDTHS = (0.05, 0.10)
 
 
 def _fmt(est: dict | None) -> str:
-    from rag_eval.report.markdown import fmt
-
     return fmt(est, 2)
 
 
 def uncertain_answers(report: dict) -> list[dict]:
     """Every uncertain verdict still standing, the most unsure first (closest to its cut-off)."""
-    from rag_eval.judges.active import decision_uncertainty
-
     questions = {r["question_id"]: r.get("question", "") for r in report.get("attribution", {}).get("rows", [])}
     rows = []
     for r in report.get("judges", {}).get("records", []):
@@ -55,8 +55,6 @@ def labels_plan(report: dict, chosen_width: float = 0.10) -> list[dict]:
     """Per prompt and judged figure with a human label: judged and uncertain answers, the labels a
     uniform and an active draw need for ±0.05, ±0.10 and ``chosen_width``, and the escalations
     (decisions sent to a second judge) that would decide its uncertain answers."""
-    from rag_eval.judges.active import decision_uncertainty, labels_for_width
-
     j = report.get("judges") or {}
     records = j.get("records", [])
     answerable = {r["question_id"]: r["answerable"] for r in report.get("attribution", {}).get("rows", [])}
@@ -95,8 +93,6 @@ def labels_plan(report: dict, chosen_width: float = 0.10) -> list[dict]:
 
 def escalation_lines(report: dict) -> list[str]:
     """What the escalation did and cost, and each figure with and without it (Markdown)."""
-    from rag_eval.report.markdown import _table
-
     e = (report.get("judges") or {}).get("escalation")
     if not e:
         return []
@@ -148,8 +144,6 @@ def escalation_lines(report: dict) -> list[str]:
 
 def triage_markdown(report: dict) -> list[str]:
     """The report's section on uncertain verdicts, escalation and labels needed (Markdown)."""
-    from rag_eval.report.markdown import _table, text
-
     if "judges" not in report:
         return []
     unsure = uncertain_answers(report)
@@ -234,8 +228,6 @@ def _needed(plan: dict, width: str) -> str:
 
 def triage_html(report: dict) -> list[str]:
     """The same section as HTML."""
-    import html as html_lib
-
     lines = triage_markdown(report)
     if not lines:
         return []

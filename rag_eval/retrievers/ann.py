@@ -14,14 +14,14 @@ import numpy as np
 
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.progress import say
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.rankings import Rankings
 
 RECALL_SAMPLE = 64  # questions on which an approximate index is checked against exact search
 
 
 def _faiss():
     try:
-        import faiss
+        import faiss  # noqa: PLC0415
     except ImportError:
         raise ConfigError(
             Problem(

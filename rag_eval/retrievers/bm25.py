@@ -21,10 +21,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+from rank_bm25 import BM25Okapi
+from scipy import sparse
 
 from rag_eval.config import Bm25Config
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings, relevant_indices
+from rag_eval.retrievers.rankings import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
 BLOCK = 64  # questions scored per sparse product (small blocks stay in the CPU's cache: faster)
@@ -46,8 +48,6 @@ class SparseBm25:
     def build(cls, docs: Iterable[list[str]], k1: float, b: float, epsilon: float) -> SparseBm25:
         """The index of ``docs`` (token lists, consumed one at a time: pass a generator and no more
         than one document's tokens are held at once; the postings take 12 bytes each)."""
-        from scipy import sparse
-
         vocab: dict[str, int] = {}
         rows, cols, tfs, lengths = array("i"), array("i"), array("i"), array("d")
         for d, toks in enumerate(docs):
@@ -76,8 +76,6 @@ class SparseBm25:
 
     def scores(self, queries: list[list[str]]) -> np.ndarray:
         """(queries x documents) scores; an unknown term adds 0, a repeated term counts again."""
-        from scipy import sparse
-
         rows, cols, vals = [], [], []
         for i, toks in enumerate(queries):
             for t, c in Counter(toks).items():
@@ -90,16 +88,12 @@ class SparseBm25:
         return np.asarray((q @ self.weights).todense())
 
     def save(self, folder: Path) -> None:
-        from scipy import sparse
-
         folder.mkdir(parents=True, exist_ok=True)
         sparse.save_npz(folder / "weights.npz", self.weights)
         (folder / "vocab.json").write_text(json.dumps(self.vocab), encoding="utf-8")
 
     @classmethod
     def load(cls, folder: Path) -> SparseBm25 | None:
-        from scipy import sparse
-
         try:
             weights = sparse.load_npz(folder / "weights.npz").tocsr()
             vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
@@ -115,8 +109,6 @@ class Bm25Retriever:
         self.name, self.cfg, self.corpus = name, cfg, corpus
         self.tokenize = make_tokenizer(cfg.tokenizer, cfg.lowercase)
         if cfg.engine == "rank_bm25":
-            from rank_bm25 import BM25Okapi
-
             self.reference = BM25Okapi(
                 [self.tokenize(c.passage) for c in corpus.chunks], k1=cfg.k1, b=cfg.b, epsilon=cfg.epsilon
             )

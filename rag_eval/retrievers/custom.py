@@ -12,7 +12,7 @@ from rag_eval.data.records import read_text
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.types import Corpus, Question
 
 

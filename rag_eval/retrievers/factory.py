@@ -17,7 +17,15 @@ from rag_eval.config import (
     RunFileConfig,
     SystemRetrieverConfig,
 )
-from rag_eval.retrievers.base import Rankings
+from rag_eval.engine import make_engine
+from rag_eval.errors import ConfigError, Problem
+from rag_eval.retrievers.bm25 import Bm25Retriever
+from rag_eval.retrievers.custom import CallableRetriever, LangchainRetriever, RunFileRetriever
+from rag_eval.retrievers.dense import DenseRetriever
+from rag_eval.retrievers.frameworks import framework_retriever
+from rag_eval.retrievers.hybrid import fuse
+from rag_eval.retrievers.rankings import Rankings, relevant_indices
+from rag_eval.retrievers.rerank import Reranker
 from rag_eval.types import Corpus, Question
 
 
@@ -30,8 +38,6 @@ def dependency_order(cfg: AuditConfig) -> list[str]:
         if name in order:
             return
         if name in stack:
-            from rag_eval.errors import ConfigError, Problem
-
             raise ConfigError(
                 Problem(
                     cfg.where(f"retrieval.retrievers.{name}"),
@@ -54,10 +60,6 @@ def run_retrievers(
 ) -> dict[str, Rankings]:
     """Rankings of every configured retriever, keyed by name in config order; ``given`` holds
     rankings made elsewhere (the deployed system's), by name."""
-    from rag_eval.engine import make_engine
-    from rag_eval.retrievers.base import relevant_indices
-    from rag_eval.retrievers.hybrid import fuse
-
     engine = make_engine(cfg.engine)
     depth = cfg.retrieval.depth
     wanted = relevant_indices(corpus, questions)
@@ -65,44 +67,28 @@ def run_retrievers(
     for name in dependency_order(cfg):
         r = cfg.retrieval.retrievers[name]
         if isinstance(r, Bm25Config):
-            from rag_eval.retrievers.bm25 import Bm25Retriever
-
             results[name] = Bm25Retriever(corpus, r, name, cache_dir).rank(questions, depth)
         elif isinstance(r, DenseConfig):
-            from rag_eval.retrievers.dense import DenseRetriever
-
             results[name] = DenseRetriever(corpus, r, cache_dir, name, engine).rank(questions, depth)
         elif isinstance(r, HybridConfig):
             results[name] = fuse([results[p] for p in r.of], len(corpus), depth, r.rrf_k, r.weights, wanted)
         elif isinstance(r, RerankConfig):
-            from rag_eval.retrievers.rerank import Reranker
-
             results[name] = Reranker(corpus, r, results[r.of], name).rank(questions, depth)
         elif isinstance(r, CallableConfig):
-            from rag_eval.retrievers.custom import CallableRetriever
-
             results[name] = CallableRetriever(corpus, r.function, name).rank(questions, depth)
         elif isinstance(r, LangchainConfig):
-            from rag_eval.retrievers.custom import LangchainRetriever
-
             results[name] = LangchainRetriever(corpus, r.factory, r.id_key, name).rank(questions, depth)
         elif isinstance(r, RunFileConfig):
-            from rag_eval.retrievers.custom import RunFileRetriever
-
             results[name] = RunFileRetriever(corpus, cfg.resolve_path(r.path), name).rank(questions, depth)
         elif isinstance(r, SystemRetrieverConfig):
             results[name] = _given(cfg, name, given)
         elif isinstance(r, (LlamaIndexConfig, HaystackConfig)):
-            from rag_eval.retrievers.frameworks import framework_retriever
-
             results[name] = framework_retriever(corpus, r, name).rank(questions, depth)
     return {name: results[name] for name in cfg.retrieval.retrievers}
 
 
 def _given(cfg: AuditConfig, name: str, given: dict | None) -> Rankings:
     if not given or name not in given:
-        from rag_eval.errors import ConfigError, Problem
-
         raise ConfigError(
             Problem(
                 cfg.where(f"retrieval.retrievers.{name}"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.rankings import Rankings
 
 
 def _rrf_rows(parts: list[Rankings], rows: np.ndarray, n_chunks: int, rrf_k: float, weights: list[float]) -> np.ndarray:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from rag_eval.config import AuditConfig
 from rag_eval.data.testset import normalise
+from rag_eval.retrievers.answer_match import answer_in_chunk, loose
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.stats import detectable_hit_difference, questions_for_hit_difference
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
@@ -195,8 +196,6 @@ def answer_outside_label(
     after normalisation (markup, case, punctuation), or, among the chunks a retriever ranks within
     ``miss_k``, one holding the reference answer (``answer_match.py``; the same test as the
     diagnosis's suspect_label). Each names the chunk to add."""
-    from rag_eval.retrievers.answer_match import answer_in_chunk, loose
-
     flat = [f" {loose(c.title + chr(10) + c.text)} " for c in corpus.chunks]
     found: dict[str, dict] = {}
     for q, question in enumerate(questions):

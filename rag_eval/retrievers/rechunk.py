@@ -18,8 +18,14 @@ import dataclasses
 from pathlib import Path
 
 from rag_eval.config import AuditConfig, Bm25Config, ChunkerConfig, DenseConfig, HybridConfig
-from rag_eval.retrievers.diagnosis import CHUNKING_CAUSES
+from rag_eval.data.corpus import load_corpus
+from rag_eval.data.testset import EvidenceIndex
+from rag_eval.retrievers.factory import run_retrievers
+from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Corpus
+
+# The miss causes (rag_eval/retrievers/diagnosis.py) that a re-chunking could fix.
+CHUNKING_CAUSES = ("long_passage", "chunk_boundary")
 
 
 def alternatives(cc: ChunkerConfig) -> list[tuple[str, ChunkerConfig]]:
@@ -60,11 +66,6 @@ def simulate_rechunking(
     cfg: AuditConfig, corpus: Corpus, results, diagnoses: dict[str, dict], cache_dir: Path
 ) -> list[dict]:
     """Simulated fixes (see ``diagnosis.simulate_fixes`` for the record) for other chunkers."""
-    from rag_eval.data.corpus import load_corpus
-    from rag_eval.data.testset import EvidenceIndex
-    from rag_eval.retrievers.factory import run_retrievers
-    from rag_eval.retrievers.stage import evaluate
-
     own = _own_retrievers(cfg)
     if not rechunk_retrievers(cfg, corpus, results, diagnoses):
         return []

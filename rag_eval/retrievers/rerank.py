@@ -8,8 +8,8 @@ from rag_eval.config import RerankConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import track
-from rag_eval.retrievers.base import Rankings
 from rag_eval.retrievers.dense import resolve_model
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.types import Corpus, Question
 
 
@@ -18,7 +18,7 @@ class Reranker:
 
     def __init__(self, corpus: Corpus, cfg: RerankConfig, base: Rankings, name: str):
         go_offline()
-        from sentence_transformers import CrossEncoder
+        from sentence_transformers import CrossEncoder  # noqa: PLC0415
 
         self.corpus, self.cfg, self.base, self.name = corpus, cfg, base, name
         try:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from rag_eval.config import AuditConfig
+from rag_eval.data.testset import label_provenance
 from rag_eval.metrics import MetricSpec, default_metrics, parse_metric, relevance_data
-from rag_eval.retrievers.base import Rankings
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.stats import Comparison, Estimate, apply_holm, bootstrap_mean, compare_paired
 from rag_eval.types import Corpus, Question
 
@@ -115,8 +117,6 @@ def question_records(
 
     ``diagnoses`` maps retriever -> question index -> an object with ``to_dict()`` (a miss's cause).
     """
-    from rag_eval.data.testset import label_provenance
-
     diagnoses = diagnoses or {}
     pos = {q: j for j, q in enumerate(res.answerable)}
     labels = [label_provenance(q, corpus) for q in res.questions]
@@ -148,8 +148,6 @@ def question_records(
 
 
 def write_records(path: Path, records: list[dict]) -> None:
-    import json
-
     with path.open("w", encoding="utf-8") as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

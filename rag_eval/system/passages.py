@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from rag_eval.data.testset import normalise
 from rag_eval.orchestration.supplied import context_id
-from rag_eval.retrievers.base import Rankings
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.system.http import SystemReply
 from rag_eval.types import Chunk, Corpus, Question
 

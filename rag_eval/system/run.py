@@ -11,10 +11,22 @@ import asyncio
 import json
 from pathlib import Path
 
+from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfig, SystemRetrieverConfig
+from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
+from rag_eval.hashing import inputs_hash
+from rag_eval.judges.judging import aggregate, run_judging
+from rag_eval.judges.labels import label_run
+from rag_eval.llm.session import LLMSession
+from rag_eval.orchestration.steps import Inputs, _open_run, _same_model, _say_reuse, _set_status, retrieval_stage
 from rag_eval.progress import say, track_async
-from rag_eval.system.http import SystemReply
+from rag_eval.report.assemble import attribution_section, build_report, generation_section
+from rag_eval.report.files import write_report
+from rag_eval.rundir import read_jsonl, write_json, write_text
+from rag_eval.system.http import HttpSystem, SystemReply
+from rag_eval.system.passages import judged_corpus, map_replies, system_rankings, with_own_passages
+from rag_eval.system.pipelines import HaystackSystem, LlamaIndexSystem
 from rag_eval.types import Question
 
 
@@ -27,10 +39,7 @@ def make_system(cfg: AuditConfig, cache):
     """The configured system's client (call inside the run's event loop)."""
     s = cfg.system
     if isinstance(s, HttpSystemConfig):
-        from rag_eval.system.http import HttpSystem
-
         return HttpSystem(s, cache, cfg.where("system"))
-    from rag_eval.system.pipelines import HaystackSystem, LlamaIndexSystem
 
     if isinstance(s, LlamaIndexSystemConfig):
         return LlamaIndexSystem(s, cfg.where("system"))
@@ -39,8 +48,6 @@ def make_system(cfg: AuditConfig, cache):
 
 def request_key(cfg: AuditConfig, q: Question) -> str:
     """What a finished reply was asked with: the system's settings and the question."""
-    from rag_eval.judges.base import inputs_hash
-
     # How it is called (concurrency, retries, timeouts) does not change a reply: not part of the key.
     how = {"concurrency", "max_retries", "backoff_s", "timeout_s", "cache"}
     return inputs_hash(
@@ -51,8 +58,6 @@ def request_key(cfg: AuditConfig, q: Question) -> str:
 def ask_all(cfg: AuditConfig, questions: list[Question], out: Path, cache) -> tuple[dict[str, SystemReply], dict]:
     """Every question's reply, appended to ``out`` as each comes; finished replies of an unchanged
     request are reused (failed ones are asked again). Returns the replies and the usage."""
-    from rag_eval.rundir import read_jsonl, write_text
-
     done = {r["question_id"]: r for r in read_jsonl(out) if r.get("error") is None}
     replies: dict[str, SystemReply] = {}
     keys = {q.id: request_key(cfg, q) for q in questions}
@@ -128,8 +133,6 @@ def system_section(cfg: AuditConfig, questions: list[Question], replies: dict[st
 
 def run_system_audit(cfg: AuditConfig, *, out=None, use_cache: bool = True, resume=None, inputs=None) -> Path:
     """The audit of ``cfg.system``; returns the run folder (see the module's docstring)."""
-    from rag_eval.orchestration.runner import _open_run, _set_status
-
     inputs, run_dir = _open_run(cfg, out, resume, inputs)
     _set_status(run_dir, "started")
     session = _session(cfg, run_dir, use_cache)
@@ -144,25 +147,17 @@ def run_system_audit(cfg: AuditConfig, *, out=None, use_cache: bool = True, resu
 
 
 def _session(cfg: AuditConfig, run_dir: Path, use_cache: bool):
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.engine import make_engine
-    from rag_eval.llm.session import LLMSession
-
     return LLMSession(
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
     )
 
 
 def _close(session, run_dir: Path) -> None:
-    from rag_eval.rundir import write_json
-
     write_json(run_dir / "llm_usage.json", session.usage())
     session.close()
 
 
 def _finish(run_dir: Path, report: dict) -> None:
-    from rag_eval.orchestration.runner import _set_status, write_report
-
     write_report(run_dir, report)
     _set_status(run_dir, "finished")
 
@@ -179,11 +174,6 @@ def audit_replies(
     """Retrieval figures from the replies' passages, their answers judged on them, attribution;
     the report data. ``replies`` holds one reply per question of ``inputs``; ``source`` describes
     where they came from (default: the configured system)."""
-    from rag_eval.orchestration.runner import Inputs, _same_model, _say_reuse, retrieval_stage, write_report
-    from rag_eval.report.assemble import attribution_section, build_report, generation_section
-    from rag_eval.rundir import write_text
-    from rag_eval.system.passages import judged_corpus, map_replies, system_rankings, with_own_passages
-
     mapped = map_replies(inputs.corpus, replies)
     questions = with_own_passages(inputs.questions, mapped, len(inputs.corpus))
     answered = [q for q in questions if replies[q.id].error is None]
@@ -223,8 +213,6 @@ def audit_replies(
     report["generation"] = generation_section(gcfg, records, len(questions), session.usage() + [usage])
     write_report(run_dir, report)
     if cfg.judges is not None:
-        from rag_eval.judges.judging import aggregate, run_judging
-
         judgements, reuse = run_judging(gcfg, judged_corpus(mapped), questions, records, session, run_dir)
         _say_reuse("judgements", reuse)
         report["judges"] = {
@@ -241,8 +229,6 @@ def audit_replies(
             gcfg, res, mapped.corpus, records, judgements, more_questions=failed
         )
         if cfg.judges.labels:
-            from rag_eval.judges.labels import label_run
-
             report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
     report["generation"]["usage"] = session.usage() + [usage]
     return report

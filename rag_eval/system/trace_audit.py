@@ -16,10 +16,29 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rag_eval.config import AuditConfig
+import yaml
+
+from rag_eval.config import (
+    AuditConfig,
+    GenerationConfig,
+    JudgesConfig,
+    SystemRetrieverConfig,
+    config_from_dict,
+    load_config,
+)
+from rag_eval.data.testset import normalise
 from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.judges.labels import draw, label_run, write_csv, write_html
+from rag_eval.llm.client import Usage
+from rag_eval.orchestration.steps import Inputs, _set_status, load_inputs
+from rag_eval.orchestration.supplied import SuppliedAnswer, context_id, judge_supplied
 from rag_eval.progress import say
-from rag_eval.system.traces import SKIP_REASONS, Trace
+from rag_eval.report.files import write_report
+from rag_eval.retrievers.mapping import Passage
+from rag_eval.rundir import new_run_dir, write_text
+from rag_eval.system.http import SystemReply
+from rag_eval.system.run import _close, _session, audit_replies
+from rag_eval.system.traces import SKIP_REASONS, Trace, read_traces
 
 NO_TEXT = "no_document_text"
 NOT_IN_TEST_SET = "not_in_test_set"
@@ -28,10 +47,6 @@ NOT_IN_TEST_SET = "not_in_test_set"
 def traces_config(config: Any, out: str | Path | None = None) -> AuditConfig:
     """The config of a traces audit: a YAML path, a dict or an AuditConfig; ``corpus``, ``test_set``
     and ``retrieval`` may be left out (then there are no labels, and no retrieval figures)."""
-    import yaml
-
-    from rag_eval.config import config_from_dict
-
     if isinstance(config, AuditConfig):
         cfg = config
     else:
@@ -64,8 +79,6 @@ def traces_config(config: Any, out: str | Path | None = None) -> AuditConfig:
         raw.setdefault("judges", {})
         raw.pop("system", None)
         if path is not None and complete:
-            from rag_eval.config import load_config
-
             cfg = load_config(path)  # with line numbers in its errors
             if cfg.system is not None:
                 cfg = cfg.model_copy(update={"system": None})
@@ -75,8 +88,6 @@ def traces_config(config: Any, out: str | Path | None = None) -> AuditConfig:
         else:
             cfg = config_from_dict(raw)
     if cfg.judges is None:
-        from rag_eval.config import JudgesConfig
-
         cfg = cfg.model_copy(update={"judges": JudgesConfig()})
     if out is not None:
         cfg = cfg.model_copy(update={"report": cfg.report.model_copy(update={"out": str(out)})})
@@ -109,8 +120,6 @@ def skipped_section(traces: list[Trace], files: list[str]) -> dict:
 
 def _rows(traces: list[Trace]):
     """Complete traces as supplied answers (the contexts: the documents' texts)."""
-    from rag_eval.orchestration.supplied import SuppliedAnswer
-
     rows, seen = [], set()
     for t in traces:
         if t.skipped:
@@ -130,10 +139,6 @@ def _rows(traces: list[Trace]):
 
 def _match(cfg: AuditConfig, traces: list[Trace], inputs):
     """Replies for the test set's questions that a trace asked (the latest trace of a question wins)."""
-    from rag_eval.data.testset import normalise
-    from rag_eval.retrievers.mapping import Passage
-    from rag_eval.system.http import SystemReply
-
     by_text = {normalise(q.question).casefold(): q for q in inputs.questions}
     replies: dict[str, SystemReply] = {}
     trace_of: dict[str, str] = {}
@@ -150,11 +155,6 @@ def _match(cfg: AuditConfig, traces: list[Trace], inputs):
 
 
 def _labelled_audit(cfg: AuditConfig, traces: list[Trace], run_dir: Path, use_cache: bool) -> dict:
-    from rag_eval.config import GenerationConfig, SystemRetrieverConfig
-    from rag_eval.llm.client import Usage
-    from rag_eval.orchestration.runner import Inputs, load_inputs
-    from rag_eval.system.run import _close, _session, audit_replies
-
     inputs = load_inputs(cfg)
     replies, trace_of = _match(cfg, traces, inputs)
     if not replies:
@@ -202,9 +202,6 @@ def audit_traces(
 ) -> Path:
     """The audit of the traces in ``files``; returns the run folder (report.json, summary.json,
     report.md, traces.jsonl, labels/)."""
-    from rag_eval.rundir import new_run_dir, write_text
-    from rag_eval.system.traces import read_traces
-
     traces = read_traces(files)
     run_dir = new_run_dir(cfg)
     write_text(
@@ -229,8 +226,6 @@ def audit_traces(
     if labelled(cfg):
         report = _labelled_audit(cfg, traces, run_dir, use_cache)
     else:
-        from rag_eval.orchestration.supplied import judge_supplied
-
         rows = _rows(traces)
         if not rows:
             raise DataError(
@@ -242,16 +237,12 @@ def audit_traces(
             )
         report = judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
         if cfg.judges.labels:  # the labels of an earlier draw, filled in: prediction-powered figures
-            from rag_eval.judges.labels import label_run
-
             report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
     report["traces"] = t = skipped_section(traces, [str(f) for f in files])
     say(f"traces: {t['read']} read, {t['audited']} audited, skipped: {t['skipped'] or 'none'}")
     report["traces"]["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
-    from rag_eval.orchestration.runner import write_report
 
     write_report(run_dir, report)
-    from rag_eval.orchestration.runner import _set_status
 
     _set_status(run_dir, "finished")
     return run_dir
@@ -259,8 +250,6 @@ def audit_traces(
 
 def _label_sample(run_dir: Path, report: dict, n: int, seed: int) -> dict | None:
     """A seeded random sample of the audited traces for people to label (rag-eval label's files)."""
-    from rag_eval.judges.labels import draw, write_csv, write_html
-
     if n <= 0:
         return None
     try:
@@ -279,8 +268,6 @@ def _label_sample(run_dir: Path, report: dict, n: int, seed: int) -> dict | None
 
 def _texts(run_dir: Path) -> dict[str, str]:
     """Passage texts by context id, for the labelling page."""
-    from rag_eval.orchestration.supplied import context_id
-
     texts = {}
     for line in (run_dir / "traces.jsonl").read_text(encoding="utf-8").splitlines():
         for d in json.loads(line)["documents"]:
@@ -289,24 +276,3 @@ def _texts(run_dir: Path) -> dict[str, str]:
                 if d.get("id"):
                     texts.setdefault(str(d["id"]), d["content"])
     return texts
-
-
-def write_traces_report(run_dir: Path, report: dict) -> None:
-    """report.json, summary.json and report.md of a traces audit judged without labels (``rag-eval
-    report RUN_DIR --labels FILE`` re-renders through here)."""
-    from rag_eval.report.trace_markdown import render_traces_markdown
-    from rag_eval.rundir import write_json, write_text
-
-    summary = {
-        "name": report["name"],
-        "created": report["created"],
-        "supplied": report["supplied"],
-        "generation": report["judges"]["figures"],
-        "attribution": report["attribution"]["shares"],
-        "failure_split": report["attribution"]["split"],
-        "traces": {k: report["traces"][k] for k in ("read", "audited", "skipped")},
-        **({"labels": report["labels"]} if "labels" in report else {}),
-    }
-    write_json(run_dir / "report.json", report)
-    write_json(run_dir / "summary.json", summary)
-    write_text(run_dir / "report.md", render_traces_markdown(report))

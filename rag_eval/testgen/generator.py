@@ -14,18 +14,34 @@ kept only when the judge finds that none of the retriever's top chunks answers t
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import math
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from rag_eval.config import AuditConfig
-from rag_eval.data.testset import EvidenceIndex, normalise, stable_id
-from rag_eval.errors import ConfigError, Problem
+from rag_eval.cache_dirs import cache_root
+from rag_eval.config import AuditConfig, TestSetConfig
+from rag_eval.data.corpus import load_corpus
+from rag_eval.data.testset import EvidenceIndex, load_test_set, normalise, stable_id
+from rag_eval.engine import make_engine
+from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.hashing import text_hash
+from rag_eval.judges.calibration import cutoffs_for
+from rag_eval.judges.scored import ScoredJudges
+from rag_eval.judges.yesno import load_prompt
+from rag_eval.llm.session import LLMSession
+from rag_eval.orchestration.runner import run_lint
+from rag_eval.orchestration.steps import Inputs
+from rag_eval.progress import say, track_async
+from rag_eval.resources import shipped_prompt
+from rag_eval.retrievers.factory import run_retrievers
+from rag_eval.rundir import write_json, write_text
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
 from rag_eval.types import Chunk, Corpus, Question
 
@@ -132,8 +148,6 @@ def snap_quote(quote: str, passage: str, min_similarity: float = 0.9) -> tuple[s
     """The passage's own words for a quote the model copied loosely (quote marks, markup,
     punctuation, a word or two changed): the span of ``passage`` aligned with it, and the share of
     the quote's characters matched; None when under ``min_similarity``."""
-    import difflib
-
     q, _ = _loose(quote.strip().rstrip(".:;,"))
     p, pos = _loose(passage)
     if not q or not p:
@@ -295,8 +309,6 @@ class Generator:
 
 
 def load_prompts(cfg: AuditConfig) -> dict[str, str]:
-    from rag_eval.resources import shipped_prompt
-
     folder = cfg.resolve_path(cfg.testgen.prompts_dir) if cfg.testgen.prompts_dir else shipped_prompt("testgen")
     out = {}
     for kind in KINDS:
@@ -324,16 +336,6 @@ def _near_duplicate(question: str, kept: list[set[str]], threshold: float) -> bo
 def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> dict:
     """Generate, verify and write ``cfg.testgen.n`` questions to ``out`` (JSONL); returns the
     generation report (drawn, kept, dropped and why, kinds, model, time)."""
-    import time
-
-    from rag_eval.judges.base import text_hash
-    from rag_eval.judges.calibration import cutoffs_for
-    from rag_eval.judges.scored import ScoredJudges
-    from rag_eval.judges.yesno import load_prompt
-    from rag_eval.progress import say, track_async
-    from rag_eval.resources import shipped_prompt
-    from rag_eval.rundir import write_text
-
     tg = cfg.testgen
     prompts = load_prompts(cfg)
     kinds = allocate(tg.mix, tg.n)
@@ -483,8 +485,6 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
 
 
 async def _check_unanswerables(gen: Generator, drafts: list[Outcome], retriever: str) -> None:
-    from rag_eval.progress import track_async
-
     tops = _top_chunks(gen.cfg, gen.corpus, [o.record["question"] for o in drafts], retriever, gen.tg.check_top)
     async for _ in track_async(
         [gen.confirm_unanswerable(o, t) for o, t in zip(drafts, tops)], "checking unanswerables"
@@ -493,9 +493,6 @@ async def _check_unanswerables(gen: Generator, drafts: list[Outcome], retriever:
 
 
 def _top_chunks(cfg: AuditConfig, corpus: Corpus, questions: list[str], retriever: str, k: int) -> list[list[Chunk]]:
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.retrievers.factory import run_retrievers
-
     qs = [Question(f"draft-{i}", q, {}, False) for i, q in enumerate(questions)]
     rankings = run_retrievers(cfg, corpus, qs, cache_root(cfg.cache_folder))[retriever]
     return [[corpus.chunks[i] for i in row[:k] if i >= 0] for row in rankings.top]
@@ -504,15 +501,8 @@ def _top_chunks(cfg: AuditConfig, corpus: Corpus, questions: list[str], retrieve
 def run_generate(cfg: AuditConfig, out: Path, *, use_cache: bool = True, corpus=None) -> dict:
     """``rag-eval generate``: the test set at ``out``, its generation report beside it
     (``<out>.report.json``, with the lint findings on the result)."""
-    from rag_eval.cache_dirs import cache_root
-    from rag_eval.data.corpus import load_corpus
-    from rag_eval.errors import DataError
-    from rag_eval.llm.session import LLMSession
-    from rag_eval.rundir import write_json
-
     corpus = load_corpus(cfg, corpus)
     out.parent.mkdir(parents=True, exist_ok=True)
-    from rag_eval.engine import make_engine
 
     session = LLMSession(
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=out.parent, engine=make_engine(cfg.engine)
@@ -523,10 +513,6 @@ def run_generate(cfg: AuditConfig, out: Path, *, use_cache: bool = True, corpus=
     finally:
         session.close()
     if report["kept"]:
-        from rag_eval.config import TestSetConfig
-        from rag_eval.data.testset import load_test_set
-        from rag_eval.orchestration.runner import Inputs, run_lint
-
         linted = cfg.model_copy(update={"test_set": TestSetConfig(path=str(out.resolve()))})
         try:
             inputs = Inputs(corpus, load_test_set(out, corpus), out)

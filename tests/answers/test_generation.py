@@ -7,12 +7,13 @@ import pytest
 
 from rag_eval.answers.generation import PromptTemplate, format_contexts, select_questions
 from rag_eval.config import load_config
-from rag_eval.llm.scripted_server import ScriptedServer
-from rag_eval.orchestration.runner import load_inputs, run_audit
+from rag_eval.orchestration.runner import run_audit
+from rag_eval.orchestration.steps import load_inputs
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Chunk
 
 from ..conftest import ROOT
+from ..scripted_server import ScriptedServer
 
 
 def test_prompt_render_keeps_other_braces():

@@ -103,9 +103,9 @@ def test_uncertainty_of_a_decision_and_labels_needed():
 
 def test_label_draws_uncertain_answers_first_and_the_figures_use_their_probabilities(small_project):
     from rag_eval.cli import main
-    from rag_eval.llm.scripted_server import ScriptedServer
     from rag_eval.orchestration.runner import run_audit
 
+    from ..scripted_server import ScriptedServer
     from .test_uncertain import _project, unsure_reply
 
     with ScriptedServer(reply=unsure_reply) as s:
@@ -145,9 +145,9 @@ def test_label_draws_uncertain_answers_first_and_the_figures_use_their_probabili
 
 def test_uniform_keeps_the_plain_draw(small_project):
     from rag_eval.cli import main
-    from rag_eval.llm.scripted_server import ScriptedServer
     from rag_eval.orchestration.runner import run_audit
 
+    from ..scripted_server import ScriptedServer
     from .test_uncertain import _project, unsure_reply
 
     with ScriptedServer(reply=unsure_reply) as s:

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.orchestration.runner import run_audit
 
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 from .test_uncertain import _project, unsure_reply
 
 

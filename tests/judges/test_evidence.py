@@ -14,8 +14,9 @@ from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.yesno import label_probabilities
 from rag_eval.llm.client import LLM
 from rag_eval.llm.response_cache import ResponseCache
-from rag_eval.llm.scripted_server import ScriptedServer
 from rag_eval.resources import shipped_prompt
+
+from ..scripted_server import ScriptedServer
 
 REFUSAL = (shipped_prompt("judges") / "refusal.md").read_text()
 QUESTION = "Which port does the web service listen on?"
@@ -135,7 +136,7 @@ def test_the_decision_probability_is_the_verdict_requests_own():
         verdict_bodies = [b for b in s.bodies if _forced(b) is None]
     assert verdict_bodies[0] == verdict_bodies[1]
     # The probability read from the verdict response itself, as yesno.py reads it.
-    from rag_eval.llm.scripted_server import first_token_logprobs
+    from ..scripted_server import first_token_logprobs
 
     expected = label_probabilities(
         {"logprobs": first_token_logprobs("No: it declines.", 0.544)}, {"yes": ("yes",), "no": ("no",)}

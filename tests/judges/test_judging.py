@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from rag_eval.config import load_config
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.orchestration.runner import run_audit
 
 from ..conftest import ROOT
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 
 
 def _config(small_project, base_url, extra_llm="", extra_metrics=None):

@@ -8,11 +8,11 @@ import pytest
 
 from rag_eval.cli import main
 from rag_eval.config import load_config
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.orchestration.gates import check_gates
 from rag_eval.orchestration.runner import run_audit
 
 from ..conftest import ROOT
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 
 
 def _audit(small_project, extra=""):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from rag_eval.config import load_config
-from rag_eval.judges.base import Judgement
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.uncertain import Band, bands_for, case_status, fit_band, mark
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.orchestration.runner import run_audit
 
 from ..conftest import ROOT
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 
 
 def _overlapping(seed=0, n=200):

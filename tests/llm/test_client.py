@@ -11,7 +11,8 @@ import pytest
 from rag_eval.config import LLMConfig
 from rag_eval.llm.client import LLM
 from rag_eval.llm.response_cache import ResponseCache, cache_key
-from rag_eval.llm.scripted_server import ScriptedServer
+
+from ..scripted_server import ScriptedServer
 
 MSG = [{"role": "user", "content": "hello"}]
 

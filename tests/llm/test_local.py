@@ -13,6 +13,8 @@ from rag_eval.llm import cpu_probe, local
 from rag_eval.llm.local import LocalServer, ServerSettings, build_features, describe_build
 from rag_eval.llm.session import LLMSession
 
+from ..conftest import ROOT
+
 
 def test_settings_become_llama_server_options():
     assert ServerSettings().args() == ["-c", "8192", "-np", "1", "-fa", "auto"]
@@ -46,7 +48,7 @@ def _fake_build(folder: Path, features: dict[str, int]) -> Path:
     src.write_text("".join(f"int ggml_cpu_has_{n.lower()}(void) {{ return {v}; }}\n" for n, v in features.items()))
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / "libggml-cpu.so"), str(src)], check=True)
     binary = folder / "llama-server"
-    binary.write_text(f'#!/bin/sh\nexec {sys.executable} -m rag_eval.llm.scripted_server "$@"\n')
+    binary.write_text(f'#!/bin/sh\nexec {sys.executable} {ROOT / "tests" / "scripted_server.py"} "$@"\n')
     binary.chmod(0o755)
     return binary
 

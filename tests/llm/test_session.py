@@ -16,16 +16,16 @@ import httpx
 from rag_eval.config import LLMConfig
 from rag_eval.llm.client import LLM
 from rag_eval.llm.local import LocalServer
-from rag_eval.llm.scripted_server import ScriptedServer
 from rag_eval.llm.session import LLMSession
 
 from ..conftest import ROOT
+from ..scripted_server import ScriptedServer
 
 
 def fake_llama_server(tmp_path: Path) -> tuple[Path, Path]:
     """An executable that takes llama-server's arguments and serves scripted replies; and a model file."""
     script = tmp_path / "fake-llama-server"
-    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m rag_eval.llm.scripted_server "$@"\n')
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} {ROOT / "tests" / "scripted_server.py"} "$@"\n')
     script.chmod(0o755)
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF" + bytes(range(256)) * 64)

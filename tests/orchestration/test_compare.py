@@ -8,11 +8,11 @@ import pytest
 
 from rag_eval.config import load_config
 from rag_eval.errors import DataError
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.orchestration.compare import check_same_contexts
 from rag_eval.stats import apply_holm, compare_paired
 
 from ..conftest import ROOT
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 
 
 def test_identical_prompts_give_p_one_and_no_winner():

@@ -328,10 +328,12 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     """A run with one prompt judged by correctness and refusal: ``answers`` maps a question id to
     (answer, correctness verdict); the refusal judge says "answered" for all."""
     from rag_eval.config import config_from_dict
-    from rag_eval.judges.base import Judgement, inputs_hash
+    from rag_eval.hashing import inputs_hash
+    from rag_eval.judges.judgement import Judgement
     from rag_eval.judges.judging import aggregate
-    from rag_eval.orchestration.runner import load_inputs, retrieval_stage, write_report
+    from rag_eval.orchestration.steps import load_inputs, retrieval_stage
     from rag_eval.report.assemble import attribution_section, build_report, generation_section
+    from rag_eval.report.files import write_report
     from rag_eval.rundir import new_run_dir
 
     write_jsonl(folder / "corpus.jsonl", SMALL_CORPUS)

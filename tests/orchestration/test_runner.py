@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
-
 from ..conftest import ROOT, SMALL_QUESTIONS
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 
 
 def _config(project, base_url, extra=""):
@@ -228,7 +227,7 @@ def test_resume_redoes_exactly_the_work_whose_inputs_changed(small_project, tmp_
 
 def test_resume_refuses_another_configs_run_and_never_picks_a_longer_name(small_project, tmp_path):
     from rag_eval.config import load_config
-    from rag_eval.orchestration.runner import find_resumable
+    from rag_eval.orchestration.steps import find_resumable
 
     cfg = load_config(small_project / "audit.yaml")
     out = tmp_path / "runs"

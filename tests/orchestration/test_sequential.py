@@ -30,7 +30,8 @@ def test_the_evalue_grows_with_one_sided_wins_and_rarely_crosses_under_no_differ
 @pytest.mark.slow
 def test_compare_stops_once_settled_and_judges_only_the_questions_used(tmp_path, capsys):
     from rag_eval.cli import main
-    from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
+
+    from ..scripted_server import ScriptedServer, judge_name, structured_reply
 
     questions = [
         {"id": f"q{i:02d}", "question": f"{c['text'].split(',')[0]} (variant {i})?", "answer_in": c["id"]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_eval.retrievers.base import Rankings, top_k
+from rag_eval.retrievers.rankings import Rankings, top_k
 
 
 def from_full(full: np.ndarray, depth: int) -> Rankings:

@@ -68,7 +68,7 @@ def test_the_index_is_cached_on_disk(tmp_path):
 
 
 def test_top_k_equals_a_stable_full_sort_with_ties():
-    from rag_eval.retrievers.base import top_k
+    from rag_eval.retrievers.rankings import top_k
 
     rng = np.random.default_rng(0)
     for trial in range(200):

@@ -8,7 +8,7 @@ import pytest
 from rag_eval.config import DenseConfig, EngineConfig
 from rag_eval.engine import LocalEngine
 from rag_eval.errors import ConfigError
-from rag_eval.retrievers import base
+from rag_eval.retrievers import rankings as base
 from rag_eval.retrievers.ann import build_hnsw, recall_at, search
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.types import Chunk, Corpus, Question

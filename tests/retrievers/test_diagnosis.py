@@ -3,8 +3,8 @@
 import pytest
 
 from rag_eval.config import AuditConfig, HybridConfig
-from rag_eval.retrievers.base import Rankings
 from rag_eval.retrievers.diagnosis import CAUSES, diagnose_misses
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Chunk, Corpus, Question
 

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 import rag_eval
-from rag_eval.llm.scripted_server import ScriptedServer, structured_reply
 
 from ..conftest import ROOT, SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
+from ..scripted_server import ScriptedServer, structured_reply
 
 APP = textwrap.dedent(
     '''

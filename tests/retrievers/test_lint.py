@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rag_eval.config import AuditConfig
-from rag_eval.retrievers.base import Rankings
 from rag_eval.retrievers.lint import fails, lint
+from rag_eval.retrievers.rankings import Rankings
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.stats import detectable_hit_difference, independent_discordance, sign_test
 from rag_eval.types import Chunk, Corpus, Question
@@ -154,7 +154,7 @@ def test_generic_quote_is_flagged_with_its_match_count(small_project):
     import json
 
     from rag_eval.config import load_config
-    from rag_eval.orchestration.runner import load_inputs
+    from rag_eval.orchestration.steps import load_inputs
 
     rows = [json.loads(x) for x in (small_project / "questions.jsonl").read_text().splitlines()]
     rows[1]["evidence"] = "typically used to store"  # in the lists and the tuples chunk

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from rank_bm25 import BM25Okapi
 
-from rag_eval.llm.scripted_server import send_json
+from ..scripted_server import send_json
 
 
 def tokens(text: str) -> list[str]:

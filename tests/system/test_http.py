@@ -9,11 +9,11 @@ import yaml
 
 import rag_eval
 from rag_eval.cli import main
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 from rag_eval.orchestration.supplied import context_id
 from rag_eval.system.paths import extract, parse_path
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 from .rag_service import RagService
 
 TOKEN = "s3cret-token-value"

@@ -8,9 +8,9 @@ import yaml
 
 import rag_eval
 from rag_eval.cli import main
-from rag_eval.llm.scripted_server import ScriptedServer, structured_reply
 
 from ..conftest import ROOT, SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
+from ..scripted_server import ScriptedServer, structured_reply
 from .rag_service import RagService
 
 README = (ROOT / "README.md").read_text()

@@ -9,9 +9,9 @@ import yaml
 
 import rag_eval
 from rag_eval.cli import main
-from rag_eval.llm.scripted_server import ScriptedServer, judge_name, structured_reply
 
 from ..conftest import SMALL_CORPUS, write_jsonl
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 from .test_traces import PHOENIX
 
 QUESTIONS = [

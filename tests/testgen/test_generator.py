@@ -9,11 +9,11 @@ import pytest
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.data.testset import load_test_set
-from rag_eval.llm.scripted_server import ScriptedServer, structured_reply
 from rag_eval.testgen.generator import allocate, draw_chunks
 from rag_eval.types import Chunk, Corpus
 
 from ..conftest import write_jsonl
+from ..scripted_server import ScriptedServer, structured_reply
 
 DOCS = [
     ("lists", "Lists", "Lists are mutable sequences, typically used to store collections of homogeneous items."),

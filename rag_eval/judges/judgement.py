@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -36,14 +35,3 @@ class Judgement:
     def from_dict(cls, d: dict) -> Judgement:
         names = cls.__dataclass_fields__
         return cls(**{k: v for k, v in d.items() if k in names})
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def inputs_hash(*parts: object) -> str:
-    """A stable hash of JSON-able parts (judge, prompt hash, model, inputs)."""
-    import json
-
-    return text_hash(json.dumps(parts, sort_keys=True, ensure_ascii=False))

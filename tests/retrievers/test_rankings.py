@@ -3,9 +3,9 @@ scores, and the rank of any chunk at any depth; fusion in blocks equals fusion o
 
 import numpy as np
 
-from rag_eval.retrievers import base
-from rag_eval.retrievers.base import Rankings, ranks_of_rows
+from rag_eval.retrievers import rankings as base
 from rag_eval.retrievers.hybrid import fuse
+from rag_eval.retrievers.rankings import Rankings, ranks_of_rows
 
 from .rankings import from_full, rank_matrix
 
