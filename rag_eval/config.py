@@ -411,6 +411,12 @@ class JudgesConfig(_Model):
     escalate: EscalateConfig | None = Field(
         None, description="a second judge for the uncertain decisions: {llm: {...}, max_calls, prices}"
     )
+    reasons: Literal["quote", "model"] = Field(
+        "quote",
+        description="the own judges' shown reasons: quote (a verified quote of the answer, context or reference, "
+        "asked with the decided word forced: one or two short requests more per decision) or model (the words "
+        "the model wrote after its verdict)",
+    )
 
     @field_validator("metrics")
     @classmethod

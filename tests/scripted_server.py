@@ -199,9 +199,13 @@ def judge_name(body: dict) -> str | None:
     name = schema_name(body)
     if name:
         return name
-    text = body["messages"][-1]["content"]
+    messages = body["messages"]
+    # A reply forced to start with a verdict word (judges/evidence.py) asks for that judge's reason.
+    forced = len(messages) > 1 and messages[-1]["role"] == "assistant"
+    text = messages[-2 if forced else -1]["content"]
     names = dict(zip(YES_NO_REPLIES, ("refusal", "correctness", "correctness", "supported", "useful")))
-    return next((n for question, n in names.items() if question in text), None)
+    name = next((n for question, n in names.items() if question in text), None)
+    return f"{name} reason" if forced and name else name
 
 
 def main(argv: list[str] | None = None) -> None:

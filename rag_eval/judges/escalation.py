@@ -183,6 +183,9 @@ async def _one(
         score=1.0 if op.positive else 0.0,
         reason=op.reason,
         method=op.method,
+        # The first judge's word and quoted reason stay in its record (first_record), not beside
+        # the second judge's verdict.
+        details={k: v for k, v in j.details.items() if k not in ("evidence", "model_said")},
     )
     return _note(decided, {**esc, "decided_by": "second"}, first=j)
 

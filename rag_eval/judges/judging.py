@@ -97,6 +97,8 @@ class JudgeRun:
             bands = {v: [b.low, b.high] for v in cuts if (b := self.bands.get(v))}
             if bands:  # a band changes the status: part of the key (and only then, for earlier runs)
                 cut = {"cutoffs": cuts, "bands": bands}
+            # Reasons made another way are redone (the verdict requests come from the response cache).
+            cut = {"cut": cut, "reasons": self.scored.reasons}
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
@@ -171,6 +173,7 @@ async def judge_all(
     if "scored" in families:
         scored = ScoredJudges.load(llm, cfg.resolve_path(jc.prompts_dir) if jc.prompts_dir else None)
         scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, jc.cutoffs)
+        scored.reasons = jc.reasons
     ragas = (
         RagasJudges(llm, json_schema=jc.llm.json_schema, requests=jc.ragas_requests) if "ragas" in families else None
     )

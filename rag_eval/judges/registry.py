@@ -131,6 +131,8 @@ class JudgeSpec:
     role: Role | None = None  # the outcome it decides in attribution (None: it decides none)
     precedence: int = 0  # among configured judges of one role, the highest decides
     calls: Callable[[int, int], int] = lambda top_k, statements: 1  # (top k, statements) -> calls
+    # The short requests more per answer for a quoted reason (judges.reasons: quote), at most.
+    reason_calls: Callable[[int, int], int] = lambda top_k, statements: 0
     description: str = ""
     human_label: str | None = None  # the column of a labels file a person fills for this judge (yes/no)
     # (judges, inputs) -> the Judgement; e.g. ``lambda f, x: f.scored.verdict("mine", x)``.
@@ -189,6 +191,7 @@ JUDGES: dict[str, JudgeSpec] = {
             ),
             labels=("refused", "answered"),
             role="refusal",
+            reason_calls=lambda k, s: 1,
             human_label="refused",
             description="did the answer give the information, or decline? (yes/no, scored by probability)",
             judge=lambda f, x: f.scored.refusal(x.question_id, x.prompt, x.question, x.answer),
@@ -206,6 +209,7 @@ JUDGES: dict[str, JudgeSpec] = {
             labels=("correct", "incorrect"),
             answerable_only=True,
             role="correctness",
+            reason_calls=lambda k, s: 2,
             human_label="correct",
             description="does the answer give the reference's fact? (yes/no, scored by probability)",
             judge=lambda f, x: f.scored.correctness(x.question_id, x.prompt, x.question, x.reference, x.answer),
@@ -239,6 +243,7 @@ JUDGES: dict[str, JudgeSpec] = {
             precedence=1,  # decides attribution when both faithfulness judges run
             human_label="faithful",
             calls=lambda k, s: s,
+            reason_calls=lambda k, s: 2 * s,
             description="share of the answer's sentences the contexts support (yes/no per sentence)",
             judge=lambda f, x: f.scored.faithfulness(x.question_id, x.prompt, x.question, x.answer, x.contexts),
             prompts={"faithfulness_yesno": SUPPORTED},
@@ -263,6 +268,7 @@ JUDGES: dict[str, JudgeSpec] = {
             (Figure("context_precision_yesno"),),
             answer_independent=True,
             calls=lambda k, s: k,
+            reason_calls=lambda k, s: k,
             description="usefulness of each context (yes/no), average precision",
             judge=lambda f, x: f.scored.context_precision(x.question_id, x.prompt, x.question, x.reference, x.contexts),
             prompts={"context_precision_yesno": USEFUL},
@@ -287,6 +293,7 @@ JUDGES: dict[str, JudgeSpec] = {
             role="retrieval",
             precedence=1,
             calls=lambda k, s: s,
+            reason_calls=lambda k, s: 2 * s,
             description="share of the reference's sentences the contexts support (yes/no per sentence)",
             judge=lambda f, x: f.scored.context_recall(x.question_id, x.prompt, x.question, x.reference, x.contexts),
             prompts={"context_recall_yesno": SUPPORTED},

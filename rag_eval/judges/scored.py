@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_eval.hashing import text_hash
+from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
@@ -68,6 +69,10 @@ class ScoredJudges:
     prompts: dict[str, YesNoPrompt]
     cutoffs: dict[str, float] = field(default_factory=dict)
     calibrated: dict[str, bool] = field(default_factory=dict)
+    # How the shown reasons are made (``evidence.py``): "quote" asks for a verified quote with the
+    # decided word forced (one or two short requests more per decision); "model" keeps the verdict
+    # request's own words (the plain-words note where the cut-off overturns them).
+    reasons: str = "model"
 
     @classmethod
     def load(cls, llm, prompts_dir: Path | None, cutoffs: dict[str, float] | None = None) -> ScoredJudges:
@@ -113,6 +118,7 @@ class ScoredJudges:
         labels: tuple[str, str],
         positive: str,
         variant: str | None = None,
+        sources: dict | None = None,
         **values: str,
     ) -> Judgement:
         """One yes/no decision; ``labels`` = (the verdict for yes, the verdict for no). The record's
@@ -127,6 +133,9 @@ class ScoredJudges:
         cut = self.cutoff(variant)
         negative = labels[1] if positive == labels[0] else labels[0]
         verdict = positive if p >= cut else negative
+        calibrated = self.calibrated.get(variant, False)
+        said = Said(d.text_label, p, positive, cut, calibrated, verdict, "yes" if verdict == labels[0] else "no")
+        reason, evidence = await self._explain(prompt_files()[variant].key, d, said, values, sources)
         return self._record(
             judge,
             qid,
@@ -134,11 +143,17 @@ class ScoredJudges:
             status="judged",
             score=1.0 if verdict == positive else 0.0,
             verdict=verdict,
-            reason=d.reason,
+            reason=reason,
             probability=round(p, 6),
             cutoff=cut,
             method=d.method,
-            details={"raw": d.raw, "calibrated": self.calibrated.get(variant, False), "variant": variant},
+            details={
+                "raw": d.raw,
+                "calibrated": calibrated,
+                "variant": variant,
+                "model_said": evidence["model_said"],
+                "evidence": evidence,
+            },
         )
 
     async def verdict(self, judge: str, x: Inputs, variant: str | None = None) -> Judgement:
@@ -150,11 +165,22 @@ class ScoredJudges:
         values = {p: _value(x, p) for p in self.prompt_for(variant).placeholders}
         return await self._verdict(judge, x.question_id, x.prompt, spec.yes_no, spec.positive, variant, **values)
 
+    async def _explain(self, key: str, d: Decision, said: Said, values: dict[str, str], sources) -> tuple[str, dict]:
+        """The shown reason for a decided question and its evidence record (``evidence.explain``)."""
+        return await explain(self.prompts[key], self.llm, values, d, said, sources, self.reasons)
+
     async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
         # The prompt asks "does the answer give the information?": a small model reads "does it
         # decline?" backwards (AUC 0.14 against 0.98 on the hand-labelled refusal cases).
         return await self._verdict(
-            "refusal", qid, prompt, ("answered", "refused"), "refused", question=question, answer=answer
+            "refusal",
+            qid,
+            prompt,
+            ("answered", "refused"),
+            "refused",
+            sources={"answer": [("answer", answer)]},
+            question=question,
+            answer=answer,
         )
 
     async def correctness(self, qid: str, prompt: str, question: str, reference: str, answer: str) -> Judgement:
@@ -165,34 +191,66 @@ class ScoredJudges:
             ("correct", "incorrect"),
             "correct",
             variant=correctness_variant(reference),
+            sources={"answer": [("answer", answer)], "reference": [("reference", reference)]},
             question=question,
             reference=reference,
             answer=answer,
         )
 
     async def _statements(
-        self, judge: str, qid: str, prompt: str, question: str, statements: list[str], contexts: list[str], what: str
+        self,
+        judge: str,
+        qid: str,
+        prompt: str,
+        question: str,
+        statements: list[str],
+        contexts: list[str],
+        what: str,
+        text: str,
     ) -> Judgement:
-        """Each statement asked "supported by the contexts?"; the score is the share supported."""
+        """Each statement asked "supported by the contexts?"; the score is the share supported.
+        ``text`` is what the statements come from (the answer or the reference)."""
         if not statements:
             return self._failed(judge, qid, prompt, f"no statements in the {what}")
         context = "\n\n".join(contexts)
+        cut, calibrated = self.cutoff(judge), self.calibrated.get(judge, False)
+        sources = {"answer": [(what, text)], "context": [(f"context {i + 1}", c) for i, c in enumerate(contexts)]}
         # One at a time, in order: each request then shares the long context prefix with the last
-        # one, which the server keeps in its KV cache.
+        # one, which the server keeps in its KV cache (a statement's reason request its whole prompt).
         decisions: list[Decision] = []
+        explained: list[tuple[str, dict]] = []
         for s in statements:
-            decisions.append(
-                await self.prompts["supported"].ask(self.llm, context=context, question=question, statement=s)
+            values = {"context": context, "question": question, "statement": s}
+            d = await self.prompts["supported"].ask(self.llm, **values)
+            decisions.append(d)
+            if d.error or d.p("yes") is None:
+                continue
+            ok = d.p("yes") >= cut
+            said = Said(
+                d.text_label,
+                d.p("yes"),
+                "supported",
+                cut,
+                calibrated,
+                "supported" if ok else "not supported",
+                "yes" if ok else "no",
             )
+            explained.append(await self._explain("supported", d, said, values, sources))
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad:
             return self._failed(judge, qid, prompt, f"{len(bad)} of {len(decisions)} statements not judged: {bad[0]}")
-        cut = self.cutoff(judge)
         ps = [d.p("yes") for d in decisions]
         supported = [p >= cut for p in ps]
         rows = [
-            {"statement": s, "p_supported": round(p, 6), "supported": ok, "reason": d.reason}
-            for s, p, ok, d in zip(statements, ps, supported, decisions)
+            {
+                "statement": s,
+                "p_supported": round(p, 6),
+                "supported": ok,
+                "reason": reason,
+                "model_said": evidence["model_said"],
+                "evidence": evidence,
+            }
+            for s, p, ok, (reason, evidence) in zip(statements, ps, supported, explained)
         ]
         missing = [f"{r['statement']} ({r['reason']})" for r in rows if not r["supported"]]
         verb = "supported by" if what == "answer" else "found in"
@@ -209,19 +267,23 @@ class ScoredJudges:
             probability=round(min(ps), 6),
             cutoff=cut,
             method="logprobs" if all(d.method == "logprobs" for d in decisions) else "text",
-            details={"statements": rows, "calibrated": self.calibrated.get(judge, False)},
+            details={
+                "statements": rows,
+                "calibrated": calibrated,
+                "model_said": [r["model_said"] for r in rows],
+            },
         )
 
     async def faithfulness(self, qid: str, prompt: str, question: str, answer: str, contexts: list[str]) -> Judgement:
         return await self._statements(
-            "faithfulness_yesno", qid, prompt, question, split_statements(answer), contexts, "answer"
+            "faithfulness_yesno", qid, prompt, question, split_statements(answer), contexts, "answer", answer
         )
 
     async def context_recall(
         self, qid: str, prompt: str, question: str, reference: str, contexts: list[str]
     ) -> Judgement:
         return await self._statements(
-            "context_recall_yesno", qid, prompt, question, split_statements(reference), contexts, "reference"
+            "context_recall_yesno", qid, prompt, question, split_statements(reference), contexts, "reference", reference
         )
 
     async def context_precision(
@@ -234,12 +296,21 @@ class ScoredJudges:
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad or not decisions:
             return self._failed(judge, qid, prompt, bad[0] if bad else "no contexts")
-        cut = self.cutoff(judge)
+        cut, calibrated = self.cutoff(judge), self.calibrated.get(judge, False)
         ps = [d.p("yes") for d in decisions]
         useful = [p >= cut for p in ps]
+
+        async def explain_one(i: int) -> tuple[str, dict]:
+            d, u = decisions[i], useful[i]
+            verdict = "useful" if u else "not useful"
+            said = Said(d.text_label, ps[i], "useful", cut, calibrated, verdict, "yes" if u else "no")
+            values = {"question": question, "reference": reference, "context": contexts[i]}
+            return await self._explain("useful", d, said, values, {"context": [(f"context {i + 1}", contexts[i])]})
+
+        explained = await asyncio.gather(*(explain_one(i) for i in range(len(contexts))))
         reason = "; ".join(
-            f"context {i + 1}: {'useful' if u else 'not useful'} ({d.reason})"
-            for i, (u, d) in enumerate(zip(useful, decisions))
+            f"context {i + 1}: {'useful' if u else 'not useful'} ({r})"
+            for i, (u, (r, _)) in enumerate(zip(useful, explained))
         )
         return self._record(
             judge,
@@ -250,7 +321,12 @@ class ScoredJudges:
             reason=reason,
             cutoff=cut,
             method="logprobs" if all(d.method == "logprobs" for d in decisions) else "text",
-            details={"p_useful": [round(p, 6) for p in ps], "calibrated": self.calibrated.get(judge, False)},
+            details={
+                "p_useful": [round(p, 6) for p in ps],
+                "calibrated": calibrated,
+                "model_said": [e["model_said"] for _, e in explained],
+                "contexts": [e for _, e in explained],
+            },
         )
 
 

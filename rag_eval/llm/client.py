@@ -238,10 +238,13 @@ class LLM:
         response_format: dict | None = None,
         max_tokens: int | None = None,
         logprobs: int | None = None,
+        stop: list[str] | None = None,
     ) -> ChatResult:
         """One completion; failures after the client's retries come back as ``error``, never raised.
 
-        ``logprobs``: ask for that many top alternatives of every generated token (``raw`` holds them).
+        ``logprobs``: ask for that many top alternatives of every generated token (``raw`` holds them);
+        ``stop``: strings that end the reply (not part of it). A last message of role ``assistant``
+        is the forced start of the reply where the endpoint continues it (llama-server does).
         """
         import openai  # noqa: PLC0415
 
@@ -258,6 +261,8 @@ class LLM:
         if logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = logprobs
+        if stop:
+            params["stop"] = stop
         start = time.perf_counter()
         try:
             # The plain POST of the openai client: its retries and errors, without the per-call

@@ -72,7 +72,8 @@ def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generation
                 continue
             seen.add((name, q.id))
             text = q.reference if "reference" in spec.needs and spec.answer_independent else g.answer or ""
-            total += spec.calls(k, max(1, len(split_statements(text or ""))))
+            n = max(1, len(split_statements(text or "")))
+            total += spec.calls(k, n) + (spec.reason_calls(k, n) if cfg.judges.reasons == "quote" else 0)
     return total
 
 

@@ -23,6 +23,7 @@ from rag_eval.judges.escalation import without_escalation
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
 from rag_eval.judges.records import JudgesSection, JudgingInfo
+from rag_eval.report.quotes import row_evidence
 from rag_eval.report.records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES
 from rag_eval.retrievers.records import Miss, RetrievalSection, SimulatedFix
@@ -245,6 +246,7 @@ def attribution_section(
                             reason=j.reason,
                             error=j.error,
                             probability=j.probability,
+                            **row_evidence({"details": j.details}),
                         )
                         for name, j in js.items()
                     },

@@ -16,6 +16,7 @@ from rag_eval.report.markdown import (
     labels_table,
     sample_note,
 )
+from rag_eval.report.quotes import answer_quotes, filtered_table, highlight, reasons_html
 from rag_eval.report.records import Report
 from rag_eval.report.system_html import system_html
 from rag_eval.report.triage import triage_html
@@ -318,26 +319,27 @@ def _attribution(report: Report) -> list[str]:
             f'<span class="chip{" rel" if ci.relevant else ""}">{escape(ci.id)}{" ✓" if ci.relevant else ""}</span>'
             for ci in x.contexts
         )
-        judges = "<br>".join(
-            f"<b>{escape(n)}</b>: "
-            f"{escape(str(j.verdict or (round(j.score, 2) if j.score is not None else j.status)))}"
-            f" – {escape((j.reason or j.error or '')[:400])}"
-            for n, j in x.judges.items()
-        )
+        briefs = {n: j.dump() for n, j in x.judges.items()}
         rows.append(
-            [
-                f"<b>{escape(x.question_id)}</b><br>{escape(x.question)}",
-                escape(x.prompt),
-                f'<td class="o-{x.outcome}">{escape(x.outcome)}<br><small>{escape(x.why[:300])}</small></td>',
-                ctx,
-                escape(x.answer or "–"),
-                judges,
-            ]
+            (
+                x.outcome,
+                [
+                    f"<b>{escape(x.question_id)}</b><br>{escape(x.question)}",
+                    escape(x.prompt),
+                    f'<td class="o-{x.outcome}">{escape(x.outcome)}<br><small>{escape(x.why[:300])}</small></td>',
+                    ctx,
+                    highlight(x.answer or "–", answer_quotes(briefs)),
+                    reasons_html(briefs, _shown_verdict),
+                ],
+            )
         )
-    out.append(
-        _table(["question", "prompt", "outcome", "retrieved (✓ relevant)", "answer", "judges"], rows, 'id="failures"')
-    )
+    header = ["question", "prompt", "outcome", "retrieved (✓ relevant)", "answer (quoted by a judge marked)", "judges"]
+    out.append(filtered_table("failures", header, rows))
     return out
+
+
+def _shown_verdict(j: dict) -> str:
+    return str(j.get("verdict") or (round(j["score"], 2) if j.get("score") is not None else j["status"]))
 
 
 def _retrieval(report: Report, r: RetrievalSection) -> list[str]:

@@ -8,6 +8,7 @@ from rag_eval.judges.ragas_judges import describe_requests
 from rag_eval.judges.records import JudgedFigure, JudgesSection
 from rag_eval.judges.registry import JUDGES
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
+from rag_eval.report.quotes import markdown_quotes
 from rag_eval.report.records import ComparisonSection, Report
 from rag_eval.report.trace_markdown import judged_markdown, system_markdown, traces_markdown
 from rag_eval.report.triage import triage_markdown
@@ -247,6 +248,7 @@ def attribution_markdown(report: Report) -> list[str]:
                 out.append(f"- reference: {text(r.reference)}")
             for name, j in r.judges.items():
                 out.append(f"- {name}: {j.shown()}: {text(j.reason or j.error or '', 300)}")
+                out += markdown_quotes(j.dump(), text)
             out.append("")
     return out
 

@@ -95,7 +95,9 @@ def test_judge_decides_by_probability_and_falls_back_to_text(small_project):
 
 def test_budget_of_calls_per_answered_question(small_project):
     """faithfulness 2, context precision k, context recall 1 (once per question, not per prompt),
-    correctness 1, refusal 1, faithfulness_yesno one per sentence of the answer; none twice."""
+    correctness 1, refusal 1, faithfulness_yesno one per sentence of the answer; and for the own
+    judges' quoted reasons (judges.reasons: quote) one short request more per decision, two for
+    correctness (its answer and its reference); none twice."""
     with ScriptedServer(reply=structured_reply) as s:
         run_dir = run_audit(_config(small_project, s.base_url))
         bodies = s.bodies
@@ -110,6 +112,9 @@ def test_budget_of_calls_per_answered_question(small_project):
         "ContextPrecisionOutput": 2 * 2,
         "ContextRecallOutput": 2,
         "supported": 4,  # the scripted answers are one sentence each
+        "refusal reason": 4,
+        "correctness reason": 2 * 2,
+        "supported reason": 4,
     }
     digests = [hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest() for b in bodies]
     assert len(set(digests)) == len(digests)  # no request was sent twice

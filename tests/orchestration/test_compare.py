@@ -100,8 +100,9 @@ def test_compare_after_an_audit_costs_only_the_new_prompts_calls(small_project, 
         for b in new
     )
     # b's 4 answers, the refusal judge on each, correctness on the 2 with a reference; faithfulness is
-    # skipped for refusals, and context precision and recall (the same request for both prompts) are cached.
-    assert len(new) == 4 + 4 + 2
+    # skipped for refusals, and context precision and recall (the same request for both prompts) are cached;
+    # each of those decisions' quoted reason is one short request more, two for correctness.
+    assert len(new) == 4 + 4 + 2 + (4 + 2 * 2)
     summary = json.loads((run_dir / "summary.json").read_text())
     ref = summary["comparison"]["refusal_accuracy"]["a_vs_b"]
     assert (ref["wins"], ref["losses"], ref["ties"]) == (0, 1, 0)

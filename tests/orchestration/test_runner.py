@@ -141,6 +141,8 @@ def test_report_html_renders_plots_and_failure_table(small_project, tmp_path):
         'id="outcome-shares"',
         'id="failures"',
         "the answer misses the key fact",
+        '<details class="reasons"><summary>',  # each failed question's reasons fold
+        'id="failures-filter-all" checked',  # and the rows filter by outcome
     ):
         assert needle in html
     # Self-contained: no stylesheet, script, image or font is fetched from anywhere.

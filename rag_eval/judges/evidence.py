@@ -1,0 +1,245 @@
+"""Reasons that are evidence for the decided verdict, with their quotes checked verbatim.
+
+An own judge decides from the first token's probability and the cut-off (``yesno.py``); the
+words the model wrote after its label argue for *its* word, which a calibrated cut-off may
+overturn, and a small model often copies them from the prompt's examples. Here the shown reason
+is made for the decision: a second request repeats the judge's prompt with the decided label word
+forced as the start of the reply and the lead-in of a quote (``Yes: the answer says "``), so the
+model can only complete the quote; each quote is checked against the answer, the contexts or the
+reference after whitespace normalisation, as test-set evidence is (``data.testset.normalise``).
+The verdict request is unchanged, so its probability, the calibration and its cut-offs stay valid;
+the second request repeats its prompt, which llama-server keeps in its KV cache, and is cached on
+disk like every request (same request, same reply on a rerun).
+
+Where no quote is verified and the decision is the model's own word, the model's reason is kept;
+where the decision overturns the model's word, the reason says so in plain words. A reason or
+quote that repeats the prompt's own text (its instructions or examples) and is not in the inputs
+is marked ``copies_prompt`` and never shown as evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from rag_eval.data.testset import normalise
+from rag_eval.retrievers.answer_match import loose
+
+QUOTE_TOKENS = 40  # a quote is a phrase or a sentence: the request stops at its closing quote
+MIN_QUOTE_CHARS = 3
+EXCERPT_CHARS = 80  # characters of the source kept on each side of a verified quote
+COPY_SHARE = 0.6  # a reason is a copy when this share of its word triples is the prompt's own text
+WORD = {"yes": "Yes", "no": "No"}
+REASONS = ("quote", "model")  # judges.reasons: a forced quote (one more request), or the model's reason only
+
+
+@dataclass(frozen=True)
+class Lead:
+    """The words before one quote of a forced reason (``but the reference says``), and the inputs
+    the quote is asked from (it is checked against every input, and shown as from where it is)."""
+
+    noun: str  # "the answer", "the context", ...
+    verb: str  # "says", "is about"
+    sources: tuple[str, ...]  # of: answer, context, reference (the roles of ``explain``'s sources)
+    joiner: str = ""  # "as ", "but ": how it follows the quote before it
+
+    @property
+    def text(self) -> str:
+        return f"{self.joiner}{self.noun} {self.verb}"
+
+    def shown(self, found_in: str | None) -> str:
+        """The lead-in as shown, naming the source the quote was found in."""
+        place = {"answer": "the answer", "reference": "the reference"}.get(found_in or "", found_in)
+        return f"{self.joiner}{place or self.noun} {self.verb}"
+
+
+_ANSWER = Lead("the answer", "says", ("answer",))
+_CORRECTNESS = {
+    "yes": (_ANSWER, Lead("the reference", "says", ("reference",), "as ")),
+    "no": (_ANSWER, Lead("the reference", "says", ("reference",), "but ")),
+}
+# Per prompt and decided word: the quotes a reason for that decision is made of.
+LEADS: dict[str, dict[str, tuple[Lead, ...]]] = {
+    "refusal": {"yes": (_ANSWER,), "no": (_ANSWER,)},
+    "correctness": _CORRECTNESS,
+    "correctness_short": _CORRECTNESS,
+    "supported": {
+        "yes": (Lead("the context", "says", ("context",)),),
+        # The claim the context lacks, then what the context says instead (if it says anything).
+        "no": (_ANSWER, Lead("the context", "says", ("context",), "but ")),
+    },
+    "useful": {
+        "yes": (Lead("the passage", "says", ("context",)),),
+        "no": (Lead("the passage", "is about", ("context",)),),
+    },
+}
+
+
+@dataclass
+class Quote:
+    """One quote of a reason: where it was found (``answer``, ``context 2``, ``reference``), whether
+    it was, and a stretch of the source around it (``span``: the quote's place in ``excerpt``)."""
+
+    text: str
+    found_in: str | None
+    verified: bool
+    copies_prompt: bool = False
+    excerpt: str | None = None
+    span: tuple[int, int] | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fixed_text(template: str) -> str:
+    """The prompt's own words: the template with its placeholders taken out."""
+    return re.sub(r"\{[a-z_]+\}", "\n", template)
+
+
+def _grams(words: list[str]) -> list[tuple[str, ...]]:
+    return [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+
+
+def copies_prompt(reason: str, template: str, inputs: list[str]) -> bool:
+    """Whether a reason repeats the prompt's own text (its instructions or examples) rather than
+    the inputs: all of it within the prompt, or most of its word triples from the prompt and not
+    from the inputs (the answer, contexts, reference and question)."""
+    words = loose(reason).split()
+    if len(words) < 2:
+        return False
+    text, fixed = " ".join(words), loose(fixed_text(template))
+    seen = [loose(s) for s in inputs]
+    if any(f" {text} " in f" {s} " for s in seen):
+        return False
+    if f" {text} " in f" {fixed} ":
+        return True
+    grams = _grams(words)
+    if len(grams) < 2:
+        return False
+    from_prompt = set(_grams(fixed.split()))
+    from_inputs = {g for s in seen for g in _grams(s.split())}
+    return sum(g in from_prompt and g not in from_inputs for g in grams) / len(grams) >= COPY_SHARE
+
+
+def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> Quote:
+    """A quote checked against the sources it may come from (``(name, text)`` pairs), verbatim after
+    whitespace normalisation; one found only in the prompt's own text is marked as a copy."""
+    q = normalise(text)
+    for attempt in dict.fromkeys((q, q.rstrip(".,;:!?"))):
+        if len(attempt) < MIN_QUOTE_CHARS:
+            continue
+        for name, source in candidates:
+            s = normalise(source)
+            at = s.find(attempt)
+            if at >= 0:
+                lo, hi = max(0, at - EXCERPT_CHARS), min(len(s), at + len(attempt) + EXCERPT_CHARS)
+                head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(s) else "")
+                start = at - lo + len(head)
+                return Quote(attempt, name, True, excerpt=head + s[lo:hi] + tail, span=(start, start + len(attempt)))
+    copied = len(q) >= MIN_QUOTE_CHARS and q.rstrip(".,;:!?") in normalise(fixed_text(template))
+    return Quote(q, None, False, copies_prompt=copied)
+
+
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|`([^`]+)`|'([^']{3,})'")
+
+
+def quoted_spans(reason: str) -> list[str]:
+    """The quoted parts of a free-text reason ("...", “...”, `...`, '...')."""
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(reason or "")]
+
+
+def _candidates(sources: dict[str, list[tuple[str, str]]], roles: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The sources of ``roles`` first, then every other one (a small model may quote the reference
+    where asked for the answer: the quote is still evidence, shown as from where it is)."""
+    first = [pair for role in roles for pair in sources.get(role, [])]
+    return first + [pair for pairs in sources.values() for pair in pairs if pair not in first]
+
+
+@dataclass(frozen=True)
+class Said:
+    """What decided a yes/no question, for the plain-words note: the model's word, P(positive),
+    the positive verdict, the cut-off, whether it is calibrated, and the decided verdict."""
+
+    word: str | None  # "yes", "no" or None (no label word in the reply)
+    p: float
+    positive: str
+    cutoff: float
+    calibrated: bool
+    verdict: str
+    decided: str  # the decided label word, "yes" or "no"
+
+    @property
+    def overturned(self) -> bool:
+        return self.word is not None and self.word != self.decided
+
+    def plain(self) -> str:
+        cut = f"the calibrated cut-off {self.cutoff:.2f}" if self.calibrated else f"the cut-off {self.cutoff:.2f}"
+        return f'the model wrote "{WORD[self.word]}" (P({self.positive}) = {self.p:.2f}); {cut} decided {self.verdict}'
+
+
+async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads: tuple[Lead, ...], sources):
+    """The reason for ``decided`` asked of the model with the label word and each quote's lead-in
+    forced as the start of its reply, one short request per quote: (quotes, shown text, requests,
+    completion tokens, error)."""
+    user = {"role": "user", "content": prompt.render(**values)}
+    reply, shown, quotes = f"{WORD[decided]}:", [], []
+    calls = tokens = 0
+    for lead in leads:
+        reply += f' {lead.text} "'
+        result = await llm.chat([user, {"role": "assistant", "content": reply}], max_tokens=QUOTE_TOKENS, stop=['"'])
+        calls += 1
+        if result.error:
+            return quotes, shown, calls, tokens, result.error
+        tokens += result.completion_tokens
+        text = result.text or ""
+        # An endpoint that repeats the forced start in its reply, or opens a new reply of its own.
+        text = text[len(reply) :] if text.startswith(reply) else text
+        text = text.split('"')[0].strip()
+        q = check_quote(text, _candidates(sources, lead.sources), prompt.template)
+        quotes.append(q)
+        where = "" if q.verified else (" (repeats the prompt)" if q.copies_prompt else " (not found in the inputs)")
+        shown.append(f'{lead.shown(q.found_in)} "{q.text}"{where}')
+        reply += f'{text}",'
+    return quotes, shown, calls, tokens, None
+
+
+async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sources, mode: str = "quote"):
+    """(the shown reason, the evidence record) for one decided yes/no question.
+
+    ``decision`` is the verdict request's :class:`~rag_eval.judges.yesno.Decision`; ``sources`` maps
+    a role (answer, context, reference) to the ``(name, text)`` pairs a quote may come from."""
+    inputs = [str(v) for v in values.values()]
+    model_reason = decision.reason or ""
+    copied = copies_prompt(model_reason, prompt.template, inputs)
+    everything = [pair for pairs in sources.values() for pair in pairs]
+    own = [check_quote(s, everything, prompt.template) for s in quoted_spans(model_reason)]
+    record = {
+        "model_said": WORD.get(said.word or ""),
+        "model_reason": model_reason,
+        "model_reason_copies_prompt": copied,
+        "calls": 0,
+        "completion_tokens": 0,
+    }
+    shown_from, quotes, error = None, own, None
+    if not said.overturned and not copied and any(q.verified for q in own):
+        shown_from, reason = "model", model_reason
+    elif mode == "quote" and (leads := LEADS.get(prompt.name, {}).get(said.decided)):
+        quotes, shown, calls, tokens, error = await forced_quotes(prompt, llm, values, said.decided, leads, sources)
+        record.update(calls=calls, completion_tokens=tokens)
+        if any(q.verified for q in quotes):
+            shown_from = "forced"
+            reason = ", ".join(shown) + (f"; {said.plain()}" if said.overturned else "")
+    if shown_from is None:
+        # No verified quote: the model's own words where they argue for the decision and are not
+        # the prompt's, else the plain account of the decision.
+        if said.overturned:
+            shown_from, reason = "plain", said.plain()
+        elif copied or not model_reason:
+            shown_from = "none"
+            reason = "no evidence: the model's reason repeats its prompt" if copied else "no reason given"
+        else:
+            shown_from, reason = "model", model_reason
+    record.update(shown=shown_from, quotes=[q.to_dict() for q in quotes], verified=any(q.verified for q in quotes))
+    if error:
+        record["error"] = error
+    return reason, record

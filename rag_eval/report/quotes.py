@@ -1,0 +1,152 @@
+"""The judges' quoted evidence in the report: what a row keeps of it, the Markdown lines, and the
+HTML pieces (quoted words highlighted, reasons folded under a failed question, rows filtered by
+outcome with CSS alone, so the page stays self-contained)."""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+QUOTES_SHOWN = 4  # quotes listed per judge in a failed question (a statement judge may have 8)
+
+
+def row_evidence(j: dict) -> dict:
+    """What a report row keeps of a judgement's evidence: the model's word, the quotes of its
+    reason (each statement's or context's too), and how the shown reason was made."""
+    d = j.get("details") or {}
+    out: dict = {}
+    if "model_said" in d:
+        out["model_said"] = d["model_said"]
+    ev = d.get("evidence")
+    if ev:
+        out["evidence"] = {"shown": ev.get("shown"), "quotes": ev.get("quotes") or []}
+    parts = d.get("statements") or []
+    if parts and any("evidence" in s for s in parts):
+        out["parts"] = [
+            {
+                "text": s["statement"],
+                "decided": "supported" if s.get("supported") else "not supported",
+                "quotes": (s.get("evidence") or {}).get("quotes") or [],
+            }
+            for s in parts
+        ]
+    elif d.get("contexts"):
+        out["parts"] = [
+            {"text": f"context {i + 1}", "decided": None, "quotes": e.get("quotes") or []}
+            for i, e in enumerate(d["contexts"])
+        ]
+    return out
+
+
+def all_quotes(j: dict) -> list[dict]:
+    """Every quote of a report row's judge, its own and its parts'."""
+    return list((j.get("evidence") or {}).get("quotes") or []) + [q for p in j.get("parts") or [] for q in p["quotes"]]
+
+
+def quote_note(q: dict) -> str:
+    """Where a quote was found: ``answer ✓``, ``context 2 ✓``, ``not found ✗``, ``repeats the prompt ✗``."""
+    if q.get("verified"):
+        return f"{q['found_in']} ✓"
+    return "repeats the prompt ✗" if q.get("copies_prompt") else "not found ✗"
+
+
+def markdown_quotes(j: dict, text) -> list[str]:
+    """Sub-items of a judge's line in a failed question: each quote and where it was found
+    (``text`` makes model text inert)."""
+    lines = [f'  - "{text(q["text"], 200)}" ({quote_note(q)})' for q in (j.get("evidence") or {}).get("quotes") or []]
+    for p in j.get("parts") or []:
+        if not p["quotes"]:
+            continue
+        head = f"{p['decided']}: " if p.get("decided") else ""
+        quotes = "; ".join(f'"{text(q["text"], 160)}" ({quote_note(q)})' for q in p["quotes"])
+        lines.append(f"  - {head}{text(p['text'], 160)} – {quotes}")
+    return lines[: QUOTES_SHOWN + 1]
+
+
+def _pattern(quote: str) -> re.Pattern | None:
+    words = quote.split()
+    return re.compile(r"\s+".join(map(re.escape, words))) if words else None
+
+
+def highlight(text: str, quotes: list[str]) -> str:
+    """``text`` HTML-escaped, with every occurrence of each quote (whitespace-insensitive) in <mark>."""
+    spans = []
+    for q in quotes:
+        pat = _pattern(q)
+        if pat is not None:
+            spans += [m.span() for m in pat.finditer(text)]
+    out, at = [], 0
+    for start, end in sorted(spans):
+        if start < at:  # overlapping marks merge into the first
+            start = at
+        if start >= end:
+            continue
+        out += [escape(text[at:start]), f"<mark>{escape(text[start:end])}</mark>"]
+        at = end
+    return "".join(out) + escape(text[at:])
+
+
+def _quote_html(q: dict) -> str:
+    note = escape(quote_note(q))
+    if q.get("verified") and q.get("excerpt") and q.get("span"):
+        s, e = q["span"]
+        ex = q["excerpt"]
+        shown = f"{escape(ex[:s])}<mark>{escape(ex[s:e])}</mark>{escape(ex[e:])}"
+        return f'<li><span class="q-ok">{note}</span>: {shown}</li>'
+    return f'<li><span class="q-bad">{note}</span>: “{escape(q.get("text") or "")}”</li>'
+
+
+def reasons_html(judges: dict[str, dict], verdict) -> str:
+    """The judges of one failed question, folded: a summary of the verdicts, and when opened each
+    reason with its quotes, highlighted in the stretch of the answer, context or reference they
+    come from. ``verdict(j)`` is the short verdict shown."""
+    summary = ", ".join(f"{escape(n)}: {escape(verdict(j))}" for n, j in judges.items())
+    items = []
+    for n, j in judges.items():
+        reason = escape((j.get("reason") or j.get("error") or "")[:400])
+        said = j.get("model_said")
+        said = f' <span class="meta">(the model wrote {escape(said)})</span>' if isinstance(said, str) else ""
+        quotes = [_quote_html(q) for q in (j.get("evidence") or {}).get("quotes") or []]
+        for p in j.get("parts") or []:
+            if p["quotes"]:
+                head = escape(f"{p['decided']}: " if p.get("decided") else "") + escape(p["text"][:200])
+                quotes.append(f"<li>{head}<ul>{''.join(_quote_html(q) for q in p['quotes'])}</ul></li>")
+        listed = f"<ul>{''.join(quotes)}</ul>" if quotes else ""
+        items.append(f"<li><b>{escape(n)}</b>: {escape(verdict(j))}{said} – {reason}{listed}</li>")
+    return f'<details class="reasons"><summary>{summary}</summary><ul>{"".join(items)}</ul></details>'
+
+
+def answer_quotes(judges: dict[str, dict]) -> list[str]:
+    """The verified quotes the judges took from the answer (highlighted where the answer is shown)."""
+    return [
+        q["text"] for j in judges.values() for q in all_quotes(j) if q.get("verified") and q["found_in"] == "answer"
+    ]
+
+
+def filtered_table(table_id: str, header: list[str], rows: list[tuple[str, list[str]]]) -> str:
+    """A table whose rows filter by outcome with radio buttons and CSS alone (no script: the page
+    stays self-contained and works with scripts off). ``rows``: (outcome, cells)."""
+    outcomes = list(dict.fromkeys(o for o, _ in rows))
+    name = f"{table_id}-filter"
+    radios = [
+        f'<input type="radio" name="{name}" id="{name}-all" checked><label for="{name}-all">all ({len(rows)})</label>'
+    ]
+    css = []
+    for o in outcomes:
+        rid = f"{name}-{o}"
+        count = sum(x == o for x, _ in rows)
+        radios.append(f'<input type="radio" name="{name}" id="{rid}"><label for="{rid}">{escape(o)} ({count})</label>')
+        css.append(f"#{rid}:checked~table tbody tr:not(.row-{o}){{display:none}}")
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join(
+        f'<tr class="row-{o}">' + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in cells) + "</tr>"
+        for o, cells in rows
+    )
+    style = (
+        "<style>.ofilter input{margin-left:.8em}.ofilter label{margin-right:.3em}"
+        f"mark{{background:#fff0a0}}.q-ok{{color:#11763a}}.q-bad{{color:#b00020}}{''.join(css)}</style>"
+    )
+    return (
+        f'<div class="ofilter">{style}<span class=meta>show:</span>{"".join(radios)}'
+        f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    )

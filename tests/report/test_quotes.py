@@ -1,0 +1,107 @@
+"""The judges' quotes in the report: highlighted where the answer or a context is shown, the reasons
+folded under each failed question, and the failed rows filtered by outcome with CSS alone."""
+
+import re
+
+from rag_eval.report.formatting import text
+from rag_eval.report.quotes import filtered_table, highlight, markdown_quotes, reasons_html, row_evidence
+
+RECORD = {
+    "judge": "refusal",
+    "status": "judged",
+    "verdict": "answered",
+    "reason": 'the answer says "port 8443 by default"',
+    "details": {
+        "model_said": "No",
+        "evidence": {
+            "shown": "forced",
+            "quotes": [
+                {
+                    "text": "port 8443 by default",
+                    "found_in": "answer",
+                    "verified": True,
+                    "copies_prompt": False,
+                    "excerpt": "The service listens on port 8443 by default. It",
+                    "span": [23, 43],
+                },
+                {"text": "100 °C.", "found_in": None, "verified": False, "copies_prompt": True},
+            ],
+        },
+    },
+}
+FAITH = {
+    "judge": "faithfulness_yesno",
+    "status": "judged",
+    "score": 0.5,
+    "reason": "1 of 2 answer statements are supported by the contexts",
+    "details": {
+        "model_said": ["Yes", "No"],
+        "statements": [
+            {
+                "statement": "It listens on 8443.",
+                "supported": True,
+                "evidence": {
+                    "quotes": [
+                        {
+                            "text": "default port is 8443",
+                            "found_in": "context 2",
+                            "verified": True,
+                            "excerpt": "The default port is 8443 <b>",
+                            "span": [4, 24],
+                        }
+                    ]
+                },
+            },
+            {"statement": "It uses TLS 1.3.", "supported": False, "evidence": {"quotes": []}},
+        ],
+    },
+}
+
+
+def test_a_row_keeps_the_models_word_and_every_quote():
+    r = row_evidence(RECORD)
+    assert r["model_said"] == "No" and r["evidence"]["shown"] == "forced" and len(r["evidence"]["quotes"]) == 2
+    f = row_evidence(FAITH)
+    assert [p["decided"] for p in f["parts"]] == ["supported", "not supported"]
+    assert f["parts"][0]["quotes"][0]["found_in"] == "context 2"
+    assert row_evidence({"details": {}}) == {}
+
+
+def test_markdown_lists_each_quote_with_where_it_was_found():
+    lines = markdown_quotes(row_evidence(RECORD), text) + markdown_quotes(row_evidence(FAITH), text)
+    assert lines == [
+        '  - "port 8443 by default" (answer ✓)',
+        '  - "100 °C." (repeats the prompt ✗)',
+        '  - supported: It listens on 8443. – "default port is 8443" (context 2 ✓)',
+    ]
+
+
+def test_quoted_words_are_highlighted_whitespace_insensitively_and_escaped():
+    shown = highlight("The service listens on\n port 8443 <by> default.", ["port 8443 <by>", "listens on port"])
+    assert shown == "The service <mark>listens on\n port</mark><mark> 8443 &lt;by&gt;</mark> default."
+    assert highlight("<script>", ["nothing"]) == "&lt;script&gt;"
+
+
+def test_the_reasons_fold_under_the_question_and_show_the_quotes_in_their_source():
+    judges = {"refusal": row_evidence(RECORD) | RECORD, "faithfulness_yesno": row_evidence(FAITH) | FAITH}
+    html = reasons_html(judges, lambda j: str(j.get("verdict") or j.get("score")))
+    assert html.startswith('<details class="reasons"><summary>refusal: answered, faithfulness_yesno: 0.5</summary>')
+    assert html.endswith("</details>")
+    assert "(the model wrote No)" in html
+    assert "The service listens on <mark>port 8443 by default</mark>. It" in html
+    assert "<mark>default port is 8443</mark> &lt;b&gt;" in html  # context text is escaped
+    assert "repeats the prompt ✗" in html and "<b>" not in html.replace("<b>refusal</b>", "").replace(
+        "<b>faithfulness_yesno</b>", ""
+    )
+
+
+def test_failed_rows_filter_by_outcome_without_a_script():
+    rows = [("incorrect", ["q1", "a"]), ("refused", ["q2", "b"]), ("incorrect", ["q3", "c"])]
+    html = filtered_table("failures", ["question", "answer"], rows)
+    assert "<script" not in html and 'id="failures"' in html
+    assert 'id="failures-filter-all" checked><label for="failures-filter-all">all (3)</label>' in html
+    assert '<label for="failures-filter-incorrect">incorrect (2)</label>' in html
+    assert "#failures-filter-refused:checked~table tbody tr:not(.row-refused){display:none}" in html
+    assert re.findall(r'<tr class="row-(\w+)">', html) == ["incorrect", "refused", "incorrect"]
+    # The radio buttons precede the table within one parent, as the sibling selector needs.
+    assert html.index('type="radio"') < html.index('<table id="failures">') and html.startswith('<div class="ofilter">')
