@@ -28,7 +28,7 @@ from rag_eval.orchestration.gates import check_gates
 from rag_eval.orchestration.runner import run_audit, run_compare, run_lint, run_retrieval
 from rag_eval.orchestration.steps import load_inputs
 from rag_eval.orchestration.supplied import judge_supplied, parse_rows
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.rundir import new_run_dir, read_finished
 from rag_eval.system.trace_audit import audit_traces, traces_config

@@ -3,12 +3,39 @@ each outcome, and the split of failures between retrieval and generation."""
 
 from __future__ import annotations
 
-from rag_eval.judges.records import LabelledEstimate
+from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.typed import Figure, Model, Num
 
 
+class Quote(Model):
+    """A quote of a judge's reason, checked verbatim (whitespace-normalised) against the answer,
+    the contexts and the reference (``judges/evidence.py``)."""
+
+    text: str = ""
+    found_in: str | None = None  # "answer", "context 2", "reference"
+    verified: bool = False
+    copies_prompt: bool = False
+    excerpt: str | None = None  # the stretch of the source around the quote
+    span: list[int] | None = None  # the quote's place in ``excerpt``
+
+
+class ReasonEvidence(Model):
+    """How the shown reason was made and the quotes it rests on."""
+
+    shown: str | None = None
+    quotes: list[Quote] = []
+
+
+class EvidencePart(Model):
+    """One statement (or context) of a judge that decides part by part, with its quotes."""
+
+    text: str = ""
+    decided: str | None = None
+    quotes: list[Quote] = []
+
+
 class JudgeBrief(Model):
-    """A judge's verdict on the answer, as the attribution row shows it."""
+    """A judge's verdict on the answer, as the attribution row shows it, with its evidence."""
 
     status: str = ""
     score: Num | None = None
@@ -16,6 +43,13 @@ class JudgeBrief(Model):
     reason: str | None = None
     error: str | None = None
     probability: Num | None = None
+    model_said: str | list[str | None] | None = None
+    evidence: ReasonEvidence | None = None
+    parts: list[EvidencePart] = []
+
+    def all_quotes(self) -> list[Quote]:
+        """Its own quotes and its parts'."""
+        return list(self.evidence.quotes if self.evidence else []) + [q for p in self.parts for q in p.quotes]
 
     def shown(self) -> str:
         """The verdict, else the score, else the status."""

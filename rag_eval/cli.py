@@ -28,7 +28,7 @@ from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
 from rag_eval.report.files import write_report
 from rag_eval.report.history_html import render_history_html
 from rag_eval.report.markdown import fmt
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.report.triage import labels_plan
 from rag_eval.retrievers.lint import fails, generic_labels

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_eval.answers.records import Answer
+from rag_eval.answers.answer_records import Answer
 from rag_eval.config import AuditConfig, GenerationConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem

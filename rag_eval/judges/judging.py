@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_eval.answers.records import Answer
+from rag_eval.answers.answer_records import Answer
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
 from rag_eval.judges.calibration import agreement_for, cutoffs_for
 from rag_eval.judges.escalation import escalate_records, first_pass
+from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ragas_judges import RagasJudges
-from rag_eval.judges.records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.registry import JUDGES, Families, Inputs, decider, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import bands_for, mark

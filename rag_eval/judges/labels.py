@@ -15,18 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_eval.answers.records import Answer
+from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.attribution_records import AttributionRow, JudgeBrief
 from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.active import active_mean, draw_questions
+from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ppi import human_mean, ppi_mean
-from rag_eval.judges.records import LabelledEstimate
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
-from rag_eval.report.records import LabelledDifference, LabelledFigure, LabelsSection, Report
+from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
 from rag_eval.typed import Model, Num
 from rag_eval.types import Question
 

@@ -18,12 +18,12 @@ import itertools
 
 import numpy as np
 
-from rag_eval.answers.records import Answer
+from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution_records import AttributionRow
 from rag_eval.config import AuditConfig
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.registry import figures
-from rag_eval.report.records import ComparisonSection, Disagreement, PromptAnswer, Report
+from rag_eval.report.report_records import ComparisonSection, Disagreement, PromptAnswer, Report
 from rag_eval.stats import Comparison, apply_holm, compare_paired
 from rag_eval.typed import PairedComparison
 

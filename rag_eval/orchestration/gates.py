@@ -10,8 +10,8 @@ from rag_eval.errors import ConfigError, Problem, did_you_mean
 from rag_eval.judges.registry import figures as judge_figures
 from rag_eval.orchestration.diff import moved_lines
 from rag_eval.orchestration.diff_records import DiffData
-from rag_eval.report.records import Report
-from rag_eval.retrievers.records import QuestionRecord
+from rag_eval.report.report_records import Report
+from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import read_jsonl
 from rag_eval.typed import Figure
 

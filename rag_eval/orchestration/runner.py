@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import run_generation, select_questions
-from rag_eval.answers.records import Answer
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.engine import make_engine
@@ -30,7 +30,7 @@ from rag_eval.orchestration.steps import (
 from rag_eval.progress import say
 from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
 from rag_eval.report.files import write_report
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.retrievers.factory import run_retrievers
 from rag_eval.retrievers.lint import lint
 from rag_eval.retrievers.stage import evaluate

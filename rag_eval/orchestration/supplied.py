@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_eval.answers.records import Answer
+from rag_eval.answers.answer_records import Answer
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import Record
@@ -22,7 +22,7 @@ from rag_eval.judges.judging import run_judging
 from rag_eval.llm.session import LLMSession
 from rag_eval.report.assemble import Retrieved, add_judging, supplied_report
 from rag_eval.report.files import write_report
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.rundir import write_json, write_text
 from rag_eval.types import Chunk, Corpus, Question
 

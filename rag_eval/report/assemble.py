@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from rag_eval.answers.records import Answer, GenerationSection, PromptCounts, Usage
+from rag_eval.answers.answer_records import Answer, GenerationSection, PromptCounts, Usage
 from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
 from rag_eval.attribution_records import (
     AttributionRow,
@@ -20,13 +20,13 @@ from rag_eval.attribution_records import (
 )
 from rag_eval.config import AuditConfig
 from rag_eval.judges.escalation import without_escalation
+from rag_eval.judges.judge_records import JudgesSection, JudgingInfo
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
-from rag_eval.judges.records import JudgesSection, JudgingInfo
 from rag_eval.report.quotes import row_evidence
-from rag_eval.report.records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
+from rag_eval.report.report_records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES
-from rag_eval.retrievers.records import Miss, RetrievalSection, SimulatedFix
+from rag_eval.retrievers.retrieval_records import Miss, RetrievalSection, SimulatedFix
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.stats import weighted_share
 from rag_eval.typed import Figure, PairedComparison

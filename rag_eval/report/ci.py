@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rag_eval.orchestration.gates import GateResult, describe_failure
 from rag_eval.report.markdown import fmt
-from rag_eval.report.records import Summary
+from rag_eval.report.report_records import Summary
 from rag_eval.report.screen import HEADLINE
 
 

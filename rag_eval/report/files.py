@@ -7,7 +7,7 @@ from pathlib import Path
 from rag_eval.report.assemble import summary
 from rag_eval.report.html import render_html
 from rag_eval.report.markdown import render_markdown, render_traces_markdown
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.rundir import write_json, write_text
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from html import escape
 
-from rag_eval.judges.records import LabelledEstimate
+from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.typed import Figure
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.answers.records import Usage
+from rag_eval.answers.answer_records import Usage
 from rag_eval.attribution_records import FailureSplit, OutcomeShare
 from rag_eval.report.formatting import fmt, judge_columns
 from rag_eval.report.formatting import html_table as _table
@@ -17,10 +17,10 @@ from rag_eval.report.markdown import (
     sample_note,
 )
 from rag_eval.report.quotes import answer_quotes, filtered_table, highlight, reasons_html
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.report.system_html import system_html
 from rag_eval.report.triage import triage_html
-from rag_eval.retrievers.records import RetrievalSection
+from rag_eval.retrievers.retrieval_records import RetrievalSection
 from rag_eval.typed import Figure, PairedComparison
 
 CSS = """
@@ -319,7 +319,6 @@ def _attribution(report: Report) -> list[str]:
             f'<span class="chip{" rel" if ci.relevant else ""}">{escape(ci.id)}{" ✓" if ci.relevant else ""}</span>'
             for ci in x.contexts
         )
-        briefs = {n: j.dump() for n, j in x.judges.items()}
         rows.append(
             (
                 x.outcome,
@@ -328,18 +327,14 @@ def _attribution(report: Report) -> list[str]:
                     escape(x.prompt),
                     f'<td class="o-{x.outcome}">{escape(x.outcome)}<br><small>{escape(x.why[:300])}</small></td>',
                     ctx,
-                    highlight(x.answer or "–", answer_quotes(briefs)),
-                    reasons_html(briefs, _shown_verdict),
+                    highlight(x.answer or "–", answer_quotes(x.judges)),
+                    reasons_html(x.judges),
                 ],
             )
         )
     header = ["question", "prompt", "outcome", "retrieved (✓ relevant)", "answer (quoted by a judge marked)", "judges"]
     out.append(filtered_table("failures", header, rows))
     return out
-
-
-def _shown_verdict(j: dict) -> str:
-    return str(j.get("verdict") or (round(j["score"], 2) if j.get("score") is not None else j["status"]))
 
 
 def _retrieval(report: Report, r: RetrievalSection) -> list[str]:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from rag_eval.attribution_records import AttributionSection
+from rag_eval.judges.judge_records import JudgedFigure, JudgesSection
 from rag_eval.judges.ppi import labels_needed
 from rag_eval.judges.ragas_judges import describe_requests
-from rag_eval.judges.records import JudgedFigure, JudgesSection
 from rag_eval.judges.registry import JUDGES
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.quotes import markdown_quotes
-from rag_eval.report.records import ComparisonSection, Report
+from rag_eval.report.report_records import ComparisonSection, Report
 from rag_eval.report.trace_markdown import judged_markdown, system_markdown, traces_markdown
 from rag_eval.report.triage import triage_markdown
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
-from rag_eval.retrievers.records import Cause, Miss, SimulatedFix
+from rag_eval.retrievers.retrieval_records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
 from rag_eval.typed import PairedComparison, StageReuse
 
@@ -248,7 +248,7 @@ def attribution_markdown(report: Report) -> list[str]:
                 out.append(f"- reference: {text(r.reference)}")
             for name, j in r.judges.items():
                 out.append(f"- {name}: {j.shown()}: {text(j.reason or j.error or '', 300)}")
-                out += markdown_quotes(j.dump(), text)
+                out += markdown_quotes(j, text)
             out.append("")
     return out
 

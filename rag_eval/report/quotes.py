@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from html import escape
 
+from rag_eval.attribution_records import JudgeBrief, Quote
+
 QUOTES_SHOWN = 4  # quotes listed per judge in a failed question (a statement judge may have 8)
 
 
@@ -38,28 +40,24 @@ def row_evidence(j: dict) -> dict:
     return out
 
 
-def all_quotes(j: dict) -> list[dict]:
-    """Every quote of a report row's judge, its own and its parts'."""
-    return list((j.get("evidence") or {}).get("quotes") or []) + [q for p in j.get("parts") or [] for q in p["quotes"]]
-
-
-def quote_note(q: dict) -> str:
+def quote_note(q: Quote) -> str:
     """Where a quote was found: ``answer ✓``, ``context 2 ✓``, ``not found ✗``, ``repeats the prompt ✗``."""
-    if q.get("verified"):
-        return f"{q['found_in']} ✓"
-    return "repeats the prompt ✗" if q.get("copies_prompt") else "not found ✗"
+    if q.verified:
+        return f"{q.found_in} ✓"
+    return "repeats the prompt ✗" if q.copies_prompt else "not found ✗"
 
 
-def markdown_quotes(j: dict, text) -> list[str]:
+def markdown_quotes(j: JudgeBrief, text) -> list[str]:
     """Sub-items of a judge's line in a failed question: each quote and where it was found
     (``text`` makes model text inert)."""
-    lines = [f'  - "{text(q["text"], 200)}" ({quote_note(q)})' for q in (j.get("evidence") or {}).get("quotes") or []]
-    for p in j.get("parts") or []:
-        if not p["quotes"]:
+    own = j.evidence.quotes if j.evidence else []
+    lines = [f'  - "{text(q.text, 200)}" ({quote_note(q)})' for q in own]
+    for p in j.parts:
+        if not p.quotes:
             continue
-        head = f"{p['decided']}: " if p.get("decided") else ""
-        quotes = "; ".join(f'"{text(q["text"], 160)}" ({quote_note(q)})' for q in p["quotes"])
-        lines.append(f"  - {head}{text(p['text'], 160)} – {quotes}")
+        head = f"{p.decided}: " if p.decided else ""
+        quotes = "; ".join(f'"{text(q.text, 160)}" ({quote_note(q)})' for q in p.quotes)
+        lines.append(f"  - {head}{text(p.text, 160)} – {quotes}")
     return lines[: QUOTES_SHOWN + 1]
 
 
@@ -86,41 +84,39 @@ def highlight(text: str, quotes: list[str]) -> str:
     return "".join(out) + escape(text[at:])
 
 
-def _quote_html(q: dict) -> str:
+def _quote_html(q: Quote) -> str:
     note = escape(quote_note(q))
-    if q.get("verified") and q.get("excerpt") and q.get("span"):
-        s, e = q["span"]
-        ex = q["excerpt"]
+    if q.verified and q.excerpt and q.span:
+        s, e = q.span
+        ex = q.excerpt
         shown = f"{escape(ex[:s])}<mark>{escape(ex[s:e])}</mark>{escape(ex[e:])}"
         return f'<li><span class="q-ok">{note}</span>: {shown}</li>'
-    return f'<li><span class="q-bad">{note}</span>: “{escape(q.get("text") or "")}”</li>'
+    return f'<li><span class="q-bad">{note}</span>: “{escape(q.text)}”</li>'
 
 
-def reasons_html(judges: dict[str, dict], verdict) -> str:
+def reasons_html(judges: dict[str, JudgeBrief]) -> str:
     """The judges of one failed question, folded: a summary of the verdicts, and when opened each
     reason with its quotes, highlighted in the stretch of the answer, context or reference they
-    come from. ``verdict(j)`` is the short verdict shown."""
-    summary = ", ".join(f"{escape(n)}: {escape(verdict(j))}" for n, j in judges.items())
+    come from."""
+    summary = ", ".join(f"{escape(n)}: {escape(j.shown())}" for n, j in judges.items())
     items = []
     for n, j in judges.items():
-        reason = escape((j.get("reason") or j.get("error") or "")[:400])
-        said = j.get("model_said")
+        reason = escape((j.reason or j.error or "")[:400])
+        said = j.model_said
         said = f' <span class="meta">(the model wrote {escape(said)})</span>' if isinstance(said, str) else ""
-        quotes = [_quote_html(q) for q in (j.get("evidence") or {}).get("quotes") or []]
-        for p in j.get("parts") or []:
-            if p["quotes"]:
-                head = escape(f"{p['decided']}: " if p.get("decided") else "") + escape(p["text"][:200])
-                quotes.append(f"<li>{head}<ul>{''.join(_quote_html(q) for q in p['quotes'])}</ul></li>")
+        quotes = [_quote_html(q) for q in (j.evidence.quotes if j.evidence else [])]
+        for p in j.parts:
+            if p.quotes:
+                head = escape(f"{p.decided}: " if p.decided else "") + escape(p.text[:200])
+                quotes.append(f"<li>{head}<ul>{''.join(_quote_html(q) for q in p.quotes)}</ul></li>")
         listed = f"<ul>{''.join(quotes)}</ul>" if quotes else ""
-        items.append(f"<li><b>{escape(n)}</b>: {escape(verdict(j))}{said} – {reason}{listed}</li>")
+        items.append(f"<li><b>{escape(n)}</b>: {escape(j.shown())}{said} – {reason}{listed}</li>")
     return f'<details class="reasons"><summary>{summary}</summary><ul>{"".join(items)}</ul></details>'
 
 
-def answer_quotes(judges: dict[str, dict]) -> list[str]:
+def answer_quotes(judges: dict[str, JudgeBrief]) -> list[str]:
     """The verified quotes the judges took from the answer (highlighted where the answer is shown)."""
-    return [
-        q["text"] for j in judges.values() for q in all_quotes(j) if q.get("verified") and q["found_in"] == "answer"
-    ]
+    return [q.text for j in judges.values() for q in j.all_quotes() if q.verified and q.found_in == "answer"]
 
 
 def filtered_table(table_id: str, header: list[str], rows: list[tuple[str, list[str]]]) -> str:

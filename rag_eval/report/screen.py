@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rag_eval.judges.records import JudgedFigure
+from rag_eval.judges.judge_records import JudgedFigure
 from rag_eval.report.formatting import fmt
-from rag_eval.report.records import Summary
+from rag_eval.report.report_records import Summary
 
 HEADLINE = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10")
 

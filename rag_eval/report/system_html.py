@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from rag_eval.report.formatting import html_table as _table
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 
 
 def system_html(report: Report) -> list[str]:

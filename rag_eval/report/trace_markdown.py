@@ -4,7 +4,7 @@ audit (what was read, what was skipped and why, the judged figures over the traf
 from __future__ import annotations
 
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 
 
 def system_markdown(report: Report) -> list[str]:

@@ -23,7 +23,7 @@ from rag_eval.orchestration.steps import Inputs, _open_run, _say_reuse, _set_sta
 from rag_eval.progress import say, track_async
 from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
 from rag_eval.report.files import write_report
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.rundir import read_jsonl, write_json, write_text
 from rag_eval.system.http import HttpSystem, SystemReply
 from rag_eval.system.passages import judged_corpus, map_replies, system_rankings, with_own_passages

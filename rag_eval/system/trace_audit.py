@@ -34,7 +34,7 @@ from rag_eval.orchestration.steps import Inputs, _set_status, load_inputs
 from rag_eval.orchestration.supplied import SuppliedAnswer, context_id, judge_supplied
 from rag_eval.progress import say
 from rag_eval.report.files import write_report
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.retrievers.mapping import Passage
 from rag_eval.rundir import new_run_dir, write_text
 from rag_eval.system.http import SystemReply

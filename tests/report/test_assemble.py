@@ -3,13 +3,13 @@ section (outcomes, shares, the failure split with ``failures``) and summary.json
 
 import json
 
-from rag_eval.answers.records import Answer
+from rag_eval.answers.answer_records import Answer
 from rag_eval.config import config_from_dict
 from rag_eval.judges.judgement import Judgement
 from rag_eval.orchestration.supplied import retrieved_by_recall
 from rag_eval.report.assemble import add_judging, summary, supplied_report
 from rag_eval.report.files import write_report
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 from rag_eval.types import Question
 
 from ..conftest import ROOT

@@ -8,7 +8,7 @@ import pytest
 
 import rag_eval
 from rag_eval.cli import main
-from rag_eval.report.records import Report
+from rag_eval.report.report_records import Report
 
 from ..conftest import ROOT
 

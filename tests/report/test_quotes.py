@@ -3,6 +3,7 @@ folded under each failed question, and the failed rows filtered by outcome with 
 
 import re
 
+from rag_eval.attribution_records import JudgeBrief
 from rag_eval.report.formatting import text
 from rag_eval.report.quotes import filtered_table, highlight, markdown_quotes, reasons_html, row_evidence
 
@@ -68,7 +69,9 @@ def test_a_row_keeps_the_models_word_and_every_quote():
 
 
 def test_markdown_lists_each_quote_with_where_it_was_found():
-    lines = markdown_quotes(row_evidence(RECORD), text) + markdown_quotes(row_evidence(FAITH), text)
+    lines = markdown_quotes(JudgeBrief(**row_evidence(RECORD)), text) + markdown_quotes(
+        JudgeBrief(**row_evidence(FAITH)), text
+    )
     assert lines == [
         '  - "port 8443 by default" (answer ✓)',
         '  - "100 °C." (repeats the prompt ✗)',
@@ -83,9 +86,12 @@ def test_quoted_words_are_highlighted_whitespace_insensitively_and_escaped():
 
 
 def test_the_reasons_fold_under_the_question_and_show_the_quotes_in_their_source():
-    judges = {"refusal": row_evidence(RECORD) | RECORD, "faithfulness_yesno": row_evidence(FAITH) | FAITH}
-    html = reasons_html(judges, lambda j: str(j.get("verdict") or j.get("score")))
-    assert html.startswith('<details class="reasons"><summary>refusal: answered, faithfulness_yesno: 0.5</summary>')
+    judges = {
+        "refusal": JudgeBrief(**(RECORD | row_evidence(RECORD))),
+        "faithfulness_yesno": JudgeBrief(**(FAITH | row_evidence(FAITH))),
+    }
+    html = reasons_html(judges)
+    assert html.startswith('<details class="reasons"><summary>refusal: answered, faithfulness_yesno: 0.50</summary>')
     assert html.endswith("</details>")
     assert "(the model wrote No)" in html
     assert "The service listens on <mark>port 8443 by default</mark>. It" in html

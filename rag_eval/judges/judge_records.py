@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.answers.records import Usage
+from rag_eval.answers.answer_records import Usage
 from rag_eval.judges.judgement import Judgement
 from rag_eval.typed import Figure, Model, Num, StageReuse
 
