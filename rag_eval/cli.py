@@ -269,8 +269,8 @@ def _compare(args: argparse.Namespace) -> int:
     seq = comparison.sequential if comparison else None
     if seq:
         print(
-            f"stopped {'when settled' if seq['settled'] else 'at the end, not settled'}: {seq['questions_used']} of "
-            f"{seq['questions_total']} questions, about {seq['calls_saved_estimate']} model calls saved"
+            f"stopped {'when settled' if seq.settled else 'at the end, not settled'}: {seq.questions_used} of "
+            f"{seq.questions_total} questions, about {seq.calls_saved_estimate} model calls saved"
         )
     for pairs in result.summary.get("comparison", {}).values():
         for c in pairs.values():

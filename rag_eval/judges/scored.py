@@ -162,8 +162,17 @@ class ScoredJudges:
         a yes meaning the verdict its ``yes`` names."""
         spec = JUDGES[judge]
         variant = variant or spec.variants[0]
-        values = {p: _value(x, p) for p in self.prompt_for(variant).placeholders}
-        return await self._verdict(judge, x.question_id, x.prompt, spec.yes_no, spec.positive, variant, **values)
+        placeholders = self.prompt_for(variant).placeholders
+        values = {p: _value(x, p) for p in placeholders}
+        # Where a quote of the reason may come from: the inputs this judge's prompt shows.
+        sources: dict[str, list[tuple[str, str]]] = {"answer": [("answer", x.answer or "")]}
+        if "reference" in placeholders and x.reference:
+            sources["reference"] = [("reference", x.reference)]
+        if {"context", "contexts"} & set(placeholders):
+            sources["context"] = [(f"context {i + 1}", c) for i, c in enumerate(x.contexts)]
+        return await self._verdict(
+            judge, x.question_id, x.prompt, spec.yes_no, spec.positive, variant, sources=sources, **values
+        )
 
     async def _explain(self, key: str, d: Decision, said: Said, values: dict[str, str], sources) -> tuple[str, dict]:
         """The shown reason for a decided question and its evidence record (``evidence.explain``)."""

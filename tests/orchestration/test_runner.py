@@ -215,14 +215,16 @@ def test_resume_redoes_exactly_the_work_whose_inputs_changed(small_project, tmp_
     k2 = by_kind(second)
     assert k2.count(None) == 4 and k2.count("refusal") == 4  # every answer and its refusal verdict redone
     assert k2.count("ContextPrecisionOutput") == 0 and k2.count("ContextRecallOutput") == 0  # answer-independent
-    assert by_kind(third).count(None) == 0 and set(by_kind(third)) == {"refusal"}
-    assert len(by_kind(third)) == 4
+    # Only the refusal judge is redone: its 4 verdicts and the requests for their quoted reasons.
+    k3 = by_kind(third)
+    assert k3.count(None) == 0 and set(k3) <= {"refusal", "refusal reason"} and k3.count("refusal") == 4
     js = _lines(run_dir / "judgements.jsonl")
     assert len({(j["judge"], j["question_id"], j["prompt"]) for j in js}) == len(js)  # one record each
     report = (run_dir / "report.md").read_text()
     assert "Resumed run" in report and "judgements: " in report
     assert "because the judge prompt changed" in report  # the last resume redid the refusal verdicts
-    assert len(first) > len(second) > len(third)
+    # (the second resume redoes every answer, so it may ask about as much as the first run)
+    assert len(second) > len(third) and len(first) > len(third)
 
 
 def test_resume_refuses_another_configs_run_and_never_picks_a_longer_name(small_project, tmp_path):

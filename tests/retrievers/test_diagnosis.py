@@ -386,13 +386,14 @@ def test_error_class_names_are_exact_tokens():
 
 def test_report_says_how_each_cause_was_decided_and_the_other_causes():
     from rag_eval.report.markdown import cause_notes
+    from rag_eval.retrievers.retrieval_records import Cause
 
     d = {
         "cause": "fusion_buried",
         "decided": "from the component ranks; confirmed: hybrid with rrf_k 10 fixes this miss",
         "also": [{"cause": "paraphrase", "rule": "embedding search ranks the chunk within 10", "decided": "x"}],
     }
-    assert cause_notes(d) == (
+    assert cause_notes(Cause(**d)) == (
         "; from the component ranks; confirmed: hybrid with rrf_k 10 fixes this miss"
         "; also paraphrase: embedding search ranks the chunk within 10 (x)"
     )
