@@ -31,38 +31,6 @@ if TYPE_CHECKING:
 
     load_config = as_config
 
-_API = frozenset(
-    {
-        "Result",
-        "as_config",
-        "audit",
-        "compare",
-        "diff",
-        "generate",
-        "judge_answers",
-        "judge_check",
-        "judge_traces",
-        "lint",
-        "load_run",
-        "retrieval",
-    }
-)
-
-
-def __getattr__(name: str):
-    if name in _API or name == "load_config":
-        import rag_eval.api as api  # noqa: PLC0415  (loaded on first use, see above)
-
-        value = getattr(api, "as_config" if name == "load_config" else name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rag_eval' has no attribute '{name}'")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _API | {"load_config"})
-
-
 __all__ = [
     "ConfigError",
     "DataError",
@@ -82,3 +50,19 @@ __all__ = [
     "retrieval",
     "__version__",
 ]
+# What rag_eval.api provides (loaded on first use): the public names that are not defined here.
+_API = frozenset(__all__) - {"ConfigError", "DataError", "RagEvalError", "__version__", "load_config"}
+
+
+def __getattr__(name: str):
+    if name in _API or name == "load_config":
+        import rag_eval.api as api  # noqa: PLC0415  (loaded on first use, see above)
+
+        value = getattr(api, "as_config" if name == "load_config" else name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rag_eval' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _API | {"load_config"})
