@@ -28,8 +28,18 @@ from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig
 from rag_eval.judges.calibration import model_identity
-from rag_eval.judges.judge_check import cutoff_fitter, kind_of, load_cases, predict, saved_band, score_judge
-from rag_eval.judges.registry import JUDGES
+from rag_eval.judges.judge_check import (
+    Prediction,
+    cutoff_fitter,
+    kind_of,
+    load_cases,
+    predict,
+    saved_band,
+    score_judge,
+)
+from rag_eval.judges.lexical import Blend, coverage, fit_blend, support
+from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
+from rag_eval.judges.scored import split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
 from rag_eval.judges.uncertain import target as target_of
 from rag_eval.stats import wilson_interval
@@ -57,7 +67,51 @@ def _share(k: int, n: int) -> str:
     return f"{k / n:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}] ({k}/{n})"
 
 
-def evaluate(name: str, cases: list[dict], preds: list, cutoffs: dict[str, float], bands: dict[str, dict]) -> dict:
+# The judges whose probability is blended with word evidence (``rag_eval/judges/lexical.py``).
+BLENDED = ("correctness", "faithfulness_yesno")
+
+
+def word_features(name: str, case: dict) -> list[dict[str, float]]:
+    """The word evidence of one case, one per probability of its prediction (as the judge computes it)."""
+    if name == "correctness":
+        return [coverage(case["reference"], case["answer"]).features()]
+    return [support(s, case.get("contexts") or []).features() for s in split_statements(case["answer"])]
+
+
+def _labelled(name: str, cases: list[dict], preds: list) -> list[int]:
+    return [i for i, c in enumerate(cases) if c["judge"] == kind_of(name) and preds[i].error is None]
+
+
+def fit_word_blend(name: str, cases: list[dict], preds: list, fitted_on: str) -> Blend:
+    """The blend of the model's P(positive) with word evidence fitted on labelled cases (each
+    statement of a faithfulness case takes its answer's label)."""
+    positive = JUDGES[name].check.kind.positive
+    ps, feats, labels = [], [], []
+    for i in _labelled(name, cases, preds):
+        for p, f in zip(preds[i].probs, word_features(name, cases[i]), strict=True):
+            ps.append(p)
+            feats.append(f)
+            labels.append(cases[i]["label"] == positive)
+    return fit_blend(ps, feats, labels, fitted_on=fitted_on)
+
+
+def blended(name: str, cases: list[dict], preds: list, blend: Blend) -> list:
+    """The predictions as the judge makes them with ``blend`` (the model's probabilities kept apart)."""
+    out = list(preds)
+    for i in _labelled(name, cases, preds):
+        probs = [blend.p(p, f) for p, f in zip(preds[i].probs, word_features(name, cases[i]), strict=True)]
+        out[i] = Prediction(probs=probs, score=min(probs), variant=preds[i].variant)
+    return out
+
+
+def evaluate(
+    name: str,
+    cases: list[dict],
+    preds: list,
+    cutoffs: dict[str, float],
+    bands: dict[str, dict],
+    threshold: float = FAITHFUL_SHARE,
+) -> dict:
     """Decisions at the fitted cut-offs and bands on ``cases``: agreement of all and of the decided."""
     kind = kind_of(name)
     pos_label = JUDGES[name].check.kind.positive
@@ -66,7 +120,7 @@ def evaluate(name: str, cases: list[dict], preds: list, cutoffs: dict[str, float
     positive = np.array([cases[i]["label"] == pos_label for i in ok])
     probs = [np.asarray(preds[i].probs, float) for i in ok]
     variant = [preds[i].variant or name for i in ok]
-    decide, _ = cutoff_fitter(name, probs, positive, variant, 0.5)
+    decide, _ = cutoff_fitter(name, probs, positive, variant, threshold)
     at_cut = decide(list(range(len(ok))), cutoffs) if ok else np.array([], bool)
     uncertain = np.zeros(len(ok), bool)
     decided_pos = at_cut.copy()
@@ -75,7 +129,7 @@ def evaluate(name: str, cases: list[dict], preds: list, cutoffs: dict[str, float
         if band is None:
             continue
         # The band's edges live on the scale its cut-off applies to (the probability per statement).
-        unc, pos = case_status(probs[n], band["low"], band["high"], 0.5)
+        unc, pos = case_status(probs[n], band["low"], band["high"], threshold)
         uncertain[n], decided_pos[n] = unc, pos if not unc else at_cut[n]
     right = at_cut == positive
     dec = ~uncertain
@@ -93,12 +147,38 @@ def evaluate(name: str, cases: list[dict], preds: list, cutoffs: dict[str, float
     }
 
 
+def fit_all(
+    fit_cases: list[dict], fit_preds: dict, threshold: float = FAITHFUL_SHARE
+) -> dict[str, tuple[dict, dict, object]]:
+    """Per judge: the cut-offs and bands fitted on ``fit_cases``, and the overall score."""
+    fitted = {}
+    for name in JUDGES_RUN:
+        overall = score_judge(name, fit_cases, fit_preds[name], threshold=threshold, folds=5, seed=0)[0]
+        bands = {}
+        for v, cut in overall.cutoffs.items():
+            ids = _ids(fit_cases, fit_preds[name], name, v)
+            b = fit_band(
+                [np.asarray(fit_preds[name][i].probs, float) for i in ids],
+                [fit_cases[i]["label"] == JUDGES[name].check.kind.positive for i in ids],
+                cut,
+                target=target_of(v),
+                max_share=MAX_UNCERTAIN,
+                threshold=threshold,
+            )
+            bands[v] = {**dataclasses.asdict(b), "target": target_of(v)}
+        fitted[name] = (overall.cutoffs, bands, overall)
+    return fitted
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="tuning,reporting")
     ap.add_argument("--threads", type=int, default=None, help="llama-server threads (default: all cores)")
     ap.add_argument("--no-hand", action="store_true", help="fit on the real tuning answers alone")
     ap.add_argument("--json", help="write every figure here")
+    ap.add_argument(
+        "--threshold", type=float, default=FAITHFUL_SHARE, help="share of supported statements for a faithful answer"
+    )
     ap.add_argument("--write-calibration", action="store_true", help="ship the cut-offs and bands fitted here")
     args = ap.parse_args()
     progress.set_enabled(True)
@@ -106,77 +186,83 @@ def main() -> None:
     parts = args.parts.split(",")
     cases = {p: load_cases(REAL / f"cases-{p}.jsonl") for p in parts}
     fit_cases = cases["tuning"] + ([] if args.no_hand else load_cases(HAND))
+    fitted_on = "real tuning" + ("" if args.no_hand else " + data/judge-check")
     t0 = time.perf_counter()
-    fit_preds, usage, identity, scored = predict(fit_cases, llm, cache_root(), None, list(JUDGES_RUN))
-    t1 = time.perf_counter()
-    fitted: dict[str, tuple[dict, dict]] = {}
-    for name in JUDGES_RUN:
-        overall = score_judge(name, fit_cases, fit_preds[name], threshold=0.5, folds=5, seed=0)[0]
-        bands = {
-            v: {**dataclasses.asdict(b), "target": target_of(v)}
-            for v, cut in overall.cutoffs.items()
-            for b in [
-                fit_band(
-                    [np.asarray(fit_preds[name][i].probs, float) for i in _ids(fit_cases, fit_preds[name], name, v)],
-                    [
-                        fit_cases[i]["label"] == JUDGES[name].check.kind.positive
-                        for i in _ids(fit_cases, fit_preds[name], name, v)
-                    ],
-                    cut,
-                    target=target_of(v),
-                    max_share=MAX_UNCERTAIN,
-                )
-            ]
-        }
-        fitted[name] = (overall.cutoffs, bands, overall)
-    out = {"model": identity, "fitted_on": "real tuning" + ("" if args.no_hand else " + data/judge-check"), "rows": []}
-    print(f"\nmodel {identity}; cut-offs and bands fitted on {out['fitted_on']} ({len(fit_cases)} cases)")
-    for name, (cuts, bands, _) in fitted.items():
-        print(
-            f"  {name}: "
-            + ", ".join(
-                f"{v} cut-off {c:.3f} band [{bands[v]['low']:.3f}, {bands[v]['high']:.3f})"
-                f" (fit: decided {bands[v]['decided_accuracy'] or 0:.2f}, uncertain {bands[v]['uncertain_share']:.2f})"
-                for v, c in cuts.items()
-            )
-        )
-    # The cut-offs shipped before this benchmark (fitted on HaluEval and the refusal cases), for comparison.
-    shipped_file = json.loads((ROOT / "rag_eval" / "judges" / "calibration_embedded.json").read_text())
-    shipped = {k.split("|")[1]: v["cutoff"] for k, v in shipped_file.items() if k.startswith(model_identity(identity))}
-    print(f"\n{'judge':<20}{'part':<11}{'at cut-off':<26}{'decided':<26}{'uncertain':<24}{'AUC':>5}")
+    # The model's own probabilities: what the blends are fitted on, and the "model alone" rows.
+    raw = {"tuning": None}
+    raw["tuning"], usage, identity, scored = predict(fit_cases, llm, cache_root(), None, list(JUDGES_RUN), blends=False)
     for part in parts:
-        preds = fit_preds if part == "tuning" else None
-        if preds is None:
-            preds, more, _, _ = predict(cases[part], llm, cache_root(), None, list(JUDGES_RUN))
+        if part != "tuning":
+            raw[part], more, _, _ = predict(cases[part], llm, cache_root(), None, list(JUDGES_RUN), blends=False)
             usage += more
-        pcases = cases[part]
-        pp = preds if part != "tuning" else {n: fit_preds[n][: len(pcases)] for n in JUDGES_RUN}
-        for name in JUDGES_RUN:
-            cuts, bands, _ = fitted[name]
-            for label, c, b in (("fitted", cuts, bands), ("shipped", shipped, {})):
-                row = {"part": part, "cutoffs": label, **evaluate(name, pcases, pp[name], {**cuts, **c}, b)}
-                out["rows"].append(row)
-                auc = f"{row['auc']:.2f}" if row["auc"] is not None else "-"
-                print(
-                    f"{name:<20}{part + (' (shipped cut-off, no band)' if label == 'shipped' else ''):<11}"
-                    f"{_share(*row['accuracy_at_cutoff']):<26}{_share(*row['decided_agreement']):<26}"
-                    f"{_share(*row['uncertain']):<24}{auc:>5}"
+    t1 = time.perf_counter()
+    blends = {name: fit_word_blend(name, fit_cases, raw["tuning"][name], fitted_on) for name in BLENDED}
+    pcases = {part: fit_cases if part == "tuning" else cases[part] for part in parts}
+    with_blend = {
+        part: {n: blended(n, pcases[part], preds[n], blends[n]) if n in blends else preds[n] for n in preds}
+        for part, preds in raw.items()
+    }
+    out = {"model": identity, "fitted_on": fitted_on, "blends": {n: b.to_dict() for n, b in blends.items()}, "rows": []}
+    shipped_file = json.loads((ROOT / "rag_eval" / "judges" / "calibration_embedded.json").read_text())
+    # The cut-offs shipped before this run (for comparison), on the scale they were fitted on.
+    shipped = {k.split("|")[1]: v for k, v in shipped_file.items() if k.startswith(model_identity(identity))}
+    fitted_by = {}
+    for decider, preds_by_part in (("model", raw), ("blend", with_blend)):
+        fitted = fitted_by[decider] = fit_all(fit_cases, preds_by_part["tuning"], args.threshold)
+        print(f"\n[{decider}] cut-offs and bands fitted on {fitted_on} ({len(fit_cases)} cases)")
+        for name, (cuts, bands, _) in fitted.items():
+            if decider == "blend" and name in blends:
+                print(f"  {name} blend: {blends[name].describe()}")
+            print(
+                f"  {name}: "
+                + ", ".join(
+                    f"{v} cut-off {c:.3f} band [{bands[v]['low']:.3f}, {bands[v]['high']:.3f})"
+                    f" (fit: decided {bands[v]['decided_accuracy'] or 0:.2f}, uncertain {bands[v]['uncertain_share']:.2f})"
+                    for v, c in cuts.items()
                 )
+            )
+        print(f"{'judge':<20}{'part':<11}{'at cut-off':<26}{'decided':<26}{'uncertain':<24}{'AUC':>5}")
+        for part in parts:
+            n_real = len(cases[part])
+            for name in JUDGES_RUN:
+                cuts, bands, _ = fitted[name]
+                pp = preds_by_part[part][name][:n_real]
+                choices = [("fitted", cuts, bands)]
+                old = {v: e for v, e in shipped.items() if ("blend" in e) == (decider == "blend" and name in blends)}
+                if old:
+                    choices.append(("shipped", {v: e["cutoff"] for v, e in old.items()}, {}))
+                for label, c, b in choices:
+                    row = {
+                        "part": part,
+                        "decider": decider,
+                        "cutoffs": label,
+                        **evaluate(name, cases[part], pp, {**cuts, **c}, b, args.threshold),
+                    }
+                    out["rows"].append(row)
+                    auc = f"{row['auc']:.2f}" if row["auc"] is not None else "-"
+                    tag = part + (" (shipped cut-off, no band)" if label == "shipped" else "")
+                    print(
+                        f"{name:<20}{tag:<11}{_share(*row['accuracy_at_cutoff']):<26}"
+                        f"{_share(*row['decided_agreement']):<26}{_share(*row['uncertain']):<24}{auc:>5}"
+                    )
     t2 = time.perf_counter()
     calls = sum(u["calls"] for u in usage)
-    print(f"\n{calls} calls, {t2 - t0:.0f} s (fit phase {t1 - t0:.0f} s)")
+    print(f"\n{calls} calls, {t2 - t0:.0f} s (model requests {t1 - t0:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     if args.write_calibration:
         from rag_eval.judges.calibration import SHIPPED, save  # noqa: PLC0415 - writing is rare
 
         path = ROOT / "rag_eval" / "judges" / SHIPPED
-        for name, (cuts, bands, overall) in fitted.items():
+        for name, (cuts, bands, overall) in fitted_by["blend"].items():
             rep = next(
                 (
                     r
                     for r in out["rows"]
-                    if r["judge"] == name and r["part"] == "reporting" and r["cutoffs"] == "fitted"
+                    if r["judge"] == name
+                    and r["part"] == "reporting"
+                    and r["cutoffs"] == "fitted"
+                    and r["decider"] == "blend"
                 ),
                 None,
             )
@@ -190,6 +276,7 @@ def main() -> None:
                     {
                         "cutoff": cut,
                         "fitted_on": out["fitted_on"],
+                        **({"blend": blends[name].to_dict()} if name in blends else {}),
                         "agreement": {
                             "accuracy": round(k / n, 3) if n else None,
                             "n": n,

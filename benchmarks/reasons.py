@@ -1,13 +1,16 @@
 """Are the own judges' reasons evidence for their decisions? Labelled cases judged with quoted reasons.
 
-    python benchmarks/reasons.py [--per-judge 6] [--budget-s 1500] [--out benchmarks/reasons-result.json]
+    python benchmarks/reasons.py [--per-judge 6] [--source real|hand] [--budget-s 1500]
+                                 [--out benchmarks/reasons-result.json]
 
-Judges hand-labelled cases of data/judge-check/cases.jsonl (the python-docs ones: refusal,
-correctness, faithfulness; the same number of each label, in file order) with the embedded model,
-the shipped cut-offs and ``judges.reasons: quote``, on an empty response cache so that every
+Judges labelled cases (``real``: the real answers of data/real-answers/cases-reporting.jsonl, the
+structlog docs; ``hand``: the python-docs ones of data/judge-check/cases.jsonl) of each kind
+(refusal, correctness, faithfulness; the same number of each label, in file order) with the
+embedded model, the shipped cut-offs and blends and ``judges.reasons: quote``, on an empty response cache so that every
 request is really sent, one case at a time (as an audit's requests share the server's KV cache).
 Counted per decision (a verdict, or one statement of faithfulness_yesno): the share whose reason
-carries a verified quote, the decisions the cut-off took against the model's word and how their
+carries a verified quote (and the share with a quote or the named words a blended decision rests
+on), the decisions the cut-off took against the model's word and how their
 reasons were made, reasons shown from a label word other than the decision (a contradiction; 0 by
 construction, counted to prove it), the model's own reasons that copy the prompt, and the extra
 requests, tokens and model time of the quoted reasons against the verdict requests (llama-server's
@@ -88,10 +91,15 @@ def decisions(records: list[dict]) -> list[dict]:
 
 
 def _ev(ev: dict, said: str | None) -> dict:
+    words = (ev.get("words") or {}).get("note") or ""
     return {
         "said": said,
         "shown": ev["shown"],
         "verified": ev["verified"],
+        # The words a blended decision rests on (each taken from the answer or reference, and
+        # checked absent from its counterpart): evidence a reader can check as well as a quote.
+        "word_evidence": words,
+        "evidence": ev["verified"] or bool(words),
         "quotes": ev["quotes"],
         "model_reason": ev["model_reason"],
         "copied": ev["model_reason_copies_prompt"],
@@ -110,6 +118,7 @@ def summarise(rows: list[dict], stats: dict, n_records: int) -> dict:
         "decisions": n,
         "judgements": n_records,
         "verified_quote_share": round(sum(r["verified"] for r in rows) / n, 3) if n else None,
+        "evidence_share": round(sum(r["evidence"] for r in rows) / n, 3) if n else None,
         "verified_by_judge": {
             j: f"{sum(r['verified'] for r in rows if r['judge'] == j)}/{sum(r['judge'] == j for r in rows)}"
             for j in OWN
@@ -131,13 +140,22 @@ def summarise(rows: list[dict], stats: dict, n_records: int) -> dict:
     }
 
 
-def pick(per_judge: int) -> list[dict]:
-    """The first python-docs cases of each judge, alternating its labels; the judges in turn."""
-    from rag_eval.judges.judge_check import LABELS, load_cases
+SOURCES = {
+    "real": ROOT / "data" / "real-answers" / "cases-reporting.jsonl",
+    "hand": ROOT / "data" / "judge-check" / "cases.jsonl",
+}
 
-    cases = [c for c in load_cases(ROOT / "data" / "judge-check" / "cases.jsonl") if c.get("source") == "python-docs"]
+
+def pick(per_judge: int, source: str = "real") -> list[dict]:
+    """The first cases of each judge (real answers of the reporting part, or the hand-written
+    python-docs ones), alternating its labels; the judges in turn."""
+    from rag_eval.judges.judge_check import load_cases
+    from rag_eval.judges.registry import CASE_KINDS
+
+    cases = [c for c in load_cases(SOURCES[source]) if source == "real" or c.get("source") == "python-docs"]
     per: list[list[dict]] = []
-    for judge, labels in LABELS.items():
+    for judge, kind in CASE_KINDS.items():
+        labels = kind.labels
         by_label = [[c for c in cases if c["judge"] == judge and c["label"] == lab] for lab in labels]
         mine = [c for group in zip(*by_label) for c in group] + [c for g in by_label for c in g]
         unique = {c["id"]: c for c in reversed(mine)}  # the first place of each case wins
@@ -150,7 +168,7 @@ def write(out: Path, cases: list[dict], records: list[dict], stats: dict, starte
     own = [r for r in records if r["status"] in ("judged", "uncertain")]
     rows = decisions(records)
     result = {
-        "cases": f"{len(records)} of {len(cases)} picked (data/judge-check/cases.jsonl, python-docs)",
+        "cases": f"{len(records)} of {len(cases)} picked",
         "wall_s": round(time.perf_counter() - started, 1),
         "not_judged": len(records) - len(own),
         **summarise(rows, stats, len(own)),
@@ -164,7 +182,7 @@ async def judge_cases(cases: list[dict], budget_s: float, out: Path) -> dict:
     """Each case judged in turn until the model time spent passes ``budget_s`` (the model's own
     time, so that a run paused by someone else's measurement keeps its budget)."""
     from rag_eval.config import LLMConfig
-    from rag_eval.judges.calibration import cutoffs_for
+    from rag_eval.judges.calibration import blends_for, cutoffs_for
     from rag_eval.judges.scored import ScoredJudges
     from rag_eval.llm.session import LLMSession
 
@@ -176,6 +194,7 @@ async def judge_cases(cases: list[dict], budget_s: float, out: Path) -> dict:
     try:
         scored = ScoredJudges.load(llm, None)
         scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, {})
+        scored.blends = blends_for(llm.identity, scored)
         scored.reasons = "quote"
         for c in cases:
             if sum(s["model_ms"] for s in stats.values()) / 1000 > budget_s:
@@ -199,12 +218,13 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-judge", type=int, default=6)
+    ap.add_argument("--source", choices=sorted(SOURCES), default="real")
     ap.add_argument("--budget-s", type=float, default=1500, help="start no case after this much model time")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "reasons-result.json"))
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rag-eval-reasons-"))
     os.environ["RAG_EVAL_CACHE_DIR"] = str(work / "cache")  # every request really sent
-    result = asyncio.run(judge_cases(pick(args.per_judge), args.budget_s, Path(args.out)))
+    result = asyncio.run(judge_cases(pick(args.per_judge, args.source), args.budget_s, Path(args.out)))
     print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
     for r in result.get("rows", []):
         print(

@@ -18,7 +18,7 @@ from rag_eval.judges.calibration import user_path
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
 from rag_eval.judges.labels import draw, label_run, write_csv, write_html
-from rag_eval.judges.registry import JUDGES
+from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.offline import go_offline
 from rag_eval.orchestration.gates import describe_failure
 from rag_eval.orchestration.history import collect_history, history_text
@@ -571,7 +571,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="an OpenAI-compatible endpoint")
     p.add_argument("--api-key-env", help="environment variable holding the API key")
     p.add_argument("--prompts-dir", help="folder of the own judges' prompts (default: the shipped ones)")
-    p.add_argument("--threshold", type=float, default=0.5, help="faithfulness score counted as faithful")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=FAITHFUL_SHARE,
+        help="share of supported statements counted as faithful (the audit's judges.faithfulness_threshold)",
+    )
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds for the cut-offs")
     p.add_argument("--save", action="store_true", help="save the cut-offs fitted on all cases for audits to use")
     p.add_argument("--json", help="also write the figures to this JSON file")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rag_eval.errors import ConfigError, Problem, did_you_mean
 from rag_eval.judges.registry import (
     DEFAULT_METRICS,
+    FAITHFUL_SHARE,
     JUDGES,
     Role,
     banded,
@@ -305,6 +306,7 @@ class LLMConfig(_Model):
         "off", description="local: draft tokens from the prompt (llama-server --spec-type); exact at temperature 0"
     )
     draft_max: int = Field(16, ge=1, le=64, description="local: most tokens drafted at a time")
+    draft_key: int = Field(4, ge=1, le=32, description="local: tokens an n-gram draft is looked up by")
     repack: bool = Field(True, description="local: llama-server's weight repacking (false: --no-repack)")
     expected_latency_s: float = Field(8.0, gt=0, description="seconds per call, for time estimates before a stage")
 
@@ -387,7 +389,13 @@ class JudgesConfig(_Model):
         description="what the Ragas metrics send: guided (schema-guided decoding, each reason bounded; stricter) "
         "or native (Ragas' own requests unchanged, to reproduce a Ragas number)",
     )
-    faithfulness_threshold: float = Field(0.5, ge=0, le=1, description="attribution: unfaithful below this")
+    faithfulness_threshold: float = Field(
+        FAITHFUL_SHARE,
+        ge=0,
+        le=1,
+        description="attribution: unfaithful below this share of supported statements (1.0: every claim "
+        "supported, as the labels define faithful; 0.5: the majority rule of earlier versions)",
+    )
     faithfulness_judge: str | None = Field(
         None,
         description="the faithfulness figure that decides attribution; default: faithfulness_yesno if run, "

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root
+from rag_eval.judges.lexical import Blend
 from rag_eval.judges.registry import prompt_files, variants
 from rag_eval.rundir import write_json
 
@@ -71,6 +72,18 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
     return cutoffs, calibrated
 
 
+def blends_for(identity: str, scored) -> dict[str, Blend]:
+    """The saved blend of the model's probability with word evidence (``lexical.py``) of every
+    scored judge that has one for this model and its current prompt."""
+    table = saved()
+    out = {}
+    for judge in prompt_files():
+        entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or {}
+        if entry.get("blend"):
+            out[judge] = Blend.from_dict(entry["blend"])
+    return out
+
+
 def agreement_for(identity: str, scored) -> dict[str, dict]:
     """The measured agreement with human labels (accuracy, n, where measured) of each scored judge
     with a saved calibration for this model and its current prompt."""
@@ -91,12 +104,35 @@ def agreement_for(identity: str, scored) -> dict[str, dict]:
 
 def save(identity: str, judge: str, prompt_hash: str, entry: dict, path: Path | None = None) -> Path:
     """Add or replace one calibration in the user's file (or ``path``)."""
+    return save_entry(key(identity, judge, prompt_hash), entry, path)
+
+
+def save_entry(entry_key: str, entry: dict, path: Path | None = None) -> Path:
+    """Add or replace the entry ``entry_key`` in the user's file (or ``path``)."""
     path = path or user_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     table = _read(path)
-    table[key(identity, judge, prompt_hash)] = {**entry, "saved": datetime.now(UTC).isoformat(timespec="seconds")}
+    table[entry_key] = {**entry, "saved": datetime.now(UTC).isoformat(timespec="seconds")}
     write_json(path, dict(sorted(table.items())))
     return path
+
+
+def ragas_key(identity: str, metric: str, requests: str) -> str:
+    """Where a Ragas metric's measured agreement is kept: per model and way of sending its requests
+    (``judges.ragas_requests``), since Ragas' prompts are Ragas' own and not edited here."""
+    return f"{model_identity(identity)}|{metric}|ragas-{requests}"
+
+
+def ragas_agreement_for(identity: str, metrics: list[str], requests: str) -> dict[str, dict]:
+    """The measured agreement with people of each Ragas metric among ``metrics`` for this model and
+    way of sending (``benchmarks/ragas_agreement.py --save``)."""
+    table = saved()
+    out = {}
+    for m in metrics:
+        entry = table.get(ragas_key(identity, m, requests)) or {}
+        if "agreement" in entry:
+            out[m] = entry["agreement"]
+    return out
 
 
 def balanced_accuracy(positive: np.ndarray, predicted: np.ndarray) -> float:

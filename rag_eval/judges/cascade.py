@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.config import LLMConfig
-from rag_eval.judges.calibration import cutoffs_for, out_of_fold
+from rag_eval.judges.calibration import blends_for, cutoffs_for, out_of_fold
 from rag_eval.judges.escalation import Opinion, second_opinion
 from rag_eval.judges.judge_check import cutoff_fitter, kind_of
 from rag_eval.judges.registry import CASE_KINDS, JUDGES, judges_for
@@ -79,6 +79,7 @@ def second_opinions(
         llm = session.llm(llm_cfg, "judge-check --escalate")
         second = ScoredJudges.load(llm, prompts_dir)
         second.cutoffs, second.calibrated = cutoffs_for(llm.identity, second, {})
+        second.blends = blends_for(llm.identity, second)
         bands, _ = bands_for(llm.identity, second, "auto", judges=judges)
 
         async def one(judge: str, case: dict) -> list[Opinion]:

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rag_eval.judges.calibration import cutoffs_for
+from rag_eval.judges.calibration import blends_for, cutoffs_for
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
@@ -248,6 +248,7 @@ async def escalate_records(cfg, records: list[dict], llm, answer_of, contexts_of
     second = ScoredJudges.load(llm, cfg.resolve_path(jc.prompts_dir) if jc.prompts_dir else None)
     # The config's cut-offs and bands are the first judge's; the second has only its own saved ones.
     second.cutoffs, second.calibrated = cutoffs_for(llm.identity, second, {})
+    second.blends = blends_for(llm.identity, second)
     bands, _ = bands_for(llm.identity, second, "off" if jc.uncertain == "off" else "auto", judges=jc.metrics)
 
     def inputs(j: Judgement) -> dict[str, str] | None:

@@ -167,6 +167,7 @@ class Said:
     calibrated: bool
     verdict: str
     decided: str  # the decided label word, "yes" or "no"
+    p_model: float | None = None  # the model's own P(positive), where a blend with word evidence decided
 
     @property
     def overturned(self) -> bool:
@@ -174,7 +175,11 @@ class Said:
 
     def plain(self) -> str:
         cut = f"the calibrated cut-off {self.cutoff:.2f}" if self.calibrated else f"the cut-off {self.cutoff:.2f}"
-        return f'the model wrote "{WORD[self.word]}" (P({self.positive}) = {self.p:.2f}); {cut} decided {self.verdict}'
+        if self.p_model is not None:
+            p = f"P({self.positive}) = {self.p_model:.2f} from the model, {self.p:.2f} with the word evidence"
+        else:
+            p = f"P({self.positive}) = {self.p:.2f}"
+        return f'the model wrote "{WORD[self.word]}" ({p}); {cut} decided {self.verdict}'
 
 
 async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads: tuple[Lead, ...], sources):

@@ -27,10 +27,10 @@ import numpy as np
 from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
-from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
+from rag_eval.judges.calibration import balanced_accuracy, blends_for, fit_cutoff, out_of_fold
 from rag_eval.judges.calibration import save as save_calibration
 from rag_eval.judges.ragas_judges import RagasJudges
-from rag_eval.judges.registry import CASE_KINDS, JUDGES, Families, Inputs, judges_for
+from rag_eval.judges.registry import CASE_KINDS, FAITHFUL_SHARE, JUDGES, Families, Inputs, judges_for
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import bands_out_of_fold, fit_band
 from rag_eval.judges.uncertain import target as target_of
@@ -355,9 +355,17 @@ def _families(judges: list[str]) -> set[str]:
 
 
 def predict(
-    cases: list[dict], llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path | None, judges: list[str]
+    cases: list[dict],
+    llm_cfg: LLMConfig,
+    cache_dir: Path,
+    prompts_dir: Path | None,
+    judges: list[str],
+    *,
+    blends: bool = True,
 ) -> tuple[dict[str, list[Prediction]], list[dict], str, object]:
-    """Every judge's prediction on every case it applies to; the usage; the model identity; the judges."""
+    """Every judge's prediction on every case it applies to; the usage; the model identity; the
+    judges. ``blends``: the saved blends with word evidence apply (the judges as an audit runs
+    them); without, the model's own probabilities (what a blend is fitted on)."""
     session = LLMSession(cache_dir)
     holder: dict = {}
 
@@ -365,6 +373,8 @@ def predict(
         llm = session.llm(llm_cfg, "judge-check --llm")
         holder["identity"] = llm.identity
         holder["scored"] = scored = ScoredJudges.load(llm, prompts_dir)
+        if blends:
+            scored.blends = blends_for(llm.identity, scored)
         ragas = RagasJudges(llm, json_schema=llm_cfg.json_schema) if _families(judges) & {"ragas"} else None
         try:
             return await _predict(cases, llm, scored, ragas, judges)
@@ -386,7 +396,7 @@ def run_judge_check(
     prompts_dir: Path | None,
     *,
     judges: list[str] | None = None,
-    threshold: float = 0.5,
+    threshold: float = FAITHFUL_SHARE,
     folds: int = 5,
     seed: int = 0,
     save: bool = False,
@@ -427,6 +437,8 @@ def run_judge_check(
                     "auc": overall.auc,
                     "sources": sorted({c["source"] for c in cases if name in judges_for(c["judge"])}),
                     **saved_band(overall.extra, variant),
+                    # The cut-off is on the scale the judge decided on: the blend it was measured with stays.
+                    **({"blend": scored.blends[variant].to_dict()} if variant in scored.blends else {}),
                 },
             )
     return scores, usage

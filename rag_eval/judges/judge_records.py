@@ -60,6 +60,8 @@ class Calibration(Model):
     agreement: Agreement | None = None
     bands: dict[str, BandRange] = {}
     band_note: str | None = None
+    # The saved blend of the model's P with word evidence that the cut-off decides on (``lexical.py``).
+    blend: str | None = None
 
 
 class JudgingInfo(StageReuse):
@@ -70,6 +72,8 @@ class JudgingInfo(StageReuse):
     escalation: dict[str, Any] | None = None
     # judges.ragas_requests as it ran (``RagasJudges.settings``): guided or native, and what that sends.
     ragas_requests: dict[str, Any] | None = None
+    # Each Ragas metric's measured agreement with people for this model and way of sending.
+    ragas_agreement: dict[str, Agreement] = {}
 
 
 # {prompt: {figure: JudgedFigure}}
@@ -129,6 +133,7 @@ class JudgesSection(Model):
     faithfulness_threshold: Num | None = None
     calibration: dict[str, Calibration] = {}
     ragas_requests: dict[str, Any] | None = None
+    ragas_agreement: dict[str, Agreement] = {}
     same_model: bool = False
     weighted: bool = False
     figures: Figures = {}

@@ -18,7 +18,7 @@ import numpy as np
 from rag_eval.answers.answer_records import Answer
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
-from rag_eval.judges.calibration import agreement_for, cutoffs_for
+from rag_eval.judges.calibration import agreement_for, blends_for, cutoffs_for, ragas_agreement_for
 from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.judgement import Judgement
@@ -99,6 +99,9 @@ class JudgeRun:
                 cut = {"cutoffs": cuts, "bands": bands}
             # Reasons made another way are redone (the verdict requests come from the response cache).
             cut = {"cut": cut, "reasons": self.scored.reasons}
+            blends = {v: b.to_dict() for v in cuts if (b := self.scored.blends.get(v))}
+            if blends:  # a blend changes the probability: part of the key (and only then, for earlier runs)
+                cut["blends"] = blends
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
@@ -173,6 +176,7 @@ async def judge_all(
     if "scored" in families:
         scored = ScoredJudges.load(llm, cfg.resolve_path(jc.prompts_dir) if jc.prompts_dir else None)
         scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, jc.cutoffs)
+        scored.blends = blends_for(llm.identity, scored)
         scored.reasons = jc.reasons
     ragas = (
         RagasJudges(llm, json_schema=jc.llm.json_schema, requests=jc.ragas_requests) if "ragas" in families else None
@@ -224,6 +228,7 @@ async def judge_all(
             agreement=agreement.get(name),
             bands={v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
             band_note=band_notes.get(name),
+            blend=_blend_text(scored, name),
         )
         for name in jc.metrics
         if scored and JUDGES[name].family == "scored"
@@ -234,8 +239,23 @@ async def judge_all(
         calibration=calibration,
         escalation=escalation,
         ragas_requests=ragas.settings if ragas else None,
+        ragas_agreement=ragas_agreement_for(
+            llm.identity, [m for m in jc.metrics if JUDGES[m].family == "ragas"], jc.ragas_requests
+        )
+        if ragas
+        else {},
     )
     return records, info
+
+
+def _blend_text(scored: ScoredJudges, name: str) -> str | None:
+    """How the saved blends of a judge's prompts combine the model's P with word evidence."""
+    shown = {v: scored.blends[v].describe() for v in scored.decision_cutoffs(name) if v in scored.blends}
+    if not shown:
+        return None
+    if len(set(shown.values())) == 1:
+        return next(iter(shown.values()))
+    return "; ".join(f"{v}: {d}" for v, d in shown.items())
 
 
 def run_judging(

@@ -173,6 +173,10 @@ class JudgeSpec:
 SUPPORTED = PromptFile("supported.md", ("context", "question", "statement"))
 USEFUL = PromptFile("useful.md", ("question", "reference", "context"))
 
+# The share of an answer's statements that must be supported for it to count as faithful: every
+# one, as the labels of the real cases define it (judges.faithfulness_threshold; judge-check --threshold).
+FAITHFUL_SHARE = 1.0
+
 # The kinds of labelled cases judge-check reads (partial counts as not correct, as in attribution).
 CORRECTNESS_CASES = CaseKind("correctness", ("correct", "partial", "incorrect"), ("question", "reference", "answer"))
 REFUSAL_CASES = CaseKind("refusal", ("refused", "answered"), ("question", "answer"))

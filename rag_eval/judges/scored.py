@@ -29,6 +29,7 @@ from pathlib import Path
 from rag_eval.hashing import text_hash
 from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.lexical import Blend, Coverage, Support, coverage, support
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
 from rag_eval.resources import shipped_prompt
@@ -73,6 +74,9 @@ class ScoredJudges:
     # decided word forced (one or two short requests more per decision); "model" keeps the verdict
     # request's own words (the plain-words note where the cut-off overturns them).
     reasons: str = "model"
+    # Per cut-off name: the saved blend of the model's probability with word evidence
+    # (``lexical.py``); a judge without one decides on the model's probability alone.
+    blends: dict[str, Blend] = field(default_factory=dict)
 
     @classmethod
     def load(cls, llm, prompts_dir: Path | None, cutoffs: dict[str, float] | None = None) -> ScoredJudges:
@@ -104,6 +108,21 @@ class ScoredJudges:
         """The cut-off of each variant of a judge (the judge's own for a judge with one prompt)."""
         return {v: self.cutoff(v) for v in variants(judge)}
 
+    def blended(self, name: str, p_model: float, evidence: Coverage | Support | None) -> float:
+        """P(positive) as decided: the saved blend of ``name`` over the model's P and the word
+        evidence, else the model's P."""
+        blend = self.blends.get(name)
+        if blend is None or evidence is None:
+            return p_model
+        return blend.p(p_model, evidence.features())
+
+    def supported_p(self, name: str, p_yes: float, claim: str, contexts: list[str]) -> tuple[float, Support | None]:
+        """P(supported) of one claim as ``name`` decides it, and the word evidence where it has a blend."""
+        if name not in self.blends:
+            return p_yes, None
+        ev = support(claim, contexts)
+        return self.blended(name, p_yes, ev), ev
+
     def _record(self, judge: str, qid: str, prompt: str, **kw) -> Judgement:
         return Judgement(judge, qid, prompt, judge_prompt_hash=self.judge_hash(judge), model=self.llm.model, **kw)
 
@@ -129,13 +148,29 @@ class ScoredJudges:
         p_yes = d.p("yes")
         if d.error or p_yes is None:
             return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
-        p = p_yes if positive == labels[0] else 1.0 - p_yes
+        p_model = p_yes if positive == labels[0] else 1.0 - p_yes
+        words = _word_evidence(values, sources or {}) if variant in self.blends else None
+        p = self.blended(variant, p_model, words)
         cut = self.cutoff(variant)
         negative = labels[1] if positive == labels[0] else labels[0]
         verdict = positive if p >= cut else negative
         calibrated = self.calibrated.get(variant, False)
-        said = Said(d.text_label, p, positive, cut, calibrated, verdict, "yes" if verdict == labels[0] else "no")
+        note = word_note(words, negative=verdict == negative)
+        said = Said(
+            d.text_label,
+            p,
+            positive,
+            cut,
+            calibrated,
+            verdict,
+            "yes" if verdict == labels[0] else "no",
+            p_model=p_model if words is not None else None,
+        )
         reason, evidence = await self._explain(prompt_files()[variant].key, d, said, values, sources)
+        if note:
+            reason = f"{reason}; {note}"
+        if words is not None:
+            evidence["words"] = _words_record(words, p_model, self.blends[variant], note)
         return self._record(
             judge,
             qid,
@@ -234,21 +269,29 @@ class ScoredJudges:
             decisions.append(d)
             if d.error or d.p("yes") is None:
                 continue
-            ok = d.p("yes") >= cut
+            p, words = self.supported_p(judge, d.p("yes"), s, contexts)
+            ok = p >= cut
             said = Said(
                 d.text_label,
-                d.p("yes"),
+                p,
                 "supported",
                 cut,
                 calibrated,
                 "supported" if ok else "not supported",
                 "yes" if ok else "no",
+                p_model=d.p("yes") if words is not None else None,
             )
-            explained.append(await self._explain("supported", d, said, values, sources))
+            reason, evidence = await self._explain("supported", d, said, values, sources)
+            note = word_note(words, negative=not ok)
+            if note:
+                reason = f"{reason}; {note}"
+            if words is not None:
+                evidence["words"] = _words_record(words, d.p("yes"), self.blends[judge], note)
+            explained.append((p, reason, evidence))
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad:
             return self._failed(judge, qid, prompt, f"{len(bad)} of {len(decisions)} statements not judged: {bad[0]}")
-        ps = [d.p("yes") for d in decisions]
+        ps = [p for p, _, _ in explained]
         supported = [p >= cut for p in ps]
         rows = [
             {
@@ -259,7 +302,7 @@ class ScoredJudges:
                 "model_said": evidence["model_said"],
                 "evidence": evidence,
             }
-            for s, p, ok, (reason, evidence) in zip(statements, ps, supported, explained)
+            for s, ok, (p, reason, evidence) in zip(statements, supported, explained)
         ]
         missing = [f"{r['statement']} ({r['reason']})" for r in rows if not r["supported"]]
         verb = "supported by" if what == "answer" else "found in"
@@ -337,6 +380,49 @@ class ScoredJudges:
                 "contexts": [e for _, e in explained],
             },
         )
+
+
+def _word_evidence(values: dict[str, str], sources: dict) -> Coverage | Support | None:
+    """The word evidence a blend reads for one yes/no question: the reference's words in the answer
+    (a question with a reference), else the answer's words in the contexts."""
+    answer = values.get("answer") or values.get("statement")
+    if answer is None:
+        return None
+    if values.get("reference"):
+        return coverage(values["reference"], answer)
+    contexts = [text for _, text in sources.get("context", [])]
+    return support(answer, contexts) if contexts else None
+
+
+MAX_NOTE_WORDS = 6
+
+
+def word_note(words: Coverage | Support | None, *, negative: bool) -> str:
+    """The words a negative decision rests on, in plain words (each one checkable in its source):
+    the reference's names or words the answer lacks, or the claim's words no context contains."""
+    if words is None or not negative:
+        return ""
+    shown = ", ".join(f'"{w}"' for w in words.missing[:MAX_NOTE_WORDS])
+    more = f" and {len(words.missing) - MAX_NOTE_WORDS} more" if len(words.missing) > MAX_NOTE_WORDS else ""
+    if isinstance(words, Coverage):
+        parts = []
+        if words.conflict:
+            pr, pa = words.polarity
+            parts.append(f'the reference says "{pr.capitalize()}", the answer "{pa.capitalize()}"')
+        if shown:
+            parts.append(f"the answer lacks the reference's {shown}{more}")
+        return "; ".join(parts)
+    return f"no context contains {shown}{more}" if shown else ""
+
+
+def _words_record(words: Coverage | Support, p_model: float, blend: Blend, note: str) -> dict:
+    return {
+        "p_model": round(p_model, 6),
+        "features": words.features(),
+        "missing": list(words.missing),
+        "blend": blend.describe(),
+        "note": note,
+    }
 
 
 def _value(x: Inputs, placeholder: str) -> str:

@@ -263,6 +263,15 @@ def _read_from(path: Path, offset: int) -> str:
         return ""
 
 
+# Per n-gram draft type: the options of its lookup length (the key) and its longest draft, as this
+# llama-server (b11434) names them (the older --draft-max is refused).
+_SPEC_ARGS = {
+    "ngram-simple": lambda key, most: ["--spec-ngram-simple-size-n", str(key), "--spec-ngram-simple-size-m", str(most)],
+    "ngram-map-k": lambda key, most: ["--spec-ngram-map-k-size-n", str(key), "--spec-ngram-map-k-size-m", str(most)],
+    "ngram-mod": lambda key, most: ["--spec-ngram-mod-n-match", str(key), "--spec-ngram-mod-n-max", str(most)],
+}
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """llama-server's settings that can change an answer's numerics (so they are part of the cache
@@ -273,6 +282,7 @@ class ServerSettings:
     parallel: int = 1
     speculative: str = "off"
     draft_max: int = 16
+    draft_key: int = 4
     repack: bool = True
 
     @classmethod
@@ -285,14 +295,14 @@ class ServerSettings:
         ``-c`` between its slots)."""
         out = ["-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel), "-fa", self.flash_attn]
         if self.speculative != "off":
-            out += ["--spec-type", self.speculative, "--draft-max", str(self.draft_max)]
+            out += ["--spec-type", self.speculative, *_SPEC_ARGS[self.speculative](self.draft_key, self.draft_max)]
         if not self.repack:
             out.append("--no-repack")
         return out
 
     def key(self) -> str:
         """The settings as they appear in cache identities."""
-        spec = "off" if self.speculative == "off" else f"{self.speculative}/{self.draft_max}"
+        spec = "off" if self.speculative == "off" else f"{self.speculative}/{self.draft_key}/{self.draft_max}"
         return f"ctx={self.ctx_size}:fa={self.flash_attn}:np={self.parallel}:spec={spec}:repack={int(self.repack)}"
 
 

@@ -304,6 +304,7 @@ def add_judging(
         faithfulness_threshold=jc.faithfulness_threshold,
         calibration=reuse.calibration,
         ragas_requests=reuse.ragas_requests,
+        ragas_agreement=reuse.ragas_agreement,
         same_model=cfg.generation is not None and _same_model(cfg),
         weighted=bool(weights),
         figures=aggregate(cfg, questions, judgements, weights),

