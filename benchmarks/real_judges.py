@@ -31,6 +31,7 @@ from rag_eval.judges.calibration import model_identity
 from rag_eval.judges.judge_check import (
     Prediction,
     cutoff_fitter,
+    halueval_cases,
     kind_of,
     load_cases,
     predict,
@@ -47,6 +48,7 @@ from rag_eval.stats import wilson_interval
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "data" / "real-answers"
 HAND = ROOT / "data" / "judge-check" / "cases.jsonl"
+HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
 JUDGES_RUN = ("refusal", "correctness", "faithfulness_yesno")
 MAX_UNCERTAIN = 0.25
 
@@ -180,11 +182,22 @@ def main() -> None:
         "--threshold", type=float, default=FAITHFUL_SHARE, help="share of supported statements for a faithful answer"
     )
     ap.add_argument("--write-calibration", action="store_true", help="ship the cut-offs and bands fitted here")
+    ap.add_argument(
+        "--halueval",
+        metavar="START-STOP",
+        help="also report on these HaluEval QA items (../shared/data/halueval-qa/qa_dev.jsonl), e.g. 200-240",
+    )
     args = ap.parse_args()
     progress.set_enabled(True)
-    llm = LLMConfig(provider="local", threads=args.threads)
+    # The server numerics the shipped calibration was fitted with (its requests are in the response
+    # cache); benchmarks/settings_agreement.py measures how far other settings decide alike.
+    llm = LLMConfig(provider="local", threads=args.threads, repack=True)
     parts = args.parts.split(",")
     cases = {p: load_cases(REAL / f"cases-{p}.jsonl") for p in parts}
+    if args.halueval:
+        start, stop = (int(x) for x in args.halueval.split("-"))
+        parts.append("halueval")
+        cases["halueval"] = halueval_cases(HALUEVAL, start, stop)
     fit_cases = cases["tuning"] + ([] if args.no_hand else load_cases(HAND))
     fitted_on = "real tuning" + ("" if args.no_hand else " + data/judge-check")
     t0 = time.perf_counter()

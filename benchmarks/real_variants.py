@@ -69,7 +69,8 @@ def _mean_logodds(ps: list[float]) -> float:
 
 async def run(cases: list[dict], variants: list[str]) -> tuple[dict[str, list[float]], dict[str, int]]:
     session = LLMSession(cache_root())
-    llm = session.llm(LLMConfig(provider="local"), "correctness variants")
+    # The numerics the shipped calibration was fitted with, so the shipped prompts' requests come from the cache.
+    llm = session.llm(LLMConfig(provider="local", repack=True), "correctness variants")
     scored = ScoredJudges.load(llm, None)
     reason_first = load_prompt(REASON_FIRST, "reason_first", ("question", "reference", "answer"))
     calls = dict.fromkeys(variants, 0)

@@ -203,7 +203,9 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
         q = check_quote(text, _candidates(sources, lead.sources), prompt.template)
         quotes.append(q)
         where = "" if q.verified else (" (repeats the prompt)" if q.copies_prompt else " (not found in the inputs)")
-        shown.append(f'{lead.shown(q.found_in)} "{q.text}"{where}')
+        # A small model asked for the answer's words then the reference's may quote one passage twice.
+        if not any(p.text == q.text and p.found_in == q.found_in for p in quotes[:-1]):
+            shown.append(f'{lead.shown(q.found_in)} "{q.text}"{where}')
         reply += f'{text}",'
     return quotes, shown, calls, tokens, None
 

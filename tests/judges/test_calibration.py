@@ -91,3 +91,26 @@ def test_the_shipped_calibration_is_found_for_the_embedded_model_whatever_the_se
         _, judge, prompt_hash = k.split("|")
         assert key(identity, judge, prompt_hash) == k
     assert model_identity("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+
+
+def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from rag_eval.config import LLMConfig
+    from rag_eval.judges.calibration import blends_for, ragas_agreement_for, ragas_key, save_entry
+    from rag_eval.judges.scored import ScoredJudges
+    from rag_eval.llm.session import LLMSession
+
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path))
+    identity = LLMSession.identity(LLMConfig(provider="local"))
+    scored = ScoredJudges.load(SimpleNamespace(model="m"), None)
+    blends = blends_for(identity, scored)
+    # The shipped calibration blends correctness (both prompts) and faithfulness_yesno; refusal decides alone.
+    assert sorted(blends) == ["correctness", "correctness_short", "faithfulness_yesno"]
+    assert blends["faithfulness_yesno"].weights["word_share"] > 0
+    assert blends_for("another-model", scored) == {}
+    save_entry(ragas_key(identity, "faithfulness", "guided"), {"agreement": {"accuracy": 0.6, "n": 20}})
+    assert ragas_agreement_for(identity, ["faithfulness", "context_recall"], "guided") == {
+        "faithfulness": {"accuracy": 0.6, "n": 20}
+    }
+    assert ragas_agreement_for(identity, ["faithfulness"], "native") == {}

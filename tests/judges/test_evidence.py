@@ -260,3 +260,20 @@ def test_a_quote_from_another_input_is_shown_as_from_where_it_is():
     assert row["supported"] is False
     assert row["reason"] == 'the answer says "Since Python 2.7", but context 1 says "Changed in version 3.7"'
     assert f.reason.endswith(f"not: Since Python 2.7. ({row['reason']})")
+
+
+def test_one_passage_quoted_twice_is_shown_once():
+    # Asked for the answer's words and then the reference's, the real model quoted the reference both times.
+    reference = "The default port of the service is 8443, set in service.toml."
+
+    def reply(body):
+        forced = _forced(body)
+        return "Yes: it matches." if forced is None else forced + 'The default port of the service is 8443"'
+
+    async def run(scored):
+        return await scored.correctness("q1", "base", QUESTION, reference, ANSWER)
+
+    with ScriptedServer(reply=reply) as s:
+        c = _judge(s, run=run)
+    assert c.reason == 'the reference says "The default port of the service is 8443"'
+    assert [q["found_in"] for q in c.details["evidence"]["quotes"]] == ["reference", "reference"]
