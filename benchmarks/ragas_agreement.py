@@ -1,6 +1,6 @@
 """The named Ragas metrics against people's labels, on the real RAG answers (issue 28 item 5).
 
-    python benchmarks/ragas_agreement.py [--part reporting] [--limit N] [--json F] [--save]
+    python benchmarks/ragas_agreement.py [--part reporting] [--questions N] [--json F] [--save]
 
 Rows: ``data/real-answers/ragas-labels.jsonl`` (``benchmarks/real_cases.py`` writes it from the
 blind readers' labels): each answer's ``faithful`` label, whether each of its three contexts helps
@@ -68,11 +68,12 @@ def _share(k: int, n: int) -> str:
 async def judge_rows(rows: list[dict], mode: str) -> tuple[dict, list[dict], str]:
     """Every judgement the benchmark reads: per answer (faithfulness) and per question (contexts)."""
     session = LLMSession(cache_root())
-    llm = session.llm(LLMConfig(provider="local"), "ragas agreement")
+    cfg = LLMConfig(provider="local")
+    llm = session.llm(cfg, "ragas agreement")
     scored = ScoredJudges.load(llm, None)
     scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, {})
     scored.blends = blends_for(llm.identity, scored)
-    ragas = RagasJudges(llm, requests=mode)
+    ragas = RagasJudges(llm, json_schema=cfg.json_schema, requests=mode)
     fam = Families(scored, ragas)
 
     out: dict = {"answers": {}, "questions": {}}
@@ -111,8 +112,8 @@ def _useful(j: dict) -> list[bool] | None:
     d = j.get("details") or {}
     if "verdicts" in d:
         return [bool(v) for v in d["verdicts"]]
-    if "contexts" in d:
-        return [bool(c["useful"]) for c in d["contexts"]]
+    if "p_useful" in d:  # context_precision_yesno: each context's P(useful) against its cut-off
+        return [p >= j["cutoff"] for p in d["p_useful"]]
     return None
 
 
@@ -177,14 +178,17 @@ def measure(rows: list[dict], judged: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", default="reporting", help="tuning, reporting or all")
-    ap.add_argument("--limit", type=int, help="only the first N answers")
+    ap.add_argument("--questions", type=int, help="only the answers (every prompt's) to the first N questions")
     ap.add_argument("--ragas-requests", default="guided", choices=["guided", "native"])
     ap.add_argument("--json", help="write the figures and every judgement here")
     ap.add_argument("--save", action="store_true", help="ship the Ragas metrics' agreement with the calibration")
     args = ap.parse_args()
     progress.set_enabled(False)
     rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    rows = [r for r in rows if args.part == "all" or r["part"] == args.part][: args.limit]
+    rows = [r for r in rows if args.part == "all" or r["part"] == args.part]
+    if args.questions:
+        first = list(dict.fromkeys(r["question"] for r in rows))[: args.questions]
+        rows = sorted((r for r in rows if r["question"] in first), key=lambda r: first.index(r["question"]))
     t0 = time.perf_counter()
     judged, usage, identity = asyncio.run(judge_rows(rows, args.ragas_requests))
     wall = time.perf_counter() - t0
