@@ -69,8 +69,12 @@ def _share(k: int, n: int) -> str:
     return f"{k / n:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}] ({k}/{n})"
 
 
-# The judges whose probability is blended with word evidence (``rag_eval/judges/lexical.py``).
+# The judges whose probability is blended with word evidence (``rag_eval/judges/lexical.py``), and
+# the prompts that get the blend: correctness_short (references of at most 6 words, rare in real
+# answers) keeps the model's own P, whose cut-off carries to HaluEval's short answers (0.85 on items
+# 200-239) where the blend's, fitted on a handful of short references, did not (0.55).
 BLENDED = ("correctness", "faithfulness_yesno")
+BLENDED_PROMPTS = ("correctness", "faithfulness_yesno")
 
 
 def word_features(name: str, case: dict) -> list[dict[str, float]]:
@@ -90,6 +94,8 @@ def fit_word_blend(name: str, cases: list[dict], preds: list, fitted_on: str) ->
     positive = JUDGES[name].check.kind.positive
     ps, feats, labels = [], [], []
     for i in _labelled(name, cases, preds):
+        if (preds[i].variant or name) not in BLENDED_PROMPTS:
+            continue
         for p, f in zip(preds[i].probs, word_features(name, cases[i]), strict=True):
             ps.append(p)
             feats.append(f)
@@ -101,6 +107,8 @@ def blended(name: str, cases: list[dict], preds: list, blend: Blend) -> list:
     """The predictions as the judge makes them with ``blend`` (the model's probabilities kept apart)."""
     out = list(preds)
     for i in _labelled(name, cases, preds):
+        if (preds[i].variant or name) not in BLENDED_PROMPTS:
+            continue
         probs = [blend.p(p, f) for p, f in zip(preds[i].probs, word_features(name, cases[i]), strict=True)]
         out[i] = Prediction(probs=probs, score=min(probs), variant=preds[i].variant)
     return out
@@ -218,7 +226,11 @@ def main() -> None:
     out = {"model": identity, "fitted_on": fitted_on, "blends": {n: b.to_dict() for n, b in blends.items()}, "rows": []}
     shipped_file = json.loads((ROOT / "rag_eval" / "judges" / "calibration_embedded.json").read_text())
     # The cut-offs shipped before this run (for comparison), on the scale they were fitted on.
-    shipped = {k.split("|")[1]: v for k, v in shipped_file.items() if k.startswith(model_identity(identity))}
+    shipped = {
+        k.split("|")[1]: v
+        for k, v in shipped_file.items()
+        if k.startswith(model_identity(identity)) and "cutoff" in v  # the Ragas metrics' entries have none
+    }
     fitted_by = {}
     for decider, preds_by_part in (("model", raw), ("blend", with_blend)):
         fitted = fitted_by[decider] = fit_all(fit_cases, preds_by_part["tuning"], args.threshold)
@@ -289,7 +301,7 @@ def main() -> None:
                     {
                         "cutoff": cut,
                         "fitted_on": out["fitted_on"],
-                        **({"blend": blends[name].to_dict()} if name in blends else {}),
+                        **({"blend": blends[name].to_dict()} if name in blends and v in BLENDED_PROMPTS else {}),
                         "agreement": {
                             "accuracy": round(k / n, 3) if n else None,
                             "n": n,

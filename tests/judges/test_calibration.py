@@ -105,8 +105,9 @@ def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(t
     identity = LLMSession.identity(LLMConfig(provider="local"))
     scored = ScoredJudges.load(SimpleNamespace(model="m"), None)
     blends = blends_for(identity, scored)
-    # The shipped calibration blends correctness (both prompts) and faithfulness_yesno; refusal decides alone.
-    assert sorted(blends) == ["correctness", "correctness_short", "faithfulness_yesno"]
+    # The shipped calibration blends correctness (statement references) and faithfulness_yesno; refusal and
+    # correctness_short (short references) decide on the model's own P.
+    assert sorted(blends) == ["correctness", "faithfulness_yesno"]
     assert blends["faithfulness_yesno"].weights["word_share"] > 0
     assert blends_for("another-model", scored) == {}
     shipped = ragas_agreement_for(identity, ["faithfulness", "context_recall", "context_precision"], "guided")
