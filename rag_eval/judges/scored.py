@@ -166,11 +166,9 @@ class ScoredJudges:
             "yes" if verdict == labels[0] else "no",
             p_model=p_model if words is not None else None,
         )
-        reason, evidence = await self._explain(prompt_files()[variant].key, d, said, values, sources)
-        if note:
-            reason = f"{reason}; {note}"
-        if words is not None:
-            evidence["words"] = _words_record(words, p_model, self.blends[variant], note)
+        reason, evidence = await self._explain_with_words(
+            prompt_files()[variant].key, d, said, values, sources, words, variant, note
+        )
         return self._record(
             judge,
             qid,
@@ -212,6 +210,18 @@ class ScoredJudges:
     async def _explain(self, key: str, d: Decision, said: Said, values: dict[str, str], sources) -> tuple[str, dict]:
         """The shown reason for a decided question and its evidence record (``evidence.explain``)."""
         return await explain(self.prompts[key], self.llm, values, d, said, sources, self.reasons)
+
+    async def _explain_with_words(
+        self, key: str, d: Decision, said: Said, values: dict[str, str], sources, words, blend_name: str, note: str
+    ) -> tuple[str, dict]:
+        """``_explain``'s reason with the word note after it, and the word evidence in the record
+        where a blend decided (``said.p_model`` is then the model's own P)."""
+        reason, evidence = await self._explain(key, d, said, values, sources)
+        if note:
+            reason = f"{reason}; {note}"
+        if words is not None:
+            evidence["words"] = _words_record(words, said.p_model, self.blends[blend_name], note)
+        return reason, evidence
 
     async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
         # The prompt asks "does the answer give the information?": a small model reads "does it
@@ -281,12 +291,8 @@ class ScoredJudges:
                 "yes" if ok else "no",
                 p_model=d.p("yes") if words is not None else None,
             )
-            reason, evidence = await self._explain("supported", d, said, values, sources)
             note = word_note(words, negative=not ok)
-            if note:
-                reason = f"{reason}; {note}"
-            if words is not None:
-                evidence["words"] = _words_record(words, d.p("yes"), self.blends[judge], note)
+            reason, evidence = await self._explain_with_words("supported", d, said, values, sources, words, judge, note)
             explained.append((p, reason, evidence))
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad:
