@@ -38,7 +38,7 @@ from rag_eval.judges.judge_check import (
     saved_band,
     score_judge,
 )
-from rag_eval.judges.lexical import Blend, coverage, fit_blend, support
+from rag_eval.judges.lexical import Blend, coverage, declining, fit_blend, support
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.judges.scored import split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
@@ -73,12 +73,14 @@ def _share(k: int, n: int) -> str:
 # the prompts that get the blend: correctness_short (references of at most 6 words, rare in real
 # answers) keeps the model's own P, whose cut-off carries to HaluEval's short answers (0.85 on items
 # 200-239) where the blend's, fitted on a handful of short references, did not (0.55).
-BLENDED = ("correctness", "faithfulness_yesno")
-BLENDED_PROMPTS = ("correctness", "faithfulness_yesno")
+BLENDED = ("refusal", "correctness", "faithfulness_yesno")
+BLENDED_PROMPTS = ("refusal", "correctness", "faithfulness_yesno")
 
 
 def word_features(name: str, case: dict) -> list[dict[str, float]]:
     """The word evidence of one case, one per probability of its prediction (as the judge computes it)."""
+    if name == "refusal":
+        return [declining(case["question"], case["answer"]).features()]
     if name == "correctness":
         return [coverage(case["reference"], case["answer"]).features()]
     return [support(s, case.get("contexts") or []).features() for s in split_statements(case["answer"])]

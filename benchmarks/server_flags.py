@@ -1,6 +1,7 @@
 """The embedded model's server settings side by side, on the demo's own requests, in one run.
 
-    python benchmarks/server_flags.py [--record] [--sample 3] [--fast-binary PATH] [--only a,b] [--limit N]
+    python benchmarks/server_flags.py [--record] [--sample 3] [--fast-binary PATH] [--base-binary PATH]
+                                      [--only a,b] [--limit N]
 
 1. The requests: the demo audit (configs/demo.yaml, a stratified sample of ``--sample`` questions)
    is run once through a recording proxy in front of the embedded server with today's settings,
@@ -15,6 +16,11 @@
 
 ``--fast-binary``: a llama-server built with the instruction sets the CPU runs (see
 rag_eval/llm/cpu_probe.py); without it the builds are not compared.
+
+``--base-binary``: the baseline's llama-server instead of the installed one, e.g. the portable AVX2
+build the issue calls today's settings. The installed build then runs as ``installed`` (its
+defaults) and ``installed-no-repack``, so one run gives the ratio of the shipped default, and of the
+fastest setting, to the portable build.
 """
 
 from __future__ import annotations
@@ -162,6 +168,11 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="record the demo's requests again")
     parser.add_argument("--sample", type=int, default=3, help="questions of the demo to record")
     parser.add_argument("--fast-binary", type=Path, help="a llama-server built for this CPU's instruction sets")
+    parser.add_argument(
+        "--base-binary",
+        type=Path,
+        help="the baseline's llama-server (default: the installed one), e.g. a portable build",
+    )
     parser.add_argument("--only", help="comma-separated setting names to run (the baseline always runs)")
     parser.add_argument("--limit", type=int, help="replay only the first N recorded requests")
     args = parser.parse_args()
@@ -174,7 +185,8 @@ def main() -> None:
         )
     with gzip.open(REQUESTS, "rt", encoding="utf-8") as fh:
         requests = [json.loads(line) for line in fh][: args.limit]
-    portable = server_binary()
+    installed = server_binary()
+    portable = args.base_binary or installed
     fast = args.fast_binary or portable
     settings = {
         "baseline": (portable, ServerSettings()),
@@ -184,6 +196,9 @@ def main() -> None:
         "spec-ngram": (portable, ServerSettings(speculative="ngram-simple", draft_max=16)),
         "no-repack": (portable, ServerSettings(repack=False)),
     }
+    if args.base_binary:
+        settings["installed"] = (installed, ServerSettings())
+        settings["installed-no-repack"] = (installed, ServerSettings(repack=False))
     if args.fast_binary:
         settings["native"] = (fast, ServerSettings())
         settings["native-fa-off"] = (fast, ServerSettings(flash_attn="off"))

@@ -182,6 +182,11 @@ class Said:
         return f'the model wrote "{WORD[self.word]}" ({p}); {cut} decided {self.verdict}'
 
 
+def _role(found_in: str | None) -> str | None:
+    """The input a quote was found in, without its number ("context 2" -> "context")."""
+    return found_in.split()[0] if found_in else None
+
+
 async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads: tuple[Lead, ...], sources):
     """The reason for ``decided`` asked of the model with the label word and each quote's lead-in
     forced as the start of its reply, one short request per quote: (quotes, shown text, requests,
@@ -203,8 +208,14 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
         q = check_quote(text, _candidates(sources, lead.sources), prompt.template)
         quotes.append(q)
         where = "" if q.verified else (" (repeats the prompt)" if q.copies_prompt else " (not found in the inputs)")
-        # A small model asked for the answer's words then the reference's may quote one passage twice.
-        if not any(p.text == q.text and p.found_in == q.found_in for p in quotes[:-1]):
+        # A small model asked for the answer's words then the reference's may quote one input twice
+        # (the same passage, or two passages of it): "the answer says ..., but the answer says ..."
+        # contrasts nothing, so a second quote of the same input is kept in the record, not shown.
+        repeat = any(
+            p.text == q.text or (q.verified and p.verified and _role(p.found_in) == _role(q.found_in))
+            for p in quotes[:-1]
+        )
+        if not repeat:
             shown.append(f'{lead.shown(q.found_in)} "{q.text}"{where}')
         reply += f'{text}",'
     return quotes, shown, calls, tokens, None

@@ -7,7 +7,8 @@ statement supported by the context?" probability separates faithful from unfaith
 better than chance (AUC 0.58 on the tuning part), while the share of a statement's words that the
 contexts contain separates them well (0.80 tuning, 0.95 on the held-out structlog part); the
 correctness probability gains in the same way from the reference's words and names found in the
-answer. A :class:`Blend` is a logistic model over the model's log-odds and these shares, fitted on
+answer, and the refusal probability from whether the answer opens with a bare Yes or No, talks about
+the documents, and says anything the question did not. A :class:`Blend` is a logistic model over the model's log-odds and these shares, fitted on
 labelled answers and saved with the judge's cut-off; its probability is what the cut-off decides,
 and the words behind it are quoted in the reason, so a reader can check them.
 """
@@ -152,6 +153,51 @@ def coverage(reference: str, answer: str) -> Coverage:
         conflict=bool(pr and pa and pr != pa),
         missing=tuple(missing_names or missing_words),
         polarity=(pr, pa),
+    )
+
+
+# A bare Yes or No opening the answer ("No.", "Yes, since 3.7 ..."): it takes a side, so it answers.
+# "No restart command appears ..." or "No information ..." opens with a noun phrase and is not one.
+_BARE_POLAR = re.compile(r"^\W*(yes|no)\s*(?:[,.;:!\u2014\u2013-]|$)", re.IGNORECASE)
+# Words that talk about the material given, and what it says or lacks, instead of the subject asked about.
+_SOURCE_WORDS = """document documents documentation docs context contexts passage passages excerpt excerpts
+    text texts source sources page pages material section sections article articles manual guide notes
+    reference provided given supplied retrieved information mention mentioned answer question say says
+    said give gives state states stated cover covers covered contain contains include includes specify
+    specified find found know determine"""
+_SOURCE_TALK = frozenset(stem(w) for w in _SOURCE_WORDS.split())
+
+
+@dataclass(frozen=True)
+class Declining:
+    """Whether an answer takes a side, talks about its sources, and says anything beyond the question."""
+
+    polar: str | None  # "yes" / "no" where the answer opens with a bare Yes or No
+    source_words: tuple[str, ...]  # its words about the material given ("documents", "context")
+    new_words: tuple[str, ...]  # its content words neither in the question nor about the material
+
+    def features(self) -> dict[str, float]:
+        return {
+            "polar": float(self.polar is not None),
+            "source_talk": float(bool(self.source_words)),
+            "new_words": round(math.log1p(len(self.new_words)), 6),
+        }
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return self.new_words
+
+
+def declining(question: str, answer: str) -> Declining:
+    """The words of ``answer`` that tell a refusal from an answer (``question`` gives the words that
+    are only repeated)."""
+    asked = {stem(w) for w in content_words(question)}
+    m = _BARE_POLAR.match(answer or "")
+    words = content_words(answer)
+    return Declining(
+        polar=m.group(1).lower() if m else None,
+        source_words=tuple(w for w in words if stem(w) in _SOURCE_TALK),
+        new_words=tuple(w for w in words if stem(w) not in asked and stem(w) not in _SOURCE_TALK),
     )
 
 

@@ -29,10 +29,13 @@ from pathlib import Path
 from rag_eval.hashing import text_hash
 from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.lexical import Blend, Coverage, Support, coverage, support
+from rag_eval.judges.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
 from rag_eval.resources import shipped_prompt
+
+# The word evidence one blend reads (``lexical.py``).
+Evidence = Coverage | Support | Declining
 
 DEFAULT_CUTOFF = 0.5
 SHORT_REFERENCE_WORDS = 6
@@ -108,7 +111,7 @@ class ScoredJudges:
         """The cut-off of each variant of a judge (the judge's own for a judge with one prompt)."""
         return {v: self.cutoff(v) for v in variants(judge)}
 
-    def blended(self, name: str, p_model: float, evidence: Coverage | Support | None) -> float:
+    def blended(self, name: str, p_model: float, evidence: Evidence | None) -> float:
         """P(positive) as decided: the saved blend of ``name`` over the model's P and the word
         evidence, else the model's P."""
         blend = self.blends.get(name)
@@ -149,7 +152,7 @@ class ScoredJudges:
         if d.error or p_yes is None:
             return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
         p_model = p_yes if positive == labels[0] else 1.0 - p_yes
-        words = _word_evidence(values, sources or {}) if variant in self.blends else None
+        words = _word_evidence(variant, values, sources or {}) if variant in self.blends else None
         p = self.blended(variant, p_model, words)
         cut = self.cutoff(variant)
         negative = labels[1] if positive == labels[0] else labels[0]
@@ -388,12 +391,15 @@ class ScoredJudges:
         )
 
 
-def _word_evidence(values: dict[str, str], sources: dict) -> Coverage | Support | None:
-    """The word evidence a blend reads for one yes/no question: the reference's words in the answer
-    (a question with a reference), else the answer's words in the contexts."""
+def _word_evidence(variant: str, values: dict[str, str], sources: dict) -> Evidence | None:
+    """The word evidence a blend reads for one yes/no question: for the refusal judge, how the answer
+    declines or takes a side; with a reference, the reference's words in the answer; else the
+    answer's words in the contexts."""
     answer = values.get("answer") or values.get("statement")
     if answer is None:
         return None
+    if variant == "refusal":
+        return declining(values.get("question", ""), answer)
     if values.get("reference"):
         return coverage(values["reference"], answer)
     contexts = [text for _, text in sources.get("context", [])]
@@ -403,25 +409,49 @@ def _word_evidence(values: dict[str, str], sources: dict) -> Coverage | Support 
 MAX_NOTE_WORDS = 6
 
 
-def word_note(words: Coverage | Support | None, *, negative: bool) -> str:
-    """The words a negative decision rests on, in plain words (each one checkable in its source):
-    the reference's names or words the answer lacks, or the claim's words no context contains."""
+def _quoted(words: tuple[str, ...]) -> str:
+    shown = ", ".join(f'"{w}"' for w in words[:MAX_NOTE_WORDS])
+    more = f" and {len(words) - MAX_NOTE_WORDS} more" if len(words) > MAX_NOTE_WORDS else ""
+    return shown + more
+
+
+def word_note(words: Evidence | None, *, negative: bool) -> str:
+    """The words a decision rests on, in plain words (each one checkable in its source): for a
+    negative decision the reference's names or words the answer lacks, or the claim's words no
+    context contains; for the refusal judge, either way, what the answer says that takes a side or
+    only speaks of the documents. Only evidence for the decided side is named."""
+    if isinstance(words, Declining):
+        return _declining_note(words, answered=negative)
     if words is None or not negative:
         return ""
-    shown = ", ".join(f'"{w}"' for w in words.missing[:MAX_NOTE_WORDS])
-    more = f" and {len(words.missing) - MAX_NOTE_WORDS} more" if len(words.missing) > MAX_NOTE_WORDS else ""
+    shown = _quoted(words.missing)
     if isinstance(words, Coverage):
         parts = []
         if words.conflict:
             pr, pa = words.polarity
             parts.append(f'the reference says "{pr.capitalize()}", the answer "{pa.capitalize()}"')
         if shown:
-            parts.append(f"the answer lacks the reference's {shown}{more}")
+            parts.append(f"the answer lacks the reference's {shown}")
         return "; ".join(parts)
-    return f"no context contains {shown}{more}" if shown else ""
+    return f"no context contains {shown}" if shown else ""
 
 
-def _words_record(words: Coverage | Support, p_model: float, blend: Blend, note: str) -> dict:
+def _declining_note(words: Declining, *, answered: bool) -> str:
+    parts = []
+    if answered:
+        if words.polar:
+            parts.append(f'the answer opens with "{words.polar.capitalize()}"')
+        if words.new_words:
+            parts.append(f"it states {_quoted(words.new_words)} beyond the question")
+    else:
+        if words.source_words and not words.polar:
+            parts.append(f"the answer speaks of the material given ({_quoted(words.source_words)})")
+        if not words.new_words:
+            parts.append("it says nothing the question did not")
+    return "; ".join(parts)
+
+
+def _words_record(words: Evidence, p_model: float, blend: Blend, note: str) -> dict:
     return {
         "p_model": round(p_model, 6),
         "features": words.features(),

@@ -288,8 +288,15 @@ def calibration_lines(j: JudgesSection) -> list[str]:
             )
         bands = c.bands
         if bands:
-            line += "; uncertain where P lies in " + " or ".join(
-                f"[{b.low:.3f}, {b.high:.3f})" + (f" (`{v}`)" if len(bands) > 1 else "") for v, b in bands.items()
+            # An empty band (low == high) is a fitted result too: every decision reached the target.
+            line += "; uncertain " + " or ".join(
+                (
+                    "nowhere: the fitted band is empty"
+                    if b.high <= b.low
+                    else f"where P lies in [{b.low:.3f}, {b.high:.3f})"
+                )
+                + (f" (`{v}`)" if len(bands) > 1 else "")
+                for v, b in bands.items()
             )
             line += f" ({next(iter(bands.values())).source})"
         if c.band_note:

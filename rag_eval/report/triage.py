@@ -217,7 +217,7 @@ def triage_markdown(report: Report | dict) -> list[str]:
                     u.judge,
                     f"{u.probability:.3f}" if u.probability is not None else "–",
                     f"[{u.band[0]:.3f}, {u.band[1]:.3f})" if u.band else "–",
-                    str(u.leaning if not isinstance(u.leaning, float) else f"{u.leaning:.2f}"),
+                    str(u.leaning if not isinstance(u.leaning, float) else f"score {u.leaning:.2f}"),
                     u.escalation or "–",
                 ]
                 for u in unsure[:50]

@@ -105,9 +105,10 @@ def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(t
     identity = LLMSession.identity(LLMConfig(provider="local"))
     scored = ScoredJudges.load(SimpleNamespace(model="m"), None)
     blends = blends_for(identity, scored)
-    # The shipped calibration blends correctness (statement references) and faithfulness_yesno; refusal and
-    # correctness_short (short references) decide on the model's own P.
-    assert sorted(blends) == ["correctness", "faithfulness_yesno"]
+    # The shipped calibration blends refusal, correctness (statement references) and faithfulness_yesno;
+    # correctness_short (short references) decides on the model's own P.
+    assert sorted(blends) == ["correctness", "faithfulness_yesno", "refusal"]
+    assert blends["refusal"].weights["polar"] < 0 < blends["refusal"].weights["source_talk"]
     assert blends["faithfulness_yesno"].weights["word_share"] > 0
     assert blends_for("another-model", scored) == {}
     shipped = ragas_agreement_for(identity, ["faithfulness", "context_recall", "context_precision"], "guided")

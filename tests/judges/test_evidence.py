@@ -262,6 +262,32 @@ def test_a_quote_from_another_input_is_shown_as_from_where_it_is():
     assert f.reason.endswith(f"not: Since Python 2.7. ({row['reason']})")
 
 
+def test_a_second_quote_of_the_same_input_is_not_shown_as_a_contrast():
+    # The demo's pd-065: asked for the context's words after the answer's, the model quoted the
+    # answer again; "the answer says ..., but the answer says ..." contrasts nothing.
+    answer = "To freeze your script into a Windows .exe, you can use tools like PyInstaller or cx_Freeze."
+    contexts = ["A Python program is constructed from code blocks."]
+
+    def reply(body):
+        forced = _forced(body)
+        if forced is None:
+            return "No: not in the context."
+        if forced.endswith('but the context says "'):
+            return forced + 'you can use tools like PyInstaller or cx_Freeze"'
+        return forced + 'To freeze your script into a Windows .exe"'
+
+    async def run(scored):
+        return await scored.faithfulness("q1", "base", "How do I freeze my script?", answer, contexts)
+
+    with ScriptedServer(reply=reply, probability=lambda body: 0.8) as s:
+        f = _judge(s, run=run)
+    [row] = f.details["statements"]
+    assert row["supported"] is False
+    assert row["reason"] == 'the answer says "To freeze your script into a Windows .exe"'
+    # Both quotes stay in the record, each verified where it was found.
+    assert [(q["found_in"], q["verified"]) for q in row["evidence"]["quotes"]] == [("answer", True), ("answer", True)]
+
+
 def test_one_passage_quoted_twice_is_shown_once():
     # Asked for the answer's words and then the reference's, the real model quoted the reference both times.
     reference = "The default port of the service is 8443, set in service.toml."

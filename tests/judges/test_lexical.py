@@ -10,7 +10,17 @@ from sklearn.linear_model import LogisticRegression
 
 from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_records import Agreement, Calibration, JudgesSection
-from rag_eval.judges.lexical import Blend, content_words, coverage, fit_blend, logit, names, stem, support
+from rag_eval.judges.lexical import (
+    Blend,
+    content_words,
+    coverage,
+    declining,
+    fit_blend,
+    logit,
+    names,
+    stem,
+    support,
+)
 from rag_eval.judges.scored import ScoredJudges, word_note
 from rag_eval.llm.client import LLM
 from rag_eval.report.markdown import calibration_lines
@@ -56,6 +66,35 @@ def test_coverage_reads_names_words_and_a_yes_no_conflict():
     words = coverage("The power operator binds more tightly.", "Power binds tightly.")
     assert words.missing == ("operator",) and not words.names_reference
     assert words.word_recall == pytest.approx(3 / 4)
+
+
+def test_declining_reads_a_bare_yes_or_no_talk_of_the_documents_and_new_words():
+    q = "does a mapping pattern in match/case call __missing__ on a defaultdict?"
+    side = declining(q, "No, a mapping pattern in a match/case statement does not call `__missing__` on a defaultdict.")
+    assert side.polar == "no" and side.source_words == () and side.new_words == ("statement",)
+    assert side.features() == {"polar": 1.0, "source_talk": 0.0, "new_words": pytest.approx(np.log(2))}
+    refused = declining("What port does it use?", "The provided documents do not say which port.")
+    assert refused.polar is None and refused.source_words == ("provided", "documents", "say")
+    assert refused.new_words == ()  # "port" only repeats the question
+    assert declining("Can a lambda hold statements?", "No.").polar == "no"
+    # A noun phrase after "No" is not a side taken.
+    assert declining("How do I restart it?", "No restart command appears in the documentation.").polar is None
+
+
+def test_the_refusal_note_names_what_the_decided_side_rests_on():
+    side = declining("does match/case call __missing__?", "No, a mapping pattern does not call `__missing__`.")
+    assert (
+        word_note(side, negative=True)
+        == 'the answer opens with "No"; it states "mapping", "pattern" beyond the question'
+    )
+    # Only evidence for the decided side is named: a bare No is no evidence of declining.
+    assert word_note(side, negative=False) == ""
+    refused = declining("What port does it use?", "The documents do not give the port.")
+    assert (
+        word_note(refused, negative=False)
+        == 'the answer speaks of the material given ("documents", "give"); it says nothing the question did not'
+    )
+    assert word_note(refused, negative=True) == ""
 
 
 def test_fit_blend_equals_scikit_learns_logistic_regression():
@@ -144,6 +183,33 @@ def test_a_saved_blend_decides_and_its_missing_words_are_the_reason():
     # Without a blend the same replies decide on the model's 0.8 alone: all correct and supported.
     assert [j.verdict for j in plain[:2]] == ["correct", "correct"] and plain[2].score == 1.0
     assert "words" not in plain[1].details["evidence"]
+
+
+def test_a_refusal_blend_overturns_a_no_that_answers_and_says_why():
+    # The pd-017: the model reads "No, ... does not call ..." as declining (P(refused) 0.77).
+    question = "does a mapping pattern in match/case call __missing__ on a defaultdict?"
+    answers = {
+        "q1": "No, a mapping pattern in a match/case statement does not call `__missing__` on a defaultdict.",
+        "q2": "The provided documents do not say.",
+    }
+    blend = Blend(-1.0, 2.64, {"new_words": -1.26, "polar": -1.7, "source_talk": 2.53})
+
+    async def run(scored):
+        scored.cutoffs["refusal"] = 0.56
+        return [await scored.refusal(q, "p", question, a) for q, a in answers.items()]
+
+    with ScriptedServer(reply=lambda body: "No: it declines.", probability=lambda body: 0.77) as s:
+        answered, refused = asyncio.run(_scored(s, {"refusal": blend})(run))
+        plain = asyncio.run(_scored(s, {})(run))
+    features = declining(question, answers["q1"]).features()
+    assert answered.verdict == "answered" and answered.probability == pytest.approx(blend.p(0.77, features), abs=1e-6)
+    assert answered.reason.endswith('the answer opens with "No"; it states "statement" beyond the question')
+    assert answered.details["model_said"] == "No" and answered.details["evidence"]["words"]["p_model"] == pytest.approx(
+        0.77
+    )
+    assert refused.verdict == "refused" and refused.reason.endswith("it says nothing the question did not")
+    # Without the blend the model's 0.77 decides both: refused.
+    assert [j.verdict for j in plain] == ["refused", "refused"]
 
 
 def test_the_report_says_how_a_blend_decides_and_how_far_a_ragas_metric_agrees():
