@@ -183,10 +183,6 @@ class Declining:
             "new_words": round(math.log1p(len(self.new_words)), 6),
         }
 
-    @property
-    def missing(self) -> tuple[str, ...]:
-        return self.new_words
-
 
 def declining(question: str, answer: str) -> Declining:
     """The words of ``answer`` that tell a refusal from an answer (``question`` gives the words that

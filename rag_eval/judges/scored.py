@@ -452,10 +452,16 @@ def _declining_note(words: Declining, *, answered: bool) -> str:
 
 
 def _words_record(words: Evidence, p_model: float, blend: Blend, note: str) -> dict:
+    # The words each feature counts, where a reader can check them: what the answer (or the claim's
+    # contexts) lacks, or for refusal what the answer says about its sources and beyond the question.
+    if isinstance(words, Declining):
+        listed = {"polar": words.polar, "source_words": list(words.source_words), "new_words": list(words.new_words)}
+    else:
+        listed = {"missing": list(words.missing)}
     return {
         "p_model": round(p_model, 6),
         "features": words.features(),
-        "missing": list(words.missing),
+        **listed,
         "blend": blend.describe(),
         "note": note,
     }
