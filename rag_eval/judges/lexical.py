@@ -29,7 +29,9 @@ _STOPWORDS = """a about above after again against all also am an and any are as 
     now of off often on once one only or other our ours out over own per rather same she should so
     some such than that the their theirs them then there these they this those through thus to too
     under until up upon us use used uses using very via was way we were what when where whether which
-    while who whom whose why will with within without would yes yet you your yours"""
+    while who whom whose why will with within without would yes yet you your yours
+    don doesn didn isn aren wasn weren won wouldn shouldn couldn hasn haven hadn"""
+# The second line: what "don't", "isn't" ... leave of a word once the tokenizer splits at the apostrophe.
 STOPWORDS = frozenset(_STOPWORDS.split())
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)*")
 _BACKTICK = re.compile(r"`([^`\n]+)`")
