@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -109,11 +110,14 @@ def main() -> None:
             "labels_before": right(0),
             "labels_after": right(1),
             "differing": [c["id"] for x, y, c in both if x[0] != y[0]],
+            # How each differing decision moved: into or out of the uncertain band, or across the cut-off.
+            "moves": dict(Counter(f"{x[0]}->{y[0]}" for x, y, _ in both if x[0] != y[0])),
         }
         r = rows[name]
         print(
             f"{name:<20} decisions agree {same}/{len(both)} ({r['agreement']:.3f}); largest shift in P {shift:.3f}; "
             f"agree with labels before {r['labels_before'][0]}/{r['labels_before'][1]}, after {r['labels_after'][0]}/{r['labels_after'][1]}"
+            + (f"; moved: {', '.join(f'{k} {v}' for k, v in sorted(r['moves'].items()))}" if r["moves"] else "")
         )
     if args.json:
         Path(args.json).write_text(json.dumps({"changed": changed, "rows": rows}, indent=1))
