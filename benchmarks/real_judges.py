@@ -7,7 +7,9 @@ Cases: ``data/real-answers/cases-{tuning,reporting}.jsonl`` (``benchmarks/real_c
 them from the readers' labels). Each probability-scored judge's cut-off and its band of uncertain
 decisions are fitted on the TUNING part (real answers over the Python reference topics and the
 attrs docs, plus the hand-written data/judge-check cases) and applied unchanged to the REPORTING
-part (real answers over the structlog docs, never tuned on). Reported per judge and part: the
+part (real answers over the structlog docs, never tuned on); ``--parts tuning,reporting,holdout``
+adds the python-dotenv and tinytag READMEs' answers, labelled after every fit was shipped.
+Reported per judge and part: the
 agreement of every decision at the cut-off, the agreement of the decided verdicts once the band's
 are set aside, the uncertain share, AUC, with 95% Wilson intervals.
 Targets (issue 28, reporting part): decided agreement >= 0.90 for correctness and faithfulness,

@@ -1,10 +1,11 @@
 """Are the own judges' reasons evidence for their decisions? Labelled cases judged with quoted reasons.
 
-    python benchmarks/reasons.py [--per-judge 6] [--source real|hand] [--budget-s 1500]
+    python benchmarks/reasons.py [--per-judge 6] [--source real|holdout|hand] [--budget-s 1500]
                                  [--out benchmarks/reasons-result.json]
 
 Judges labelled cases (``real``: the real answers of data/real-answers/cases-reporting.jsonl, the
-structlog docs; ``hand``: the python-docs ones of data/judge-check/cases.jsonl) of each kind
+structlog docs; ``holdout``: those of cases-holdout.jsonl, the python-dotenv and tinytag READMEs;
+``hand``: the python-docs ones of data/judge-check/cases.jsonl) of each kind
 (refusal, correctness, faithfulness; the same number of each label, in file order) with the
 embedded model, the shipped cut-offs and blends and ``judges.reasons: quote``, on an empty response cache so that every
 request is really sent, one case at a time (as an audit's requests share the server's KV cache).
@@ -142,6 +143,7 @@ def summarise(rows: list[dict], stats: dict, n_records: int) -> dict:
 
 SOURCES = {
     "real": ROOT / "data" / "real-answers" / "cases-reporting.jsonl",
+    "holdout": ROOT / "data" / "real-answers" / "cases-holdout.jsonl",
     "hand": ROOT / "data" / "judge-check" / "cases.jsonl",
 }
 
@@ -152,7 +154,7 @@ def pick(per_judge: int, source: str = "real") -> list[dict]:
     from rag_eval.judges.judge_check import load_cases
     from rag_eval.judges.registry import CASE_KINDS
 
-    cases = [c for c in load_cases(SOURCES[source]) if source == "real" or c.get("source") == "python-docs"]
+    cases = [c for c in load_cases(SOURCES[source]) if source != "hand" or c.get("source") == "python-docs"]
     per: list[list[dict]] = []
     for judge, kind in CASE_KINDS.items():
         labels = kind.labels
