@@ -308,6 +308,11 @@ class LLMConfig(_Model):
     draft_max: int = Field(16, ge=1, le=64, description="local: most tokens drafted at a time")
     draft_key: int = Field(4, ge=1, le=32, description="local: tokens an n-gram draft is looked up by")
     repack: bool = Field(True, description="local: llama-server's weight repacking (false: --no-repack)")
+    prefix_store: bool = Field(
+        True,
+        description="local, parallel 1: save the server's KV cache of prompt beginnings that repeat (templates) "
+        "beside the response cache and restore it in later runs (llama-server --slot-save-path)",
+    )
     expected_latency_s: float = Field(8.0, gt=0, description="seconds per call, for time estimates before a stage")
 
     @model_validator(mode="after")

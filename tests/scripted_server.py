@@ -55,6 +55,7 @@ class ScriptedServer:
         self.probability = probability or (lambda body: YES_P)
         self.calls = 0
         self.bodies: list[dict] = []
+        self.slot_requests: list[tuple[str, dict]] = []
         self.lock = threading.Lock()
         server = self
 
@@ -71,6 +72,10 @@ class ScriptedServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                if self.path.startswith("/slots"):
+                    # As llama-server started without --slot-save-path answers; not a model call.
+                    server.slot_requests.append((self.path, body))
+                    return self._send(501, {"error": {"message": "This server does not support slots action."}})
                 with server.lock:
                     n = server.calls
                     server.calls += 1

@@ -52,6 +52,8 @@ class Usage(Model):
     completion_tokens: int = 0
     prompt_evaluated: int = 0
     prompt_reused: int = 0
+    prefix_restored: int = 0  # saved slots of earlier runs loaded before a request (rag_eval/llm/slots.py)
+    prefix_saved: int = 0
     model_ms: Num = 0
     price_input: Num | None = None
     price_output: Num | None = None

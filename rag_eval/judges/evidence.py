@@ -14,7 +14,9 @@ disk like every request (same request, same reply on a rerun).
 Where no quote is verified and the decision is the model's own word, the model's reason is kept;
 where the decision overturns the model's word, the reason says so in plain words. A reason or
 quote that repeats the prompt's own text (its instructions or examples) and is not in the inputs
-is marked ``copies_prompt`` and never shown as evidence.
+is marked ``copies_prompt`` and never shown; a quote of one plain word ("Fixed", "None") is found
+in nearly any text, so it is kept in the record as ``too_short`` and neither shown nor counted as
+verified evidence.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ class Quote:
     found_in: str | None
     verified: bool
     copies_prompt: bool = False
+    too_short: bool = False  # found, but one plain word: not evidence of anything
     excerpt: str | None = None
     span: tuple[int, int] | None = None
 
@@ -121,6 +124,12 @@ def copies_prompt(reason: str, template: str, inputs: list[str]) -> bool:
     return sum(g in from_prompt and g not in from_inputs for g in grams) / len(grams) >= COPY_SHARE
 
 
+def substantive(quote: str) -> bool:
+    """Whether a quote says something: two words or more, or one with a digit or a code character
+    (``1889``, ``override=True``, ``__len__``)."""
+    return len(quote.split()) >= 2 or bool(re.search(r"[^A-Za-z]", quote.strip(".,;:!?\"'")))
+
+
 def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> Quote:
     """A quote checked against the sources it may come from (``(name, text)`` pairs), verbatim after
     whitespace normalisation; one found only in the prompt's own text is marked as a copy."""
@@ -135,7 +144,15 @@ def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> 
                 lo, hi = max(0, at - EXCERPT_CHARS), min(len(s), at + len(attempt) + EXCERPT_CHARS)
                 head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(s) else "")
                 start = at - lo + len(head)
-                return Quote(attempt, name, True, excerpt=head + s[lo:hi] + tail, span=(start, start + len(attempt)))
+                ok = substantive(attempt)
+                return Quote(
+                    attempt,
+                    name,
+                    ok,
+                    too_short=not ok,
+                    excerpt=head + s[lo:hi] + tail,
+                    span=(start, start + len(attempt)),
+                )
     copied = len(q) >= MIN_QUOTE_CHARS and q.rstrip(".,;:!?") in normalise(fixed_text(template))
     return Quote(q, None, False, copies_prompt=copied)
 
@@ -207,7 +224,7 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
         text = text.split('"')[0].strip()
         q = check_quote(text, _candidates(sources, lead.sources), prompt.template)
         quotes.append(q)
-        where = "" if q.verified else (" (repeats the prompt)" if q.copies_prompt else " (not found in the inputs)")
+        where = "" if q.verified else " (not found in the inputs)"
         # A small model asked for the answer's words then the reference's may quote one input twice
         # (the same passage, or two passages of it): "the answer says ..., but the answer says ..."
         # contrasts nothing, so a second quote of the same input is kept in the record, not shown.
@@ -215,7 +232,8 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
             p.text == q.text or (q.verified and p.verified and _role(p.found_in) == _role(q.found_in))
             for p in quotes[:-1]
         )
-        if not repeat:
+        # The prompt's own example, or one plain word, is no evidence: recorded, never shown.
+        if not repeat and not q.copies_prompt and not q.too_short:
             shown.append(f'{lead.shown(q.found_in)} "{q.text}"{where}')
         reply += f'{text}",'
     return quotes, shown, calls, tokens, None

@@ -418,10 +418,13 @@ def _quoted(words: tuple[str, ...]) -> str:
 def word_note(words: Evidence | None, *, negative: bool) -> str:
     """The words a decision rests on, in plain words (each one checkable in its source): for a
     negative decision the reference's names or words the answer lacks, or the claim's words no
-    context contains; for the refusal judge, either way, what the answer says that takes a side or
+    context contains; for a supported claim whose every content word some context has, that; for
+    the refusal judge, either way, what the answer says that takes a side or
     only speaks of the documents. Only evidence for the decided side is named."""
     if isinstance(words, Declining):
         return _declining_note(words, answered=negative)
+    if isinstance(words, Support) and not negative and not words.missing and words.name_share == 1.0:
+        return "every content word of the claim is in the contexts"
     if words is None or not negative:
         return ""
     shown = _quoted(words.missing)

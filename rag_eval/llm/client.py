@@ -20,6 +20,7 @@ from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.schedule import PrefixScheduler, prompt_text
+from rag_eval.llm.slots import SlotLibrary
 
 CACHE_HEADER = "x-rag-eval-cache"
 LATENCY_HEADER = "x-rag-eval-latency"
@@ -40,6 +41,9 @@ class Usage:
     # reused from its KV cache, and the milliseconds the model itself spent.
     prompt_evaluated: int = 0
     prompt_reused: int = 0
+    # Saved slots of earlier servers loaded before a request, and slots saved (rag_eval/llm/slots.py).
+    prefix_restored: int = 0
+    prefix_saved: int = 0
     model_ms: float = 0.0
     price_input: float = 0.0
     price_output: float = 0.0
@@ -87,7 +91,9 @@ class CachingTransport(httpx.AsyncBaseTransport):
     ``identity`` names the endpoint in the cache key (the base URL, or the local model's hash);
     ``start`` (for the embedded server) is called on the first request that must really be sent
     and returns the base URL to send to, so a fully cached run never starts a server. Identical
-    requests in flight at once are sent once.
+    requests in flight at once are sent once. ``slots`` (a one-slot embedded server): saved slots of
+    earlier servers are restored before a request whose beginning they share, and repeated
+    beginnings are saved for the next server.
     """
 
     def __init__(
@@ -98,8 +104,9 @@ class CachingTransport(httpx.AsyncBaseTransport):
         concurrency: int,
         inner: httpx.AsyncBaseTransport | None = None,
         start: Callable[[], str] | None = None,
+        slots: SlotLibrary | None = None,
     ):
-        self.identity, self.usage, self.cache = identity, usage, cache
+        self.identity, self.usage, self.cache, self.slots = identity, usage, cache, slots
         self.inner = inner or EnvironmentTransport()
         self.scheduler = PrefixScheduler(concurrency)
         self.start, self.target, self.start_error = start, None, None
@@ -134,13 +141,24 @@ class CachingTransport(httpx.AsyncBaseTransport):
         return _response(status, content, headers, request)
 
     async def _send(self, request: httpx.Request, body: bytes, key: str) -> tuple[int, bytes, list]:
-        async with await self.scheduler(prompt_text(body)):
+        text = prompt_text(body)
+        async with await self.scheduler(text):
             routed = self._routed(request, body)
+            file = self.slots.to_restore(text) if self.slots is not None else None
+            if file and await self._slot_action("restore", file):
+                self.slots.restored(file)
+                self.usage.prefix_restored += 1
             self.usage.calls += 1
             start = time.perf_counter()
             response = await self.inner.handle_async_request(routed)
             content = await response.aread()
             elapsed = time.perf_counter() - start
+            if self.slots is not None and response.status_code == 200:
+                file = self.slots.to_save(text)
+                self.slots.sent(text)
+                if file and (n_bytes := await self._slot_action("save", file)):
+                    self.slots.saved(file, text, n_bytes)
+                    self.usage.prefix_saved += 1
         if response.status_code == 200:
             self.usage.record(content)
             if self.cache is not None and _complete(content):
@@ -150,6 +168,26 @@ class CachingTransport(httpx.AsyncBaseTransport):
         ]
         headers.append((LATENCY_HEADER, f"{elapsed:.4f}"))
         return response.status_code, content, headers
+
+    async def _slot_action(self, action: str, file: str) -> int:
+        """Save or restore slot 0 of the started server as ``file``; the bytes moved, 0 on failure
+        (a failed restore only means the prompt is evaluated)."""
+        url = httpx.URL(scheme=self.target.scheme, host=self.target.host, port=self.target.port, path="/slots/0")
+        request = httpx.Request(
+            "POST",
+            url.copy_merge_params({"action": action}),
+            headers={"content-type": "application/json"},
+            content=json.dumps({"filename": file}).encode(),
+        )
+        try:
+            response = await self.inner.handle_async_request(request)
+            data = json.loads(await response.aread())
+        except (httpx.HTTPError, ValueError):
+            data, response = {}, None
+        n = int(data.get("n_written") or data.get("n_read") or 0) if response and response.status_code == 200 else 0
+        if not n:
+            self.slots.stats.failed += 1
+        return n
 
     def _routed(self, request: httpx.Request, body: bytes) -> httpx.Request:
         """The request aimed at the started local server (started here on first need), else as it is."""
@@ -214,14 +252,16 @@ class LLM:
         inner: httpx.AsyncBaseTransport | None = None,
         identity: str | None = None,
         start: Callable[[], str] | None = None,
+        slots: SlotLibrary | None = None,
     ):
-        """``identity`` replaces the base URL in cache keys; ``start`` starts a local server on first need."""
+        """``identity`` replaces the base URL in cache keys; ``start`` starts a local server on first
+        need; ``slots``: its saved slots (see ``CachingTransport``)."""
         from openai import AsyncOpenAI  # noqa: PLC0415
 
         self.cfg, self.base_url, self.model = cfg, base_url, model
         self.identity = identity or base_url.rstrip("/")
         self.usage = Usage(model, price_input=cfg.prices.input, price_output=cfg.prices.output)
-        self.transport = CachingTransport(self.identity, self.usage, cache, cfg.concurrency, inner, start)
+        self.transport = CachingTransport(self.identity, self.usage, cache, cfg.concurrency, inner, start, slots)
         self.http = httpx.AsyncClient(transport=self.transport, timeout=cfg.timeout_s)
         self.client = AsyncOpenAI(
             base_url=base_url,

@@ -317,8 +317,11 @@ class LocalServer:
         threads: int | None = None,
         settings: ServerSettings | None = None,
         log_path: Path | None = None,
+        slot_dir: Path | None = None,
     ):
+        """``slot_dir``: where the server may save and restore slots (``--slot-save-path``)."""
         self.model_path, self.binary = model_path, binary or server_binary()
+        self.slot_dir = slot_dir
         self.threads = threads or os.cpu_count() or 2
         self.settings = settings or ServerSettings()
         self.log_path = log_path
@@ -368,6 +371,7 @@ class LocalServer:
             "-t",
             str(self.threads),
             *self.settings.args(),
+            *(["--slot-save-path", str(self.slot_dir)] if self.slot_dir else []),
             "--no-webui",
         ]
         say(f"starting the local model server on port {self.port}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 
 
 def prompt_text(body: bytes) -> str:
@@ -32,7 +31,18 @@ def prompt_text(body: bytes) -> str:
 
 def shared_prefix(a: str, b: str) -> int:
     """Characters at the start that ``a`` and ``b`` have in common."""
-    return len(os.path.commonprefix([a, b]))
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    # Bisection on slice equality (compared in C): os.path.commonprefix walks characters in Python.
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 class PrefixScheduler:

@@ -16,6 +16,7 @@ from rag_eval.llm.local import (
     server_fingerprint,
 )
 from rag_eval.llm.response_cache import ResponseCache
+from rag_eval.llm.slots import SlotLibrary
 
 
 class LLMSession:
@@ -31,6 +32,7 @@ class LLMSession:
         self.cache = ResponseCache(cache_dir / "llm-cache.sqlite3") if use_cache else None
         self.log_dir = log_dir
         self.servers: dict[str, LocalServer] = {}
+        self.slot_libraries: dict[str, SlotLibrary] = {}
         self.llms: dict[tuple, LLM] = {}
         self._usages: list = []
 
@@ -62,6 +64,7 @@ class LLMSession:
                     threads=cfg.threads,
                     settings=ServerSettings.from_config(cfg.model_dump()),
                     log_path=log,
+                    slot_dir=self.slot_libraries[identity].ensure() if identity in self.slot_libraries else None,
                 ).start()
             return self.servers[identity].base_url
 
@@ -80,6 +83,11 @@ class LLMSession:
             elif local:
                 # As many in flight as the embedded server has slots: more would only queue and time out.
                 cfg = cfg.model_copy(update={"concurrency": cfg.parallel})
+            slots = None
+            if local and inner is None and cfg.parallel == 1 and cfg.prefix_store and self.cache is not None:
+                # One library per server (the LLMs of one model and settings share its slot); with
+                # --no-cache nothing of earlier runs is used.
+                slots = self.slot_libraries.setdefault(identity, SlotLibrary(self.cache_dir / "slots", identity))
             self.llms[key] = LLM(
                 cfg,
                 base_url="http://local.rag-eval.invalid/v1" if local else identity,
@@ -89,6 +97,7 @@ class LLMSession:
                 identity=identity,
                 start=self._starter(cfg, identity) if local and inner is None else None,
                 inner=inner,
+                slots=slots,
             )
             self._usages.append(self.llms[key].usage)
         return self.llms[key]
@@ -108,6 +117,8 @@ class LLMSession:
                     "completion_tokens",
                     "prompt_evaluated",
                     "prompt_reused",
+                    "prefix_restored",
+                    "prefix_saved",
                     "model_ms",
                     "cost",
                 ):

