@@ -272,7 +272,7 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
             shown_from, reason = "plain", said.plain()
         elif copied or not model_reason:
             shown_from = "none"
-            reason = "no evidence: the model's reason repeats its prompt" if copied else "no reason given"
+            reason = "no quote: the model's own reason repeats its prompt" if copied else "no reason given"
         else:
             shown_from, reason = "model", model_reason
     record.update(shown=shown_from, quotes=[q.to_dict() for q in quotes], verified=any(q.verified for q in quotes))
