@@ -3,8 +3,8 @@
     python benchmarks/slot_library.py [--limit N] [--base-binary PATH]
 
 The demo's recorded requests (``benchmarks/data/demo-requests.jsonl``, see server_flags.py) are split
-by question: the requests of the first question are an earlier run, which fills the library on a
-server of its own; the requests of the other questions are the run measured, each on a fresh server
+by question: the requests of every question but the last are an earlier run, which fills the library
+on a server of its own; the requests of the last question are the run measured, each on a fresh server
 from an empty response cache, once without the library (``cold``, as every run started before) and
 once with the library the earlier run left (``warm``). Both go one at a time in recorded order
 through rag-eval's own client layer. Printed: model time (llama-server's prompt_ms + predicted_ms),
@@ -21,6 +21,7 @@ import gzip
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,19 +33,22 @@ from rag_eval.llm.session import LLMSession  # noqa: E402
 
 
 def by_question(requests: list[dict]) -> tuple[list[dict], list[dict]]:
-    """(requests of the first question that any request names, every other request)."""
+    """(requests of every question but the last that any request names, those of the last): the
+    library saves a beginning once it repeats, so the earlier run needs two questions or more."""
     lines = (ROOT / "data" / "python-docs" / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     questions = [json.loads(line)["question"] for line in lines if line.strip()]
     texts = [prompt_text(json.dumps(r).encode()) for r in requests]
     named = [next((q for q in questions if q in t), None) for t in texts]
-    first = next(q for q in named if q is not None)
-    return [r for r, q in zip(requests, named, strict=True) if q == first], [
-        r for r, q in zip(requests, named, strict=True) if q != first
+    last = [q for q in named if q is not None][-1]
+    return [r for r, q in zip(requests, named, strict=True) if q != last], [
+        r for r, q in zip(requests, named, strict=True) if q == last
     ]
 
 
 async def replay(cache: Path, requests: list[dict], store: bool, binary: Path | None = None) -> tuple[dict, list[str]]:
-    """The requests one at a time through a new session (a new server); its usage and replies."""
+    """The requests one at a time through a new session (a new server); its usage (with ``wall_s``,
+    from the first request, server start included, to the last reply) and replies."""
+    t0 = time.perf_counter()
     session = LLMSession(cache)
     cfg = LLMConfig(
         provider="local",
@@ -60,7 +64,7 @@ async def replay(cache: Path, requests: list[dict], store: bool, binary: Path | 
         data = r.json()
         replies.append(json.dumps([c.get("message") for c in data.get("choices") or []]))
     await session.aclose()
-    usage = session.usage()[0]
+    usage = {**session.usage()[0], "wall_s": time.perf_counter() - t0}
     session.close()
     return usage, replies
 
@@ -74,7 +78,7 @@ def main() -> None:
         requests = [json.loads(line) for line in fh]
     earlier, later = by_question(requests)
     later = later[: args.limit]
-    print(f"{len(requests)} recorded requests: {len(earlier)} of the earlier run's question, {len(later)} measured")
+    print(f"{len(requests)} recorded requests: {len(earlier)} of the earlier run's questions, {len(later)} measured")
     work = Path(tempfile.mkdtemp(prefix="rag-eval-slots-"))
     filled, _ = asyncio.run(replay(work / "warm", earlier, True))
     print(f"earlier run: {filled['calls']} calls, {filled['prefix_saved']} slots saved")
@@ -86,7 +90,7 @@ def main() -> None:
         usage, replies = asyncio.run(replay(cache, later, store, binary))
         rows[name] = (usage, replies)
         print(
-            f"{name:5s} model {usage['model_ms'] / 1000:6.1f} s  prompt evaluated {usage['prompt_evaluated']:6d}  "
+            f"{name:5s} wall {usage['wall_s']:6.1f} s  model {usage['model_ms'] / 1000:6.1f} s  prompt evaluated {usage['prompt_evaluated']:6d}  "
             f"calls {usage['calls']}  restored {usage['prefix_restored']}  saved {usage['prefix_saved']}",
             flush=True,
         )
@@ -109,7 +113,10 @@ def main() -> None:
     print(
         json.dumps(
             {
-                n: {k: u[k] for k in ("calls", "model_ms", "prompt_evaluated", "prefix_restored", "prefix_saved")}
+                n: {
+                    k: u[k]
+                    for k in ("calls", "wall_s", "model_ms", "prompt_evaluated", "prefix_restored", "prefix_saved")
+                }
                 for n, (u, _) in rows.items()
             }
         )

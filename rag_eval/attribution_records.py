@@ -15,6 +15,7 @@ class Quote(Model):
     found_in: str | None = None  # "answer", "context 2", "reference"
     verified: bool = False
     copies_prompt: bool = False
+    too_short: bool = False  # found, but one plain word: not evidence
     excerpt: str | None = None  # the stretch of the source around the quote
     span: list[int] | None = None  # the quote's place in ``excerpt``
 

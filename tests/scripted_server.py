@@ -48,8 +48,11 @@ class ScriptedServer:
         retry_after: str = "0",
         port: int = 0,
         probability: Callable[[dict], float] | None = None,
+        slots: bool = False,
     ):
+        """``slots``: answer slot saves and restores as llama-server with --slot-save-path does."""
         self.script = script or (lambda n, body: "ok")
+        self.slots = slots
         self.reply = reply or _default_reply
         self.latency_s, self.retry_after = latency_s, retry_after
         self.probability = probability or (lambda body: YES_P)
@@ -75,7 +78,10 @@ class ScriptedServer:
                 if self.path.startswith("/slots"):
                     # As llama-server started without --slot-save-path answers; not a model call.
                     server.slot_requests.append((self.path, body))
-                    return self._send(501, {"error": {"message": "This server does not support slots action."}})
+                    if not server.slots:
+                        return self._send(501, {"error": {"message": "This server does not support slots action."}})
+                    moved = {"n_written": 1000} if "action=save" in self.path else {"n_read": 1000, "n_restored": 10}
+                    return self._send(200, {"id_slot": 0, "filename": body.get("filename"), **moved})
                 with server.lock:
                     n = server.calls
                     server.calls += 1

@@ -125,9 +125,16 @@ def copies_prompt(reason: str, template: str, inputs: list[str]) -> bool:
 
 
 def substantive(quote: str) -> bool:
-    """Whether a quote says something: two words or more, or one with a digit or a code character
-    (``1889``, ``override=True``, ``__len__``)."""
-    return len(quote.split()) >= 2 or bool(re.search(r"[^A-Za-z]", quote.strip(".,;:!?\"'")))
+    """Whether a quote says something: two words or more, or one word that is not a plain short
+    one: with a digit or code character (``1889``, ``override=True``, ``__len__``), a name's inner
+    capital (``getLogger``, ``TinyTag``), an acronym (``BOM``), or eight letters or more. "Fixed",
+    "None", "value" are found in nearly any text."""
+    words = quote.split()
+    if len(words) != 1:
+        return len(words) >= 2
+    w = words[0].strip(".,;:!?\"'()[]")
+    plain = w.isalpha() and (w.islower() or w.istitle()) and len(w) < 8
+    return bool(w) and not plain
 
 
 def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> Quote:

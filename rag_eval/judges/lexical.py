@@ -98,6 +98,7 @@ class Support:
     word_share: float  # content words of the claim found in some context
     name_share: float  # code names of the claim found in some context (1.0 when it names none)
     missing: tuple[str, ...]  # the claim's content words found in no context, in order
+    n_words: int = 0  # the claim's content words
 
     def features(self) -> dict[str, float]:
         return {"word_share": self.word_share, "name_share": self.name_share}
@@ -112,7 +113,7 @@ def support(claim: str, contexts: list[str]) -> Support:
     claim_names = names(claim)
     name_share = float(np.mean([_has_name(n, lowered) for n in claim_names])) if claim_names else 1.0
     share = 1.0 - len(missing) / len(words) if words else 1.0
-    return Support(round(share, 6), round(name_share, 6), missing)
+    return Support(round(share, 6), round(name_share, 6), missing, len(words))
 
 
 @dataclass(frozen=True)

@@ -423,7 +423,7 @@ def word_note(words: Evidence | None, *, negative: bool) -> str:
     only speaks of the documents. Only evidence for the decided side is named."""
     if isinstance(words, Declining):
         return _declining_note(words, answered=negative)
-    if isinstance(words, Support) and not negative and not words.missing and words.name_share == 1.0:
+    if isinstance(words, Support) and not negative and words.n_words and not words.missing and words.name_share == 1.0:
         return "every content word of the claim is in the contexts"
     if words is None or not negative:
         return ""

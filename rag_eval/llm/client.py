@@ -23,6 +23,7 @@ from rag_eval.llm.schedule import PrefixScheduler, prompt_text
 from rag_eval.llm.slots import SlotLibrary
 
 CACHE_HEADER = "x-rag-eval-cache"
+SLOT_TIMEOUT_S = 60.0  # a slot save or restore moves tens of MB
 LATENCY_HEADER = "x-rag-eval-latency"
 
 
@@ -144,33 +145,54 @@ class CachingTransport(httpx.AsyncBaseTransport):
         text = prompt_text(body)
         async with await self.scheduler(text):
             routed = self._routed(request, body)
-            file = self.slots.to_restore(text) if self.slots is not None else None
-            if file and await self._slot_action("restore", file):
-                self.slots.restored(file)
-                self.usage.prefix_restored += 1
+            await self._restore_slot(text)
             self.usage.calls += 1
             start = time.perf_counter()
             response = await self.inner.handle_async_request(routed)
             content = await response.aread()
             elapsed = time.perf_counter() - start
-            if self.slots is not None and response.status_code == 200:
-                file = self.slots.to_save(text)
-                self.slots.sent(text)
-                if file and (n_bytes := await self._slot_action("save", file)):
-                    self.slots.saved(file, text, n_bytes)
-                    self.usage.prefix_saved += 1
-        if response.status_code == 200:
-            self.usage.record(content)
-            if self.cache is not None and _complete(content):
-                self.cache.put(key, content)
+            if response.status_code == 200:
+                self.usage.record(content)
+                if self.cache is not None and _complete(content):
+                    self.cache.put(key, content)
+                await self._save_slot(text)
         headers = [
             (k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")
         ]
         headers.append((LATENCY_HEADER, f"{elapsed:.4f}"))
         return response.status_code, content, headers
 
+    async def _restore_slot(self, text: str) -> None:
+        """Load the saved slot that best starts ``text`` into the server, where one is worth it."""
+        if self.slots is None or self.target is None:
+            return
+        try:
+            entry = self.slots.to_restore(text)
+            if entry and await self._slot_action("restore", entry["file"]):
+                self.slots.restored(entry)
+                self.usage.prefix_restored += 1
+        except Exception:  # noqa: BLE001 - a library that errs is only switched off: the request goes on
+            self.slots.disabled = True
+
+    async def _save_slot(self, text: str) -> None:
+        """Save the slot that now holds ``text`` where its beginning repeats and is not saved yet."""
+        if self.slots is None or self.target is None:
+            return
+        try:
+            file = self.slots.to_save(text)
+            self.slots.sent(text)
+            if file:
+                n_bytes = await self._slot_action("save", file)
+                if n_bytes:
+                    self.slots.saved(file, text, n_bytes)
+                    self.usage.prefix_saved += 1
+                else:
+                    self.slots.stats.failed += 1
+        except Exception:  # noqa: BLE001 - the reply is cached already; only the library stops
+            self.slots.disabled = True
+
     async def _slot_action(self, action: str, file: str) -> int:
-        """Save or restore slot 0 of the started server as ``file``; the bytes moved, 0 on failure
+        """Save or restore slot 0 of the started server as ``file``: the bytes moved, 0 on failure
         (a failed restore only means the prompt is evaluated)."""
         url = httpx.URL(scheme=self.target.scheme, host=self.target.host, port=self.target.port, path="/slots/0")
         request = httpx.Request(
@@ -180,14 +202,13 @@ class CachingTransport(httpx.AsyncBaseTransport):
             content=json.dumps({"filename": file}).encode(),
         )
         try:
-            response = await self.inner.handle_async_request(request)
+            response = await asyncio.wait_for(self.inner.handle_async_request(request), SLOT_TIMEOUT_S)
             data = json.loads(await response.aread())
-        except (httpx.HTTPError, ValueError):
-            data, response = {}, None
-        n = int(data.get("n_written") or data.get("n_read") or 0) if response and response.status_code == 200 else 0
-        if not n:
-            self.slots.stats.failed += 1
-        return n
+        except (httpx.HTTPError, ValueError, TimeoutError):
+            return 0
+        if response.status_code != 200 or not isinstance(data, dict):
+            return 0
+        return int(data.get("n_written") or data.get("n_read") or 0)
 
     def _routed(self, request: httpx.Request, body: bytes) -> httpx.Request:
         """The request aimed at the started local server (started here on first need), else as it is."""

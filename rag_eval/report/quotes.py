@@ -41,9 +41,12 @@ def row_evidence(j: dict) -> dict:
 
 
 def quote_note(q: Quote) -> str:
-    """Where a quote was found: ``answer ✓``, ``context 2 ✓``, ``not found ✗``, ``repeats the prompt ✗``."""
+    """Where a quote was found: ``answer ✓``, ``context 2 ✓``, ``not found ✗``, ``repeats the prompt ✗``,
+    ``in context 1, one plain word ✗``."""
     if q.verified:
         return f"{q.found_in} ✓"
+    if q.too_short:
+        return f"in {q.found_in}, one plain word ✗"
     return "repeats the prompt ✗" if q.copies_prompt else "not found ✗"
 
 

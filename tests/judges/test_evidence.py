@@ -310,8 +310,19 @@ def test_one_plain_word_found_in_a_source_is_no_evidence():
     sources = [("context 1", "### Fixed\n- Strip a leading UTF-8 BOM from `.env` file contents.")]
     q = check_quote("Fixed", sources, REFUSAL)
     assert (q.verified, q.too_short, q.found_in) == (False, True, "context 1")
-    for evidence in ("Strip a leading", "BOM", "`.env`", "1889"):
-        assert check_quote(evidence, sources + [("answer", "1889")], REFUSAL).verified == (evidence != "BOM")
+    sources += [("answer", "1889: use TinyTag.get(), getLogger and TOML contents")]
+    for quote, evidence in [
+        ("Strip a leading", True),
+        ("BOM", True),  # an acronym
+        ("`.env`", True),
+        ("1889", True),
+        ("TinyTag", True),  # a name's inner capital
+        ("getLogger", True),
+        ("contents", True),  # eight letters
+        ("leading", False),
+        ("Fixed:", False),
+    ]:
+        assert check_quote(quote, sources, REFUSAL).verified is evidence, quote
 
 
 def test_the_prompts_own_example_quoted_as_the_context_is_not_shown():
