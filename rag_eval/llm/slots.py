@@ -61,9 +61,6 @@ class SlotStats:
     saved: int = 0
     failed: int = 0
 
-    def to_dict(self) -> dict:
-        return {"restored": self.restored, "saved": self.saved, "failed": self.failed}
-
 
 def _valid(e) -> bool:
     return (

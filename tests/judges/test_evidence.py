@@ -51,6 +51,25 @@ def _refusal(scored):
     return scored.refusal("q1", "base", QUESTION, ANSWER)
 
 
+def _unsupported(question: str, answer: str, contexts: list[str], *, answer_quote: str, context_quote: str):
+    """faithfulness_yesno on one statement the model calls unsupported, its forced reason quoting
+    ``answer_quote`` from the answer and then ``context_quote`` as what the context says."""
+
+    def reply(body):
+        forced = _forced(body)
+        if forced is None:
+            return "No: not in the context."
+        if forced.endswith('but the context says "'):
+            return forced + context_quote + '"'
+        return forced + answer_quote + '"'
+
+    async def run(scored):
+        return await scored.faithfulness("q1", "base", question, answer, contexts)
+
+    with ScriptedServer(reply=reply, probability=lambda body: 0.8) as s:
+        return _judge(s, run=run)
+
+
 def test_a_quote_is_verified_verbatim_after_whitespace_normalisation():
     sources = [("answer", ANSWER), ("context 1", "Other text."), ("context 2", "Set it with\n  --port  9000.")]
     q = check_quote("listens on port 8443", sources, REFUSAL)
@@ -268,19 +287,13 @@ def test_a_second_quote_of_the_same_input_is_not_shown_as_a_contrast():
     answer = "To freeze your script into a Windows .exe, you can use tools like PyInstaller or cx_Freeze."
     contexts = ["A Python program is constructed from code blocks."]
 
-    def reply(body):
-        forced = _forced(body)
-        if forced is None:
-            return "No: not in the context."
-        if forced.endswith('but the context says "'):
-            return forced + 'you can use tools like PyInstaller or cx_Freeze"'
-        return forced + 'To freeze your script into a Windows .exe"'
-
-    async def run(scored):
-        return await scored.faithfulness("q1", "base", "How do I freeze my script?", answer, contexts)
-
-    with ScriptedServer(reply=reply, probability=lambda body: 0.8) as s:
-        f = _judge(s, run=run)
+    f = _unsupported(
+        "How do I freeze my script?",
+        answer,
+        contexts,
+        answer_quote="To freeze your script into a Windows .exe",
+        context_quote="you can use tools like PyInstaller or cx_Freeze",
+    )
     [row] = f.details["statements"]
     assert row["supported"] is False
     assert row["reason"] == 'the answer says "To freeze your script into a Windows .exe"'
@@ -334,19 +347,13 @@ def test_the_prompts_own_example_quoted_as_the_context_is_not_shown():
     answer = "It does not process lines that do not contain an equals sign."
     contexts = ["Variable without a value: `dotenv_values` associates the variable name with `None`."]
 
-    def reply(body):
-        forced = _forced(body)
-        if forced is None:
-            return "No: not in the context."
-        if forced.endswith('but the context says "'):
-            return forced + example + '"'
-        return forced + 'It does not process lines that do not contain an equals sign"'
-
-    async def run(scored):
-        return await scored.faithfulness("q1", "base", "What about a key without a value?", answer, contexts)
-
-    with ScriptedServer(reply=reply, probability=lambda body: 0.8) as s:
-        f = _judge(s, run=run)
+    f = _unsupported(
+        "What about a key without a value?",
+        answer,
+        contexts,
+        answer_quote="It does not process lines that do not contain an equals sign",
+        context_quote=example,
+    )
     [row] = f.details["statements"]
     assert row["supported"] is False
     assert row["reason"] == 'the answer says "It does not process lines that do not contain an equals sign"'
