@@ -1,18 +1,19 @@
 """The own judges on real RAG answers, labelled blind (issue 28), with the embedded model.
 
-    python benchmarks/real_judges.py [--parts tuning,reporting] [--threads N] [--json F]
-                                     [--write-calibration]
+    python benchmarks/real_judges.py [--parts tuning,reporting] [--fit-parts tuning] [--threads N]
+                                     [--json F] [--write-calibration [--write-judges a,b]
+                                     [--report-part P]]
 
-Cases: ``data/real-answers/cases-{tuning,reporting}.jsonl`` (``benchmarks/real_cases.py`` writes
-them from the readers' labels). Each probability-scored judge's cut-off and its band of uncertain
-decisions are fitted on the TUNING part (real answers over the Python reference topics and the
-attrs docs, plus the hand-written data/judge-check cases) and applied unchanged to the REPORTING
-part (real answers over the structlog docs, never tuned on); ``--parts tuning,reporting,holdout``
-adds the python-dotenv and tinytag READMEs' answers, labelled after every fit was shipped.
-Reported per judge and part: the
-agreement of every decision at the cut-off, the agreement of the decided verdicts once the band's
-are set aside, the uncertain share, AUC, with 95% Wilson intervals.
-Targets (issue 28, reporting part): decided agreement >= 0.90 for correctness and faithfulness,
+Cases: ``data/real-answers/cases-<part>.jsonl`` (``benchmarks/real_cases.py`` writes them from the
+readers' labels). Each probability-scored judge's blend, cut-off and band of uncertain decisions are
+fitted on the ``--fit-parts`` (default the TUNING part: real answers over the Python reference
+topics and the attrs docs) plus the hand-written data/judge-check cases, and applied unchanged to
+every other part of ``--parts``: REPORTING (the structlog docs), HOLDOUT (the python-dotenv and
+tinytag READMEs, labelled after the first fit was shipped), FRESH (the tenacity and tabulate
+READMEs, labelled after the second). A part that is also fitted on is reported in-sample.
+Reported per judge and part: the agreement of every decision at the cut-off, the agreement of the
+decided verdicts once the band's are set aside, the uncertain share, AUC, with 95% Wilson intervals.
+Targets (issue 28, held-out parts): decided agreement >= 0.90 for correctness and faithfulness,
 >= 0.95 for refusal, with at most 25% uncertain.
 """
 
@@ -53,6 +54,11 @@ HAND = ROOT / "data" / "judge-check" / "cases.jsonl"
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
 JUDGES_RUN = ("refusal", "correctness", "faithfulness_yesno")
 MAX_UNCERTAIN = 0.25
+PART_DOCS = {
+    "reporting": "the structlog docs",
+    "holdout": "the python-dotenv and tinytag READMEs",
+    "fresh": "the tenacity and tabulate READMEs",
+}
 
 
 def _auc(pos: np.ndarray, score: np.ndarray) -> float | None:
@@ -188,12 +194,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="tuning,reporting")
     ap.add_argument("--threads", type=int, default=None, help="llama-server threads (default: all cores)")
-    ap.add_argument("--no-hand", action="store_true", help="fit on the real tuning answers alone")
+    ap.add_argument("--no-hand", action="store_true", help="fit on the real answers alone")
+    ap.add_argument(
+        "--fit-parts", default="tuning", help="the parts the cut-offs, bands and blends are fitted on (each in --parts)"
+    )
+    ap.add_argument("--report-part", default="reporting", help="the part whose agreement --write-calibration saves")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument(
         "--threshold", type=float, default=FAITHFUL_SHARE, help="share of supported statements for a faithful answer"
     )
     ap.add_argument("--write-calibration", action="store_true", help="ship the cut-offs and bands fitted here")
+    ap.add_argument(
+        "--write-judges",
+        default=",".join(JUDGES_RUN),
+        help="the judges --write-calibration writes (the others keep theirs)",
+    )
     ap.add_argument(
         "--halueval",
         metavar="START-STOP",
@@ -210,23 +225,27 @@ def main() -> None:
         start, stop = (int(x) for x in args.halueval.split("-"))
         parts.append("halueval")
         cases["halueval"] = halueval_cases(HALUEVAL, start, stop)
-    fit_cases = cases["tuning"] + ([] if args.no_hand else load_cases(HAND))
-    fitted_on = "real tuning" + ("" if args.no_hand else " + data/judge-check")
+    fit_parts = args.fit_parts.split(",")
+    hand = [] if args.no_hand else load_cases(HAND)
+    fit_cases = [c for p in fit_parts for c in cases[p]] + hand
+    fitted_on = " + ".join(f"real {p}" for p in fit_parts) + ("" if args.no_hand else " + data/judge-check")
     t0 = time.perf_counter()
     # The model's own probabilities: what the blends are fitted on, and the "model alone" rows.
-    raw = {"tuning": None}
-    raw["tuning"], usage, identity, scored = predict(fit_cases, llm, cache_root(), None, list(JUDGES_RUN), blends=False)
-    for part in parts:
-        if part != "tuning":
-            raw[part], more, _, _ = predict(cases[part], llm, cache_root(), None, list(JUDGES_RUN), blends=False)
-            usage += more
+    raw, usage = {}, []
+    for part in parts + (["hand"] if hand else []):
+        raw[part], more, identity, scored = predict(
+            hand if part == "hand" else cases[part], llm, cache_root(), None, list(JUDGES_RUN), blends=False
+        )
+        usage += more
     t1 = time.perf_counter()
-    blends = {name: fit_word_blend(name, fit_cases, raw["tuning"][name], fitted_on) for name in BLENDED}
-    pcases = {part: fit_cases if part == "tuning" else cases[part] for part in parts}
+    fit_raw = {n: [x for p in fit_parts + (["hand"] if hand else []) for x in raw[p][n]] for n in JUDGES_RUN}
+    blends = {name: fit_word_blend(name, fit_cases, fit_raw[name], fitted_on) for name in BLENDED}
+    pcases = {**cases, "hand": hand}
     with_blend = {
         part: {n: blended(n, pcases[part], preds[n], blends[n]) if n in blends else preds[n] for n in preds}
         for part, preds in raw.items()
     }
+    fit_blended = {n: [x for p in fit_parts + (["hand"] if hand else []) for x in with_blend[p][n]] for n in JUDGES_RUN}
     out = {"model": identity, "fitted_on": fitted_on, "blends": {n: b.to_dict() for n, b in blends.items()}, "rows": []}
     shipped_file = json.loads((ROOT / "rag_eval" / "judges" / "calibration_embedded.json").read_text())
     # The cut-offs shipped before this run (for comparison), on the scale they were fitted on.
@@ -236,8 +255,8 @@ def main() -> None:
         if k.startswith(model_identity(identity)) and "cutoff" in v  # the Ragas metrics' entries have none
     }
     fitted_by = {}
-    for decider, preds_by_part in (("model", raw), ("blend", with_blend)):
-        fitted = fitted_by[decider] = fit_all(fit_cases, preds_by_part["tuning"], args.threshold)
+    for decider, preds_by_part, fit_preds in (("model", raw, fit_raw), ("blend", with_blend, fit_blended)):
+        fitted = fitted_by[decider] = fit_all(fit_cases, fit_preds, args.threshold)
         print(f"\n[{decider}] cut-offs and bands fitted on {fitted_on} ({len(fit_cases)} cases)")
         for name, (cuts, bands, _) in fitted.items():
             if decider == "blend" and name in blends:
@@ -252,10 +271,9 @@ def main() -> None:
             )
         print(f"{'judge':<20}{'part':<11}{'at cut-off':<26}{'decided':<26}{'uncertain':<24}{'AUC':>5}")
         for part in parts:
-            n_real = len(cases[part])
             for name in JUDGES_RUN:
                 cuts, bands, _ = fitted[name]
-                pp = preds_by_part[part][name][:n_real]
+                pp = preds_by_part[part][name]
                 choices = [("fitted", cuts, bands)]
                 old = {v: e for v, e in shipped.items() if ("blend" in e) == (decider == "blend" and name in blends)}
                 if old:
@@ -284,12 +302,14 @@ def main() -> None:
 
         path = ROOT / "rag_eval" / "judges" / SHIPPED
         for name, (cuts, bands, overall) in fitted_by["blend"].items():
+            if name not in args.write_judges.split(","):
+                continue
             rep = next(
                 (
                     r
                     for r in out["rows"]
                     if r["judge"] == name
-                    and r["part"] == "reporting"
+                    and r["part"] == args.report_part
                     and r["cutoffs"] == "fitted"
                     and r["decider"] == "blend"
                 ),
@@ -309,7 +329,8 @@ def main() -> None:
                         "agreement": {
                             "accuracy": round(k / n, 3) if n else None,
                             "n": n,
-                            "measured_on": "real answers over the structlog docs (reporting part, decided verdicts), "
+                            "measured_on": f"real answers over {PART_DOCS.get(args.report_part, args.report_part)} "
+                            f"({args.report_part} part, decided verdicts), "
                             "benchmarks/real_judges.py",
                         },
                         **saved_band(
