@@ -1,10 +1,11 @@
 """Are the own judges' reasons evidence for their decisions? Labelled cases judged with quoted reasons.
 
-    python benchmarks/reasons.py [--per-judge 6] [--source real|holdout|hand] [--budget-s 1500]
+    python benchmarks/reasons.py [--per-judge 6] [--source real|holdout|fresh|hand] [--budget-s 1500]
                                  [--out benchmarks/reasons-result.json]
 
 Judges labelled cases (``real``: the real answers of data/real-answers/cases-reporting.jsonl, the
-structlog docs; ``holdout``: those of cases-holdout.jsonl, the python-dotenv and tinytag READMEs;
+structlog docs; ``holdout``: those of cases-holdout.jsonl, the python-dotenv and tinytag READMEs; ``fresh``:
+cases-fresh.jsonl, the tenacity and tabulate READMEs;
 ``hand``: the python-docs ones of data/judge-check/cases.jsonl) of each kind
 (refusal, correctness, faithfulness; the same number of each label, in file order) with the
 embedded model, the shipped cut-offs and blends and ``judges.reasons: quote``, on an empty response cache so that every
@@ -144,6 +145,7 @@ def summarise(rows: list[dict], stats: dict, n_records: int) -> dict:
 SOURCES = {
     "real": ROOT / "data" / "real-answers" / "cases-reporting.jsonl",
     "holdout": ROOT / "data" / "real-answers" / "cases-holdout.jsonl",
+    "fresh": ROOT / "data" / "real-answers" / "cases-fresh.jsonl",
     "hand": ROOT / "data" / "judge-check" / "cases.jsonl",
 }
 

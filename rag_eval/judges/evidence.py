@@ -6,7 +6,8 @@ overturn, and a small model often copies them from the prompt's examples. Here t
 is made for the decision: a second request repeats the judge's prompt with the decided label word
 forced as the start of the reply and the lead-in of a quote (``Yes: the answer says "``), so the
 model can only complete the quote; each quote is checked against the answer, the contexts or the
-reference after whitespace normalisation, as test-set evidence is (``data.testset.normalise``).
+reference after whitespace normalisation, as test-set evidence is (``data.testset.normalise``),
+else with the source's markup (code fences, backticks, stars) left out, as a model quoting it drops it.
 The verdict request is unchanged, so its probability, the calibration and its cut-offs stay valid;
 the second request repeats its prompt, which llama-server keeps in its KV cache, and is cached on
 disk like every request (same request, same reply on a rerun).
@@ -137,29 +138,75 @@ def substantive(quote: str) -> bool:
     return bool(w) and not plain
 
 
+# Markdown and reST markup a model drops when it quotes the text it reads: code fences with their
+# language, backticks, emphasis stars. "`tabulate` is smart about ..." is quoted "tabulate is smart
+# about ...", and "run:\n\n```shell\npip install tabulate" as "run: pip install tabulate".
+_MARKUP = re.compile(r"```[\w+-]*|`+|\*+")
+
+
+def without_markup(text: str) -> tuple[str, list[int]]:
+    """``text`` without markup characters, whitespace collapsed to single spaces, and for each
+    character kept its index in ``text`` (so that a match maps back to the source's own span)."""
+    out: list[str] = []
+    where: list[int] = []
+    i = 0
+    while i < len(text):
+        m = _MARKUP.match(text, i)
+        if m:
+            i = m.end()
+            continue
+        ch = text[i]
+        if ch.isspace():
+            if out and out[-1] != " ":
+                out.append(" ")
+                where.append(i)
+        else:
+            out.append(ch)
+            where.append(i)
+        i += 1
+    if out and out[-1] == " ":
+        out.pop()
+        where.pop()
+    return "".join(out), where
+
+
+def _found(attempt: str, name: str, s: str, at: int, end: int) -> Quote:
+    """A quote found at ``s[at:end]`` (``s`` whitespace-normalised), with the stretch around it."""
+    lo, hi = max(0, at - EXCERPT_CHARS), min(len(s), end + EXCERPT_CHARS)
+    head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(s) else "")
+    start = at - lo + len(head)
+    ok = substantive(attempt)
+    return Quote(attempt, name, ok, too_short=not ok, excerpt=head + s[lo:hi] + tail, span=(start, start + end - at))
+
+
 def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> Quote:
     """A quote checked against the sources it may come from (``(name, text)`` pairs), verbatim after
-    whitespace normalisation; one found only in the prompt's own text is marked as a copy."""
+    whitespace normalisation, else with markup (code fences, backticks, stars) left out of both; one
+    found only in the prompt's own text is marked as a copy."""
     q = normalise(text)
-    for attempt in dict.fromkeys((q, q.rstrip(".,;:!?"))):
-        if len(attempt) < MIN_QUOTE_CHARS:
-            continue
+    attempts = [a for a in dict.fromkeys((q, q.rstrip(".,;:!?"))) if len(a) >= MIN_QUOTE_CHARS]
+    for attempt in attempts:
         for name, source in candidates:
             s = normalise(source)
             at = s.find(attempt)
             if at >= 0:
-                lo, hi = max(0, at - EXCERPT_CHARS), min(len(s), at + len(attempt) + EXCERPT_CHARS)
-                head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(s) else "")
-                start = at - lo + len(head)
-                ok = substantive(attempt)
-                return Quote(
-                    attempt,
-                    name,
-                    ok,
-                    too_short=not ok,
-                    excerpt=head + s[lo:hi] + tail,
-                    span=(start, start + len(attempt)),
-                )
+                return _found(attempt, name, s, at, at + len(attempt))
+    for attempt in attempts:
+        bare, _ = without_markup(attempt)
+        if len(bare) < MIN_QUOTE_CHARS:
+            continue
+        for name, source in candidates:
+            s = normalise(source)
+            plain, where = without_markup(s)
+            at = plain.find(bare)
+            if at >= 0:
+                start, end = where[at], where[at + len(bare) - 1] + 1
+                # The span takes the markup around its ends too ("`tabulate` is", not "tabulate` is").
+                while start > 0 and s[start - 1] in "`*":
+                    start -= 1
+                while end < len(s) and s[end] in "`*":
+                    end += 1
+                return _found(attempt, name, s, start, end)
     copied = len(q) >= MIN_QUOTE_CHARS and q.rstrip(".,;:!?") in normalise(fixed_text(template))
     return Quote(q, None, False, copies_prompt=copied)
 

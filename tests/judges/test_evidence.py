@@ -9,7 +9,7 @@ import json
 import pytest
 
 from rag_eval.config import LLMConfig
-from rag_eval.judges.evidence import check_quote, copies_prompt, quoted_spans
+from rag_eval.judges.evidence import check_quote, copies_prompt, quoted_spans, without_markup
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.yesno import label_probabilities
 from rag_eval.llm.client import LLM
@@ -90,6 +90,31 @@ def test_a_quote_is_verified_verbatim_after_whitespace_normalisation():
     q = check_quote("It is probably 8080, though the documents are not explicit.", sources, REFUSAL)
     assert (q.verified, q.copies_prompt) == (False, True)
     assert quoted_spans('it says "port 8443" and `--port`') == ["port 8443", "--port"]
+
+
+def test_a_quote_that_drops_the_sources_markup_is_found_and_shown_with_it():
+    # The real cases of the tabulate README (fresh part): the model quotes the text as read, without
+    # the code fence or the backticks.
+    readme = (
+        "To install the Python library and the command line utility, run:\n\n```shell\npip install tabulate\n```\n\n"
+        "`tabulate` is smart about column alignment. It detects columns which\ncontain only numbers."
+    )
+    q = check_quote(
+        "To install the Python library and the command line utility, run: pip install tabulate",
+        [("context 1", readme)],
+        REFUSAL,
+    )
+    assert (q.verified, q.found_in) == (True, "context 1")
+    assert (
+        q.excerpt[q.span[0] : q.span[1]]
+        == "To install the Python library and the command line utility, run: ```shell pip install tabulate"
+    )
+    q = check_quote("tabulate is smart about column alignment.", [("context 1", readme)], REFUSAL)
+    assert q.verified and q.excerpt[q.span[0] : q.span[1]] == "`tabulate` is smart about column alignment."
+    # Markup aside, the words must still be the source's own, in order.
+    for other in ("tabulate is clever about column alignment.", "pip install tabulate --user"):
+        assert not check_quote(other, [("context 1", readme)], REFUSAL).verified
+    assert without_markup("a `b` **c**\n```py\nd") == ("a b c d", [0, 1, 3, 5, 8, 11, 18])
 
 
 def test_a_reason_that_repeats_the_prompt_is_no_reason():
