@@ -7,7 +7,8 @@ is made for the decision: a second request repeats the judge's prompt with the d
 forced as the start of the reply and the lead-in of a quote (``Yes: the answer says "``), so the
 model can only complete the quote; each quote is checked against the answer, the contexts or the
 reference after whitespace normalisation, as test-set evidence is (``data.testset.normalise``),
-else with the source's markup (code fences, backticks, stars) left out, as a model quoting it drops it.
+else with the source's markup (code fences, backticks, stars) left out, as a model quoting it drops
+it, and ' for " (a quote asked inside double quotes cannot hold one).
 The verdict request is unchanged, so its probability, the calibration and its cut-offs stay valid;
 the second request repeats its prompt, which llama-server keeps in its KV cache, and is cached on
 disk like every request (same request, same reply on a rerun).
@@ -142,11 +143,15 @@ def substantive(quote: str) -> bool:
 # language, backticks, emphasis stars. "`tabulate` is smart about ..." is quoted "tabulate is smart
 # about ...", and "run:\n\n```shell\npip install tabulate" as "run: pip install tabulate".
 _MARKUP = re.compile(r"```[\w+-]*|`+|\*+")
+# A quote asked inside double quotes cannot hold one, so the model writes 'plain' for "plain":
+# quotation marks count as one character.
+_QUOTE_MARKS = frozenset("\"'‘’“”")
 
 
 def without_markup(text: str) -> tuple[str, list[int]]:
-    """``text`` without markup characters, whitespace collapsed to single spaces, and for each
-    character kept its index in ``text`` (so that a match maps back to the source's own span)."""
+    """``text`` without markup characters, whitespace collapsed to single spaces, every quotation
+    mark as ``"``, and for each character kept its index in ``text`` (so that a match maps back to
+    the source's own span)."""
     out: list[str] = []
     where: list[int] = []
     i = 0
@@ -155,7 +160,7 @@ def without_markup(text: str) -> tuple[str, list[int]]:
         if m:
             i = m.end()
             continue
-        ch = text[i]
+        ch = '"' if text[i] in _QUOTE_MARKS else text[i]
         if ch.isspace():
             if out and out[-1] != " ":
                 out.append(" ")
@@ -181,8 +186,8 @@ def _found(attempt: str, name: str, s: str, at: int, end: int) -> Quote:
 
 def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> Quote:
     """A quote checked against the sources it may come from (``(name, text)`` pairs), verbatim after
-    whitespace normalisation, else with markup (code fences, backticks, stars) left out of both; one
-    found only in the prompt's own text is marked as a copy."""
+    whitespace normalisation, else with markup (code fences, backticks, stars) left out of both and
+    quotation marks alike; one found only in the prompt's own text is marked as a copy."""
     q = normalise(text)
     attempts = [a for a in dict.fromkeys((q, q.rstrip(".,;:!?"))) if len(a) >= MIN_QUOTE_CHARS]
     for attempt in attempts:

@@ -111,6 +111,10 @@ def test_a_quote_that_drops_the_sources_markup_is_found_and_shown_with_it():
     )
     q = check_quote("tabulate is smart about column alignment.", [("context 1", readme)], REFUSAL)
     assert q.verified and q.excerpt[q.span[0] : q.span[1]] == "`tabulate` is smart about column alignment."
+    # A quote asked inside double quotes writes the source's double quotes as single ones.
+    answer = 'The table format used if I don\'t pass tablefmt is "plain".'
+    q = check_quote("The table format used if I don't pass tablefmt is 'plain'", [("answer", answer)], REFUSAL)
+    assert q.verified and q.excerpt[q.span[0] : q.span[1]] == answer.rstrip(".")
     # Markup aside, the words must still be the source's own, in order.
     for other in ("tabulate is clever about column alignment.", "pip install tabulate --user"):
         assert not check_quote(other, [("context 1", readme)], REFUSAL).verified
