@@ -139,28 +139,44 @@ def substantive(quote: str) -> bool:
     return bool(w) and not plain
 
 
-# Markdown and reST markup a model drops when it quotes the text it reads: code fences with their
-# language, backticks, emphasis stars. "`tabulate` is smart about ..." is quoted "tabulate is smart
-# about ...", and "run:\n\n```shell\npip install tabulate" as "run: pip install tabulate".
-_MARKUP = re.compile(r"```[\w+-]*|`+|\*+")
+# Markdown and reST markup a model drops when it quotes the text it reads. "`tabulate` is smart
+# about ..." is quoted "tabulate is smart about ...", and "run:\n\n```shell\npip install tabulate"
+# as "run: pip install tabulate". Only markup counts: a fence line (its backticks and language), a
+# backtick run not inside a word, and the stars of an emphasis pair; "2*3", "10**6" and
+# "f(**kwargs)" keep their stars.
+_FENCE = re.compile(r"(?m)^[ \t]*(?:`{3,}|~{3,})[\w+-]*[ \t]*$")
+_BACKTICKS = re.compile(r"(?<![A-Za-z0-9])`+|`+(?![A-Za-z0-9])")
+_EMPHASIS = re.compile(r"(?<![\w*])(\*{1,3})(?=[^\s*])[^\n]*?(?<=[^\s*])\1(?![\w*])")
 # A quote asked inside double quotes cannot hold one, so the model writes 'plain' for "plain":
 # quotation marks count as one character.
-_QUOTE_MARKS = frozenset("\"'‘’“”")
+_QUOTE_MARKS = frozenset("\"'\u2018\u2019\u201c\u201d")
+
+
+def markup_positions(text: str) -> set[int]:
+    """The indices of ``text``'s markup characters (fence lines, code-span backticks, emphasis stars)."""
+    dropped: set[int] = set()
+    for m in _FENCE.finditer(text):
+        dropped.update(range(m.start(), m.end()))
+    for m in _BACKTICKS.finditer(text):
+        dropped.update(range(m.start(), m.end()))
+    for m in _EMPHASIS.finditer(text):
+        n = len(m.group(1))
+        dropped.update(range(m.start(), m.start() + n))
+        dropped.update(range(m.end() - n, m.end()))
+    return dropped
 
 
 def without_markup(text: str) -> tuple[str, list[int]]:
-    """``text`` without markup characters, whitespace collapsed to single spaces, every quotation
-    mark as ``"``, and for each character kept its index in ``text`` (so that a match maps back to
-    the source's own span)."""
+    """``text`` without its markup, whitespace collapsed to single spaces, every quotation mark as
+    ``"``, and for each character kept its index in ``text`` (so that a match maps back to the
+    source's own span)."""
+    dropped = markup_positions(text)
     out: list[str] = []
     where: list[int] = []
-    i = 0
-    while i < len(text):
-        m = _MARKUP.match(text, i)
-        if m:
-            i = m.end()
+    for i, raw in enumerate(text):
+        if i in dropped:
             continue
-        ch = '"' if text[i] in _QUOTE_MARKS else text[i]
+        ch = '"' if raw in _QUOTE_MARKS else raw
         if ch.isspace():
             if out and out[-1] != " ":
                 out.append(" ")
@@ -168,26 +184,47 @@ def without_markup(text: str) -> tuple[str, list[int]]:
         else:
             out.append(ch)
             where.append(i)
-        i += 1
     if out and out[-1] == " ":
         out.pop()
         where.pop()
     return "".join(out), where
 
 
-def _found(attempt: str, name: str, s: str, at: int, end: int) -> Quote:
-    """A quote found at ``s[at:end]`` (``s`` whitespace-normalised), with the stretch around it."""
+def _found(attempt: str, name: str, s: str, at: int, end: int, *, ok: bool) -> Quote:
+    """A quote found at ``s[at:end]`` (``s`` whitespace-normalised), with the stretch around it;
+    ``ok``: whether it says something (see :func:`substantive`)."""
     lo, hi = max(0, at - EXCERPT_CHARS), min(len(s), end + EXCERPT_CHARS)
     head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(s) else "")
     start = at - lo + len(head)
-    ok = substantive(attempt)
     return Quote(attempt, name, ok, too_short=not ok, excerpt=head + s[lo:hi] + tail, span=(start, start + end - at))
+
+
+def _markup_free_match(bare: str, source: str) -> tuple[str, int, int] | None:
+    """Where ``bare`` (a quote without markup) lies in ``source`` once its markup is left out: the
+    whitespace-normalised source and the quote's span there, taking the markup at its ends."""
+    plain, where = without_markup(source)
+    at = plain.find(bare)
+    if at < 0:
+        return None
+    dropped = markup_positions(source)
+    start, end = where[at], where[at + len(bare) - 1] + 1
+    while start > 0 and start - 1 in dropped and source[start - 1] in "`*":
+        start -= 1
+    while end < len(source) and end in dropped and source[end] in "`*":
+        end += 1
+    # Map the raw span onto the whitespace-normalised source that excerpts are cut from.
+    s = normalise(source)
+    lead = len(source) - len(source.lstrip())
+    a = len(normalise(source[lead:start]))
+    a += 1 if a and source[start - 1].isspace() else 0
+    return s, a, a + len(normalise(source[start:end]))
 
 
 def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> Quote:
     """A quote checked against the sources it may come from (``(name, text)`` pairs), verbatim after
-    whitespace normalisation, else with markup (code fences, backticks, stars) left out of both and
-    quotation marks alike; one found only in the prompt's own text is marked as a copy."""
+    whitespace normalisation, else with markup (fence lines, code-span backticks, emphasis stars)
+    left out of both and quotation marks alike; one found only in the prompt's own text is marked
+    as a copy."""
     q = normalise(text)
     attempts = [a for a in dict.fromkeys((q, q.rstrip(".,;:!?"))) if len(a) >= MIN_QUOTE_CHARS]
     for attempt in attempts:
@@ -195,23 +232,16 @@ def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> 
             s = normalise(source)
             at = s.find(attempt)
             if at >= 0:
-                return _found(attempt, name, s, at, at + len(attempt))
+                return _found(attempt, name, s, at, at + len(attempt), ok=substantive(attempt))
     for attempt in attempts:
         bare, _ = without_markup(attempt)
         if len(bare) < MIN_QUOTE_CHARS:
             continue
         for name, source in candidates:
-            s = normalise(source)
-            plain, where = without_markup(s)
-            at = plain.find(bare)
-            if at >= 0:
-                start, end = where[at], where[at + len(bare) - 1] + 1
-                # The span takes the markup around its ends too ("`tabulate` is", not "tabulate` is").
-                while start > 0 and s[start - 1] in "`*":
-                    start -= 1
-                while end < len(s) and s[end] in "`*":
-                    end += 1
-                return _found(attempt, name, s, start, end)
+            found = _markup_free_match(bare, source)
+            if found:
+                # Judged on the words without their markup: "`None`" is the plain word None.
+                return _found(attempt, name, *found, ok=substantive(bare))
     copied = len(q) >= MIN_QUOTE_CHARS and q.rstrip(".,;:!?") in normalise(fixed_text(template))
     return Quote(q, None, False, copies_prompt=copied)
 

@@ -119,6 +119,21 @@ def test_a_quote_that_drops_the_sources_markup_is_found_and_shown_with_it():
     for other in ("tabulate is clever about column alignment.", "pip install tabulate --user"):
         assert not check_quote(other, [("context 1", readme)], REFUSAL).verified
     assert without_markup("a `b` **c**\n```py\nd") == ("a b c d", [0, 1, 3, 5, 8, 11, 18])
+    # Only markup is left out: stars as operators, a word after inline backticks and a one-word
+    # quote in markup stay what they are (found in a review).
+    for quote, source in (
+        ("10**6 rows", "It has 106 rows"),
+        ("x = 23", "x = 2*3"),
+        ("def f(kwargs)", "def f(**kwargs)"),
+        ("see docs now", "see ```the docs``` now"),
+    ):
+        assert not check_quote(quote, [("answer", source)], REFUSAL).verified, quote
+    q = check_quote("`None`", [("answer", "None of them")], REFUSAL)
+    assert (q.verified, q.too_short) == (False, True)
+    q = check_quote(
+        "Not override existing variables", [("context 1", "- **Not override** existing variables")], REFUSAL
+    )
+    assert q.verified and q.excerpt[q.span[0] : q.span[1]] == "**Not override** existing variables"
 
 
 def test_a_reason_that_repeats_the_prompt_is_no_reason():
