@@ -21,23 +21,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import re
 import time
 from pathlib import Path
 
 import numpy as np
+from real_judges import _share
+from real_variants import _auc, _mean_logodds
 
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig
 from rag_eval.judges.calibration import fit_cutoff
 from rag_eval.judges.judge_check import load_cases
-from rag_eval.judges.lexical import content_words, fit_blend, logit, stem, support
+from rag_eval.judges.lexical import content_words, fit_blend, stem, support
 from rag_eval.judges.scored import ScoredJudges, split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
 from rag_eval.llm.session import LLMSession
-from rag_eval.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "data" / "real-answers"
@@ -97,10 +97,6 @@ def focus(statement: str, contexts: list[str], embed) -> str:
     return "\n\n".join(t for *_, t in sorted(chosen))
 
 
-def _mean_logodds(a: float, b: float) -> float:
-    return 1 / (1 + math.exp(-(logit(a) + logit(b)) / 2))
-
-
 async def run(cases: list[dict], embed) -> tuple[dict[str, list[list[float]]], dict]:
     """Per variant, per case, P(supported) of each statement."""
     session = LLMSession(cache_root())
@@ -124,7 +120,7 @@ async def run(cases: list[dict], embed) -> tuple[dict[str, list[list[float]]], d
                 shown.setdefault(c["id"], []).append(passage)
                 ps["shipped"].append(p_full)
                 ps["focused"].append(p_focus)
-                ps["averaged"].append(_mean_logodds(p_full, p_focus))
+                ps["averaged"].append(_mean_logodds([p_full, p_focus]))
             for v in VARIANTS:
                 out[v].append(ps[v])
             print(f"  {n + 1}/{len(cases)}", flush=True)
@@ -132,21 +128,6 @@ async def run(cases: list[dict], embed) -> tuple[dict[str, list[list[float]]], d
         await session.aclose()
         session.close()
     return out, shown
-
-
-def _auc(pos: np.ndarray, score: np.ndarray) -> float | None:
-    if pos.all() or not pos.any():
-        return None
-    from sklearn.metrics import roc_auc_score  # noqa: PLC0415 - only this benchmark needs it
-
-    return float(roc_auc_score(pos, score))
-
-
-def _share(k: int, n: int) -> str:
-    if not n:
-        return "-"
-    e = wilson_interval(k, n)
-    return f"{k / n:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}] ({k}/{n})"
 
 
 def evaluate(probs: list[list[float]], pos: np.ndarray, cut: float, band) -> dict:

@@ -166,10 +166,8 @@ def markup_positions(text: str) -> set[int]:
     return dropped
 
 
-def without_markup(text: str) -> tuple[str, list[int]]:
-    """``text`` without its markup, whitespace collapsed to single spaces, every quotation mark as
-    ``"``, and for each character kept its index in ``text`` (so that a match maps back to the
-    source's own span)."""
+def _strip(text: str) -> tuple[str, list[int], set[int]]:
+    """:func:`without_markup` with the markup's indices."""
     dropped = markup_positions(text)
     out: list[str] = []
     where: list[int] = []
@@ -187,7 +185,15 @@ def without_markup(text: str) -> tuple[str, list[int]]:
     if out and out[-1] == " ":
         out.pop()
         where.pop()
-    return "".join(out), where
+    return "".join(out), where, dropped
+
+
+def without_markup(text: str) -> tuple[str, list[int]]:
+    """``text`` without its markup, whitespace collapsed to single spaces, every quotation mark as
+    ``"``, and for each character kept its index in ``text`` (so that a match maps back to the
+    source's own span)."""
+    plain, where, _ = _strip(text)
+    return plain, where
 
 
 def _found(attempt: str, name: str, s: str, at: int, end: int, *, ok: bool) -> Quote:
@@ -199,14 +205,14 @@ def _found(attempt: str, name: str, s: str, at: int, end: int, *, ok: bool) -> Q
     return Quote(attempt, name, ok, too_short=not ok, excerpt=head + s[lo:hi] + tail, span=(start, start + end - at))
 
 
-def _markup_free_match(bare: str, source: str) -> tuple[str, int, int] | None:
+def _markup_free_match(bare: str, source: str, stripped=None) -> tuple[str, int, int] | None:
     """Where ``bare`` (a quote without markup) lies in ``source`` once its markup is left out: the
-    whitespace-normalised source and the quote's span there, taking the markup at its ends."""
-    plain, where = without_markup(source)
+    whitespace-normalised source and the quote's span there, taking the markup at its ends.
+    ``stripped``: ``_strip(source)``, where the caller has it already."""
+    plain, where, dropped = stripped or _strip(source)
     at = plain.find(bare)
     if at < 0:
         return None
-    dropped = markup_positions(source)
     start, end = where[at], where[at + len(bare) - 1] + 1
     while start > 0 and start - 1 in dropped and source[start - 1] in "`*":
         start -= 1
@@ -233,12 +239,13 @@ def check_quote(text: str, candidates: list[tuple[str, str]], template: str) -> 
             at = s.find(attempt)
             if at >= 0:
                 return _found(attempt, name, s, at, at + len(attempt), ok=substantive(attempt))
+    stripped = [_strip(source) for _, source in candidates] if attempts else []
     for attempt in attempts:
         bare, _ = without_markup(attempt)
         if len(bare) < MIN_QUOTE_CHARS:
             continue
-        for name, source in candidates:
-            found = _markup_free_match(bare, source)
+        for (name, source), st in zip(candidates, stripped, strict=True):
+            found = _markup_free_match(bare, source, st)
             if found:
                 # Judged on the words without their markup: "`None`" is the plain word None.
                 return _found(attempt, name, *found, ok=substantive(bare))
