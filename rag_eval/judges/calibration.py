@@ -27,7 +27,7 @@ SHIPPED = "calibration_embedded.json"
 def model_identity(identity: str) -> str:
     """The part of an endpoint's cache identity that a calibration belongs to: for the embedded
     server, the model file and context size (``local:<sha256>:ctx=8192``), not the server's build
-    and flags. Those change numerics slightly (``benchmarks/server_flags.py`` counts the outputs
+    and flags. Those change numerics slightly (``benchmarks/server_flags/server_flags.py`` counts the outputs
     that differ); the response cache keeps them apart, the cut-offs are shared."""
     if not identity.startswith("local:"):
         return identity

@@ -275,7 +275,7 @@ _SPEC_ARGS = {
 @dataclass(frozen=True)
 class ServerSettings:
     """llama-server's settings that can change an answer's numerics (so they are part of the cache
-    identity) or its speed. Defaults: the winners of ``benchmarks/server_flags.py`` on 2 cores."""
+    identity) or its speed. Defaults: the winners of ``benchmarks/server_flags/server_flags.py`` on 2 cores."""
 
     ctx_size: int = 8192
     flash_attn: str = "auto"

@@ -49,9 +49,9 @@ is the cause, the others are reported with their own evidence (``also``). The or
     keyword or embedding retriever ranks it within ``near_factor`` x k.
 12. unclear: none of the above.
 
-The order and the thresholds were set on the tuning parts of ``data/diagnosis/`` (blind expert
+The order and the thresholds were set on the tuning parts of ``benchmarks/diagnosis/data/`` (blind expert
 readings of misses over the Python reference topics, attrs' and structlog's docs) and are measured
-on its held-out part (marshmallow's docs); see ``benchmarks/diagnosis.py``.
+on its held-out part (marshmallow's docs); see ``benchmarks/diagnosis/diagnosis.py``.
 
 Thresholds live in the config's ``diagnosis:`` section. :func:`simulate_fixes` tries the fusion and
 hybrid fixes on every question (misses and hits); ``rechunk.py`` the other chunkers.

@@ -1,11 +1,11 @@
 """The embedded model's server settings side by side, on the demo's own requests, in one run.
 
-    python benchmarks/server_flags.py [--record] [--sample 3] [--fast-binary PATH] [--base-binary PATH]
+    python benchmarks/server_flags/server_flags.py [--record] [--sample 3] [--fast-binary PATH] [--base-binary PATH]
                                       [--only a,b] [--limit N]
 
 1. The requests: the demo audit (configs/demo.yaml, a stratified sample of ``--sample`` questions)
    is run once through a recording proxy in front of the embedded server with today's settings,
-   and every chat request is kept, in the order sent, in ``benchmarks/data/demo-requests.jsonl.gz``
+   and every chat request is kept, in the order sent, in ``benchmarks/server_flags/demo-requests.jsonl.gz``
    (``--record`` makes it again; otherwise the file is reused, so every run replays the same work).
 2. Each setting: a fresh llama-server with those flags replays the requests in that order, as many
    at once as it has slots (what the client sends with ``parallel: N``). Printed per setting: wall
@@ -41,8 +41,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-REQUESTS = ROOT / "benchmarks" / "data" / "demo-requests.jsonl.gz"
+ROOT = Path(__file__).resolve().parents[2]
+REQUESTS = ROOT / "benchmarks" / "server_flags" / "demo-requests.jsonl.gz"
 
 from rag_eval.llm.local import LocalServer, ServerSettings, default_model_path, server_binary  # noqa: E402
 

@@ -1,7 +1,7 @@
 """What an offline audit costs with the embedded model: calls, tokens, time, and how close the
 wall time comes to the time the model alone needs.
 
-    python benchmarks/audit_cost.py [--config configs/demo.yaml] [--sample N]
+    python benchmarks/audit_cost/audit_cost.py [--config configs/demo.yaml] [--sample N]
 
 Runs the config from an empty response cache (the model and embeddings stay cached) in a fresh
 process and reads llm_usage.json: calls, prompt tokens sent, evaluated and reused from the
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """The Ragas metrics under ``judges.ragas_requests`` guided and native, and through Ragas' own API,
 side by side on the demo's answers: one run, one embedded server, no response cache.
 
-    python benchmarks/ragas_requests.py [--run RUN_DIR] [--config configs/demo.yaml] [--json FILE]
+    python benchmarks/ragas_requests/ragas_requests.py [--run RUN_DIR] [--config configs/demo.yaml] [--json FILE]
 
 RUN_DIR: a finished run folder of the config (its generation.jsonl: the answers and their
 contexts). Without one, the config's retrieval and generation run first (judges left out: they are
@@ -37,7 +37,7 @@ from rag_eval.llm.local import MODEL_NAME, LocalServer, ServerSettings, default_
 from rag_eval.offline import go_offline
 from rag_eval.orchestration.runner import load_inputs, run_audit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 METRICS = ("context_recall", "faithfulness", "context_precision")  # cheapest first: a cut-short run keeps most
 WAYS = ("guided", "native", "ragas")
 

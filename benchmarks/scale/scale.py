@@ -15,8 +15,8 @@ text with a few words dropped. For each size and stage it prints the time and th
 - metrics: hit@10, MRR and nDCG@10 over --metric-queries synthetic rankings against ranx;
 - the growth of each search with corpus size (linear: time grows as the size does).
 
-    python benchmarks/scale.py                      # 10k and 100k chunks, 1,000 questions
-    python benchmarks/scale.py --sizes 10000 100000 1000000
+    python benchmarks/scale/scale.py                      # 10k and 100k chunks, 1,000 questions
+    python benchmarks/scale/scale.py --sizes 10000 100000 1000000
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def sentences() -> list[str]:
@@ -129,7 +129,9 @@ def bm25_stage(docs, q_tokens, tok, baseline_queries: int) -> dict:
         )
         t_search = time.perf_counter() - t
     m = min(baseline_queries, len(q_tokens))
+    t = time.perf_counter()
     ref = BM25Okapi([tok(d) for d in docs], k1=1.5, b=0.75, epsilon=0.25)
+    t_ref_build = time.perf_counter() - t
     t = time.perf_counter()
     ref_scores = [ref.get_scores(q) for q in q_tokens[:m]]
     ref_top = [np.argsort(-r, kind="stable")[:10] for r in ref_scores]
@@ -148,10 +150,66 @@ def bm25_stage(docs, q_tokens, tok, baseline_queries: int) -> dict:
         "search s": t_search,
         "ms/query": per_q * 1000,
         "rank_bm25 ms/query": t_ref * 1000,
+        "rank_bm25 build s": t_ref_build,
         "vs rank_bm25": f"{t_ref / per_q:.0f}x",
         "identical top10": f"{same}/{m}" + (f" +{ties} tie" if ties else ""),
         "+MB": mem.mb,
     }
+
+
+def labelled_questions(docs: list[str], n: int, seed: int = 6) -> list[dict]:
+    """Questions about chunks of the corpus, labelled as users label them: each about one chunk
+    (``chunk``: a sentence of it with a few words dropped), with the chunk's id (answer_in) or two
+    of its sentences as an evidence quote (every other question), and the sentence as the reference."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for j, i in enumerate(rng.integers(0, len(docs), size=n)):
+        parts = [s for s in re.split(r"(?<=[.!?])\s+", docs[i]) if s]
+        s = int(rng.integers(0, len(parts)))
+        words = parts[s].split()
+        keep = rng.random(len(words)) > 0.3
+        q = {"id": f"q{j}", "question": " ".join(w for w, k in zip(words, keep) if k) or words[0], "chunk": f"c{i}"}
+        if j % 2 and len(parts) >= 2:
+            q["evidence"] = " ".join(parts[s : s + 2] if s + 1 < len(parts) else parts[s - 1 : s + 1])
+        else:
+            q["answer_in"] = f"c{i}"
+        q["reference"] = parts[s]
+        out.append(q)
+    return out
+
+
+def retrieval_stage(docs: list[str], test_sets: dict[str, list[dict]], folder: Path, baseline_s: float) -> dict:
+    """``rag-eval retrieval`` (the whole stage: inputs, one BM25 retriever with an empty cache,
+    metrics, diagnosis, lint, records, report) on the corpus, once per test set, against bare
+    rank-bm25 (index build + every question, extrapolated from the first ones) in the same run."""
+    import json
+
+    import yaml
+
+    from rag_eval import api
+
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{i}", "text": d, "doc_id": f"d{i // 20}"}) + "\n" for i, d in enumerate(docs))
+    )
+    row = {"chunks": len(docs), "rank_bm25 s": baseline_s}
+    for name, qs in test_sets.items():
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+        cfg = {
+            "name": f"scale-{name}",
+            "corpus": {"path": "corpus.jsonl"},
+            "test_set": {"path": f"{name}.jsonl"},
+            "retrieval": {"k": [1, 5, 10], "retrievers": {"bm25": {"type": "bm25"}}},
+            "report": {"out": "runs"},
+            "cache_dir": f"cache-{name}",
+        }
+        path = folder / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        t = time.perf_counter()
+        api.retrieval(str(path))
+        took = time.perf_counter() - t
+        row[f"{name} s"] = took
+        row[f"{name} ratio"] = f"{took / baseline_s:.3f}x"
+    return row
 
 
 def embeddings(docs: list[str], real: bool, seed: int = 2) -> tuple[np.ndarray, float]:
@@ -260,6 +318,13 @@ def main() -> None:
     ap.add_argument("--hnsw-up-to", type=int, default=100_000)
     ap.add_argument("--metric-queries", type=int, default=100_000)
     ap.add_argument("--no-dense", action="store_true")
+    ap.add_argument(
+        "--stage-sizes",
+        type=int,
+        nargs="*",
+        default=[100_000],
+        help="corpus sizes at which the whole `rag-eval retrieval` stage is timed against rank-bm25 (none: skip)",
+    )
     args = ap.parse_args()
 
     import tempfile
@@ -276,9 +341,22 @@ def main() -> None:
     q_tokens = [tok(q) for q in qs]
     bm25_rows, dense_rows = [], []
     work = Path(tempfile.mkdtemp(prefix="rag-eval-scale-"))
-    for n in args.sizes:
+    stage_rows = []
+    for n in sorted(set(args.sizes) | set(args.stage_sizes)):
         docs = corpus(sents, n)
-        bm25_rows.append({"chunks": n, **bm25_stage(docs, q_tokens, tok, args.baseline_queries)})
+        row = {"chunks": n, **bm25_stage(docs, q_tokens, tok, args.baseline_queries)}
+        if n in args.stage_sizes:
+            baseline = row["rank_bm25 build s"] + row["rank_bm25 ms/query"] / 1000 * args.queries
+            folder = Path(tempfile.mkdtemp(prefix="rag-eval-stage-", dir=work))
+            labelled = labelled_questions(docs, args.queries)
+            test_sets = {
+                "ids": [{"id": q["id"], "question": q["question"], "answer_in": q["chunk"]} for q in labelled],
+                "quotes+refs": [{k: v for k, v in q.items() if k != "chunk"} for q in labelled],
+            }
+            stage_rows.append(retrieval_stage(docs, test_sets, folder, baseline))
+        if n not in args.sizes:
+            continue
+        bm25_rows.append(row)
         if args.no_dense:
             continue
         real = n <= args.real_embeddings_up_to
@@ -296,6 +374,12 @@ def main() -> None:
         print("\nDense (exact: blocks over a memory-mapped file, depth 100; HNSW: FAISS M=32, efSearch 128)")
         table(dense_rows, "chunks")
         print("growth of exact search:", growth(dense_rows, "exact s"))
+    if stage_rows:
+        print(
+            "\n`rag-eval retrieval` with one BM25 retriever (empty cache; inputs, ranking, metrics, diagnosis, lint, "
+            "records, report) against bare rank-bm25 (build + every question, extrapolated) in the same run:"
+        )
+        table(stage_rows, "chunks")
     print("\nMetrics (hit@10, MRR, nDCG@10, depth 100): rag-eval against ranx (ratio < 1: rag-eval faster)")
     table([metrics_stage(args.metric_queries, 1_000_000)], "queries")
 

@@ -7,16 +7,16 @@ Three real documentation folders, each with its own questions, heading chunker:
 
 - ``python``: the Python reference topics (``pydoc_data.topics``) written as a folder of
   Markdown files; the demo's 67 questions. **Tuning part.**
-- ``attrs``: the Markdown docs of attrs 26.1.0 (MIT, ``data/diagnosis/attrs/LICENSE``); 68
+- ``attrs``: the Markdown docs of attrs 26.1.0 (MIT, ``benchmarks/diagnosis/data/attrs/LICENSE``); 68
   questions written for this set. It was the first reporting part: the rules tuned on ``python``
   were measured on it once (primary 56%, primary-or-secondary 69% of 55 misses), and since its
   results were then looked at it became a **tuning part** too.
 - ``structlog``: the Markdown docs of structlog 26.1.0 (MIT or Apache-2.0,
-  ``data/diagnosis/structlog/LICENSE-*``); 55 questions written for this set, its misses read
+  ``benchmarks/diagnosis/data/structlog/LICENSE-*``); 55 questions written for this set, its misses read
   blind after the rules were fixed. It was the second held-out part (primary 60%,
   primary-or-secondary 86% of 35 misses); its disagreements were then read to improve the rules,
   so it is a **tuning part** too.
-- ``marshmallow``: the reST docs of marshmallow 4.4.0 (MIT, ``data/diagnosis/marshmallow/LICENSE``;
+- ``marshmallow``: the reST docs of marshmallow 4.4.0 (MIT, ``benchmarks/diagnosis/data/marshmallow/LICENSE``;
   the prose pages only: no API stubs, changelog or toctree pages); 58 questions written for this
   set as users ask them, before any of its misses was seen. Its packets were written before the
   rules were frozen, its diagnoses first run after. **Held-out part**: only measured, never tuned on.
@@ -40,10 +40,10 @@ import tempfile
 from pathlib import Path
 from statistics import median
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-DATA = ROOT / "data" / "diagnosis"
+DATA = ROOT / "benchmarks" / "diagnosis" / "data"
 K = 5
 PARTS = {"python": "tuning", "attrs": "tuning", "structlog": "tuning", "marshmallow": "held-out"}
 FILES = {"python": "tuning", "attrs": "reporting", "structlog": "heldout", "marshmallow": "marshmallow"}  # file stems
@@ -62,7 +62,7 @@ RELEVANT_CAP = 6000  # characters of a relevant chunk shown in full; longer ones
 
 
 def write_python_topics(folder: Path) -> Path:
-    """The Python reference topics as one Markdown file each (what benchmarks/diagnosis.py uses)."""
+    """The Python reference topics as one Markdown file each (what benchmarks/diagnosis/diagnosis.py uses)."""
     from pydoc_data.topics import topics
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """How well the judges agree with labels they were not tuned on, with the embedded model (or any).
 
-    python benchmarks/judges.py [--tune 0-90] [--report 200-260] [--ragas] [--write-calibration]
+    python benchmarks/judges/judges.py [--tune 0-90] [--report 200-260] [--ragas] [--write-calibration]
 
 Cases: HaluEval QA items from ../shared/data/halueval-qa/qa_dev.jsonl (faithfulness and
 correctness cases, see rag_eval.judges.judge_check.halueval_cases) and the hand-labelled
@@ -25,7 +25,7 @@ from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_check import halueval_cases, kind_of, load_cases, predict, score_judge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
 TARGETS = {"correctness": ("accuracy", 0.80), "faithfulness_yesno": ("balanced", 0.75), "refusal": ("accuracy", 0.90)}
 
@@ -198,7 +198,7 @@ def main() -> None:
                             "n": r.accuracy.n,
                             "measured_on": "data/judge-check refusal cases, out of fold"
                             if name == "refusal"
-                            else f"held-out HaluEval QA {args.report} and data/judge-check (benchmarks/judges.py)",
+                            else f"held-out HaluEval QA {args.report} and data/judge-check (benchmarks/judges/judges.py)",
                         }
                         for r in rows
                         if r.judge == name and r.source == "all"

@@ -1,6 +1,6 @@
 """LLM calls per answered question, by judge, counted on a scripted server.
 
-    python benchmarks/judge_calls.py [--questions 20] [--top-k 3]
+    python benchmarks/judge_calls/judge_calls.py [--questions 20] [--top-k 3]
 
 Baseline: the Ragas-bound budget per answered question with a reference: faithfulness 2, context
 precision k (one per context), context recall 1, correctness 1, refusal 1, and faithfulness_yesno
@@ -19,14 +19,14 @@ from collections import Counter
 from pathlib import Path
 
 # The scripted server is test support (tests/), beside the package in a checkout.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rag_eval import progress
 from rag_eval.config import load_config
 from rag_eval.orchestration.runner import run_audit
 from tests.scripted_server import ScriptedServer, judge_name, structured_reply
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STEP = {
     "StatementGeneratorOutput": "faithfulness",
     "NLIStatementOutput": "faithfulness",

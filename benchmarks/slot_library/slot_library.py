@@ -1,8 +1,8 @@
 """Saved slots (``llm.prefix_store``) side by side: a new server with and without the library, in one run.
 
-    python benchmarks/slot_library.py [--limit N] [--base-binary PATH]
+    python benchmarks/slot_library/slot_library.py [--limit N] [--base-binary PATH]
 
-The demo's recorded requests (``benchmarks/data/demo-requests.jsonl``, see server_flags.py) are split
+The demo's recorded requests (``benchmarks/server_flags/demo-requests.jsonl.gz``, see server_flags/server_flags.py) are split
 by question: the requests of every question but the last are an earlier run, which fills the library
 on a server of its own; the requests of the last question are the run measured, each on a fresh server
 from an empty response cache, once without the library (``cold``, as every run started before) and
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-REQUESTS = ROOT / "benchmarks" / "data" / "demo-requests.jsonl.gz"
+ROOT = Path(__file__).resolve().parents[2]
+REQUESTS = ROOT / "benchmarks" / "server_flags" / "demo-requests.jsonl.gz"
 
 from rag_eval.config import LLMConfig  # noqa: E402
 from rag_eval.llm.schedule import prompt_text  # noqa: E402

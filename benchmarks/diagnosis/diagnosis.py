@@ -1,6 +1,6 @@
 """How much of retrieval's misses the diagnosis explains, and whether its simulated fixes hold.
 
-    python benchmarks/diagnosis.py
+    python benchmarks/diagnosis/diagnosis.py
 
 Two corpora, the demo's 67 questions (53 answerable, all labelled by evidence quotes):
 
@@ -13,8 +13,8 @@ the simulated fixes; then it applies each simulated fix that changes anything (t
 a new hybrid, another chunker) for real, reruns retrieval, and counts the fixes whose real effect
 (misses fixed and caused, question by question) equals the simulation.
 
-Then it measures the causes against blind expert readings (``data/diagnosis/``, built by
-``benchmarks/diagnosis_set.py``): for each corpus, with its ``part`` (``PARTS``: tuning, the
+Then it measures the causes against blind expert readings (``benchmarks/diagnosis/data/``, built by
+``benchmarks/diagnosis/diagnosis_set.py``): for each corpus, with its ``part`` (``PARTS``: tuning, the
 Python topics, attrs' and structlog's docs, whose disagreements were read to set the rules;
 held-out, marshmallow's docs, read blind after the rules were frozen and never tuned on), the
 share of misses whose cause equals the reader's primary cause, or the primary or secondary (95%
@@ -22,11 +22,11 @@ Wilson intervals), per cause precision and recall, agreement on whether re-chunk
 miss, and how often an advised fix that the simulation confirmed, applied for real, fixes the
 miss; then the same pooled per part.
 
-    python benchmarks/diagnosis.py              # both
-    python benchmarks/diagnosis.py --agreement  # only the agreement with the readings
+    python benchmarks/diagnosis/diagnosis.py              # both
+    python benchmarks/diagnosis/diagnosis.py --agreement  # only the agreement with the readings
 
-The last agreement run is in ``benchmarks/diagnosis-agreement.txt`` (text) and
-``benchmarks/diagnosis-agreement.json`` (one record per corpus and per part, each with its
+The last agreement run is in ``benchmarks/diagnosis/result.txt`` (text) and
+``benchmarks/diagnosis/result.json`` (one record per corpus and per part, each with its
 ``part``). A corpus with no readings yet is skipped.
 """
 
@@ -37,7 +37,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 RETRIEVAL = {
@@ -108,7 +108,7 @@ def measure(label: str, cfg: dict, base: Path) -> tuple[int, int]:
     return unclear, total
 
 
-LABELS = ROOT / "data" / "diagnosis" / "labels"
+LABELS = ROOT / "benchmarks" / "diagnosis" / "data" / "labels"
 
 
 def load_labels(folder: Path = LABELS) -> dict[str, dict]:
@@ -165,7 +165,7 @@ def measure_agreement(work: Path) -> list[dict]:
     import re
 
     import rag_eval
-    from benchmarks.diagnosis_set import PARTS, corpus_configs, miss_id, run
+    from benchmarks.diagnosis.diagnosis_set import PARTS, corpus_configs, miss_id, run
     from rag_eval.cache_dirs import cache_root
     from rag_eval.retrievers.diagnosis import diagnose_with_fixes
 
@@ -230,7 +230,7 @@ def measure_agreement(work: Path) -> list[dict]:
         }
         records.append(record)
         print_agreement(record, pooled=True)
-    out = ROOT / "benchmarks" / "diagnosis-agreement.json"
+    out = ROOT / "benchmarks" / "diagnosis" / "result.json"
     out.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
     print(f"\nwritten: {out.relative_to(ROOT)}")
     return records

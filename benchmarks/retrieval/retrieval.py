@@ -4,7 +4,7 @@ Baseline: the straightforward script (rank_bm25 + sentence-transformers + numpy)
 the rank of each question's answering section with bm25, dense and hybrid (RRF, k = 60).
 Each is run as a fresh process, so imports and model loading count for both.
 
-    python benchmarks/retrieval.py [--repeats 3]
+    python benchmarks/retrieval/retrieval.py [--repeats 3]
 
 Prints the median wall time of each and the ratios against the baseline, measured in the same
 run: rag-eval with an empty cache (cold), and with the embedding cache warm. Goals: cold <= 1.2x,
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ROOT.parent / "shared" / "benchmarks" / "pep" / "sections.json"
 
 BARE = r"""

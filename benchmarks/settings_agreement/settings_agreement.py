@@ -1,6 +1,6 @@
 """Do the judges decide the same under other server settings? (issue 25 item 4)
 
-    python benchmarks/settings_agreement.py [--set repack=false] [--cases hand,reporting] [--json F]
+    python benchmarks/settings_agreement/settings_agreement.py [--set repack=false] [--cases hand,reporting] [--json F]
 
 Kernels change numerics: a setting that makes the embedded server faster may move a probability
 across its cut-off. Each own judge (refusal, correctness, faithfulness_yesno) is run on labelled
@@ -29,7 +29,7 @@ from rag_eval.judges.judge_check import kind_of, load_cases, predict
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.judges.uncertain import bands_for, case_status
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     "hand": ROOT / "data" / "judge-check" / "cases.jsonl",
     "reporting": ROOT / "data" / "real-answers" / "cases-reporting.jsonl",
