@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         judge_traces,
         lint,
         load_run,
+        read_run,
         retrieval,
     )
 
@@ -47,6 +48,7 @@ __all__ = [
     "lint",
     "load_config",
     "load_run",
+    "read_run",
     "retrieval",
     "__version__",
 ]

@@ -17,21 +17,24 @@ from typing import Any
 import yaml
 
 from rag_eval import progress as prog
+from rag_eval.answers.supplied import parse_rows
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, LLMConfig, TestGenConfig, config_from_dict, load_config
 from rag_eval.data.frames import records_from
+from rag_eval.data.inputs import load_inputs
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.judges.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
 from rag_eval.orchestration.diff import RunDiff, diff_runs, write_diff
-from rag_eval.orchestration.finished import read_run, resolve_baseline
-from rag_eval.orchestration.gates import check_gates
+from rag_eval.orchestration.finished import Run, read_finished_run
+from rag_eval.orchestration.finished import read_run as _read_run
+from rag_eval.orchestration.history import resolve_baseline
 from rag_eval.orchestration.runner import run_audit, run_compare, run_lint, run_retrieval
-from rag_eval.orchestration.steps import load_inputs
-from rag_eval.orchestration.supplied import judge_supplied, parse_rows
+from rag_eval.orchestration.sources import SuppliedAnswers, TracedAnswers
+from rag_eval.report.gates import check_gates
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
-from rag_eval.rundir import new_run_dir, read_finished
-from rag_eval.system.trace_audit import audit_traces, traces_config
+from rag_eval.rundir import RunStatus, read_finished, read_status
+from rag_eval.system.trace_audit import traces_config
 from rag_eval.testgen.generator import run_generate
 
 ConfigLike = str | Path | dict | AuditConfig
@@ -132,6 +135,11 @@ class Result:
         run_dir = Path(run_dir)
         summary, report = read_finished(run_dir)
         return cls(run_dir, summary, report, config)
+
+    @property
+    def status(self) -> RunStatus | None:
+        """status.json: finished (or failed, with the reason), and how the folder was opened."""
+        return read_status(self.run_dir)
 
     @cached_property
     def typed_report(self) -> Report:
@@ -234,7 +242,7 @@ def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | Non
         return None
 
     found = resolve_baseline(baseline, cfg.name)
-    read_run(found, "baseline")
+    read_finished_run(found, "baseline")
     return found
 
 
@@ -362,9 +370,7 @@ def judge_answers(
             "report": {"out": str(out)},
         }
     )
-
-    run_dir = new_run_dir(cfg)
-    judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
+    run_dir = run_audit(cfg, source=SuppliedAnswers(rows), use_cache=use_cache)
     return Result.from_dir(run_dir, cfg)
 
 
@@ -386,7 +392,7 @@ def judge_traces(
     _quiet(progress)
     cfg = traces_config(config if config is not None else {"name": "traces"}, out)
     paths = [files] if isinstance(files, (str, Path)) else list(files)
-    run_dir = audit_traces(cfg, paths, use_cache=use_cache, label_n=labels, seed=seed)
+    run_dir = run_audit(cfg, source=TracedAnswers(paths, labels, seed), use_cache=use_cache)
     return Result.from_dir(run_dir, cfg)
 
 
@@ -417,6 +423,14 @@ def generate(
             ) from None
         cfg = cfg.model_copy(update={"testgen": tg})
     return run_generate(cfg, Path(out), use_cache=use_cache, corpus=corpus)
+
+
+def read_run(run_dir: str | Path) -> Run:
+    """The typed records a run folder holds (``rag_eval.orchestration.finished.Run``): ``status``
+    (``status.json``: finished, failed with its reason, ...), ``config`` as saved, ``summary`` and
+    ``report``, and per question ``retrieval``, ``answers`` and ``judgements``. Run folders written
+    by earlier versions read with the records they lack left empty."""
+    return _read_run(run_dir)
 
 
 def load_run(run_dir: str | Path) -> Result:

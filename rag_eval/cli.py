@@ -13,19 +13,21 @@ from rag_eval import api, progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
 from rag_eval.data.corpus import load_corpus
-from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
+from rag_eval.data.inputs import load_inputs
+from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.judges.calibration import user_path
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
 from rag_eval.judges.labels import draw, label_run, write_csv, write_html
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.offline import go_offline
-from rag_eval.orchestration.gates import describe_failure
+from rag_eval.orchestration.finished import read_run
 from rag_eval.orchestration.history import collect_history, history_text
-from rag_eval.orchestration.steps import load_inputs
+from rag_eval.orchestration.pipeline import RunInterrupted
 from rag_eval.report.ci import write_ci_outputs
 from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
 from rag_eval.report.files import write_report
+from rag_eval.report.gates import describe_failure
 from rag_eval.report.history_html import render_history_html
 from rag_eval.report.markdown import fmt
 from rag_eval.report.report_records import Report
@@ -33,6 +35,7 @@ from rag_eval.report.screen import one_screen
 from rag_eval.report.triage import labels_plan
 from rag_eval.retrievers.lint import fails, generic_labels
 from rag_eval.rundir import write_json, write_text
+from rag_eval.system.run import failure_lines
 from rag_eval.version import __version__
 
 
@@ -100,6 +103,16 @@ def _run(args: argparse.Namespace) -> int:
     return _finish(result, args, "audit")
 
 
+def _print_failures(result) -> None:
+    """The questions a deployed system failed, with each reason (the first 5, then a count)."""
+    system = result.typed_report.system
+    if system is None or not system.failed:
+        return
+    print(f"{len(system.failed)} of {system.questions} questions failed (not judged; gate: system.failed):")
+    failed = [(f.question_id, f.error or "no error recorded") for f in system.failed]
+    print("\n".join(failure_lines(result.config, failed)))
+
+
 def _with_test_set(args: argparse.Namespace):
     """The config, with ``--test-set PATH`` (relative to the working folder) in place of its test set."""
     cfg = api.as_config(args.config)
@@ -109,8 +122,13 @@ def _with_test_set(args: argparse.Namespace):
 
 
 def _finish(result, args: argparse.Namespace, suite: str) -> int:
-    """The one-screen summary, then the gates (exit 1 when one fails) and the CI files asked for."""
+    """The one-screen summary, what opening the run folder did (a resume), the failed questions
+    of a deployed system, then the gates (exit 1 when one fails) and the CI files asked for."""
     print(one_screen(result.summary))
+    status = result.status
+    if status is not None and status.opened and status.opened.startswith(("--resume", "resumed")):
+        print(status.opened)
+    _print_failures(result)
     print(f"run folder: {result.run_dir} (report.md, report.html, summary.json)")
     extra = None
     if result.diff is not None:
@@ -280,16 +298,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
-    try:
-        report = json.loads((run_dir / "report.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise DataError(
-            Problem(
-                str(run_dir / "report.json"),
-                f"cannot read the report data: {exc}",
-                "give a run folder written by rag-eval run or rag-eval retrieval",
-            )
-        ) from None
+    report = read_run(run_dir).report
     if args.labels:
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
         lab = report.labels
@@ -446,7 +455,7 @@ def _traces(args: argparse.Namespace) -> int:
         print(f"    skipped {s.trace_id} ({s.reason}): {s.question or '(no question)'}")
     if len(t.skipped_traces) > 10:
         print(f"    ... and {len(t.skipped_traces) - 10} more (report.md)")
-    print(f"run folder: {result.run_dir} (report.md, summary.json, labels/)")
+    print(f"run folder: {result.run_dir} (report.md, report.html, summary.json, labels/)")
     results = result.gates()
     for r in results:
         print(f"gate {r.message}")
@@ -701,6 +710,14 @@ def main(argv: list[str] | None = None) -> int:
     except RagEvalError as exc:
         print(f"rag-eval: {exc.render()}", file=sys.stderr)
         return exc.exit_code
+    except RunInterrupted as exc:
+        how = (
+            f"resume it with: rag-eval run {args.config} --resume {exc.run_dir}"
+            if args.func is _run
+            else "run the command again: cached model calls are free"
+        )
+        print(f"rag-eval: interrupted; finished records are in {exc.run_dir}; {how}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("rag-eval: interrupted; finished records are in the run folder", file=sys.stderr)
         return 130

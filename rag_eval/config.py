@@ -968,7 +968,7 @@ def resolved_config(cfg: AuditConfig) -> dict:
 
 
 # A gate's rule: a comparison and a number (``gates: {figure: ">= 0.8"}``), checked when the
-# config loads; rag_eval/orchestration/gates.py applies it to a run's figures.
+# config loads; rag_eval/report/gates.py applies it to a run's figures.
 OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 _RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*$")
 

@@ -1,18 +1,53 @@
-"""The run folder: where every stage writes its records as soon as they exist."""
+"""The run folder: where every stage writes its records as soon as they exist.
+
+``RunFolder`` opens one (new, or an unfinished one resumed), keeps its ``status.json``
+(``started``, ``finished``, ``failed`` with the reason, ``interrupted``) and writes its records;
+``read_run`` (``rag_eval.orchestration.finished``) reads a folder back as typed records.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
-from datetime import datetime
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from rag_eval.config import AuditConfig, resolved_config
-from rag_eval.errors import DataError, Problem
+from rag_eval.data.inputs import Inputs
+from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.typed import Model, StageReuse
+
+Status = Literal["started", "finished", "failed", "interrupted"]
+
+
+class RunStatus(Model):
+    """``status.json``: where the run stands, since when, and why it stopped when it failed."""
+
+    status: str = ""
+    at: str = ""
+    reason: str | None = None
+    opened: str | None = None  # how the folder was opened: new, resumed, or --resume finding nothing
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished"
+
+    def unfinished_why(self) -> str:
+        """Why the run has no finished results, in words: ``failed: <its reason>``, ``was
+        interrupted``, or ``did not finish (status.json says 'started' since ...)``."""
+        if self.status == "failed":
+            return f"failed: {self.reason}" if self.reason else "failed (no reason recorded)"
+        if self.status == "interrupted":
+            return "was interrupted" + (f" ({self.reason})" if self.reason else "")
+        since = f" since {self.at}" if self.at else ""
+        return f"did not finish (status.json says '{self.status}'{since})"
 
 
 def new_run_dir(cfg: AuditConfig, out: str | None = None) -> Path:
@@ -45,7 +80,12 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def jsonl_text(records: Iterable[dict[str, Any]]) -> str:
+    """One JSON object per line."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records of a JSONL file; a torn last line (from a killed run) is ignored."""
     if not path.exists():
         return []
@@ -58,18 +98,197 @@ def read_jsonl(path: Path) -> list[dict]:
     return out
 
 
+def read_status(run_dir: Path) -> RunStatus | None:
+    """``status.json`` of a run folder, or None (a folder written before status.json existed)."""
+    try:
+        data = json.loads((run_dir / "status.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return RunStatus.load(data) if isinstance(data, dict) else None
+
+
 def read_finished(run_dir: Path, what: str = "the folder") -> tuple[dict, dict]:
-    """(summary.json, report.json) of a run folder; a folder without them is a DataError."""
+    """(summary.json, report.json) of a run folder; a folder without them is a DataError naming why
+    (the reason a failed run recorded)."""
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
         report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
+        status = read_status(run_dir)
+        if status is not None and not status.finished:
+            why = f"{what} run {status.unfinished_why()}"
+        else:
+            why = f"{what} is not a finished rag-eval run folder ({exc})"
         raise DataError(
             Problem(
                 str(run_dir),
-                f"{what} is not a finished rag-eval run folder ({exc})",
+                why,
                 "give a folder under runs/ written by rag-eval run, retrieval or compare, or rag_eval.audit() "
                 "(it holds summary.json)",
             )
         ) from None
     return summary, report
+
+
+def find_resumable(cfg: AuditConfig, out: str | None = None) -> Path | None:
+    """The newest run folder of this config's name (exactly: ``demo`` never picks ``demo-strict``'s
+    runs) that did not finish."""
+    for p in own_runs(cfg, out):
+        status = read_status(p)
+        if status is None or not status.finished:
+            return p
+    return None
+
+
+def own_runs(cfg: AuditConfig, out: str | None = None) -> list[Path]:
+    """This config's run folders under the runs folder, newest first."""
+    base = Path(out) if out else cfg.out_dir
+    own = re.compile(re.escape(cfg.name) + r"-\d{8}-\d{6}(-\d+)?")
+    return sorted(
+        (p for p in base.glob(f"{cfg.name}-*") if p.is_dir() and own.fullmatch(p.name)),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+
+
+def config_changes(run_dir: Path, cfg: AuditConfig) -> str | None:
+    """The top-level config keys that differ from the run folder's saved config, or None."""
+    try:
+        saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return "no saved config"
+    now = resolved_config(cfg)
+    if saved.get("name") not in (None, cfg.name):
+        raise ConfigError(
+            Problem(
+                str(run_dir),
+                f"this run folder belongs to config '{saved.get('name')}', not '{cfg.name}'",
+                "give a run folder of this config, or drop --resume to start fresh",
+            )
+        )
+    keys = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+    return ", ".join(keys) if keys else None
+
+
+@dataclass
+class RunFolder:
+    """One run's folder: its status, its records, and what opening it did (``opened``: a line for
+    the user, e.g. that ``--resume`` found nothing to resume and started a new run)."""
+
+    path: Path
+    resumed: bool = False
+    opened: str = ""
+    reuse: dict[str, StageReuse] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, cfg: AuditConfig, out: str | None = None) -> RunFolder:
+        """A new folder ``<report.out>/<name>-<stamp>/`` with the resolved config."""
+        path = new_run_dir(cfg, out)
+        return cls(path, opened=f"new run folder {path}")
+
+    @classmethod
+    def open(cls, cfg: AuditConfig, out: str | None = None, resume: Path | bool | None = None) -> RunFolder:
+        """A new folder, or with ``resume`` the folder to continue: True for the newest unfinished
+        run of this config (a new one when there is none, said in ``opened``), a path for that run."""
+        if resume is True:
+            found = find_resumable(cfg, out)
+            if found is None:
+                runs = own_runs(cfg, out)
+                folder = cls.create(cfg, out)
+                if runs:
+                    status = read_status(runs[0])
+                    at = f" at {status.at}" if status and status.at else ""
+                    folder.opened = (
+                        f"--resume: the newest run of config '{cfg.name}', {runs[0]}, finished{at}; nothing to "
+                        f"resume, so a new run was started in {folder.path}"
+                    )
+                else:
+                    folder.opened = (
+                        f"--resume: no run of config '{cfg.name}' under {Path(out) if out else cfg.out_dir}; a new "
+                        f"run was started in {folder.path}"
+                    )
+                return folder
+            return cls._resumed(cfg, found)
+        if resume:
+            path = Path(resume)
+            if not path.is_dir():
+                raise ConfigError(
+                    Problem(
+                        str(path),
+                        "the run folder to resume does not exist",
+                        "give a folder under runs/, or --resume alone for the newest unfinished run",
+                    )
+                )
+            return cls._resumed(cfg, path)
+        return cls.create(cfg, out)
+
+    @classmethod
+    def _resumed(cls, cfg: AuditConfig, path: Path) -> RunFolder:
+        changed = config_changes(path, cfg)
+        status = read_status(path)
+        was = f" ({status.status})" if status is not None else ""
+        opened = f"resumed {path}{was}: finished records are reused"
+        if changed is not None:
+            opened += f"; the config changed since ({changed}): work whose inputs changed is redone"
+        write_text(path / "config.yaml", yaml.safe_dump(resolved_config(cfg), sort_keys=False))
+        return cls(path, resumed=True, opened=opened)
+
+    def status(self) -> RunStatus | None:
+        return read_status(self.path)
+
+    def set_status(self, status: Status, reason: str | None = None) -> None:
+        """Write ``status.json``: the status, the time, and for a failure its reason."""
+        record: dict[str, Any] = {"status": status, "at": datetime.now(UTC).isoformat(timespec="seconds")}
+        if reason is not None:
+            record["reason"] = reason
+        if self.opened:
+            record["opened"] = self.opened
+        write_json(self.path / "status.json", record)
+
+    def write_text(self, name: str, text: str) -> Path:
+        write_text(self.path / name, text)
+        return self.path / name
+
+    def write_json(self, name: str, data: Any) -> Path:
+        write_json(self.path / name, data)
+        return self.path / name
+
+    def write_records(self, name: str, records: Iterable[Model | dict[str, Any]]) -> Path:
+        """A JSONL file of records (typed records written with the keys that were set)."""
+        rows = (r.dump() if isinstance(r, Model) else r for r in records)
+        return self.write_text(name, jsonl_text(rows))
+
+    def read_records(self, name: str) -> list[dict[str, Any]]:
+        return read_jsonl(self.path / name)
+
+    def keep_given(self, inputs: Inputs) -> None:
+        """Inputs given from Python are written into the run folder (inputs/), so the run can be read
+        back and repeated from files."""
+        if not inputs.given:
+            return
+        (self.path / "inputs").mkdir(exist_ok=True)
+        if inputs.corpus.source == "corpus (given)":
+            rows = [{"id": c.id, "text": c.text, "title": c.title, "doc_id": c.doc_id} for c in inputs.corpus.chunks]
+            self.write_text("inputs/corpus.jsonl", jsonl_text(rows))
+        if str(inputs.test_set_path) == "test set (given)":
+            rows = [
+                {
+                    "id": q.id,
+                    "question": q.question,
+                    "answer_in": q.qrels,
+                    **({"reference": q.reference} if q.reference else {}),
+                    "answerable": q.answerable,
+                }
+                for q in inputs.questions
+            ]
+            self.write_text("inputs/test_set.jsonl", jsonl_text(rows))
+
+    def reused(self, stage: str, reused: int, redone: dict[str, int], what: str | None = None) -> str | None:
+        """Record what ``stage`` reused of a resumed run (the report's ``resume``); the line to say
+        (``reused 12 finished answers; redoing ...``), or None when nothing was reused or redone."""
+        if self.resumed:
+            self.reuse[stage] = StageReuse(reused=reused, redone=dict(redone))
+        if not (reused or redone):
+            return None
+        again = ", ".join(f"{n} because the {why} changed" for why, n in redone.items())
+        return f"reused {reused} finished {what or stage}" + (f"; redoing {again}" if again else "")

@@ -36,7 +36,7 @@ class GateFailure(AssertionError):
 
 def assert_gates(result: Result, gates: dict[str, str] | None = None) -> None:
     """Fail (``GateFailure``, an AssertionError) when a gate fails: the config's gates, or ``gates``."""
-    from rag_eval.orchestration.gates import describe_failure  # noqa: PLC0415  (plugin: see the top)
+    from rag_eval.report.gates import describe_failure  # noqa: PLC0415  (plugin: see the top)
 
     results = result.gates(gates)
     failed = [r for r in results if not r.passed]

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer
-from rag_eval.attribution import attribute
-from rag_eval.attribution_records import AttributionRow, JudgeBrief
+from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD, AttributionRow, JudgeBrief, attribute
 from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.active import active_mean, draw_questions
@@ -424,7 +423,7 @@ def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str],
     """The outcome of each labelled answer with the labels in place of the judges' verdicts
     (a blank label keeps the judge's verdict), by the same attribution rules."""
     att = report.attribution
-    threshold = 0.5 if att.faithfulness_threshold is None else att.faithfulness_threshold
+    threshold = UNRECORDED_FAITHFULNESS_THRESHOLD if att.faithfulness_threshold is None else att.faithfulness_threshold
     deciding = att.faithfulness_judge or (report.judges.faithfulness_judge if report.judges else None)
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
     out = {}
@@ -444,10 +443,10 @@ def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str],
                 else:
                     update = {"score": 1.0 if value else 0.0}
                 j = j.model_copy(update={"status": "judged", "reason": "human label", **update})
-            js[name] = j.model_dump()
+            js[name] = j
         q = Question(row.question_id, row.question, {}, row.answerable, row.reference)
         retrieved = any(c.relevant for c in row.contexts)
-        gen = {"answer": row.answer, "error": None}
+        gen = Answer(question_id=row.question_id, prompt=row.prompt, answer=row.answer)
         out[(row.question_id, row.prompt)] = attribute(
             q, retrieved, gen, js, faithfulness_threshold=threshold, faithfulness_judge=deciding
         )[0]

@@ -19,7 +19,7 @@ import itertools
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer
-from rag_eval.attribution_records import AttributionRow
+from rag_eval.attribution.records import AttributionRow
 from rag_eval.config import AuditConfig
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.registry import figures

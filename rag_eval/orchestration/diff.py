@@ -16,92 +16,30 @@ unchanged. Every question that cannot be compared is listed with the reason, nev
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from rag_eval.attribution import OUTCOMES
+from rag_eval.attribution import OUTCOMES, AttributionRow, ContextMark
 from rag_eval.config import StatsConfig
-from rag_eval.errors import did_you_mean
+from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.judges.registry import figures
 from rag_eval.metrics import parse_metric
 from rag_eval.orchestration.compare import per_question_values
-from rag_eval.orchestration.finished import RunView, read_run
+from rag_eval.orchestration.finished import Run, read_finished_run
 from rag_eval.orchestration.judge_noise import flag_judge_noise, same_input_flips
+from rag_eval.report.diff_records import DiffData, Evidence, FigureEntry, MovedEntry, NotCompared
 from rag_eval.report.diff_report import diff_screen, render_diff_markdown
+from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import write_json, write_text
 from rag_eval.stats import Comparison, apply_holm, compare_paired
 
 GOOD_OUTCOMES = ("ok", "correct_refusal")
 TOP_SHOWN = 5
-
-
-@dataclass
-class FigureDiff:
-    """One figure of both runs, compared on the questions both can compare (new − base)."""
-
-    name: str  # retrieval.<retriever>.<metric>, generation.<prompt>.<figure>, attribution.<prompt>.<outcome>
-    scope: str  # retrieval, generation or attribution
-    system: str  # the new run's retriever or prompt
-    base_system: str
-    metric: str
-    better: str  # higher or lower: which direction of the figure is good
-    binary: bool
-    n: int
-    base: float | None = None
-    new: float | None = None
-    diff: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_value: float | None = None
-    p_holm: float | None = None
-    test: str | None = None
-    better_on: int = 0  # questions where the new run is better on this figure
-    worse_on: int = 0
-    same_on: int = 0
-    detectable: float | None = None
-    verdict: str = ""
-    judge_noise: dict | None = None  # judged figures: {noise, source, within} or {note}
-    better_ids: list[str] = field(default_factory=list)
-    worse_ids: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.better_on or self.worse_on)
-
-    def entry(self) -> dict:
-        """The figure's entry in the JSON of the diff."""
-        keys = ("base", "new", "diff", "ci_low", "ci_high", "p_value", "p_holm", "verdict", "n", "test")
-        out = {k: getattr(self, k) for k in keys}
-        out |= {"better": self.better, "better_on": self.better_on, "worse_on": self.worse_on}
-        out |= {"same_on": self.same_on, "detectable": self.detectable, "base_system": self.base_system}
-        out |= {"scope": self.scope, "system": self.system, "metric": self.metric, "binary": self.binary}
-        if self.judge_noise is not None:
-            out["judge_noise"] = self.judge_noise
-        return out
-
-
-@dataclass
-class MovedQuestion:
-    """A question whose figures differ between the runs for one retriever or prompt, with both
-    runs' evidence (a diff lists them per retriever, then per prompt, worst regression first).
-
-    ``severity``: the sum of the question's changes in the good direction of each figure (an
-    outcome turning bad counts -1); the most negative is the worst regression."""
-
-    question_id: str
-    question: str
-    scope: str  # retrieval or generation
-    system: str
-    base_system: str
-    severity: float
-    changes: dict[str, float]  # figure name -> new − base for this question
-    better: list[str]
-    worse: list[str]
-    base: dict
-    new: dict
-    judge_noise: list[str] = field(default_factory=list)
+_STATS = StatsConfig()
 
 
 @dataclass
@@ -109,22 +47,23 @@ class RunDiff:
     """Two runs compared: figures, the questions that moved, and what could not be compared.
 
     ``figures_df()``, ``moved_df()`` and ``not_compared_df()`` are pandas views;
-    ``to_json()`` is what ``rag-eval diff --json`` writes."""
+    ``to_json()`` is what ``rag-eval diff --json`` writes (``DiffData``)."""
 
     base: str
     new: str
     base_name: str
     new_name: str
     shared: int
-    figures: list[FigureDiff]
-    moved: list[MovedQuestion]
+    figures: list[FigureEntry]
+    moved: list[MovedEntry]
     only_in_base: list[str]
     only_in_new: list[str]
-    not_compared: list[dict]
+    not_compared: list[NotCompared]
     notes: list[str]
     same_corpus: bool
-    confidence: float = 0.95
-    alpha: float = 0.05
+    confidence: float = _STATS.confidence
+    alpha: float = _STATS.alpha
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -137,15 +76,15 @@ class RunDiff:
             and not self.not_compared
         )
 
-    def figure(self, name: str) -> FigureDiff:
+    def figure(self, name: str) -> FigureEntry:
         for f in self.figures:
             if f.name == name:
                 return f
 
         raise KeyError(f"the diff has no figure '{name}'; {did_you_mean(name, [f.name for f in self.figures])}")
 
-    def to_json(self) -> dict:
-        return {
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "base": self.base,
             "new": self.new,
             "base_name": self.base_name,
@@ -157,41 +96,36 @@ class RunDiff:
             "empty": self.empty,
             "figures": {f.name: f.entry() for f in self.figures},
             "moved": {f.name: {"better": f.better_ids, "worse": f.worse_ids} for f in self.figures},
-            "questions": [asdict(m) for m in self.moved],
+            "questions": [m.dump() for m in self.moved],
             "only_in_base": self.only_in_base,
             "only_in_new": self.only_in_new,
-            "not_compared": self.not_compared,
+            "not_compared": [x.dump() for x in self.not_compared],
             "notes": self.notes,
         }
+        if self.warnings:
+            out["warnings"] = self.warnings
+        return out
 
     @classmethod
-    def from_json(cls, d: dict) -> RunDiff:
+    def from_json(cls, d: dict[str, Any]) -> RunDiff:
         """The diff back from what ``to_json`` wrote (a run's diff.json)."""
-        keys = {f for f in FigureDiff.__dataclass_fields__ if f not in ("name", "better_ids", "worse_ids")}
-        figures = [
-            FigureDiff(
-                name=name,
-                better_ids=d["moved"].get(name, {}).get("better", []),
-                worse_ids=d["moved"].get(name, {}).get("worse", []),
-                **{k: v for k, v in e.items() if k in keys},
-            )
-            for name, e in d["figures"].items()
-        ]
+        data = DiffData.load(d)
         return cls(
-            d["base"],
-            d["new"],
-            d["base_name"],
-            d["new_name"],
-            d["shared_questions"],
-            figures,
-            [MovedQuestion(**m) for m in d["questions"]],
-            d["only_in_base"],
-            d["only_in_new"],
-            d["not_compared"],
-            d["notes"],
-            d["same_corpus"],
-            d.get("confidence", 0.95),
-            d.get("alpha", 0.05),
+            data.base,
+            data.new,
+            data.base_name,
+            data.new_name,
+            data.shared_questions,
+            data.named_figures(),
+            list(data.questions),
+            list(data.only_in_base),
+            list(data.only_in_new),
+            list(data.not_compared),
+            list(data.notes),
+            data.same_corpus,
+            float(data.confidence),
+            float(data.alpha),
+            list(d.get("warnings") or []),
         )
 
     def figures_df(self):
@@ -216,8 +150,8 @@ class RunDiff:
                     "scope": m.scope,
                     "system": m.system,
                     "severity": m.severity,
-                    f"base_{key}": m.base.get(key),
-                    f"new_{key}": m.new.get(key),
+                    f"base_{key}": getattr(m.base, key),
+                    f"new_{key}": getattr(m.new, key),
                     "worse": m.worse,
                     "better": m.better,
                     "question": m.question,
@@ -235,7 +169,8 @@ class RunDiff:
         only += [
             {"question_id": q, "scope": "all", "system": "", "why": "only in the new run"} for q in self.only_in_new
         ]
-        return pd.DataFrame(only + self.not_compared, columns=["question_id", "scope", "system", "why"])
+        rows = only + [x.model_dump(include={"question_id", "scope", "system", "why"}) for x in self.not_compared]
+        return pd.DataFrame(rows, columns=["question_id", "scope", "system", "why"])
 
     def __str__(self) -> str:
         return diff_screen(self.to_json())
@@ -254,18 +189,49 @@ def pair_names(base: list[str], new: list[str], pairs: dict[str, str]) -> tuple[
     return out, notes
 
 
-def retrieval_why(b: dict, n: dict, same_corpus: bool) -> str | None:
+def check_pairs(b: Run, n: Run, pairs: dict[str, str]) -> None:
+    """Every explicit pair names a retriever (or a prompt) of the base run and one of the new run;
+    a ConfigError naming what each run has otherwise."""
+    problems = []
+    for bname, nname in pairs.items():
+        if (bname in b.by_retriever and nname in n.by_retriever) or (bname in b.rows and nname in n.rows):
+            continue
+        missing = [
+            f"'{x}' is no retriever or prompt of the {role} run ({_names(run)})"
+            for x, run, role in ((bname, b, "base"), (nname, n, "new"))
+            if x not in run.by_retriever and x not in run.rows
+        ] or [f"'{bname}' and '{nname}' are not both retrievers or both prompts"]
+        problems.append(
+            Problem(
+                f"--pair {bname}={nname}",
+                "; ".join(missing),
+                "pair BASE_NAME=NEW_NAME with a name of each run, e.g. --pair "
+                + (f"{next(iter(b.by_retriever), 'bm25')}={next(iter(n.by_retriever), 'hybrid')}"),
+            )
+        )
+    if problems:
+        raise ConfigError(problems)
+
+
+def _names(run: Run) -> str:
+    parts = [f"retrievers: {', '.join(run.by_retriever) or 'none'}"]
+    if run.rows:
+        parts.append(f"prompts: {', '.join(sorted(run.rows))}")
+    return "; ".join(parts)
+
+
+def retrieval_why(b: QuestionRecord, n: QuestionRecord, same_corpus: bool) -> str | None:
     """Why a question's retrieval figures cannot be compared between two runs, or None."""
-    if b["answerable"] != n["answerable"]:
+    if b.answerable != n.answerable:
         return "answerable in one run, unanswerable in the other"
     if same_corpus:
-        if b.get("relevant") != n.get("relevant"):
+        if b.relevant != n.relevant:
             return (
-                f"its labels changed between the runs (relevant chunks {sorted(b.get('relevant') or {})} before, "
-                f"{sorted(n.get('relevant') or {})} after)"
+                f"its labels changed between the runs (relevant chunks {sorted(b.relevant)} before, "
+                f"{sorted(n.relevant)} after)"
             )
         return None
-    lb, ln = b.get("labels"), n.get("labels")
+    lb, ln = b.labels, n.labels
     if lb is None or ln is None:
         return (
             "the corpus changed and a run folder has no label records (written by an older rag-eval), so "
@@ -286,13 +252,13 @@ def retrieval_why(b: dict, n: dict, same_corpus: bool) -> str | None:
     return None
 
 
-def generation_why(b: dict | None, n: dict | None) -> str | None:
+def generation_why(b: AttributionRow | None, n: AttributionRow | None) -> str | None:
     """Why a question's answers cannot be compared between two runs, or None."""
     if b is None or n is None:
         return f"not answered in the {'base' if b is None else 'new'} run (outside its generation sample)"
-    if b["answerable"] != n["answerable"]:
+    if b.answerable != n.answerable:
         return "answerable in one run, unanswerable in the other"
-    if (b.get("reference") or None) != (n.get("reference") or None):
+    if (b.reference or None) != (n.reference or None):
         return "its reference answer changed between the runs"
     return None
 
@@ -300,12 +266,12 @@ def generation_why(b: dict | None, n: dict | None) -> str | None:
 class _Builder:
     """Collects the comparisons of a diff, then corrects and words them together."""
 
-    def __init__(self, stats: dict):
+    def __init__(self, stats: dict[str, Any]):
         self.st = stats
-        self.figs: list[tuple[FigureDiff, Comparison | None]] = []
-        self.moves: dict[tuple[str, str, str], dict] = {}
+        self.figs: list[tuple[FigureEntry, Comparison | None]] = []
+        self.moves: dict[tuple[str, str, str], dict[str, tuple[float, float]]] = {}
 
-    def add(self, fig: FigureDiff, vb: dict[str, float], vn: dict[str, float], qids: list[str]) -> None:
+    def add(self, fig: FigureEntry, vb: dict[str, float], vn: dict[str, float], qids: list[str]) -> None:
         """``vb`` / ``vn``: per-question values where higher is better; the figure is reported in its
         own direction (``fig.better``)."""
         fig.n = len(qids)
@@ -329,13 +295,13 @@ class _Builder:
             alpha=st["alpha"],
         )
         sign = 1.0 if fig.better == "higher" else -1.0
-        natural = (lambda v: v) if fig.better == "higher" else (lambda v: 1.0 - v)
+        natural: Callable[[np.ndarray], np.ndarray] = (lambda v: v) if fig.better == "higher" else (lambda v: 1.0 - v)
         fig.base, fig.new = float(natural(b).mean()), float(natural(a).mean())
         fig.diff = sign * c.diff
         lo, hi = sorted((sign * c.ci_low, sign * c.ci_high))
         fig.ci_low, fig.ci_high = lo, hi
         fig.test, fig.p_value, fig.detectable = c.test, c.p_value, c.detectable
-        fig.better_on, fig.worse_on, fig.same_on = c.wins, c.losses, c.ties
+        fig.better_on, fig.worse_on, fig.same_on = int(c.wins), int(c.losses), int(c.ties)
         d = a - b
         order = sorted(range(len(qids)), key=lambda i: (-abs(d[i]), qids[i]))
         fig.better_ids = [qids[i] for i in order if d[i] > 0]
@@ -348,7 +314,7 @@ class _Builder:
                 move[fig.name] = (float(d[i]), sign * float(d[i]))  # (in the good direction, new − base)
         self.figs.append((fig, c))
 
-    def finish(self) -> list[FigureDiff]:
+    def finish(self) -> list[FigureEntry]:
         comps = [c for _, c in self.figs if c is not None]
         apply_holm(comps, alpha=self.st["alpha"])
         for fig, c in self.figs:
@@ -358,7 +324,36 @@ class _Builder:
         return [f for f, _ in self.figs]
 
 
-def _stats_settings(run: RunView) -> dict:
+def _figure(
+    name: str, scope: str, system: str, base_system: str, metric: str, better: str, binary: bool
+) -> FigureEntry:
+    """A figure to compare, every key of its JSON entry set (the unmeasured ones None)."""
+    return FigureEntry(
+        base=None,
+        new=None,
+        diff=None,
+        ci_low=None,
+        ci_high=None,
+        p_value=None,
+        p_holm=None,
+        verdict="",
+        n=0,
+        test=None,
+        better=better,
+        better_on=0,
+        worse_on=0,
+        same_on=0,
+        detectable=None,
+        base_system=base_system,
+        scope=scope,
+        system=system,
+        metric=metric,
+        binary=binary,
+        name=name,
+    )
+
+
+def _stats_settings(run: Run) -> dict[str, Any]:
     try:
         return StatsConfig(**(run.config.get("stats") or {})).model_dump()
     except Exception:  # a config of another version: the defaults
@@ -368,13 +363,29 @@ def _stats_settings(run: RunView) -> dict:
 def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None = None) -> RunDiff:
     """Compare two finished run folders question by question (see the module's docstring).
     ``pairs``: base name -> new name, for retrievers or prompts whose names differ."""
-    b, n = read_run(base, "base"), read_run(new, "new")
+    b, n = read_finished_run(base, "base"), read_finished_run(new, "new")
     pairs = pairs or {}
+    check_pairs(b, n, pairs)
     st = _stats_settings(n)
     same_corpus = b.fingerprint is not None and b.fingerprint == n.fingerprint
     shared = sorted(set(b.questions) & set(n.questions))
     only_b = sorted(set(b.questions) - set(n.questions))
     only_n = sorted(set(n.questions) - set(b.questions))
+    warnings = []
+    if b.name != n.name:
+        warnings.append(
+            f"the base run is of config '{b.name}', the new run of config '{n.name}': compared as two runs of one "
+            "test set, question by question"
+        )
+    if not shared:
+        raise DataError(
+            Problem(
+                f"{b.path} -> {n.path}",
+                f"the runs share no question id (base: {len(b.questions)} questions of config '{b.name}', new: "
+                f"{len(n.questions)} of config '{n.name}'), so nothing can be compared",
+                "give a baseline run of the same test set (a run of this config, e.g. from the main branch)",
+            )
+        )
     notes: list[str] = []
     if only_b or only_n:
         notes.append(
@@ -382,30 +393,30 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
             f"the base run, {len(only_n)} only in the new run (listed below)"
         )
     if not same_corpus:
-        bc, nc = b.report.get("corpus") or {}, n.report.get("corpus") or {}
+        bc, nc = b.report.corpus, n.report.corpus
         notes.append(
-            f"the corpora differ ({bc.get('chunks', '?')} chunks from {bc.get('source', '?')} vs "
-            f"{nc.get('chunks', '?')} from {nc.get('source', '?')}): retrieval is compared on the questions whose "
-            "labels mean the same in both (evidence quotes; chunk ids whose passage is unchanged)"
+            f"the corpora differ ({bc.chunks if bc else '?'} chunks from {bc.source if bc else '?'} vs "
+            f"{nc.chunks if nc else '?'} from {nc.source if nc else '?'}): retrieval is compared on the questions "
+            "whose labels mean the same in both (evidence quotes; chunk ids whose passage is unchanged)"
         )
     builder = _Builder(st)
-    not_compared: list[dict] = []
+    not_compared: list[NotCompared] = []
     _retrieval_figures(b, n, shared, same_corpus, pairs, builder, not_compared, notes)
     _generation_figures(b, n, shared, pairs, builder, not_compared, notes)
-    figures = builder.finish()
-    flag_judge_noise(b, n, figures)
-    moved = _moved(b, n, builder.moves, figures)
+    figs = builder.finish()
+    flag_judge_noise(b, n, figs)
+    moved = _moved(b, n, builder.moves, figs)
     notes.append(
-        f"p-values are Holm-corrected across all {sum(f.p_value is not None for f in figures)} figures; the "
+        f"p-values are Holm-corrected across all {sum(f.p_value is not None for f in figs)} figures; the "
         f"{st['confidence']:.0%} intervals (and gates on them) are per figure"
     )
     return RunDiff(
         str(b.path),
         str(n.path),
-        str(b.summary.get("name", b.path.name)),
-        str(n.summary.get("name", n.path.name)),
+        b.name,
+        n.name,
         len(shared),
-        figures,
+        figs,
         moved,
         only_b,
         only_n,
@@ -414,51 +425,54 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
         same_corpus,
         st["confidence"],
         st["alpha"],
+        warnings,
     )
 
 
 def _retrieval_figures(
-    b: RunView,
-    n: RunView,
+    b: Run,
+    n: Run,
     shared: list[str],
     same_corpus: bool,
     pairs: dict[str, str],
     builder: _Builder,
-    not_compared: list[dict],
+    not_compared: list[NotCompared],
     notes: list[str],
 ) -> None:
-    names, unpaired = pair_names(list(b.retrieval), list(n.retrieval), pairs)
+    names, unpaired = pair_names(list(b.by_retriever), list(n.by_retriever), pairs)
     notes += [f"retriever {x}" for x in unpaired]
     for bname, nname in names:
-        rb, rn = b.retrieval[bname], n.retrieval[nname]
+        rb, rn = b.by_retriever[bname], n.by_retriever[nname]
         comparable = []
         for q in shared:
             if q not in rb or q not in rn:
                 continue
             why = retrieval_why(rb[q], rn[q], same_corpus)
             if why:
-                not_compared.append({"question_id": q, "scope": "retrieval", "system": nname, "why": why})
-            elif rb[q]["answerable"]:
+                not_compared.append(NotCompared(question_id=q, scope="retrieval", system=nname, why=why))
+            elif rb[q].answerable:
                 comparable.append(q)
-        known_b = (b.summary.get("retrieval") or {}).get(bname, {})
-        known_n = (n.summary.get("retrieval") or {}).get(nname, {})
+        known_b = b.summary.retrieval.get(bname, {})
+        known_n = n.summary.retrieval.get(nname, {})
         metrics = [m for m in known_n if m in known_b]
-        notes += _one_sided(f"retriever '{nname}'", known_b, known_n)
+        notes += _one_sided(f"retriever '{nname}'", list(known_b), list(known_n))
         for m in metrics:
-            qids = [q for q in comparable if m in (rb[q].get("metrics") or {}) and m in (rn[q].get("metrics") or {})]
-            fig = FigureDiff(
-                f"retrieval.{nname}.{m}", "retrieval", nname, bname, m, "higher", parse_metric(m).binary, len(qids)
-            )
-            builder.add(fig, {q: rb[q]["metrics"][m] for q in qids}, {q: rn[q]["metrics"][m] for q in qids}, qids)
+            qids = [q for q in comparable if m in (rb[q].metrics or {}) and m in (rn[q].metrics or {})]
+            fig = _figure(f"retrieval.{nname}.{m}", "retrieval", nname, bname, m, "higher", parse_metric(m).binary)
+            builder.add(fig, {q: _metric(rb[q], m) for q in qids}, {q: _metric(rn[q], m) for q in qids}, qids)
+
+
+def _metric(r: QuestionRecord, m: str) -> float:
+    return (r.metrics or {})[m]
 
 
 def _generation_figures(
-    b: RunView,
-    n: RunView,
+    b: Run,
+    n: Run,
     shared: list[str],
     pairs: dict[str, str],
     builder: _Builder,
-    not_compared: list[dict],
+    not_compared: list[NotCompared],
     notes: list[str],
 ) -> None:
     if not b.rows and not n.rows:
@@ -476,30 +490,30 @@ def _generation_figures(
                 continue
             why = generation_why(rb.get(q), rn.get(q))
             if why:
-                not_compared.append({"question_id": q, "scope": "generation", "system": np_, "why": why})
+                not_compared.append(NotCompared(question_id=q, scope="generation", system=np_, why=why))
             else:
                 comparable.append(q)
-        judged_b = (b.summary.get("generation") or {}).get(bp, {})
-        judged_n = (n.summary.get("generation") or {}).get(np_, {})
-        notes += _one_sided(f"prompt '{np_}'", judged_b, judged_n)
+        judged_b = b.summary.generation.get(bp, {})
+        judged_n = n.summary.generation.get(np_, {})
+        notes += _one_sided(f"prompt '{np_}'", list(judged_b), list(judged_n))
         for _spec, f in figures(judges):
             if f.name not in judged_b or f.name not in judged_n:
                 continue
             vb = values_b[f.comparison_name].get(bp, {})
             vn = values_n[f.comparison_name].get(np_, {})
             qids = [q for q in comparable if q in vb and q in vn]
-            fig = FigureDiff(f"generation.{np_}.{f.name}", "generation", np_, bp, f.name, f.better, f.binary, 0)
+            fig = _figure(f"generation.{np_}.{f.name}", "generation", np_, bp, f.name, f.better, f.binary)
             builder.add(fig, vb, vn, qids)
         for o in OUTCOMES:
-            if not any(rb[q]["outcome"] == o or rn[q]["outcome"] == o for q in comparable):
+            if not any(rb[q].outcome == o or rn[q].outcome == o for q in comparable):
                 continue
             better = "higher" if o in GOOD_OUTCOMES else "lower"
             good = (lambda hit: hit) if better == "higher" else (lambda hit: 1.0 - hit)
-            vb = {q: good(float(rb[q]["outcome"] == o)) for q in comparable}
-            vn = {q: good(float(rn[q]["outcome"] == o)) for q in comparable}
-            fig = FigureDiff(f"attribution.{np_}.{o}", "attribution", np_, bp, o, better, True, 0)
+            vb = {q: good(float(rb[q].outcome == o)) for q in comparable}
+            vn = {q: good(float(rn[q].outcome == o)) for q in comparable}
+            fig = _figure(f"attribution.{np_}.{o}", "attribution", np_, bp, o, better, True)
             builder.add(fig, vb, vn, comparable)
-    weighted = [r.path.name for r in (b, n) if (r.report.get("judges") or {}).get("weighted")]
+    weighted = [r.path.name for r in (b, n) if r.report.judges is not None and r.report.judges.weighted]
     if weighted:
         notes.append(
             f"{', '.join(weighted)} judged a stratified sample: the diff compares the sampled questions both runs "
@@ -507,7 +521,7 @@ def _generation_figures(
         )
 
 
-def _one_sided(what: str, base: dict, new: dict) -> list[str]:
+def _one_sided(what: str, base: list[str], new: list[str]) -> list[str]:
     """A note naming the figures only one run measured (another k, another judge)."""
     only_b, only_n = [m for m in base if m not in new], [m for m in new if m not in base]
     parts = [f"only in the base run: {', '.join(only_b)}"] * bool(only_b)
@@ -515,86 +529,58 @@ def _one_sided(what: str, base: dict, new: dict) -> list[str]:
     return [f"{what}: figures not compared, {'; '.join(parts)}"] if parts else []
 
 
-def _answerable(run: RunView) -> dict[str, bool]:
-    return {q: v["answerable"] for q, v in run.questions.items()}
+def _answerable(run: Run) -> dict[str, bool]:
+    return {q: v.answerable for q, v in run.questions.items()}
 
 
-def _retrieval_evidence(record: dict) -> dict:
-    top = [
-        {"id": r["id"], "relevant": r.get("grade", 0) > 0, "score": r.get("score")}
-        for r in record.get("retrieved", [])[:TOP_SHOWN]
-    ]
-    return {"rank": record.get("first_relevant_rank"), "top": top, "relevant": sorted(record.get("relevant") or {})}
+def _retrieval_evidence(record: QuestionRecord) -> Evidence:
+    top = [ContextMark(id=r.id, relevant=r.grade > 0, score=r.score) for r in record.retrieved[:TOP_SHOWN]]
+    return Evidence(rank=record.first_relevant_rank, top=top, relevant=sorted(record.relevant))
 
 
-def _generation_evidence(row: dict) -> dict:
-    return {
-        "outcome": row["outcome"],
-        "why": row.get("why"),
-        "answer": row.get("answer"),
-        "contexts": row.get("contexts", []),
-        "judges": row.get("judges", {}),
-    }
+def _generation_evidence(row: AttributionRow) -> Evidence:
+    return Evidence(outcome=row.outcome, why=row.why, answer=row.answer, contexts=row.contexts, judges=row.judges)
 
 
-def _moved(b: RunView, n: RunView, moves: dict, figures: list[FigureDiff]) -> list[MovedQuestion]:
-    systems = {(f.scope if f.scope == "retrieval" else "generation", f.system): f.base_system for f in figures}
-    position = {f.name: i for i, f in enumerate(figures)}
+def _moved(b: Run, n: Run, moves: dict, figs: list[FigureEntry]) -> list[MovedEntry]:
+    systems = {(f.scope if f.scope == "retrieval" else "generation", f.system): f.base_system for f in figs}
+    position = {f.name: i for i, f in enumerate(figs)}
     out = []
     for (scope, system, q), changes in moves.items():
         base_system = systems[(scope, system)]
         if scope == "retrieval":
-            eb, en = _retrieval_evidence(b.retrieval[base_system][q]), _retrieval_evidence(n.retrieval[system][q])
-            noise = []
+            eb = _retrieval_evidence(b.by_retriever[base_system][q])
+            en = _retrieval_evidence(n.by_retriever[system][q])
+            noise: list[str] = []
         else:
             eb, en = _generation_evidence(b.rows[base_system][q]), _generation_evidence(n.rows[system][q])
             noise = same_input_flips(b, n, base_system, system, q)
         good = {name: d for name, (d, _) in changes.items() if not name.startswith("attribution.")}
         severity = sum(good.values())
-        if scope == "generation" and (eb["outcome"] in GOOD_OUTCOMES) != (en["outcome"] in GOOD_OUTCOMES):
-            severity += 1.0 if en["outcome"] in GOOD_OUTCOMES else -1.0
+        if scope == "generation" and (eb.outcome in GOOD_OUTCOMES) != (en.outcome in GOOD_OUTCOMES):
+            severity += 1.0 if en.outcome in GOOD_OUTCOMES else -1.0
+        text = next((r.questions[q].question for r in (n, b) if q in r.questions and r.questions[q].question), "")
         out.append(
-            MovedQuestion(
-                q,
-                n.questions.get(q, {}).get("question") or b.questions.get(q, {}).get("question", ""),
-                scope,
-                system,
-                base_system,
-                severity,
-                {name: nat for name, (_, nat) in changes.items()},
-                sorted((name for name, (d, _) in changes.items() if d > 0), key=position.get),
-                sorted((name for name, (d, _) in changes.items() if d < 0), key=position.get),
-                eb,
-                en,
-                noise,
+            MovedEntry(
+                question_id=q,
+                question=text,
+                scope=scope,
+                system=system,
+                base_system=base_system,
+                severity=severity,
+                changes={name: nat for name, (_, nat) in changes.items()},
+                better=sorted((name for name, (d, _) in changes.items() if d > 0), key=position.__getitem__),
+                worse=sorted((name for name, (d, _) in changes.items() if d < 0), key=position.__getitem__),
+                base=eb,
+                new=en,
+                judge_noise=noise,
             )
         )
     # Grouped as the figures are (retrievers, then prompts, in the run's order), worst regression first.
-    group = {}
-    for f in figures:
+    group: dict[tuple[str, str], int] = {}
+    for f in figs:
         group.setdefault((f.scope if f.scope == "retrieval" else "generation", f.system), len(group))
     return sorted(out, key=lambda m: (group[(m.scope, m.system)], m.severity, m.question_id))
-
-
-def moved_lines(diff_json: dict, figure: str, *, limit: int = 10) -> list[str]:
-    """The questions that got worse on a figure, as ``id: before -> after`` lines (gate output)."""
-    worse = diff_json.get("moved", {}).get(figure, {}).get("worse", [])
-    system = figure.split(".")[1] if figure.count(".") >= 2 else ""
-    scope = "retrieval" if figure.startswith("retrieval.") else "generation"
-    by_q = {
-        m["question_id"]: m for m in diff_json.get("questions", []) if m["scope"] == scope and m["system"] == system
-    }
-    out = []
-    for q in sorted(worse, key=lambda q: by_q[q]["severity"] if q in by_q else 0.0):  # worst first
-        m = by_q.get(q)
-        if m is None:
-            out.append(q)
-        elif scope == "retrieval":
-            rb, rn = (m[s]["rank"] or "not retrieved" for s in ("base", "new"))
-            out.append(f"{q}: first relevant chunk at rank {rb} -> {rn} ({m['question']})")
-        else:
-            out.append(f"{q}: {m['base']['outcome']} -> {m['new']['outcome']} ({m['question']})")
-    return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
 
 
 def write_diff(diff: RunDiff, folder: Path) -> None:

@@ -1,94 +1,131 @@
-"""Finished run folders, read for comparing runs: summary, report, per-question records and the
-saved config of each; and where a baseline run is found."""
+"""Run folders read back as the typed records they hold (``rag_eval.read_run``): the status, the
+saved config, summary and report, and the per-question records (retrieval, answers, judgements);
+diff, history, judge noise and report re-rendering read them."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from rag_eval.answers.answer_records import Answer
+from rag_eval.attribution.records import AttributionRow
 from rag_eval.errors import DataError, Problem
-from rag_eval.orchestration.history import collect_history
-from rag_eval.rundir import read_finished, read_jsonl
+from rag_eval.judges.judgement import Judgement
+from rag_eval.report.report_records import Report, Summary
+from rag_eval.retrievers.retrieval_records import QuestionRecord
+from rag_eval.rundir import RunStatus, read_finished, read_jsonl, read_status
+
+
+@dataclass(frozen=True)
+class QuestionInfo:
+    """A question as a run saw it: its text and whether it is answerable."""
+
+    question: str
+    answerable: bool
 
 
 @dataclass
-class RunView:
-    """A finished run folder, read: its summary, report, per-question records and saved config."""
+class Run:
+    """A run folder, read: its status, saved config, summary and report, and the records of every
+    question (``retrieval.jsonl``, ``generation.jsonl``, ``judgements.jsonl``), typed."""
 
     path: Path
-    summary: dict
-    report: dict
-    config: dict
-    retrieval: dict[str, dict[str, dict]]  # retriever -> question id -> retrieval.jsonl record
-    rows: dict[str, dict[str, dict]]  # prompt -> question id -> attribution row
-    judgements: dict[tuple[str, str, str], dict]  # (judge, prompt, question id) -> judgements.jsonl record
-    questions: dict[str, dict]  # question id -> {question, answerable}
+    status: RunStatus | None
+    config: dict[str, Any]  # config.yaml as saved (a config of another version may no longer validate)
+    summary: Summary
+    report: Report
+    retrieval: list[QuestionRecord]
+    answers: list[Answer]
+    judgements: list[Judgement]
+
+    @property
+    def name(self) -> str:
+        return self.summary.name or self.path.name
+
+    @property
+    def finished(self) -> bool:
+        """Finished, or written before status.json existed (a folder with a summary)."""
+        return self.status is None or self.status.finished
 
     @property
     def fingerprint(self) -> str | None:
-        return (self.report.get("corpus") or {}).get("fingerprint")
+        return self.report.corpus.fingerprint if self.report.corpus else None
 
     @property
     def judges(self) -> list[str]:
-        return list((self.report.get("judges") or {}).get("metrics", []))
+        return list(self.report.judges.metrics) if self.report.judges else []
+
+    @cached_property
+    def by_retriever(self) -> dict[str, dict[str, QuestionRecord]]:
+        """retriever -> question id -> its retrieval record."""
+        out: dict[str, dict[str, QuestionRecord]] = {}
+        for r in self.retrieval:
+            out.setdefault(r.retriever, {})[r.question_id] = r
+        return out
+
+    @cached_property
+    def rows(self) -> dict[str, dict[str, AttributionRow]]:
+        """prompt -> question id -> its attribution row."""
+        out: dict[str, dict[str, AttributionRow]] = {}
+        for row in self.report.rows():
+            out.setdefault(row.prompt, {})[row.question_id] = row
+        return out
+
+    @cached_property
+    def judged(self) -> dict[tuple[str, str, str], Judgement]:
+        """(judge, prompt, question id) -> its judgement."""
+        return {(j.judge, j.prompt, j.question_id): j for j in self.judgements}
+
+    @cached_property
+    def questions(self) -> dict[str, QuestionInfo]:
+        """question id -> its text and whether it is answerable (retrieval records first, then rows)."""
+        out: dict[str, QuestionInfo] = {}
+        for r in self.retrieval:
+            out.setdefault(r.question_id, QuestionInfo(r.question, r.answerable))
+        for row in self.report.rows():
+            known = out.get(row.question_id)
+            if known is None:
+                out[row.question_id] = QuestionInfo(row.question, row.answerable)
+            elif not known.question:
+                out[row.question_id] = QuestionInfo(row.question, known.answerable)
+        return out
 
 
-def read_run(path: str | Path, role: str = "run") -> RunView:
-    """A finished run folder; a folder that is not one (or did not finish) is a DataError."""
+def read_run(path: str | Path, role: str = "run") -> Run:
+    """The typed records of a run folder (old folders, written before some records existed, read
+    with those left empty); a folder without summary.json and report.json is a DataError naming
+    why (the reason a failed run recorded)."""
     path = Path(path).resolve()
     summary, report = read_finished(path, f"the {role}")
-    status = _status(path)
-    if status not in (None, "finished"):
-        raise DataError(
-            Problem(
-                str(path),
-                f"the {role} run did not finish (status.json says '{status}')",
-                f"finish it with rag-eval run CONFIG --resume {path}, or give a finished run",
-            )
-        )
     try:
         config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         config = {}
-    retrieval: dict[str, dict[str, dict]] = {}
-    questions: dict[str, dict] = {}
-    for r in read_jsonl(path / "retrieval.jsonl"):
-        retrieval.setdefault(r["retriever"], {})[r["question_id"]] = r
-        questions.setdefault(r["question_id"], {"question": r.get("question", ""), "answerable": r["answerable"]})
-    rows: dict[str, dict[str, dict]] = {}
-    for row in (report.get("attribution") or {}).get("rows", []):
-        rows.setdefault(row["prompt"], {})[row["question_id"]] = row
-        questions.setdefault(row["question_id"], {"question": row["question"], "answerable": row["answerable"]})
-        if not questions[row["question_id"]]["question"]:
-            questions[row["question_id"]]["question"] = row["question"]
-    judgements = {(j["judge"], j["prompt"], j["question_id"]): j for j in read_jsonl(path / "judgements.jsonl")}
-    return RunView(path, summary, report, config, retrieval, rows, judgements, questions)
+    return Run(
+        path=path,
+        status=read_status(path),
+        config=config if isinstance(config, dict) else {},
+        summary=Summary.load(summary),
+        report=Report.load(report),
+        retrieval=[QuestionRecord.load(r) for r in read_jsonl(path / "retrieval.jsonl")],
+        answers=[Answer.load(a) for a in read_jsonl(path / "generation.jsonl")],
+        judgements=[Judgement.from_dict(j) for j in read_jsonl(path / "judgements.jsonl")],
+    )
 
 
-def _status(path: Path) -> str | None:
-    try:
-        return json.loads((path / "status.json").read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError):
-        return None
-
-
-def resolve_baseline(path: str | Path, name: str) -> Path:
-    """The baseline run folder: ``path`` itself, or, for a folder of run folders (e.g. the main
-    branch's ``runs/``), its newest finished run of the config ``name``."""
-    path = Path(path)
-    if (path / "summary.json").exists() or not path.is_dir():
-        return path
-    try:
-        return Path(collect_history(path, config=name)["systems"][name][-1]["path"])
-    except DataError as exc:
+def read_finished_run(path: str | Path, role: str = "run") -> Run:
+    """A finished run folder, read; one that failed or did not finish is a DataError naming why."""
+    status = read_status(Path(path).resolve())
+    if status is not None and not status.finished:
         raise DataError(
             Problem(
-                f"--baseline {path}",
-                f"neither a run folder (it has no summary.json) nor a folder of runs of config '{name}' "
-                f"({exc.problems[0].what})",
-                "give the baseline's run folder, or the folder its runs are written to (its report.out)",
+                str(Path(path).resolve()),
+                f"the {role} run {status.unfinished_why()}",
+                f"finish it with rag-eval run CONFIG --resume {Path(path).resolve()}, or give a finished run",
             )
-        ) from None
+        )
+    return read_run(path, role)

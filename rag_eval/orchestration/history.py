@@ -4,34 +4,35 @@ corpus, the test set, the rag-eval version)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from rag_eval.errors import DataError, Problem, did_you_mean
-from rag_eval.rundir import read_jsonl
+from rag_eval.orchestration.finished import Run, read_run
+from rag_eval.report.report_records import Report, Summary
+from rag_eval.rundir import read_status
+from rag_eval.typed import Figure
 
 IGNORED_KEYS = ("report", "gates")  # where runs are written and what they must pass change no figure
 
 
-def headline_figures(summary: dict, report: dict) -> dict[str, dict]:
+def headline_figures(summary: Summary | dict, report: Report | dict) -> dict[str, dict[str, Any]]:
     """``{figure name: {value, ci_low, ci_high, n}}``: each retriever's headline metrics (the
     report's table), each prompt's judged figures and its share of ``ok`` answers."""
-    out: dict[str, dict] = {}
-    table = (report.get("retrieval") or {}).get("table") or []
-    for name, figs in (summary.get("retrieval") or {}).items():
+    summary, report = Summary.load(summary), Report.load(report)
+    out: dict[str, Figure] = {}
+    table = report.retrieval.table if report.retrieval else []
+    for name, figs in summary.retrieval.items():
         for m in table or list(figs):
             if m in figs:
                 out[f"retrieval.{name}.{m}"] = figs[m]
-    for prompt, figs in (summary.get("generation") or {}).items():
-        for m, e in figs.items():
-            if isinstance(e, dict) and "value" in e:
-                out[f"generation.{prompt}.{m}"] = e
-    for prompt, shares in (summary.get("attribution") or {}).items():
+    for prompt, judged in summary.generation.items():
+        for m, e in judged.items():
+            out[f"generation.{prompt}.{m}"] = e
+    for prompt, shares in summary.attribution.items():
         if "ok" in shares:
             out[f"attribution.{prompt}.ok"] = shares["ok"]
-    return {k: {x: e.get(x) for x in ("value", "ci_low", "ci_high", "n")} for k, e in out.items()}
+    return {k: {x: getattr(e, x) for x in ("value", "ci_low", "ci_high", "n")} for k, e in out.items()}
 
 
 def config_changes(before: dict, after: dict, prefix: str = "", depth: int = 3) -> list[str]:
@@ -51,45 +52,46 @@ def config_changes(before: dict, after: dict, prefix: str = "", depth: int = 3) 
     return out
 
 
-def _read_run(path: Path) -> dict | None:
-    """One run folder's entry, or None when it is not a finished run."""
+def _entry(path: Path) -> dict[str, Any] | None:
+    """One run folder's entry; ``{"run", "unfinished": why}`` for a run that failed or did not
+    finish (the reason it recorded), None for a folder that is no run."""
+    status = read_status(path)
+    if status is not None and not status.finished:
+        return {"run": path.name, "unfinished": status.unfinished_why()}
     try:
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-        report = json.loads((path / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        run = read_run(path)
+    except DataError:
         return None
-    try:
-        status = json.loads((path / "status.json").read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError):
-        status = None
-    if status not in (None, "finished"):
-        return {"run": path.name, "unfinished": True}
-    try:
-        config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        config = {}
-    ids = sorted({r["question_id"] for r in read_jsonl(path / "retrieval.jsonl")})
-    ids = ids or sorted({r["question_id"] for r in (report.get("attribution") or {}).get("rows", [])})
+    return run_entry(run)
+
+
+def run_entry(run: Run) -> dict[str, Any]:
+    """A finished run's entry in the history: its headline figures, config, corpus and test set."""
+    ids = sorted({r.question_id for r in run.retrieval}) or sorted({r.question_id for r in run.report.rows()})
+    s = run.summary
     return {
-        "run": path.name,
-        "path": str(path),
-        "name": summary.get("name", path.name),
-        "created": summary.get("created", ""),
-        "rag_eval_version": summary.get("rag_eval_version"),
-        "corpus": summary.get("corpus") or {},
-        "test_set": {**(summary.get("test_set") or {}), "ids": ids},
-        "config": config,
-        "figures": headline_figures(summary, report),
+        "run": run.path.name,
+        "path": str(run.path),
+        "name": s.name or run.path.name,
+        "created": s.created,
+        "rag_eval_version": s.rag_eval_version,
+        "corpus": s.corpus.dump() if s.corpus else {},
+        "test_set": {**(s.test_set.dump() if s.test_set else {}), "ids": ids},
+        "config": run.config,
+        "figures": headline_figures(s, run.report),
     }
 
 
 def changes_between(prev: dict, cur: dict) -> list[dict]:
-    """What changed from one run to the next: ``{kind, what}`` with kind config, corpus, test_set
-    or version."""
+    """What changed from one run to the next: ``{kind, what}`` with kind config, gates, corpus,
+    test_set or version."""
     out = []
     keys = config_changes(prev["config"], cur["config"])
     if keys:
         out.append({"kind": "config", "what": "config: " + ", ".join(keys)})
+    gates = config_changes(prev["config"].get("gates") or {}, cur["config"].get("gates") or {}, "gates.", 1)
+    if gates:
+        out.append({"kind": "gates", "what": "gates changed: " + ", ".join(gates) + " (pass/fail is not comparable)"})
     pc, cc = prev["corpus"], cur["corpus"]
     if pc.get("fingerprint") != cc.get("fingerprint"):
         out.append(
@@ -114,19 +116,22 @@ def changes_between(prev: dict, cur: dict) -> list[dict]:
 
 
 def collect_history(runs_dir: Path, *, config: str | None = None) -> dict:
-    """``{"runs_dir", "systems": {config name: [run entries in time order]}, "unfinished": [...]}``;
-    each entry has its headline figures and ``changes`` since the run before it."""
+    """``{"runs_dir", "systems": {config name: [run entries in time order]}, "unfinished": [run
+    names], "unfinished_why": {run name: why}}``; each entry has its headline figures and
+    ``changes`` since the run before it (``gates`` among them when the gates changed)."""
     if not runs_dir.is_dir():
         raise DataError(
             Problem(str(runs_dir), "the runs folder does not exist", "give the folder holding run folders (e.g. runs/)")
         )
     entries, unfinished = [], []
+    reasons: dict[str, str] = {}
     for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
-        e = _read_run(path)
+        e = _entry(path)
         if e is None:
             continue
         if e.get("unfinished"):
             unfinished.append(e["run"])
+            reasons[e["run"]] = e["unfinished"]
         else:
             entries.append(e)
     names = sorted({e["name"] for e in entries})
@@ -148,7 +153,7 @@ def collect_history(runs_dir: Path, *, config: str | None = None) -> dict:
         for i, e in enumerate(runs):
             e["changes"] = changes_between(runs[i - 1], e) if i else []
         systems[name] = runs
-    return {"runs_dir": str(runs_dir), "systems": systems, "unfinished": unfinished}
+    return {"runs_dir": str(runs_dir), "systems": systems, "unfinished": unfinished, "unfinished_why": reasons}
 
 
 def _fmt(e: dict | None) -> str:
@@ -178,5 +183,26 @@ def history_text(hist: dict, columns: int = 4) -> str:
             for c in r["changes"]:
                 lines.append(f"       changed: {c['what']}")
     if hist["unfinished"]:
-        lines.append(f"unfinished runs left out: {', '.join(hist['unfinished'])}")
+        why = hist.get("unfinished_why") or {}
+        lines.append("unfinished runs left out:")
+        lines += [f"  {run}: {why.get(run, 'did not finish')}" for run in hist["unfinished"]]
     return "\n".join(lines)
+
+
+def resolve_baseline(path: str | Path, name: str) -> Path:
+    """The baseline run folder: ``path`` itself, or, for a folder of run folders (e.g. the main
+    branch's ``runs/``), its newest finished run of the config ``name``."""
+    path = Path(path)
+    if (path / "summary.json").exists() or (path / "status.json").exists() or not path.is_dir():
+        return path
+    try:
+        return Path(collect_history(path, config=name)["systems"][name][-1]["path"])
+    except DataError as exc:
+        raise DataError(
+            Problem(
+                f"--baseline {path}",
+                f"neither a run folder (it has no summary.json) nor a folder of runs of config '{name}' "
+                f"({exc.problems[0].what})",
+                "give the baseline's run folder, or the folder its runs are written to (its report.out)",
+            )
+        ) from None

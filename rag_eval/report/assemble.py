@@ -10,7 +10,7 @@ import numpy as np
 
 from rag_eval.answers.answer_records import Answer, GenerationSection, PromptCounts, Usage
 from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
-from rag_eval.attribution_records import (
+from rag_eval.attribution.records import (
     AttributionRow,
     AttributionSection,
     ContextMark,
@@ -23,6 +23,7 @@ from rag_eval.judges.escalation import without_escalation
 from rag_eval.judges.judge_records import JudgesSection, JudgingInfo
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
+from rag_eval.judges.registry import FAITHFUL_SHARE
 from rag_eval.report.quotes import row_evidence
 from rag_eval.report.report_records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES
@@ -190,6 +191,20 @@ def retrieved_in_top_k(cfg: AuditConfig, res: RetrievalResults) -> Retrieved:
     return retrieved
 
 
+def retrieved_by_recall(recall: str | None, judgements: list[Judgement]) -> Retrieved:
+    """With no retrieval labels, a question's contexts missed when the context-recall judge
+    ``recall`` found the reference absent from them (score under 0.5); why, with its reason."""
+    verdicts = {j.question_id: j for j in judgements if j.judge == recall}
+
+    def retrieved(q: Question) -> tuple[bool, str | None]:
+        rj = verdicts.get(q.id)
+        if rj and rj.status == "judged" and rj.score is not None and rj.score < 0.5:
+            return False, f"{recall} {rj.score:.2f} < 0.5: the contexts do not hold the reference ({rj.reason or ''})"
+        return True, None
+
+    return retrieved
+
+
 def attribution_section(
     cfg: AuditConfig,
     questions: list[Question],
@@ -200,7 +215,7 @@ def attribution_section(
     """Outcome per question and prompt, shares with Wilson intervals (weighted under a sample), the
     failure split, and the rows behind them. ``retrieved`` says whether a question's answer had a
     relevant context (and, where it did not, why)."""
-    threshold = cfg.judges.faithfulness_threshold if cfg.judges else 0.5
+    threshold = cfg.judges.faithfulness_threshold if cfg.judges else FAITHFUL_SHARE
     deciding = cfg.judges.deciding_faithfulness if cfg.judges else None
     by_id = {q.id: q for q in questions}
     by_answer: dict[tuple[str, str], dict[str, Judgement]] = {}
@@ -218,8 +233,8 @@ def attribution_section(
             outcome, why = attribute(
                 q,
                 got,
-                gen.dump(),
-                {n: j.to_dict() for n, j in js.items()},
+                gen,
+                js,
                 faithfulness_threshold=threshold,
                 faithfulness_judge=deciding,
             )

@@ -6,7 +6,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from rag_eval.orchestration.gates import GateResult, describe_failure
+from rag_eval.report.gates import GateResult, describe_failure
 from rag_eval.report.markdown import fmt
 from rag_eval.report.report_records import Summary
 from rag_eval.report.screen import HEADLINE

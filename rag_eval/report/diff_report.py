@@ -1,10 +1,10 @@
-"""Rendering a run-against-run diff (the JSON of ``rag_eval.orchestration.diff.RunDiff``) as Markdown and as a
-few lines for the terminal."""
+"""Rendering a run-against-run diff (``DiffData``, the JSON of ``rag_eval.orchestration.diff.RunDiff``)
+as Markdown and as a few lines for the terminal."""
 
 from __future__ import annotations
 
-from rag_eval.attribution_records import ContextMark, JudgeBrief
-from rag_eval.orchestration.diff_records import DiffData, FigureEntry, MovedEntry
+from rag_eval.attribution.records import ContextMark, JudgeBrief
+from rag_eval.report.diff_records import DiffData, FigureEntry, MovedEntry
 from rag_eval.report.markdown import _table, text
 from rag_eval.stats import format_p
 
@@ -47,7 +47,9 @@ def diff_screen(d: DiffData | dict, limit: int = 10) -> str:
     """The diff in a few lines: the headline, the verdict of each figure that moved, the worst
     regressions, and what was not compared."""
     d = DiffData.load(d)
-    lines = [f"diff {d.base} -> {d.new}: {d.shared_questions} questions compared by id", headline(d)]
+    lines = [f"diff {d.base} -> {d.new}: {d.shared_questions} questions compared by id"]
+    lines += [f"warning: {w}" for w in d.warnings]
+    lines.append(headline(d))
     for name, e in d.changed().items():
         lines.append(f"- {name}: {fmt_diff(e)}: {e.verdict}")
     worst = sorted((m for m in d.questions if m.severity < 0), key=lambda m: m.severity)[:limit]
@@ -137,6 +139,7 @@ def render_diff_markdown(d: DiffData | dict) -> str:
         f"- new: `{d.new}`",
         f"- {d.shared_questions} questions matched by id; corpus {'the same' if d.same_corpus else 'different'}",
     ]
+    out += [f"- **warning**: {text(w)}" for w in d.warnings]
     out += [f"- {text(n)}" for n in d.notes]
     out += ["", f"**{text(headline(d))}**", "", "## Figures", ""]
     changed = d.changed()

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.orchestration.history_records import HistoryData, HistoryRun
+from rag_eval.report.history_records import HistoryData, HistoryRun
 from rag_eval.report.html import COLORS, CSS, _table, y_grid
 from rag_eval.report.markdown import fmt
 
-CHANGE_COLORS = {"config": "#e07b39", "corpus": "#b63b6f", "test_set": "#7a5cc2", "version": "#8c8c3b"}
+CHANGE_COLORS = {
+    "config": "#e07b39",
+    "gates": "#2a8c8c",
+    "corpus": "#b63b6f",
+    "test_set": "#7a5cc2",
+    "version": "#8c8c3b",
+}
 
 
 def trend_plot(runs: list[HistoryRun], figure: str, plot_id: str) -> str:
@@ -29,7 +35,7 @@ def trend_plot(runs: list[HistoryRun], figure: str, plot_id: str) -> str:
         kinds = [c.kind for c in r.changes if c.kind != "version"]
         if kinds:
             # One line per run, coloured by its weightiest change; the tooltip lists them all.
-            color = next(CHANGE_COLORS[k] for k in ("corpus", "test_set", "config") if k in kinds)
+            color = next(CHANGE_COLORS[k] for k in ("corpus", "test_set", "config", "gates") if k in kinds)
             what = "; ".join(c.what for c in r.changes)
             cx = x(i) - step / 2
             parts.append(
@@ -64,7 +70,8 @@ def render_history_html(hist: HistoryData | dict) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<h1>rag-eval history: {escape(hist.runs_dir)}</h1>",
         "<p class=meta>Each figure of each finished run with its 95% interval, in time order. A dashed line "
-        "marks a run whose config (orange), corpus (red) or test set (violet) changed since the run before; "
+        "marks a run whose config (orange), gates (teal), corpus (red) or test set (violet) changed since the "
+        "run before; "
         "hover it for what changed. Two runs' difference is settled only by a paired comparison: "
         "<code>rag-eval diff BASE_RUN NEW_RUN</code>.</p>",
     ]
@@ -86,6 +93,11 @@ def render_history_html(hist: HistoryData | dict) -> str:
             out.append(f"<h3>{escape(figure)}</h3>")
             out.append(trend_plot(runs, figure, f"trend-{si}-{fi}"))
     if hist.unfinished:
-        out.append(f"<p class=meta>Unfinished runs left out: {escape(', '.join(hist.unfinished))}</p>")
+        out.append("<p class=meta>Unfinished runs left out:</p><ul>")
+        out += [
+            f"<li><code>{escape(r)}</code>: {escape(hist.unfinished_why.get(r, 'did not finish'))}</li>"
+            for r in hist.unfinished
+        ]
+        out.append("</ul>")
     out.append("</body></html>")
     return "\n".join(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from rag_eval.answers.answer_records import Usage
-from rag_eval.attribution_records import FailureSplit, OutcomeShare
+from rag_eval.attribution.records import FailureSplit, OutcomeShare
 from rag_eval.report.formatting import fmt, judge_columns
 from rag_eval.report.formatting import html_table as _table
 from rag_eval.report.markdown import (
@@ -175,9 +175,13 @@ def render_html(report: Report | dict) -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rag-eval: {escape(report.name)}</title>"
         f"<style>{CSS}</style></head><body>",
         f"<h1>rag-eval report: {escape(report.name)}</h1>",
-        f"<p class=meta>{escape(report.created)} · rag-eval {escape(report.rag_eval_version)} · corpus "
-        f"{escape(c.source)} ({c.chunks} chunks) · test set {escape(ts.path)}: {ts.questions} questions "
-        f"({ts.answerable} answerable, {ts.unanswerable} unanswerable)</p>",
+        f"<p class=meta>{escape(report.created)} · rag-eval {escape(report.rag_eval_version)} · "
+        + (
+            f"corpus {escape(c.source)} ({c.chunks} chunks) · test set {escape(ts.path)}: {ts.questions} questions "
+            f"({ts.answerable} answerable, {ts.unanswerable} unanswerable)</p>"
+            if c is not None and ts is not None
+            else "answers judged without retrieval labels</p>"  # supplied answers, traces without a test set
+        ),
     ]
     out += _models(report)
     if report.system is not None or report.traces is not None:
@@ -196,7 +200,8 @@ def render_html(report: Report | dict) -> str:
         out += _comparison(report)
     if report.attribution is not None:
         out += _attribution(report)
-    out += _retrieval(report, r)
+    if r is not None:
+        out += _retrieval(report, r)
     if report.judges is not None:
         out += _judges(report)
         out += triage_html(report)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rag_eval.attribution_records import AttributionSection
+from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD
+from rag_eval.attribution.records import AttributionSection
 from rag_eval.judges.judge_records import JudgedFigure, JudgesSection
 from rag_eval.judges.ppi import labels_needed
 from rag_eval.judges.ragas_judges import describe_requests
@@ -257,7 +258,7 @@ def calibration_lines(j: JudgesSection) -> list[str]:
     """Which faithfulness judge decides attribution, and each probability-scored judge's cut-off."""
     out = []
     if j.faithfulness_judge:
-        threshold = 0.5 if j.faithfulness_threshold is None else j.faithfulness_threshold
+        threshold = UNRECORDED_FAITHFULNESS_THRESHOLD if j.faithfulness_threshold is None else j.faithfulness_threshold
         out.append(
             f"- `unfaithful` in attribution is decided by `{j.faithfulness_judge}` (below "
             f"{threshold}); the Ragas metrics are reported under their own names."

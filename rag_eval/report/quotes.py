@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from rag_eval.attribution_records import JudgeBrief, Quote
+from rag_eval.attribution.records import JudgeBrief, Quote
 
 QUOTES_SHOWN = 4  # quotes listed per judge in a failed question (a statement judge may have 8)
 

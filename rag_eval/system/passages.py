@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from rag_eval.answers.supplied import context_id
 from rag_eval.data.testset import normalise
-from rag_eval.orchestration.supplied import context_id
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of
 from rag_eval.retrievers.rankings import Rankings
 from rag_eval.system.http import SystemReply

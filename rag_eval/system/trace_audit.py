@@ -1,7 +1,8 @@
-"""Auditing production traces (``rag-eval traces FILE... --config CONFIG``, ``rag_eval.judge_traces``).
+"""Production traces as the answers of an audit (``rag-eval traces FILE... --config CONFIG``,
+``rag_eval.judge_traces``; the audit is ``rag_eval.orchestration.sources.TracedAnswers``).
 
 Without labels (the config names no corpus and test set), every complete trace is judged like a
-supplied answer (``supplied.judge_supplied``): the judges' figures with intervals over the
+supplied answer: the judges' figures with intervals over the
 traffic, and attribution with retrieval misses decided by the context-recall judge. With a corpus
 and a labelled test set, traces are matched to the test set's questions (same words, whitespace
 and case aside), and the matched ones are audited like a deployed system: the retrieved documents'
@@ -18,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from rag_eval.answers.supplied import SuppliedAnswer, context_id
 from rag_eval.config import (
     AuditConfig,
     GenerationConfig,
@@ -26,20 +28,12 @@ from rag_eval.config import (
     config_from_dict,
     load_config,
 )
+from rag_eval.data.inputs import Inputs
 from rag_eval.data.testset import normalise
-from rag_eval.errors import ConfigError, DataError, Problem
-from rag_eval.judges.labels import draw, label_run, write_csv, write_html
-from rag_eval.llm.client import Usage
-from rag_eval.orchestration.steps import Inputs, _set_status, load_inputs
-from rag_eval.orchestration.supplied import SuppliedAnswer, context_id, judge_supplied
-from rag_eval.progress import say
-from rag_eval.report.files import write_report
-from rag_eval.report.report_records import Report
+from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.mapping import Passage
-from rag_eval.rundir import new_run_dir, write_text
 from rag_eval.system.http import SystemReply
-from rag_eval.system.run import _close, _session, audit_replies
-from rag_eval.system.traces import SKIP_REASONS, Trace, read_traces
+from rag_eval.system.traces import SKIP_REASONS, Trace
 
 NO_TEXT = "no_document_text"
 NOT_IN_TEST_SET = "not_in_test_set"
@@ -100,6 +94,25 @@ def labelled(cfg: AuditConfig) -> bool:
     return cfg.corpus.source != "given" and cfg.test_set.path is not None
 
 
+def traced_config(cfg: AuditConfig) -> AuditConfig:
+    """The config of a labelled traces audit: the traces' retrieval is the retriever ``traces``
+    (beside the config's own retrievers) and their answers the prompt ``system``."""
+    name = "traces"
+    # "traces" is the placeholder; a system retriever of the config has no replies here.
+    others = {
+        k: v for k, v in cfg.retrieval.retrievers.items() if k != name and not isinstance(v, SystemRetrieverConfig)
+    }
+    retrievers = {name: SystemRetrieverConfig(type="system"), **others}
+    return cfg.model_copy(
+        update={
+            "retrieval": cfg.retrieval.model_copy(update={"retrievers": retrievers}),
+            "generation": (cfg.generation or GenerationConfig(retriever=name)).model_copy(
+                update={"retriever": name, "prompts": {"system": "(traced application)"}}
+            ),
+        }
+    )
+
+
 def skipped_section(traces: list[Trace], files: list[str]) -> dict:
     """Counts of read, audited and skipped traces, each skipped one named with its reason."""
     reasons = dict.fromkeys((*SKIP_REASONS, NO_TEXT, NOT_IN_TEST_SET), 0)
@@ -116,10 +129,11 @@ def skipped_section(traces: list[Trace], files: list[str]) -> dict:
             for t in traces
             if t.skipped
         ],
+        "skipped_lines": [line.dump() for line in getattr(traces, "skipped_lines", [])],  # read_traces' TraceRead
     }
 
 
-def _rows(traces: list[Trace]):
+def trace_rows(traces: list[Trace]):
     """Complete traces as supplied answers (the contexts: the documents' texts)."""
     rows, seen = [], set()
     for t in traces:
@@ -138,7 +152,7 @@ def _rows(traces: list[Trace]):
     return rows
 
 
-def _match(cfg: AuditConfig, traces: list[Trace], inputs):
+def match_traces(traces: list[Trace], inputs: Inputs):
     """Replies for the test set's questions that a trace asked (the latest trace of a question wins)."""
     by_text = {normalise(q.question).casefold(): q for q in inputs.questions}
     replies: dict[str, SystemReply] = {}
@@ -155,118 +169,23 @@ def _match(cfg: AuditConfig, traces: list[Trace], inputs):
     return replies, trace_of
 
 
-def _labelled_audit(cfg: AuditConfig, traces: list[Trace], run_dir: Path, use_cache: bool) -> Report:
-    inputs = load_inputs(cfg)
-    replies, trace_of = _match(cfg, traces, inputs)
-    if not replies:
-        raise DataError(
-            Problem(
-                str(inputs.test_set_path),
-                f"none of the {len(traces)} traces asks a question of the test set",
-                "give the test set the traced questions, or leave corpus and test_set out to judge without labels",
-            )
-        )
-    name = "traces"
-    # "traces" is the placeholder; a system retriever of the config has no replies here.
-    others = {
-        k: v for k, v in cfg.retrieval.retrievers.items() if k != name and not isinstance(v, SystemRetrieverConfig)
-    }
-    retrievers = {name: SystemRetrieverConfig(type="system"), **others}
-    tcfg = cfg.model_copy(
-        update={
-            "retrieval": cfg.retrieval.model_copy(update={"retrievers": retrievers}),
-            "generation": (cfg.generation or GenerationConfig(retriever=name)).model_copy(
-                update={"retriever": name, "prompts": {"system": "(traced application)"}}
-            ),
+def trace_records(traces: list[Trace]) -> list[dict]:
+    """Every trace read, as ``traces.jsonl`` keeps it (skipped ones with the reason)."""
+    return [
+        {
+            "trace_id": t.trace_id,
+            "question": t.question,
+            "answer": t.answer,
+            "documents": [d.__dict__ for d in t.documents],
+            "skipped": t.skipped,
+            "detail": t.detail,
+            "where": t.where,
         }
-    )
-    matched = [q for q in inputs.questions if q.id in replies]
-    say(f"traces: {len(matched)} traces match questions of the test set")
-    session = _session(tcfg, run_dir, use_cache)
-    try:
-        report = audit_replies(
-            tcfg,
-            Inputs(inputs.corpus, matched, inputs.test_set_path),
-            replies,
-            Usage("traces").to_dict(),
-            session,
-            run_dir,
-            source={"type": "traces", "trace_of": trace_of},
-        )
-    finally:
-        _close(session, run_dir)
-    return report
+        for t in traces
+    ]
 
 
-def audit_traces(
-    cfg: AuditConfig, files: list[str | Path], *, use_cache: bool = True, label_n: int = 30, seed: int | None = None
-) -> Path:
-    """The audit of the traces in ``files``; returns the run folder (report.json, summary.json,
-    report.md, traces.jsonl, labels/)."""
-    traces = read_traces(files)
-    run_dir = new_run_dir(cfg)
-    write_text(
-        run_dir / "traces.jsonl",
-        "".join(
-            json.dumps(
-                {
-                    "trace_id": t.trace_id,
-                    "question": t.question,
-                    "answer": t.answer,
-                    "documents": [d.__dict__ for d in t.documents],
-                    "skipped": t.skipped,
-                    "detail": t.detail,
-                    "where": t.where,
-                },
-                ensure_ascii=False,
-            )
-            + "\n"
-            for t in traces
-        ),
-    )
-    if labelled(cfg):
-        report = _labelled_audit(cfg, traces, run_dir, use_cache)
-    else:
-        rows = _rows(traces)
-        if not rows:
-            raise DataError(
-                Problem(
-                    ", ".join(str(f) for f in files),
-                    f"none of the {len(traces)} traces is complete (question, documents and answer)",
-                    "see the reasons: " + json.dumps(skipped_section(traces, [])["skipped"]),
-                )
-            )
-        report = judge_supplied(cfg, rows, run_dir, use_cache=use_cache)
-        if cfg.judges.labels:  # the labels of an earlier draw, filled in: prediction-powered figures
-            report = label_run(report, run_dir, cfg.resolve_path(cfg.judges.labels), cfg.stats.confidence)
-    t = skipped_section(traces, [str(f) for f in files])
-    say(f"traces: {t['read']} read, {t['audited']} audited, skipped: {t['skipped'] or 'none'}")
-    t["labels"] = _label_sample(run_dir, report, label_n, cfg.stats.seed if seed is None else seed)
-    report.traces = t
-
-    write_report(run_dir, report)
-
-    _set_status(run_dir, "finished")
-    return run_dir
-
-
-def _label_sample(run_dir: Path, report: Report, n: int, seed: int) -> dict | None:
-    """A seeded random sample of the audited traces for people to label (rag-eval label's files)."""
-    if n <= 0:
-        return None
-    try:
-        rows = draw(run_dir, n, seed)
-    except DataError:
-        return None
-    out = run_dir / "labels"
-    out.mkdir(exist_ok=True)
-    verdicts = {(r.question_id, r.prompt): r.judges for r in report.rows()}
-    write_csv(rows, out / "labels.csv")
-    write_html(rows, out / "labels.html", _texts(run_dir), verdicts)
-    return {"n": len(rows), "seed": seed, "csv": str(out / "labels.csv"), "html": str(out / "labels.html")}
-
-
-def _texts(run_dir: Path) -> dict[str, str]:
+def passage_texts(run_dir: Path) -> dict[str, str]:
     """Passage texts by context id, for the labelling page."""
     texts = {}
     for line in (run_dir / "traces.jsonl").read_text(encoding="utf-8").splitlines():

@@ -28,6 +28,7 @@ import numpy as np
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, TestSetConfig
 from rag_eval.data.corpus import load_corpus
+from rag_eval.data.inputs import Inputs
 from rag_eval.data.testset import EvidenceIndex, load_test_set, normalise, stable_id
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, DataError, Problem
@@ -36,11 +37,10 @@ from rag_eval.judges.calibration import blends_for, cutoffs_for
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.yesno import load_prompt
 from rag_eval.llm.session import LLMSession
-from rag_eval.orchestration.runner import run_lint
-from rag_eval.orchestration.steps import Inputs
 from rag_eval.progress import say, track_async
 from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.factory import run_retrievers
+from rag_eval.retrievers.health import run_lint
 from rag_eval.rundir import write_json, write_text
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
 from rag_eval.types import Chunk, Corpus, Question

@@ -8,8 +8,8 @@ import pytest
 
 from rag_eval.cli import main
 from rag_eval.config import load_config
-from rag_eval.orchestration.gates import check_gates
 from rag_eval.orchestration.runner import run_audit
+from rag_eval.report.gates import check_gates
 
 from ..conftest import ROOT
 from ..scripted_server import ScriptedServer, judge_name, structured_reply

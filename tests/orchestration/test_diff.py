@@ -113,15 +113,15 @@ def test_diff_lists_exactly_the_questions_that_moved_with_their_ranks(two_runs):
     assert set(sys_moves) == {qid(i) for i in range(1, 15)} | {"q16"}
     for q, m in sys_moves.items():
         i = int(q[1:])
-        assert (m.base["rank"], m.new["rank"]) == (SYS_BASE[i], SYS_NEW[i])
-        assert m.base["top"][m.base["rank"] - 1] == {
+        assert (m.base.rank, m.new.rank) == (SYS_BASE[i], SYS_NEW[i])
+        assert m.base.top[m.base.rank - 1].dump() == {
             "id": f"c{i:02d}",
             "relevant": True,
             "score": pytest.approx(11 - SYS_BASE[i]),
         }
     assert d.moved[0].question_id == "q16" and d.moved[0].system == "sys"  # the worst regression first
     assert d.moved[0].worse == ["retrieval.sys.hit@1", "retrieval.sys.mrr"]
-    alt_moves = {m.question_id: (m.base["rank"], m.new["rank"]) for m in d.moved if m.system == "alt"}
+    alt_moves = {m.question_id: (m.base.rank, m.new.rank) for m in d.moved if m.system == "alt"}
     assert alt_moves == {"q05": (2, 1), "q06": (None, 1), "q07": (1, 2)}
     assert not [m for m in d.moved if m.system == "bm25"]
     hit = d.figure("retrieval.sys.hit@1")
@@ -294,7 +294,7 @@ def test_runs_over_two_chunkings_compare_the_evidence_labelled_questions(tmp_pat
     )
     hit = d.figure("retrieval.bm25.hit@1")
     assert hit.n == 4  # e1, e2, e3 by their quotes; c2's chunk has the same passage in both
-    why = {x["question_id"]: x["why"] for x in d.not_compared}
+    why = {x.question_id: x.why for x in d.not_compared}
     assert set(why) == {"c1"} and "labelled by chunk id 'guide.md#1', whose passage differs" in why["c1"]
     rows = {r["question_id"]: r for r in rag_eval.load_run(large).retrieval_df().to_dict("records")}
     assert rows["e2"]["relevant"] == {"guide.md#0": 1}  # the quote found its chunk in the new chunking
@@ -328,10 +328,11 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     """A run with one prompt judged by correctness and refusal: ``answers`` maps a question id to
     (answer, correctness verdict); the refusal judge says "answered" for all."""
     from rag_eval.config import config_from_dict
+    from rag_eval.data.inputs import load_inputs
     from rag_eval.hashing import inputs_hash
     from rag_eval.judges.judgement import Judgement
-    from rag_eval.orchestration.steps import load_inputs, retrieval_stage
-    from rag_eval.report.assemble import add_judging, build_report, generation_section, retrieved_in_top_k
+    from rag_eval.orchestration.sources import retrieval_report
+    from rag_eval.report.assemble import add_judging, generation_section, retrieved_in_top_k
     from rag_eval.report.files import write_report
     from rag_eval.rundir import new_run_dir
 
@@ -350,10 +351,8 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     )
     inputs = load_inputs(cfg)
     run_dir = new_run_dir(cfg, str(folder / "runs"))
-    res, diagnoses, findings = retrieval_stage(cfg, inputs, run_dir)
-    report = build_report(
-        cfg, inputs.corpus, res, test_set_path="questions.jsonl", findings=findings, diagnoses=diagnoses
-    )
+    res, report = retrieval_report(cfg, inputs, run_dir)
+    report.test_set.path = "questions.jsonl"
     gens, judgements = [], []
     for i, q in enumerate(res.questions):
         answer, verdict = answers[q.id]
@@ -400,22 +399,22 @@ def test_judged_figures_and_outcomes_with_both_answers_and_judge_noise(tmp_path)
     assert corr.p_value == pytest.approx(sps.binomtest(1, 2, 0.5).pvalue)
     assert corr.worse_ids == ["q1"] and corr.better_ids == ["q3"]
     # The rerun disagreement on identical inputs (1 of 2) is the larger measured noise.
-    assert corr.judge_noise["noise"] == pytest.approx(0.5) and "identical inputs" in corr.judge_noise["source"]
+    assert corr.judge_noise.noise == pytest.approx(0.5) and "identical inputs" in corr.judge_noise.source
     ok = d.figure("attribution.baseline.ok")
     assert ok.better == "higher" and (ok.better_on, ok.worse_on) == (1, 1)
     incorrect = d.figure("attribution.baseline.incorrect")
     assert incorrect.better == "lower" and incorrect.worse_ids == ["q1"]
     q1 = next(m for m in d.moved if m.question_id == "q1")
     assert d.moved[0] is q1 and q1.severity < 0
-    assert (q1.base["answer"], q1.new["answer"]) == ("Lists.", "Tuples.")
-    assert (q1.base["outcome"], q1.new["outcome"]) == ("ok", "incorrect")
+    assert (q1.base.answer, q1.new.answer) == ("Lists.", "Tuples.")
+    assert (q1.base.outcome, q1.new.outcome) == ("ok", "incorrect")
     assert q1.changes == {
         "generation.baseline.correctness": -1.0,
         "attribution.baseline.ok": -1.0,
         "attribution.baseline.incorrect": 1.0,  # its share went up: worse, in the figure's own units
     }
     assert q1.worse == list(q1.changes) and q1.better == []
-    assert q1.new["judges"]["correctness"]["reason"] == "correctness says incorrect for 'Tuples.'"
+    assert q1.new.judges["correctness"].reason == "correctness says incorrect for 'Tuples.'"
     q3 = next(m for m in d.moved if m.question_id == "q3")
     assert q3.judge_noise == ["correctness"] and q1.judge_noise == []
     assert "generation.baseline.needless_refusal" in {f.name for f in d.figures}
@@ -437,12 +436,13 @@ def test_judged_figures_and_outcomes_with_both_answers_and_judge_noise(tmp_path)
     assert "Judge noise: correctness gave another verdict on identical inputs" in md
 
 
-def test_the_readme_diff_example_runs(tmp_path):
-    """The README's diff block, run as written (with its run folder under tmp_path)."""
-    readme = (ROOT / "README.md").read_text()
+def test_the_readme_diff_example_runs(tmp_path, monkeypatch):
+    """The diff block of docs/guides/run-vs-run.md, run as written (in tmp_path, where it writes runs/)."""
+    readme = (ROOT / "docs" / "guides" / "run-vs-run.md").read_text()
     block = readme.split("<!-- diff-example -->\n```python\n", 1)[1].split("```", 1)[0]
-    namespace = {"run_folder": tmp_path}
-    exec(compile(block, "README.md", "exec"), namespace)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(block, "docs/guides/run-vs-run.md", "exec"), namespace)
     d = namespace["d"]
     assert not d.same_corpus and d.not_compared == []  # evidence labels survive the corpus change
     assert d.figure("retrieval.bm25.hit@1").worse_ids == ["q2"]

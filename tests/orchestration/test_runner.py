@@ -229,7 +229,7 @@ def test_resume_redoes_exactly_the_work_whose_inputs_changed(small_project, tmp_
 
 def test_resume_refuses_another_configs_run_and_never_picks_a_longer_name(small_project, tmp_path):
     from rag_eval.config import load_config
-    from rag_eval.orchestration.steps import find_resumable
+    from rag_eval.rundir import find_resumable
 
     cfg = load_config(small_project / "audit.yaml")
     out = tmp_path / "runs"

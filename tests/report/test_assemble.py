@@ -6,8 +6,7 @@ import json
 from rag_eval.answers.answer_records import Answer
 from rag_eval.config import config_from_dict
 from rag_eval.judges.judgement import Judgement
-from rag_eval.orchestration.supplied import retrieved_by_recall
-from rag_eval.report.assemble import add_judging, summary, supplied_report
+from rag_eval.report.assemble import add_judging, retrieved_by_recall, summary, supplied_report
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report
 from rag_eval.types import Question
@@ -81,7 +80,10 @@ def test_supplied_answers_get_the_audit_s_attribution_section(tmp_path):
 def test_supplied_report_files_and_summary(tmp_path):
     report = _supplied(tmp_path)
     write_report(tmp_path, report)
-    assert not (tmp_path / "report.html").exists()  # no retrieval section to draw
+    # Every run has its page: the judged answers and where they fail, with no retrieval section.
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "answers judged without retrieval labels" in page and "Where it fails" in page
+    assert "<h2>Retrieval" not in page
     s = json.loads((tmp_path / "summary.json").read_text())
     assert list(s) == ["name", "created", "supplied", "generation", "attribution", "failure_split"]
     assert s["failure_split"]["system"]["failures"] == 2

@@ -3,7 +3,7 @@ folded under each failed question, and the failed rows filtered by outcome with 
 
 import re
 
-from rag_eval.attribution_records import JudgeBrief
+from rag_eval.attribution.records import JudgeBrief
 from rag_eval.report.formatting import text
 from rag_eval.report.quotes import filtered_table, highlight, markdown_quotes, reasons_html, row_evidence
 

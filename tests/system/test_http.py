@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 import rag_eval
+from rag_eval.answers.supplied import context_id
 from rag_eval.cli import main
-from rag_eval.orchestration.supplied import context_id
 from rag_eval.system.paths import extract, parse_path
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl

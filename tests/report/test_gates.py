@@ -3,7 +3,7 @@
 import pytest
 
 from rag_eval.errors import ConfigError
-from rag_eval.orchestration.gates import check_gates, parse_rule
+from rag_eval.report.gates import check_gates, parse_rule
 
 SUMMARY = {
     "retrieval": {"hybrid": {"hit@5": {"value": 0.79, "ci_low": 0.7, "ci_high": 0.85, "n": 50}}},

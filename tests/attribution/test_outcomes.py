@@ -2,16 +2,18 @@
 
 import pytest
 
-from rag_eval.attribution import attribute
+from rag_eval.answers.answer_records import Answer
+from rag_eval.attribution import JudgeBrief, attribute
+from rag_eval.judges.judgement import Judgement
 from rag_eval.types import Question
 
 ANS = Question("a", "q?", {"c": 1}, True, reference="r")
 UNANS = Question("u", "q?", {}, False)
-GEN = {"answer": "an answer", "error": None}
+GEN = Answer(question_id="a", prompt="p", answer="an answer")
 
 
 def j(status="judged", verdict=None, score=None, reason="because", error=None):
-    return {"status": status, "verdict": verdict, "score": score, "reason": reason, "error": error}
+    return Judgement("x", "a", "p", status, score=score, verdict=verdict, reason=reason, error=error)
 
 
 def ok_judges(**over):
@@ -32,7 +34,7 @@ def ok_judges(**over):
         (ANS, True, GEN, ok_judges(correctness=j("not_judged", error="timeout")), "not_judged"),
         (ANS, True, GEN, ok_judges(refusal=j("not_judged", error="timeout")), "not_judged"),
         (ANS, True, GEN, ok_judges(faithfulness=j("not_judged", error="bad json")), "not_judged"),
-        (ANS, True, {"answer": None, "error": "HTTP 500"}, {}, "not_judged"),
+        (ANS, True, Answer(question_id="a", prompt="p", error="HTTP 500"), {}, "not_judged"),
         (UNANS, False, GEN, {"refusal": j(verdict="refused")}, "correct_refusal"),
         (UNANS, False, GEN, {"refusal": j(verdict="answered")}, "answered_unanswerable"),
         (UNANS, False, GEN, {"refusal": j("not_judged", error="x")}, "not_judged"),
@@ -51,3 +53,15 @@ def test_retrieval_miss_comes_first_even_when_the_answer_is_right():
 def test_skipped_faithfulness_does_not_block_ok():
     judges = ok_judges(faithfulness=j("skipped", reason="refusal"))
     assert attribute(ANS, True, GEN, judges, faithfulness_threshold=0.5)[0] == "ok"
+
+
+def test_a_report_rows_judge_briefs_decide_as_the_judgements_do():
+    """Labels re-attribute from the report's rows: a JudgeBrief is read like a Judgement."""
+    briefs = {
+        name: JudgeBrief(**{k: getattr(v, k) for k in ("status", "score", "verdict", "reason", "error")})
+        for name, v in ok_judges(faithfulness=j(score=0.2)).items()
+    }
+    assert attribute(ANS, True, GEN, briefs, faithfulness_threshold=0.5) == attribute(
+        ANS, True, GEN, ok_judges(faithfulness=j(score=0.2)), faithfulness_threshold=0.5
+    )
+    assert attribute(ANS, True, GEN, briefs, faithfulness_threshold=0.5)[0] == "unfaithful"

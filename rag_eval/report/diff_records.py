@@ -1,10 +1,17 @@
-"""The JSON of a run-against-run diff (``RunDiff.to_json()``, what ``rag-eval diff --json``
-writes), typed for the renderers and the diff gates."""
+"""The records of a run-against-run diff: what ``rag_eval.orchestration.diff`` builds, what
+``rag-eval diff --json`` writes (``DiffData``), and what the renderers and the diff gates read."""
 
 from __future__ import annotations
 
-from rag_eval.attribution_records import ContextMark, JudgeBrief
+from typing import Any
+
+from pydantic import Field
+
+from rag_eval.attribution.records import ContextMark, JudgeBrief
+from rag_eval.config import StatsConfig
 from rag_eval.typed import Model, Num
+
+_STATS = StatsConfig()
 
 
 class JudgeNoise(Model):
@@ -17,7 +24,11 @@ class JudgeNoise(Model):
 
 
 class FigureEntry(Model):
-    """One figure of both runs, compared on the questions both can compare (new − base)."""
+    """One figure of both runs, compared on the questions both can compare (new − base).
+
+    ``name`` (``retrieval.<retriever>.<metric>``, ``generation.<prompt>.<figure>``,
+    ``attribution.<prompt>.<outcome>``) is the figure's key in the JSON; ``better_ids`` /
+    ``worse_ids`` the questions where the new run is better / worse (the JSON's ``moved``)."""
 
     base: Num | None = None
     new: Num | None = None
@@ -40,6 +51,16 @@ class FigureEntry(Model):
     metric: str = ""
     binary: bool = False
     judge_noise: JudgeNoise | None = None
+    name: str = Field("", exclude=True)
+    better_ids: list[str] = Field([], exclude=True)
+    worse_ids: list[str] = Field([], exclude=True)
+
+    def entry(self) -> dict[str, Any]:
+        """The figure's entry in the JSON of the diff (every key; ``judge_noise`` where measured)."""
+        out = self.model_dump(mode="json", exclude={"judge_noise"})
+        if self.judge_noise is not None:
+            out["judge_noise"] = self.judge_noise.dump()
+        return out
 
     @property
     def changed(self) -> bool:
@@ -107,8 +128,8 @@ class DiffData(Model):
     new: str = ""
     base_name: str = ""
     new_name: str = ""
-    confidence: Num = 0.95
-    alpha: Num = 0.05
+    confidence: Num = _STATS.confidence
+    alpha: Num = _STATS.alpha
     shared_questions: int = 0
     same_corpus: bool = True
     empty: bool = False
@@ -119,7 +140,38 @@ class DiffData(Model):
     only_in_new: list[str] = []
     not_compared: list[NotCompared] = []
     notes: list[str] = []
+    warnings: list[str] = []  # what the reader must know first (runs of two configs)
 
     def changed(self) -> dict[str, FigureEntry]:
         """The figures that moved on some question."""
         return {n: e for n, e in self.figures.items() if e.changed}
+
+    def named_figures(self) -> list[FigureEntry]:
+        """The figures with their names and moved questions filled in from the JSON's keys."""
+        out = []
+        for name, e in self.figures.items():
+            moved = self.moved.get(name, {})
+            out.append(
+                e.model_copy(
+                    update={"name": name, "better_ids": moved.get("better", []), "worse_ids": moved.get("worse", [])}
+                )
+            )
+        return out
+
+    def moved_lines(self, figure: str, *, limit: int = 10) -> list[str]:
+        """The questions that got worse on a figure, as ``id: before -> after`` lines (gate output)."""
+        worse = self.moved.get(figure, {}).get("worse", [])
+        system = figure.split(".")[1] if figure.count(".") >= 2 else ""
+        scope = "retrieval" if figure.startswith("retrieval.") else "generation"
+        by_q = {m.question_id: m for m in self.questions if m.scope == scope and m.system == system}
+        out = []
+        for q in sorted(worse, key=lambda q: by_q[q].severity if q in by_q else 0.0):  # worst first
+            m = by_q.get(q)
+            if m is None:
+                out.append(q)
+            elif scope == "retrieval":
+                rb, rn = (e.rank or "not retrieved" for e in (m.base, m.new))
+                out.append(f"{q}: first relevant chunk at rank {rb} -> {rn} ({m.question})")
+            else:
+                out.append(f"{q}: {m.base.outcome} -> {m.new.outcome} ({m.question})")
+        return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])

@@ -40,3 +40,4 @@ class HistoryData(Model):
     runs_dir: str = ""
     systems: dict[str, list[HistoryRun]] = {}
     unfinished: list[str] = []
+    unfinished_why: dict[str, str] = {}  # run name -> why it has no results (a failure's reason)

@@ -1,29 +1,16 @@
-"""Judging answers a system already produced: rows of question, contexts (texts), answer and an
-optional reference, with Ragas' column names accepted. No retrieval labels exist, so a retrieval
-miss is decided by the context-recall judge (the reference is not in the contexts)."""
+"""Answers a system already produced, supplied as rows: question, contexts (texts), answer and an
+optional reference, with Ragas' column names accepted; read into the records of an audit (the
+contexts as a corpus, the rows as questions, one answer record per row)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from rag_eval.answers.answer_records import Answer
-from rag_eval.cache_dirs import cache_root
-from rag_eval.config import AuditConfig
 from rag_eval.data.records import Record
 from rag_eval.data.testset import stable_id
-from rag_eval.engine import make_engine
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.judging import run_judging
-from rag_eval.llm.session import LLMSession
-from rag_eval.report.assemble import Retrieved, add_judging, supplied_report
-from rag_eval.report.files import write_report
-from rag_eval.report.report_records import Report
-from rag_eval.rundir import write_json, write_text
 from rag_eval.types import Chunk, Corpus, Question
 
 # Each field and the column names that may hold it (rag-eval's, Ragas 0.2+, Ragas 0.1).
@@ -134,39 +121,3 @@ def as_audit_inputs(rows: list[SuppliedAnswer]) -> tuple[Corpus, list[Question],
             }
         )
     return Corpus(list(chunks.values()), source="contexts (given)"), questions, generations
-
-
-def retrieved_by_recall(recall: str | None, judgements: list[Judgement]) -> Retrieved:
-    """With no retrieval labels, a question's contexts missed when the context-recall judge
-    ``recall`` found the reference absent from them (score under 0.5); why, with its reason."""
-    verdicts = {j.question_id: j for j in judgements if j.judge == recall}
-
-    def retrieved(q: Question) -> tuple[bool, str | None]:
-        rj = verdicts.get(q.id)
-        if rj and rj.status == "judged" and rj.score is not None and rj.score < 0.5:
-            return False, f"{recall} {rj.score:.2f} < 0.5: the contexts do not hold the reference ({rj.reason or ''})"
-        return True, None
-
-    return retrieved
-
-
-def judge_supplied(cfg: AuditConfig, rows: list[SuppliedAnswer], run_dir: Path, use_cache: bool = True) -> Report:
-    """Judges and attribution for supplied answers, written to ``run_dir``; returns the report.
-    With no retrieval labels, a retrieval miss is the context-recall judge finding the reference
-    missing from the contexts."""
-    corpus, questions, generations = as_audit_inputs(rows)
-    write_text(run_dir / "generation.jsonl", "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in generations))
-    session = LLMSession(
-        cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=run_dir, engine=make_engine(cfg.engine)
-    )
-    try:
-        judgements, info = run_judging(cfg, corpus, questions, generations, session, run_dir)
-    finally:
-        write_json(run_dir / "llm_usage.json", session.usage())
-        session.close()
-    recall = cfg.judges.deciding("retrieval")
-    report = supplied_report(cfg, len(rows), recall)
-    answers = [Answer.load(g) for g in generations]
-    add_judging(report, cfg, questions, answers, judgements, retrieved_by_recall(recall, judgements), reuse=info)
-    write_report(run_dir, report)
-    return report

@@ -8,8 +8,7 @@ from pathlib import Path
 from rag_eval.config import OPS, parse_rule
 from rag_eval.errors import ConfigError, Problem, did_you_mean
 from rag_eval.judges.registry import figures as judge_figures
-from rag_eval.orchestration.diff import moved_lines
-from rag_eval.orchestration.diff_records import DiffData
+from rag_eval.report.diff_records import DiffData
 from rag_eval.report.report_records import Report
 from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import read_jsonl
@@ -114,7 +113,7 @@ def check_diff_gate(figure: str, op: str, threshold: float, diff: DiffData | dic
     message = f"{'pass' if passed else 'FAIL'}: {figure} = {shown} ({decided} needs {rule})"
     detail = "\n".join(
         [f"{figure} = {shown}, {decided} needs {rule}; base {d.base}", f"    {entry.verdict}"]
-        + [f"    {line}" for line in moved_lines(d.dump(), name)]
+        + [f"    {line}" for line in d.moved_lines(name)]
     )
     return GateResult(figure, rule, value, passed, message, shown=shown, detail=detail)
 

@@ -1,0 +1,133 @@
+"""One outcome per question and prompt: where did the answer go wrong?
+
+For an answerable question, in this order: ``retrieval_miss`` (no relevant chunk in the top k
+given to the generator); then, with the answer in hand, ``refused`` (declined although the answer
+was there), ``incorrect`` (the correctness judge did not say correct), ``unfaithful``
+(faithfulness under the threshold), else ``ok``. For an unanswerable question:
+``correct_refusal`` or ``answered_unanswerable``. ``not_judged`` where a judge whose verdict
+decides the outcome failed, or the answer itself failed; ``uncertain`` where such a judge's
+decision lay in the band around its cut-off (see ``judges/uncertain.py``).
+
+Which judge decides each step is its ``role`` in the judge registry: among the judges with a
+record for the answer, the one of highest precedence (faithfulness: the one the config names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from rag_eval.answers.answer_records import Answer
+from rag_eval.judges.registry import JUDGES, decider
+from rag_eval.types import Question
+
+OUTCOMES = (
+    "ok",
+    "retrieval_miss",
+    "refused",
+    "incorrect",
+    "unfaithful",
+    "correct_refusal",
+    "answered_unanswerable",
+    "not_judged",
+    "uncertain",
+)
+RETRIEVAL_FAILURES = ("retrieval_miss",)
+GENERATION_FAILURES = ("refused", "incorrect", "unfaithful", "answered_unanswerable")
+# The threshold of a report that recorded none: written before the setting existed, under the
+# majority rule of those versions (the config's default is ``judges.registry.FAITHFUL_SHARE``).
+UNRECORDED_FAITHFULNESS_THRESHOLD = 0.5
+
+
+class Verdict(Protocol):
+    """What attribution reads of a judge's record: a ``Judgement``, or a report row's ``JudgeBrief``."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def verdict(self) -> str | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def probability(self) -> float | None: ...
+
+
+def attribute(
+    question: Question,
+    retrieved: bool,
+    generation: Answer | None,
+    judgements: Mapping[str, Verdict],
+    *,
+    faithfulness_threshold: float,
+    faithfulness_judge: str | None = "faithfulness",
+) -> tuple[str, str]:
+    """(outcome, why) for one question and prompt; ``judgements`` maps judge name to its record;
+    ``faithfulness_judge`` names the faithfulness figure that decides ``unfaithful``."""
+
+    def considered(name: str | None) -> Verdict | None:
+        j = judgements.get(name) if name else None
+        return None if j is None or j.status == "skipped" else j
+
+    if question.answerable and not retrieved:
+        return "retrieval_miss", "no relevant chunk in the contexts given to the generator"
+    if generation is None or generation.error is not None:
+        return "not_judged", f"no answer: {(generation.error if generation else None) or 'not generated'}"
+    rname = decider("refusal", judgements)
+    rj = considered(rname)
+    if rj is not None and rj.status == "not_judged":
+        return "not_judged", f"{rname} judge failed: {rj.error}"
+    if rj is not None and rj.status == "uncertain":
+        return "uncertain", _unsure(rname, rj)
+    refused = rj is not None and rname is not None and rj.status == "judged" and rj.verdict == JUDGES[rname].positive
+    if not question.answerable:
+        if rj is None or rj.verdict is None:
+            return "not_judged", "the refusal judge is not configured"
+        return (
+            ("correct_refusal", rj.reason or "declined")
+            if refused
+            else ("answered_unanswerable", rj.reason or "answered a question the documents cannot answer")
+        )
+    if refused and rj is not None:
+        return "refused", rj.reason or "declined although the answer was retrieved"
+    cname = decider("correctness", judgements)
+    cj = considered(cname)
+    if cj is not None and cj.status == "not_judged":
+        return "not_judged", f"{cname} judge failed: {cj.error}"
+    if cj is not None and cj.status == "uncertain":
+        return "uncertain", _unsure(cname, cj)
+    correct = cj is not None and cname is not None and cj.status == "judged" and cj.verdict == JUDGES[cname].positive
+    if cj is not None and cj.verdict is not None and not correct:  # partial (earlier releases): not correct
+        return "incorrect", f"{cj.verdict}: {cj.reason}"
+    faith = judgements.get(faithfulness_judge) if faithfulness_judge else None
+    if faith is not None and faith.status == "not_judged":
+        return "not_judged", f"{faithfulness_judge} judge failed: {faith.error}"
+    if faith is not None and faith.status == "uncertain":
+        return "uncertain", _unsure(faithfulness_judge, faith)
+    if (
+        faith is not None
+        and faith.status == "judged"
+        and faith.score is not None
+        and faith.score < faithfulness_threshold
+    ):
+        return (
+            "unfaithful",
+            f"{faithfulness_judge} {faith.score:.2f} < {faithfulness_threshold}: {faith.reason}",
+        )
+    return "ok", "retrieved, answered" + (", judged correct" if correct else "")
+
+
+def _unsure(name: str | None, j: Verdict | None) -> str:
+    """Why an outcome is uncertain: the judge, its probability and its band."""
+    d: dict[str, Any] = getattr(j, "details", None) or {}
+    band = d.get("band") or ["?", "?"]
+    if d.get("score_range") is not None:
+        lo, hi = d["score_range"]
+        what = f"its share of supported statements lies between {lo:.2f} and {hi:.2f}"
+    else:
+        probability = j.probability if j is not None else None
+        what = f"P {probability:.2f}" if probability is not None else "its probability"
+    return f"{name} uncertain: {what}, within its band [{band[0]}, {band[1]}); label it or escalate it"
