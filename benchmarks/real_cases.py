@@ -48,7 +48,7 @@ def packets(run_dirs: list[Path]) -> None:
     """Blind packets of every generated answer: what a reader needs, nothing of any judge or prompt."""
     from rag_eval.answers.generation import format_contexts
     from rag_eval.api import as_config
-    from rag_eval.orchestration.steps import load_inputs
+    from rag_eval.data.inputs import load_inputs
 
     rows = []
     for run_dir in run_dirs:

@@ -98,7 +98,7 @@ def run(cfg_dict: dict):
     """(config, corpus, retrieval results) of one corpus, with the retrieval stage's own code."""
     from rag_eval.cache_dirs import cache_root
     from rag_eval.config import config_from_dict
-    from rag_eval.orchestration.steps import load_inputs
+    from rag_eval.data.inputs import load_inputs
     from rag_eval.retrievers.factory import run_retrievers
     from rag_eval.retrievers.stage import evaluate
 

@@ -7,8 +7,8 @@ import pytest
 
 from rag_eval.answers.generation import PromptTemplate, format_contexts, select_questions
 from rag_eval.config import load_config
+from rag_eval.data.inputs import load_inputs
 from rag_eval.orchestration.runner import run_audit
-from rag_eval.orchestration.steps import load_inputs
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Chunk
 

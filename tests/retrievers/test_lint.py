@@ -154,7 +154,7 @@ def test_generic_quote_is_flagged_with_its_match_count(small_project):
     import json
 
     from rag_eval.config import load_config
-    from rag_eval.orchestration.steps import load_inputs
+    from rag_eval.data.inputs import load_inputs
 
     rows = [json.loads(x) for x in (small_project / "questions.jsonl").read_text().splitlines()]
     rows[1]["evidence"] = "typically used to store"  # in the lists and the tuples chunk
