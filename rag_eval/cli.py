@@ -61,7 +61,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _retrieval(args: argparse.Namespace) -> int:
-    result = api.retrieval(_with_test_set(args), out=args.out, progress=progress.enabled(), baseline=args.baseline)
+    result = api.retrieval(_with_test_set(args), out=args.out, progress=progress.shown(), baseline=args.baseline)
     summary = result.summary
     n = sum(len(pairs) for pairs in summary["retrieval_comparison"].values())
     if n:
@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out,
         use_cache=not args.no_cache,
         resume=resume,
-        progress=progress.enabled(),
+        progress=progress.shown(),
         baseline=args.baseline,
     )
     return _finish(result, args, "audit")
@@ -277,7 +277,7 @@ def _compare(args: argparse.Namespace) -> int:
         args.config,
         out=args.out,
         use_cache=not args.no_cache,
-        progress=progress.enabled(),
+        progress=progress.shown(),
         stop_when_settled=args.stop_when_settled,
         batch=args.batch,
         seed=args.seed,
@@ -352,7 +352,7 @@ def _generate(args: argparse.Namespace) -> int:
     if args.mix:
         overrides["mix"] = _parse_mix(args.mix)
     report = api.generate(
-        args.config, out=args.out, progress=progress.enabled(), use_cache=not args.no_cache, **overrides
+        args.config, out=args.out, progress=progress.shown(), use_cache=not args.no_cache, **overrides
     )
     print(
         f"{report['kept']} questions kept of {report['drawn']} drafted ({report['asked']} asked) in "
@@ -446,7 +446,7 @@ def _traces(args: argparse.Namespace) -> int:
         labels=args.labels,
         seed=args.seed,
         use_cache=not args.no_cache,
-        progress=progress.enabled(),
+        progress=progress.shown(),
     )
     t = result.typed_report.traces
     skipped = ", ".join(f"{n} {why}" for why, n in t.skipped.items()) or "none"
@@ -455,6 +455,10 @@ def _traces(args: argparse.Namespace) -> int:
         print(f"    skipped {s.trace_id} ({s.reason}): {s.question or '(no question)'}")
     if len(t.skipped_traces) > 10:
         print(f"    ... and {len(t.skipped_traces) - 10} more (report.md)")
+    for line in t.skipped_lines[:10]:
+        print(f"    skipped {line.file}:{line.line} ({line.reason}): {line.detail}")
+    if len(t.skipped_lines) > 10:
+        print(f"    ... and {len(t.skipped_lines) - 10} more unreadable parts (report.md)")
     print(f"run folder: {result.run_dir} (report.md, report.html, summary.json, labels/)")
     results = result.gates()
     for r in results:

@@ -2,9 +2,11 @@
 
 Conventions: every random procedure takes a seed and builds its own ``numpy.random.Generator``
 (numpy's global state is never touched); percentile bootstrap intervals; Wilson intervals for
-proportions; exact two-sided sign test with ties dropped (for paired binary outcomes this is the
-exact McNemar test); permutation p-values with the +1 correction (exact enumeration when there
-are at most 16 non-zero differences); Holm's step-down correction across comparisons.
+proportions over questions; Clopper–Pearson exact intervals for proportions from a handful of
+human labels (never zero-width at 0/n or n/n, at least the nominal coverage at every n); exact
+two-sided sign test with ties dropped (for paired binary outcomes this is the exact McNemar test);
+permutation p-values with the +1 correction (exact enumeration when there are at most 16 non-zero
+differences); Holm's step-down correction across comparisons.
 """
 
 from __future__ import annotations
@@ -84,6 +86,34 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Esti
         return Estimate(None, None, None, 0)
     p = successes / n
     lo, hi = _wilson(p, n, confidence)
+    return Estimate(p, lo, hi, n)
+
+
+def exact_interval(successes: float, n: float, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Clopper–Pearson's exact interval for a proportion from ``successes`` of ``n``: the beta
+    quantiles (scipy's), which is what inverting two one-sided binomial tests gives. Real-valued
+    counts are allowed (a weighted share on an effective sample size). 0/n gives
+    ``[0, 1 - (alpha/2)^(1/n)]``, n/n its mirror; never zero-width."""
+    alpha = 1 - confidence
+    lo = 0.0 if successes <= 0 else float(sps.beta.ppf(alpha / 2, successes, n - successes + 1))
+    hi = 1.0 if successes >= n else float(sps.beta.ppf(1 - alpha / 2, successes + 1, n - successes))
+    return lo, hi
+
+
+def exact_share(hits: np.ndarray, weights: np.ndarray | None = None, *, confidence: float = 0.95) -> Estimate:
+    """A proportion of binary ``hits`` with its Clopper–Pearson interval; under sampling weights,
+    the weighted share on Kish's effective sample size (sum w)^2 / sum w^2 (equal weights give the
+    plain count)."""
+    hits = np.asarray(hits, dtype=float)
+    n = len(hits)
+    if n == 0:
+        return Estimate(None, None, None, 0)
+    if weights is None or np.ptp(np.asarray(weights, float)) == 0:
+        p, n_eff = float(hits.mean()), float(n)
+    else:
+        w = np.asarray(weights, dtype=float)
+        p, n_eff = float((hits * w).sum() / w.sum()), float(w.sum() ** 2 / (w**2).sum())
+    lo, hi = exact_interval(p * n_eff, n_eff, confidence=confidence)
     return Estimate(p, lo, hi, n)
 
 
@@ -246,6 +276,17 @@ def verdict(c: Comparison, *, alpha: float = 0.05) -> str:
         flipped = f"better on {c.losses}, worse on {c.wins}, same on {c.ties}; {format_p(c.p_holm)}"
         return f"{c.b} beats {c.a} on {c.metric}: {flipped}"
     tail = f"; about {c.needed} questions would detect a difference of {abs(c.diff):.3f}" if c.needed else ""
+    if c.needed and c.needed <= n:  # enough questions for one test of this difference, yet not settled
+        if c.p_holm is not None and c.p_value is not None and c.p_holm > c.p_value:
+            tail = (
+                f"; alone it would be settled (p = {c.p_value:.3f} before the Holm correction): {n} questions give 80% "
+                f"power for one test of {abs(c.diff):.3f}, not for all the comparisons together"
+            )
+        else:
+            tail = (
+                f"; {n} questions would usually (80% power) settle a true difference of {abs(c.diff):.3f}: the "
+                "true difference is likely smaller than observed"
+            )
     shown = f"{c.detectable:.3f}" if c.detectable is not None else "none: too few questions"
     return (
         f"{c.a} vs {c.b} on {c.metric}: {counts}: not settled by {n} questions "

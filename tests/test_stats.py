@@ -11,6 +11,8 @@ from rag_eval.stats import (
     bootstrap_mean,
     compare_paired,
     detectable_difference,
+    exact_interval,
+    exact_share,
     holm,
     permutation_test,
     sign_test,
@@ -118,6 +120,20 @@ def test_unsettled_verdict_names_the_questions_needed():
     assert "questions would detect a difference of 0.025" in c.verdict
 
 
+def test_an_unsettled_verdict_never_says_fewer_questions_than_it_had_would_detect_it():
+    """14 questions, enough for one test of this difference (13 needed), but Holm-corrected
+    across three comparisons the difference is not settled: the verdict says why."""
+    b = np.full(14, 0.5)
+    d = np.array([0.4, -0.1, 0.3, 0.2, -0.2, 0.5, 0.1, 0.0, 0.3, 0.2, -0.1, 0.4, 0.1, 0.2])
+    c = compare_paired(b + d / d.mean() * 0.05, b, names=("a", "b"), metric="correctness", binary=False)
+    same = [compare_paired(b, b, names=("x", "y"), metric="m", binary=False) for _ in range(2)]
+    apply_holm([c, *same])
+    assert c.needed == 13 and c.p_value < 0.05 < c.p_holm
+    assert "not settled by 14 questions" in c.verdict
+    assert "questions would detect" not in c.verdict
+    assert "before the Holm correction" in c.verdict and "not for all the comparisons together" in c.verdict
+
+
 def test_detectable_difference_formula():
     # (1.95996 + 0.84162) * 0.5 / sqrt(100)
     assert detectable_difference(0.5, 100) == pytest.approx(0.140079, abs=1e-5)
@@ -160,3 +176,23 @@ def test_kappa_is_undefined_not_perfect_when_both_say_one_thing():
     # perfect agreement; every other resample gives kappa 0, so the whole interval is 0.
     est = bootstrap_kappa(["a", "a", "a", "a", "b"], ["a"] * 5, n_resamples=2000)
     assert est.value == 0.0 and est.ci_low == 0.0 and est.ci_high == 0.0
+
+
+@pytest.mark.parametrize("n", range(1, 11))
+def test_exact_interval_is_clopper_pearson_at_every_small_n(n):
+    """Every k of n = 1..10 matches scipy's exact binomial interval; 0/n and n/n are not zero-width."""
+    for k in range(n + 1):
+        ci = sps.binomtest(k, n).proportion_ci(0.95, method="exact")
+        assert exact_interval(k, n) == pytest.approx((ci.low, ci.high))
+    assert exact_interval(0, n) == pytest.approx((0.0, 1 - 0.025 ** (1 / n)))
+    assert exact_interval(n, n) == pytest.approx((0.025 ** (1 / n), 1.0))
+
+
+def test_exact_share_under_weights_uses_the_effective_sample_size():
+    hits = np.array([1, 0, 0, 0.0])
+    assert exact_share(hits).ci_high == pytest.approx(exact_interval(1, 4)[1])
+    w = np.array([3, 1, 1, 1.0])  # weighted share 0.5 on n_eff = 36 / 12 = 3
+    est = exact_share(hits, w)
+    assert est.value == 0.5 and est.n == 4
+    assert (est.ci_low, est.ci_high) == pytest.approx(exact_interval(1.5, 3.0))
+    assert exact_share(np.array([])).value is None

@@ -22,7 +22,7 @@ from rag_eval.errors import DataError, Problem
 from rag_eval.judges.active import active_mean, draw_questions
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.ppi import human_mean, ppi_mean
+from rag_eval.judges.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
@@ -414,7 +414,8 @@ def estimates(
         )
         # A census (nothing left unlabelled) is its own figure; a sample is weighted by 1 / pi.
         hw = base if len(yhat_unlabelled) == 0 else base / p
-        return est, human_mean(y, confidence=confidence, w=hw, bounded=bounded)
+        human = human_mean(y, confidence=confidence, w=hw, bounded=bounded)
+        return (at_least_exact(est, y, human, w=hw) if bounded else est), human
     est = ppi_mean(y, yhat, yhat_unlabelled, confidence=confidence, w=w, w_unlabelled=w_unlabelled, bounded=bounded)
     return est, human_mean(y, confidence=confidence, w=w, bounded=bounded)
 

@@ -7,6 +7,12 @@ from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.report_records import Report
 
 
+def _cut(value: object, limit: int) -> str:
+    """Text for a table cell, on one line and cut to ``limit`` characters; not escaped here, since
+    ``_table`` escapes every cell (escaping twice shows ``&amp;lt;`` for ``<``)."""
+    return " ".join(str(value if value is not None else "").split())[:limit]
+
+
 def system_markdown(report: Report) -> list[str]:
     """How the system was called, which questions failed (not_judged), how its passages mapped."""
     s = report.system
@@ -27,7 +33,7 @@ def system_markdown(report: Report) -> list[str]:
         out += ["", f"Failed questions ({len(s.failed)}):", ""]
         out += _table(
             ["question", "error"],
-            [[f"{f.question_id}: {text(f.question, 80)}", text(f.error, 200)] for f in s.failed[:50]],
+            [[f"{f.question_id}: {_cut(f.question, 80)}", _cut(f.error, 200)] for f in s.failed[:50]],
         )
     return out + [""]
 
@@ -44,6 +50,14 @@ def traces_markdown(report: Report) -> list[str]:
             "skipped: " + ", ".join(f"{n} {reason}" for reason, n in t.skipped.items()) if t.skipped else "none skipped"
         ),
     ]
+    if t.skipped_lines:
+        counts: dict[str, int] = {}
+        for line in t.skipped_lines:
+            counts[line.reason] = counts.get(line.reason, 0) + 1
+        out.append(
+            f"- {len(t.skipped_lines)} unreadable parts of the files skipped: "
+            + ", ".join(f"{n} {reason}" for reason, n in counts.items())
+        )
     if t.labels:
         lab = t.labels
         out.append(f"- {lab.n} traces drawn to label (seed {lab.seed}): {text(lab.csv)}, {text(lab.html)}")
@@ -51,7 +65,13 @@ def traces_markdown(report: Report) -> list[str]:
         out += ["", "Skipped traces:", ""]
         out += _table(
             ["trace id", "question", "reason", "detail"],
-            [[s.trace_id, text(s.question or "–", 80), s.reason, text(s.detail, 160)] for s in t.skipped_traces[:100]],
+            [[s.trace_id, _cut(s.question or "–", 80), s.reason, _cut(s.detail, 160)] for s in t.skipped_traces[:100]],
+        )
+    if t.skipped_lines:
+        out += ["", "Skipped lines (the traces on them were not read):", ""]
+        out += _table(
+            ["where", "reason", "detail"],
+            [[f"{x.file}:{x.line}", x.reason, _cut(x.detail, 160)] for x in t.skipped_lines[:100]],
         )
     return out + [""]
 
@@ -79,6 +99,6 @@ def judged_markdown(report: Report) -> list[str]:
         out += ["", "Failed traces:", ""]
         out += _table(
             ["trace", "outcome", "question", "why"],
-            [[r.question_id, r.outcome, text(r.question, 80), text(r.why, 200)] for r in failed[:100]],
+            [[r.question_id, r.outcome, _cut(r.question, 80), _cut(r.why, 200)] for r in failed[:100]],
         )
     return out

@@ -50,6 +50,16 @@ class SkippedTrace(Model):
     detail: str | None = None
 
 
+class SkippedLine(Model):
+    """A part of a trace file that could not be read (a truncated or broken JSON line, or JSON that
+    is no span): where (``file:line``), the reason and what the parser said."""
+
+    file: str = ""
+    line: int = 0
+    reason: str = ""  # one of rag_eval.system.traces.LINE_SKIP_REASONS
+    detail: str = ""
+
+
 class LabelDraw(Model):
     """The traces drawn for people to label: how many, the seed, the files to fill in."""
 
@@ -67,4 +77,5 @@ class TracesSection(Model):
     audited: int = 0
     skipped: dict[str, int] = {}
     skipped_traces: list[SkippedTrace] = []
+    skipped_lines: list[SkippedLine] = []
     labels: LabelDraw | None = None

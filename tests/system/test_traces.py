@@ -53,9 +53,14 @@ def test_collector_json_lines_and_bad_files(tmp_path):
         read_traces([bad])
     torn = tmp_path / "torn.jsonl"
     torn.write_text(json.dumps(one) + "\n{not json\n")
+    # A broken line is skipped and named; the good line's traces are kept.
+    read = read_traces([torn])
+    assert len(read) == 6 and [(x.file, x.line, x.reason) for x in read.skipped_lines] == [(str(torn), 2, "bad_json")]
+    only_bad = tmp_path / "only-bad.jsonl"
+    only_bad.write_text("{not json\n")
     with pytest.raises(DataError) as err:
-        read_traces([torn])
-    assert f"{torn}:2" in err.value.render()
+        read_traces([only_bad])
+    assert f"{only_bad}:1" in err.value.render()
 
 
 def test_documents_as_one_attribute_and_chat_messages(tmp_path):

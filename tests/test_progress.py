@@ -1,0 +1,91 @@
+"""Progress where there is no terminal: the CLI run as a subprocess whose standard output and error
+are pipes (a CI log, ``| tee``) prints one line when a stage starts and one every
+RAG_EVAL_PROGRESS_INTERVAL seconds with done/total and an estimate; ``-q`` silences it."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import yaml
+
+from rag_eval import progress
+
+from .conftest import ROOT
+from .scripted_server import ScriptedServer, structured_reply
+from .system.test_trace_audit import judges
+from .system.test_traces_formats import _otlp_line
+
+ANSI = re.compile(r"\x1b\[")
+
+
+def _cli(args: list[str], cwd, interval: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAG_EVAL_PROGRESS_INTERVAL": interval, "RAG_EVAL_CACHE_DIR": str(cwd / "cache")}
+    env.pop("FORCE_COLOR", None)
+    env.pop("FORCE_TERMINAL", None)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "rag_eval.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,  # both pipes: no terminal
+        text=True,
+        timeout=300,
+    )
+
+
+def test_without_a_terminal_the_cli_prints_stage_and_interval_lines(tmp_path):
+    docs = ["py/sets", "py/lists", "py/dicts", "py/with"]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(_otlp_line(i, f"Question {i}?", f"Answer {i}.", docs[i % 4]) + "\n" for i in range(16)))
+    # Each judge call takes 0.15 s: the judging stage lasts over a second, many 0.2 s intervals.
+    with ScriptedServer(reply=structured_reply, latency_s=0.15) as s:
+        cfg = {"name": "piped", "judges": judges(s.base_url)}
+        cfg["judges"]["llm"]["concurrency"] = 2
+        (tmp_path / "traces.yaml").write_text(yaml.safe_dump(cfg))
+        args = ["traces", str(path), "--config", "traces.yaml", "--labels", "0", "--no-cache"]
+        shown = _cli(args, tmp_path, "0.2")
+        quiet = _cli(["-q", *args], tmp_path, "0.2")
+    assert shown.returncode == 0, shown.stderr
+    err = shown.stderr
+    assert not ANSI.search(err) and "\r" not in err  # plain lines, no live bar
+    assert re.search(r"^judging answers \((\d+) items\): started$", err, re.M), err
+    total = int(re.search(r"^judging answers \((\d+) items\)", err, re.M).group(1))
+    ticks = re.findall(
+        rf"^judging answers: (\d+)/{total} done, .+ elapsed(, about .+ left|, no estimate yet.*)$", err, re.M
+    )
+    assert ticks, err
+    assert any(", about " in t[1] for t in ticks), err  # an estimate once something is done
+    assert re.search(rf"^judging answers: {total}/{total} done in \d+ s$", err, re.M), err
+    assert "traces: 16 read, 16 audited" in shown.stdout
+    # -q: the same run, no progress and no status lines; the results still on standard output.
+    assert quiet.returncode == 0, quiet.stderr
+    assert "judging answers" not in quiet.stderr and "traces: 16 read" in quiet.stdout
+
+
+def test_a_stage_line_and_an_estimate(monkeypatch, capsys):
+    """In-process: the lines' text, and the interval from the environment (30 s when unset)."""
+    monkeypatch.delenv(progress.INTERVAL_ENV, raising=False)
+    assert progress.interval_s() == 30.0
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.05")
+    assert progress.interval_s() == 0.05
+    progress.set_enabled(True)
+    try:
+        out = list(progress.track(iter(range(4)), "searching", total=4))
+        slow = []
+        for x in progress.track([1, 2], "embedding"):
+            time.sleep(0.12)
+            slow.append(x)
+    finally:
+        progress.set_enabled(False)
+    assert out == [0, 1, 2, 3] and slow == [1, 2]
+    err = capsys.readouterr().err
+    assert "searching (4 items): started" in err and "embedding (2 items): started" in err
+    assert re.search(r"embedding: [012]/2 done, 0 s elapsed", err)
+    assert "embedding: 2/2 done in 0 s" in err
+    lines = progress.Lines("judging", 10, interval=30)
+    lines.start -= 20
+    lines.advance(4)
+    assert lines.status() == "judging: 4/10 done, 20 s elapsed, about 30 s left"
+    assert progress.duration(167) == "2 min 47 s" and progress.duration(3900) == "1 h 05 min"
