@@ -463,3 +463,38 @@ def test_figures_only_one_run_measured_are_named(two_runs, tmp_path):
     assert "retriever 'sys': figures not compared, only in the base run: mrr; only in the new run: hit@3" in d.notes
     assert {f.name for f in d.figures} == {"retrieval.sys.hit@1", "retrieval.alt.hit@1", "retrieval.bm25.hit@1"}
     assert d.empty and not d.moved  # the same rankings: nothing moved, though fewer figures were compared
+
+
+def test_a_pair_naming_what_a_run_lacks_is_an_error_naming_what_exists(two_runs, capsys):
+    _, base, new = two_runs
+    assert main(["diff", str(base), str(new), "--pair", "bm25=hybrid"]) == 2
+    err = capsys.readouterr().err
+    assert "--pair bm25=hybrid" in err
+    assert "'hybrid' is no retriever or prompt of the new run (retrievers: sys, alt, bm25)" in err
+    with pytest.raises(rag_eval.ConfigError, match="'nope' is no retriever or prompt of the base run"):
+        rag_eval.diff(base, new, pairs={"nope": "sys"})
+
+
+def test_runs_of_two_configs_are_named_and_runs_sharing_no_question_are_refused(two_runs, tmp_path, capsys):
+    folder, base, new = two_runs
+    d = rag_eval.diff(base, new)
+    assert d.warnings == [
+        "the base run is of config 'base', the new run of config 'new': compared as two runs of one test set, "
+        "question by question"
+    ]
+    assert "warning: the base run is of config 'base'" in str(d)
+    # A test set with none of the base run's questions: refused, never "every figure is the same".
+    write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
+    write_jsonl(tmp_path / "questions.jsonl", [{**q, "id": "x" + q["id"]} for q in QUESTIONS])
+    (tmp_path / "other.yaml").write_text(
+        "name: other\ncorpus: {path: corpus.jsonl}\ntest_set: {path: questions.jsonl}\n"
+        f"retrieval: {{k: [1, 3], retrievers: {{bm25: {{type: bm25}}}}}}\nreport: {{out: {tmp_path / 'runs'}}}\n"
+    )
+    other = rag_eval.retrieval(str(tmp_path / "other.yaml")).run_dir
+    assert main(["diff", str(base), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "the runs share no question id (base: 21 questions of config 'base', new: 21 of config 'other')" in err
+    assert "every figure" not in err.lower()
+    # --baseline with a run of another test set: the diff is refused (the new run folder is kept).
+    with pytest.raises(rag_eval.DataError, match="share no question"):
+        rag_eval.retrieval(str(tmp_path / "other.yaml"), baseline=base)

@@ -72,3 +72,16 @@ def test_history_groups_configs_and_names_what_is_wrong(history_runs, tmp_path, 
     assert "did you mean 'small'" in capsys.readouterr().err
     assert main(["history", str(tmp_path)]) == 2
     assert "no finished run folder here" in capsys.readouterr().err
+
+
+def test_history_marks_a_run_whose_gates_changed(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    rag_eval.retrieval(str(cfg))
+    cfg.write_text(cfg.read_text() + "gates: {retrieval.bm25.hit@3: '>= 0.5'}\n")
+    rag_eval.retrieval(str(cfg))
+    assert main(["history", str(small_project / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "changed: gates changed: gates.retrieval.bm25.hit@3 (pass/fail is not comparable)" in out
+    assert "changed: config" not in out  # the gates change no figure
+    page = (small_project / "runs" / "history.html").read_text()
+    assert "change-gates" in page

@@ -1,0 +1,206 @@
+"""One pipeline over any answer source: a source declared here runs the whole audit; a run that
+fails, is interrupted or is resumed says so in status.json, on the terminal and in the report."""
+
+import csv
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+import rag_eval
+from rag_eval.answers.answer_records import Answer
+from rag_eval.cli import main
+from rag_eval.config import load_config
+from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit
+from rag_eval.orchestration.runner import run_audit
+from rag_eval.orchestration.sources import SOURCES, GeneratedAnswers, retrieval_report
+from rag_eval.report.assemble import generation_section, retrieved_in_top_k
+from rag_eval.system.run import failure_lines
+
+from ..conftest import SMALL_CORPUS, write_jsonl
+from ..scripted_server import ScriptedServer, structured_reply
+from ..system.rag_service import RagService
+from ..system.test_http import TOKEN, project
+from ..system.test_trace_audit import QUESTIONS, judges
+from ..system.test_traces import PHOENIX
+from .test_runner import _config as _audit_config
+
+
+def _config(project, base_url):
+    """The small project's audit with the scripted model, judged by rag-eval's own yes/no judges."""
+    cfg = _audit_config(project, base_url)
+    cfg.write_text(cfg.read_text() + "  metrics: [refusal, correctness, faithfulness_yesno]\n")
+    return cfg
+
+
+class ReferenceAnswers(AnswerSource):
+    """A fifth source, declared in this test: every question answered with its reference answer
+    (or "I do not know.") on bm25's top 2 chunks."""
+
+    kind = "reference"
+
+    def answer(self, audit: Audit) -> Answered:
+        res, report = retrieval_report(audit.cfg, audit.inputs, audit.run_dir)
+        ranked = res.retrievers["bm25"].rankings
+        records = [
+            Answer(
+                question_id=q.id,
+                prompt="reference",
+                retriever="bm25",
+                contexts=ranked.ids(audit.inputs.corpus, i)[:2],
+                answer=q.reference or "I do not know.",
+                model="reference",
+            )
+            for i, q in enumerate(res.questions)
+        ]
+        audit.folder.write_records("generation.jsonl", records)
+        report.generation = generation_section(audit.cfg, records, len(records), [])
+        return Answered(
+            report,
+            report.generation.records,
+            audit.cfg,
+            audit.inputs.corpus,
+            res.questions,
+            retrieved_in_top_k(audit.cfg, res),
+        )
+
+
+def test_a_fifth_answer_source_is_one_class_and_one_registry_line(small_project, monkeypatch):
+    monkeypatch.setitem(SOURCES, ReferenceAnswers.kind, ReferenceAnswers)
+    with ScriptedServer(reply=structured_reply) as s:
+        run_dir = run_audit(load_config(_config(small_project, s.base_url)), source="reference")
+    run = rag_eval.read_run(run_dir)
+    assert run.status is not None and run.status.status == "finished"
+    questions = {q.question_id for q in run.retrieval}
+    assert {(a.prompt, a.model) for a in run.answers} == {("reference", "reference")}
+    assert {a.question_id for a in run.answers} == questions
+    assert {j.prompt for j in run.judgements} == {"reference"}
+    rows = run.rows["reference"]
+    assert set(rows) == questions and all(r.outcome for r in rows.values())
+    assert run.summary.attribution["reference"]["ok"].n == len(questions)
+    assert (run_dir / "report.html").exists() and "reference" in (run_dir / "report.md").read_text()
+
+
+def test_a_run_that_fails_records_why_and_diff_and_history_name_it(small_project, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAG_SVC_KEY", TOKEN)
+    monkeypatch.chdir(tmp_path)
+    finished = rag_eval.retrieval(str(small_project / "audit.yaml"), out=tmp_path / "runs").run_dir
+    # Nothing listens there: every question fails and the run stops (exit 2) after opening its folder.
+    config = project(tmp_path, "http://127.0.0.1:9/ask", "http://127.0.0.1:9/v1")
+    assert main(["-q", "run", config]) == 2
+    capsys.readouterr()
+    failed = next(p for p in (tmp_path / "runs").iterdir() if p.name.startswith("svc-"))
+    status = json.loads((failed / "status.json").read_text())
+    assert status["status"] == "failed" and "answered none of the 7 questions" in status["reason"]
+    assert rag_eval.read_run(finished).status.status == "finished"
+
+    assert main(["diff", str(finished), str(failed)]) == 2
+    err = capsys.readouterr().err
+    assert "the new run failed:" in err and "answered none of the 7 questions" in err
+    assert "did not finish" not in err
+
+    assert main(["history", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert f"{failed.name}: failed:" in out and "answered none of the 7 questions" in out
+
+
+def test_ctrl_c_leaves_the_run_interrupted_and_says_how_to_resume(small_project, monkeypatch, capsys):
+    def interrupted(self, audit):
+        retrieval_report(audit.cfg, audit.inputs, audit.run_dir)
+        raise KeyboardInterrupt
+
+    with ScriptedServer(reply=structured_reply) as s:
+        cfg = _config(small_project, s.base_url)
+        monkeypatch.setattr(GeneratedAnswers, "answer", interrupted)
+        assert main(["-q", "run", str(cfg)]) == 130
+        run_dir = next((small_project / "runs").iterdir())
+        err = capsys.readouterr().err
+        assert f"finished records are in {run_dir}" in err
+        assert f"resume it with: rag-eval run {cfg} --resume {run_dir}" in err
+        assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+        monkeypatch.undo()
+        assert main(["-q", "run", str(cfg), "--resume", str(run_dir)]) == 0
+    assert f"resumed {run_dir} (interrupted)" in capsys.readouterr().out
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
+
+
+def test_resume_says_what_it_did_and_the_report_what_was_reused(small_project, capsys):
+    with ScriptedServer(reply=structured_reply) as s:
+        cfg = str(_config(small_project, s.base_url))
+        assert main(["-q", "run", cfg]) == 0
+        first = next((small_project / "runs").iterdir())
+        capsys.readouterr()
+        # The newest run finished: --resume alone starts a new one, and says so.
+        assert main(["-q", "run", cfg, "--resume"]) == 0
+        out = capsys.readouterr().out
+        assert f"--resume: the newest run of config 'small', {first}, finished at" in out
+        assert "nothing to resume, so a new run was started in" in out
+        assert len(list((small_project / "runs").iterdir())) == 2
+        # A run folder named: resumed, its finished answers and verdicts reused, and the report says so.
+        assert main(["-q", "run", cfg, "--resume", str(first)]) == 0
+    assert f"resumed {first} (finished): finished records are reused" in capsys.readouterr().out
+    report = (first / "report.md").read_text()
+    n = len(rag_eval.read_run(first).answers)
+    assert "## Resumed run" in report and f"- generation: {n} reused" in report
+    assert "- judgements: " in report and rag_eval.read_run(first).report.resume["judgements"].reused > 0
+
+
+def test_a_service_audit_prints_each_failure_and_the_system_failed_gate_fails(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAG_SVC_KEY", TOKEN)
+    monkeypatch.chdir(tmp_path)
+    with (
+        RagService(SMALL_CORPUS, fail_on="context manager", token=TOKEN) as svc,
+        ScriptedServer(reply=structured_reply) as judge,
+    ):
+        config = project(tmp_path, svc.url, judge.base_url)
+        raw = yaml.safe_load(Path(config).read_text())
+        Path(config).write_text(yaml.safe_dump({**raw, "gates": {"system.failed": "<= 0"}}, sort_keys=False))
+        assert main(["-q", "run", config]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 7 questions failed (not judged; gate: system.failed):" in out
+    assert "  q3: the system failed after 2 attempt(s): HTTP 500" in out
+    assert "gate FAIL: system.failed = 1 (needs <= 0)" in out
+
+
+def test_failure_lines_name_the_timeout_and_count_the_rest():
+    cfg = SimpleNamespace(system=SimpleNamespace(timeout_s=5.0))
+    failed = [(f"q{i}", "the system failed after 2 attempt(s): ReadTimeout: ") for i in range(7)]
+    lines = failure_lines(cfg, failed)
+    assert len(lines) == 6 and lines[-1] == "  ... and 2 more (report.md, system.jsonl)"
+    assert lines[0] == (
+        "  q0: the system failed after 2 attempt(s): ReadTimeout (no reply within system.timeout_s = 5 s; raise it "
+        "if the system is slow)"
+    )
+    assert failure_lines(cfg, [("q1", "HTTP 500: boom")]) == ["  q1: HTTP 500: boom"]
+
+
+@pytest.mark.parametrize("labelled", [True, False])
+def test_trace_runs_get_the_html_page_and_labels_with_questions(tmp_path, labelled):
+    with ScriptedServer(reply=structured_reply) as s:
+        cfg = {"name": "prod", "judges": judges(s.base_url), "report": {"out": str(tmp_path / "runs")}}
+        if labelled:
+            write_jsonl(tmp_path / "corpus.jsonl", SMALL_CORPUS)
+            write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+            cfg |= {
+                "corpus": {"path": "corpus.jsonl"},
+                "test_set": {"path": "questions.jsonl"},
+                "retrieval": {"k": [1, 3], "retrievers": {"bm25": {"type": "bm25"}}},
+            }
+        (tmp_path / "traces.yaml").write_text(yaml.safe_dump(cfg))
+        result = rag_eval.judge_traces(PHOENIX, config=tmp_path / "traces.yaml", labels=2)
+    assert "<h1>rag-eval report: prod</h1>" in (result.run_dir / "report.html").read_text()
+    rows = list(csvrows(result.run_dir / "labels" / "labels.csv"))
+    assert len(rows) == 2 and all(r["question"] for r in rows)
+    if labelled:
+        refs = {q["id"]: q.get("reference", "") for q in QUESTIONS}
+        assert {r["question_id"]: r["reference"] for r in rows} == {
+            r["question_id"]: refs[r["question_id"]] for r in rows
+        }
+        assert any(r["reference"] for r in rows)
+
+
+def csvrows(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        yield from csv.DictReader(fh)
