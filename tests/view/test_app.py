@@ -1,0 +1,183 @@
+"""The view's pages and label endpoint through Starlette's test client: what each page shows, the
+filters, the label written in the format rag-eval report --labels reads, the figures moving, and
+the safety rules (paths stay in RUNS_DIR, text is escaped, run folders are only read)."""
+
+import csv
+import hashlib
+import shutil
+
+import pytest
+from starlette.testclient import TestClient
+
+from rag_eval.cli import main
+from rag_eval.view.app import create_app
+
+from .conftest import SCRIPT_ANSWER
+
+
+def _snapshot(folder):
+    """Every file under the runs folder but the labels files, with its hash."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "labels" not in p.relative_to(folder).parts
+    }
+
+
+@pytest.fixture
+def client(runs):
+    folder, first, second = runs
+    return TestClient(create_app(folder)), folder, first, second
+
+
+def _label(c, run, qid, prompt="base", **values):
+    return c.post(f"/api/runs/{run}/labels", json={"question_id": qid, "prompt": prompt, "values": values})
+
+
+def test_the_run_list_shows_status_figures_and_links(client):
+    c, folder, first, second = client
+    page = c.get("/").text
+    assert page.count('class="run-link"') == 2 and f'href="/runs/{first}"' in page
+    assert "finished" in page and "retrieval.bm25.hit@1" in page and "generation.base.correctness" in page
+    assert "0 labelled" in page
+
+
+def test_a_run_page_filters_questions_by_outcome_judge_verdict_and_uncertain(client):
+    c, folder, first, _ = client
+    everything = c.get(f"/runs/{first}").text
+    assert "Questions (24 of 24)" in everything
+    unsure = c.get(f"/runs/{first}", params={"uncertain": "1"}).text
+    # Correctness is uncertain (P 0.9, in its band) on the questions the scripted judge is unsure of.
+    n_unsure = int(unsure.split("Questions (")[1].split(" of")[0])
+    assert n_unsure == 10 and unsure.split('id="questions"')[1].count('class="chip unc"') == 10
+    refused = c.get(f"/runs/{first}", params={"judge": "refusal", "verdict": "refused"}).text
+    assert "Questions (0 of 24)" in refused
+    answered = c.get(f"/runs/{first}", params={"judge": "refusal", "verdict": "answered"}).text
+    assert "Questions (24 of 24)" in answered
+    outcome = c.get(f"/runs/{first}", params={"outcome": "ok"}).text
+    n_ok = int(outcome.split("Questions (")[1].split(" of")[0])
+    assert 0 < n_ok < 24 and 'class="chip o-uncertain"' not in outcome.split('id="questions"')[1]
+
+
+def test_every_page_escapes_the_answers_text(client):
+    c, folder, first, second = client
+    pages = [
+        c.get(f"/runs/{first}").text,
+        c.get(f"/runs/{first}/report").text,
+        c.get("/compare", params={"base": first, "new": second}).text,
+    ]
+    c.get(f"/runs/{first}/label")  # the queue exists
+    for i in range(40):
+        r = c.get(f"/runs/{first}/label/{i}")
+        if r.status_code != 200:
+            break
+        if "Who wrote" in r.text:
+            pages.append(r.text)
+    assert len(pages) == 4, "the unanswerable question's answer is in the labelling queue"
+    for text in pages:
+        assert "<script>window.__pwned" not in text and "<img src=x" not in text
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in pages[0]
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in pages[3]
+    assert SCRIPT_ANSWER not in "".join(pages)
+
+
+def test_a_label_is_written_at_once_in_the_labels_file_and_moves_the_figure(client, tmp_path, capsys):
+    c, folder, first, _ = client
+    before = _snapshot(folder)
+    run = folder / first
+    page = c.get(f"/runs/{first}").text
+    assert "Label answers (0 labelled)" in page
+    start = c.get(f"/runs/{first}/label", follow_redirects=False)
+    assert start.status_code == 303 and start.headers["location"] == f"/runs/{first}/label/0"
+    # The judge called q1's answer correct (uncertain); the person says it is not.
+    r = _label(c, first, "q1", correct=False, faithful=True, refused=False)
+    assert r.status_code == 200 and r.json()["saved"]
+    line = next(x for x in r.json()["figures"]["lines"] if x["figure"] == "correctness")
+    assert line["labelled"] == 1 and line["ppi"]["value"] is not None
+    rows = list(csv.DictReader((run / "labels" / "labels.csv").open()))
+    # The file starts as the active draw (rag-eval label's 30 questions: all 24 here), in its columns.
+    assert list(rows[0])[:4] == ["question_id", "prompt", "weight", "inclusion_probability"]
+    assert len(rows) == 24 and {r["question_id"] for r in rows} == {f"q{i}" for i in range(1, 25)}
+    q1 = next(r for r in rows if r["question_id"] == "q1")
+    assert (q1["correct"], q1["faithful"], q1["refused"]) == ("no", "yes", "no") and q1["question"]
+    assert sum(bool(r["correct"]) for r in rows) == 1
+    # Two more, one of them partly (a skipped column stays blank).
+    _label(c, first, "q2", correct=True, faithful=True, refused=False)
+    _label(c, first, "q3", correct=None, faithful=False, refused=False)
+    page = c.get(f"/runs/{first}").text
+    assert "Label answers (3 labelled)" in page
+    ppi_cell = page.split('data-figure="correctness"')[1].split('class="num ppi">')[1].split("<")[0]
+    assert ppi_cell != "–"
+    assert _snapshot(folder) == before  # only the labels file was written
+    # rag-eval report --labels reads the file as it is, and gets the same figure.
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    assert main(["report", str(copy), "--labels", str(copy / "labels" / "labels.csv")]) == 0
+    assert "labels: 24 answers (correct 2, faithful 3, refused 3)" in capsys.readouterr().out
+    import json
+
+    corr = json.loads((copy / "summary.json").read_text())["generation"]["base"]["correctness"]["ppi"]
+    assert f"{corr['value']:.2f} [{corr['ci_low']:.2f}, {corr['ci_high']:.2f}]" == ppi_cell
+
+
+def test_a_label_for_an_answer_not_in_the_queue_or_malformed_is_refused(client):
+    c, folder, first, _ = client
+    assert _label(c, first, "q99", correct=True).status_code == 404
+    assert _label(c, first, "q1", bogus=True).status_code == 400
+    assert _label(c, first, "q1", correct="maybe").status_code == 400
+    form = c.post(f"/api/runs/{first}/labels", data={"question_id": "q1", "prompt": "base"})
+    assert form.status_code == 415
+    other_site = c.post(
+        f"/api/runs/{first}/labels",
+        json={"question_id": "q1", "prompt": "base", "values": {"correct": True}},
+        headers={"origin": "http://evil.example"},
+    )
+    assert other_site.status_code == 403
+    assert not (folder / first / "labels").exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["%2e%2e", "%2E%2E%2F%2E%2E%2Fetc", "..%2F..%2Fetc", "%2Fetc%2Fpasswd", "%2Ftmp", "inputs", "~", "outside"]
+)
+def test_paths_from_the_browser_never_leave_the_runs_folder(client, name):
+    """Encoded so that the client sends them as they are (a browser resolves a plain ``../``)."""
+    c, folder, first, second = client
+    (folder.parent / "outside").mkdir(exist_ok=True)
+    (folder.parent / "outside" / "report.json").write_text("{}")
+    for url in (f"/runs/{name}", f"/runs/{name}/report", f"/runs/{name}/label/0", f"/api/runs/{name}/figures"):
+        assert c.get(url).status_code == 404, url
+    assert _label(c, name, "q1", correct=True).status_code in (404, 405)
+    assert not list(folder.parent.rglob("labels.csv"))
+
+
+@pytest.mark.parametrize("name", ["..", "../outside", "../runs", "/etc", "{outside}", "{first}/inputs", "", "."])
+def test_run_names_in_the_query_never_leave_the_runs_folder(client, name):
+    c, folder, first, second = client
+    (folder.parent / "outside").mkdir(exist_ok=True)
+    (folder.parent / "outside" / "report.json").write_text("{}")
+    name = name.format(outside=folder.parent / "outside", first=first)
+    assert c.get("/compare", params={"base": name, "new": first}).status_code == 404
+    assert c.get("/compare", params={"base": first, "new": name}).status_code == 404
+
+
+def test_two_runs_side_by_side_show_the_moved_questions(client):
+    c, folder, first, second = client
+    page = c.get("/compare", params={"base": first, "new": second}).text
+    assert "generation.base.correctness" in page
+    assert "Questions that moved" in page and "worse: " in page
+    assert "What is a set?" in page  # q2: the second run's judge called it incorrect
+    assert "<h4>base</h4>" in page and "<h4>new</h4>" in page
+
+
+def test_the_labelling_page_is_blind_until_the_answer_is_labelled(client):
+    c, folder, first, _ = client
+    page = c.get(f"/runs/{first}/label/0").text
+    assert 'id="judges" hidden' in page and "Your label" in page and "<mark>" in page or "✓" in page
+    assert 'id="judges" hidden' in page
+    qid = page.split('data-qid="')[1].split('"')[0]
+    _label(c, first, qid, correct=True, faithful=True, refused=False)
+    again = c.get(f"/runs/{first}/label/0").text
+    assert 'id="judges" hidden' not in again and "The judges said" in again
+    nxt = c.get(f"/runs/{first}/label/1", params={"prev": 0}).text
+    assert "Previous answer" in nxt and 'id="judges" hidden' in nxt
+    assert 'id="judges" hidden' not in c.get(f"/runs/{first}/label/1", params={"blind": "0"}).text
