@@ -3,6 +3,7 @@ are pipes (a CI log, ``| tee``) prints one line when a stage starts and one ever
 RAG_EVAL_PROGRESS_INTERVAL seconds with done/total and an estimate; ``-q`` silences it."""
 
 import os
+import pty
 import re
 import subprocess
 import sys
@@ -89,3 +90,41 @@ def test_a_stage_line_and_an_estimate(monkeypatch, capsys):
     lines.advance(4)
     assert lines.status() == "judging: 4/10 done, 20 s elapsed, about 30 s left"
     assert progress.duration(167) == "2 min 47 s" and progress.duration(3900) == "1 h 05 min"
+
+
+def test_on_a_terminal_the_live_bar_stays(tmp_path):
+    """Standard error a terminal (a pseudo-terminal here): the live bar draws and redraws in place
+    (cursor control), and none of the plain lines are printed."""
+    docs = ["py/sets", "py/lists", "py/dicts", "py/with"]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(_otlp_line(i, f"Question {i}?", f"Answer {i}.", docs[i % 4]) + "\n" for i in range(8)))
+    with ScriptedServer(reply=structured_reply, latency_s=0.05) as s:
+        (tmp_path / "traces.yaml").write_text(yaml.safe_dump({"name": "tty", "judges": judges(s.base_url)}))
+        leader, follower = pty.openpty()
+        env = {**os.environ, "RAG_EVAL_PROGRESS_INTERVAL": "0.05", "RAG_EVAL_CACHE_DIR": str(tmp_path / "cache")}
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        args = ["traces", str(path), "--config", "traces.yaml", "--labels", "0", "--no-cache"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rag_eval.cli", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        out, _ = proc.communicate(timeout=300)
+        os.close(leader)
+    err = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, err
+    assert ANSI.search(err) and "judging answers" in err  # the bar, drawn with cursor control
+    assert "): started" not in err and "elapsed, about" not in err
+    assert b"traces: 8 read, 8 audited" in out
