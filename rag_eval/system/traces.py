@@ -216,12 +216,14 @@ def _json_values(text: str, source: str) -> tuple[list[tuple[int, Any]], list[Sk
             cut = exc.pos >= pos + len(text[pos:stop].rstrip()) or exc.msg.startswith("Unterminated string")
             column = exc.pos - (text.rfind("\n", 0, exc.pos) + 1) + 1
             where = f"line {exc.lineno} column {column}" if exc.lineno != line else f"column {column}"
+            said = f"{exc.msg.removesuffix(' at')} at {where}"
+            size = len(text[pos:stop].rstrip())
             skipped.append(
                 SkippedLine(
                     file=source,
                     line=line,
                     reason="truncated_json" if cut else "bad_json",
-                    detail=f"{'JSON cut off' if cut else 'not JSON'}: {exc.msg} at {where}",
+                    detail=f"JSON cut off after {size} characters ({said})" if cut else f"not JSON: {said}",
                 )
             )
             pos = stop

@@ -175,7 +175,7 @@ def test_jsonl_with_a_truncated_line_keeps_the_good_traces(tmp_path, monkeypatch
         assert main(["-q", "traces", str(path), "--config", "traces.yaml", "--labels", "0"]) == 0
     printed = capsys.readouterr().out
     assert "traces: 15 read, 15 audited" in printed
-    assert f"skipped {path}:7 (truncated_json): JSON cut off" in printed
+    assert f"skipped {path}:7 (truncated_json): JSON cut off after {len(lines[6])} characters" in printed
     run = next((tmp_path / "runs").iterdir())
     md = (run / "report.md").read_text()
     assert "1 unreadable parts of the files skipped: 1 truncated_json" in md
