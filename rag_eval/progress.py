@@ -174,9 +174,13 @@ def track(items: Sequence[T] | Iterable[T], description: str, total: int | None 
 
 
 def say(message: str) -> None:
-    """A status line on standard error."""
-    if _enabled:
+    """A status line on standard error (without a terminal, plain: not wrapped at 80 columns)."""
+    if not _enabled:
+        return
+    if console.is_terminal:
         console.print(message)
+    else:
+        _line(message)
 
 
 async def track_async(awaitables: list[Awaitable[T]], description: str) -> AsyncIterator[T]:

@@ -90,6 +90,14 @@ def test_a_stage_line_and_an_estimate(monkeypatch, capsys):
     lines.advance(4)
     assert lines.status() == "judging: 4/10 done, 20 s elapsed, about 30 s left"
     assert progress.duration(167) == "2 min 47 s" and progress.duration(3900) == "1 h 05 min"
+    # A status line in a log is one line, however long, and its brackets are text.
+    long = "retrieval: " + "x" * 150 + " [no interval]"
+    progress.set_enabled(True)
+    try:
+        progress.say(long)
+    finally:
+        progress.set_enabled(False)
+    assert capsys.readouterr().err == long + "\n"
 
 
 def test_on_a_terminal_the_live_bar_stays(tmp_path):
