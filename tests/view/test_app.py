@@ -73,6 +73,8 @@ def test_every_page_escapes_the_answers_text(client):
             break
         if "Who wrote" in r.text:
             pages.append(r.text)
+        if "What is a set?</h1>" in r.text:  # q2's evidence quote is marked in its context
+            assert "<mark>unordered collection of distinct hashable objects</mark>" in r.text
     assert len(pages) == 4, "the unanswerable question's answer is in the labelling queue"
     for text in pages:
         assert "<script>window.__pwned" not in text and "<img src=x" not in text

@@ -115,8 +115,14 @@ def test_label_three_answers_with_the_keyboard_and_find_them_after_a_reload(serv
     for keys in ({"correct": "n", "faithful": "y", "refused": "n"}, {"correct": "y", "faithful": "y", "refused": "n"}):
         labelled.append(_label_current(page, keys))
     assert page.locator("#previous").is_visible() and page.locator("#judges").is_hidden()
-    _shot(page, tmp_path, "label")
     labelled.append(_label_current(page, {"correct": "n", "faithful": "n", "refused": "n"}))
+    # The labelling view of q2 (its evidence quote marked in the context), after the first label.
+    order = [r["question_id"] for r in csv.DictReader((folder / first / "labels" / "labels.csv").open())]
+    page.goto(f"{base}/runs/{first}/label/{order.index('q2')}?prev=0")
+    assert (
+        page.locator("details.context mark").first.inner_text() == "unordered collection of distinct hashable objects"
+    )
+    _shot(page, tmp_path, "label")
     # Reload: the labels are on the page of each answer (and its verdicts shown), and in the file.
     page.reload()
     for qid, i in labelled:
