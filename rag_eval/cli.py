@@ -37,6 +37,7 @@ from rag_eval.retrievers.lint import fails, generic_labels
 from rag_eval.rundir import write_json, write_text
 from rag_eval.system.run import failure_lines
 from rag_eval.version import __version__
+from rag_eval.view.serve import DEFAULT_HOST, DEFAULT_PORT, serve
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -438,6 +439,10 @@ def _ci_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _view(args: argparse.Namespace) -> int:
+    return serve(Path(args.runs_dir), host=args.host, port=args.port)
+
+
 def _traces(args: argparse.Namespace) -> int:
     result = api.judge_traces(
         args.files,
@@ -699,6 +704,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed of the draw (default: stats.seed)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
     p.set_defaults(func=_traces)
+
+    p = add(
+        "view",
+        "browse runs, compare two, and label answers in the browser (a local web app)",
+        "Serve a local web app over RUNS_DIR: the runs with their headline figures and status, a run's report "
+        "and questions (filtered by outcome, judge, verdict, uncertain), two runs side by side with the "
+        "questions that moved, and labelling one answer at a time (keyboard: y / n / s), each label written at "
+        "once to RUN_DIR/labels/labels.csv with the prediction-powered figures updated. Run folders are only "
+        "read; only labels files are written.",
+        config=False,
+    )
+    p.add_argument("runs_dir", nargs="?", default="runs", help="the folder holding run folders (default: runs)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}, this machine only; another address prints a warning)",
+    )
+    p.set_defaults(func=_view)
     return parser
 
 
