@@ -1,0 +1,331 @@
+"""Judges adapted to the user's own documents from a few of their labels (issue 41).
+
+A shipped judge decides from the model's probability blended with word evidence
+(``lexical.Blend``), a cut-off and a band of uncertain decisions, all fitted on other corpora. On a
+new corpus its errors move: the same blend may rate every answer of that corpus too high, or lean
+on a word feature that means less there. A few labels of the corpus' own answers move it back,
+with the shipped calibration as the prior, so that a few labels move it a little and many more:
+
+- ``cutoff`` (a): the decision's log-odds shifted by ``delta``, the maximum a posteriori of a
+  logistic model ``P(label) = sigmoid(z + delta)`` on the labelled answers' blended log-odds ``z``
+  with a normal prior ``delta ~ N(0, prior_cutoff**2)``; the cut-off and the band's edges move by
+  ``-delta`` in log-odds (the band keeps its shipped width: a width that reaches 0.90 cannot be
+  measured on 30 labels);
+- ``weights`` (b): the blend's intercept and weights refitted by penalised logistic regression
+  whose penalty pulls them to the shipped ones (``|theta - theta_shipped|**2 / (2 prior_weights**2)``);
+  the cut-off and band stay the shipped ones on the refitted scale;
+- ``both``: (b), then (a) on its scale.
+
+A statement judge (faithfulness) decides an answer from its statements' probabilities: the answer
+is positive when the share of statements at or above the cut-off reaches the threshold, so its
+log-odds ``z`` here is that order statistic (the lowest statement at threshold 1.0); each statement
+takes its answer's label where weights are refitted, as the shipped blend was fitted.
+
+Plain functions over the records' numbers: no model call (the judgements keep the model's
+probability and word evidence of every decision, so a run is re-decided from its files).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from rag_eval.judges.lexical import Blend
+
+HOW = ("cutoff", "weights", "both")
+# Prior standard deviations, in log-odds, chosen by leave-one-corpus-out on the seven corpora of
+# data/real-answers before the blind part was labelled (benchmarks/adapted_judges.py --choose).
+PRIOR_CUTOFF = 1.0
+PRIOR_WEIGHTS = 0.5
+
+
+def _logit(p: float) -> float:
+    p = min(max(float(p), 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+@dataclass(frozen=True)
+class Item:
+    """One answer as a judge decides it: the model's probability of the positive verdict per
+    decision (one for a verdict judge, one per statement), the word evidence of each (empty where
+    the judge has no blend), and the person's label where there is one."""
+
+    p_model: tuple[float, ...]
+    features: tuple[dict[str, float], ...] = ()
+    positive: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not self.features:
+            object.__setattr__(self, "features", tuple({} for _ in self.p_model))
+
+
+@dataclass(frozen=True)
+class Decider:
+    """How one judge (one prompt variant) decides: the blend (None: the model's own probability),
+    the cut-off, the band of uncertain decisions (None: none), and for a statement judge the share
+    of statements that makes an answer positive."""
+
+    blend: Blend | None
+    cutoff: float
+    band: tuple[float, float] | None = None
+    threshold: float | None = None  # a statement judge's share; None for a verdict judge
+    labels: int = 0  # labels this decider was adapted with (0: as shipped)
+    how: str = "shipped"
+    shift: float = 0.0  # (a)'s log-odds shift
+    notes: dict = field(default_factory=dict)
+
+    def probs(self, item: Item) -> list[float]:
+        """The decided probability of each decision of ``item``."""
+        if self.blend is None:
+            return [float(p) for p in item.p_model]
+        return [self.blend.p(p, f) for p, f in zip(item.p_model, item.features, strict=True)]
+
+    def score(self, item: Item) -> float:
+        """The answer's log-odds as decided (for a statement judge, the statement at the threshold)."""
+        return answer_logodds(self.probs(item), self.threshold)
+
+    def decide(self, item: Item) -> tuple[bool, bool]:
+        """(uncertain, positive): positive at the cut-off; uncertain where the band's edges
+        decide the answer differently."""
+        z = self.score(item)
+        positive = z >= _logit(self.cutoff)
+        if self.band is None:
+            return False, positive
+        low, high = (_logit(x) for x in self.band)
+        return (low <= z < high), positive
+
+    def decide_verdicts(
+        self, p_model: np.ndarray, features: Mapping[str, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(uncertain, positive) of many one-decision answers at once: ``decide`` over arrays of the
+        model's probability and each word feature."""
+        p = np.clip(np.asarray(p_model, float), 1e-6, 1 - 1e-6)
+        z = np.log(p / (1 - p))
+        if self.blend is not None:
+            z = self.blend.intercept + self.blend.model * z
+            for name, w in self.blend.weights.items():
+                z = z + w * np.asarray((features or {})[name], float)
+        positive = z >= _logit(self.cutoff)
+        if self.band is None:
+            return np.zeros(len(z), bool), positive
+        low, high = (_logit(x) for x in self.band)
+        return (z >= low) & (z < high), positive
+
+    def to_dict(self) -> dict:
+        return {
+            "blend": self.blend.to_dict() if self.blend else None,
+            "cutoff": round(self.cutoff, 6),
+            "band": [round(x, 6) for x in self.band] if self.band else None,
+            "threshold": self.threshold,
+            "labels": self.labels,
+            "how": self.how,
+            "shift": round(self.shift, 6),
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Decider:
+        band = d.get("band")
+        return cls(
+            Blend.from_dict(d["blend"]) if d.get("blend") else None,
+            float(d["cutoff"]),
+            (float(band[0]), float(band[1])) if band else None,
+            d.get("threshold"),
+            int(d.get("labels", 0)),
+            str(d.get("how", "shipped")),
+            float(d.get("shift", 0.0)),
+            dict(d.get("notes") or {}),
+        )
+
+
+def answer_logodds(probs: Sequence[float], threshold: float | None) -> float:
+    """The log-odds that decides an answer: its one probability's, or for a statement judge the
+    k-th highest statement's, k the fewest statements that reach the ``threshold`` share (an answer
+    is positive exactly when that statement is at or above the cut-off)."""
+    z = sorted((_logit(p) for p in probs), reverse=True)
+    if not z:
+        return 0.0
+    if threshold is None:
+        return z[0]
+    k = max(1, math.ceil(threshold * len(z) - 1e-9))
+    return z[min(k, len(z)) - 1]
+
+
+def fit_shift(z: np.ndarray, positive: np.ndarray, prior_sd: float) -> float:
+    """The maximum a posteriori ``delta`` of ``P(positive) = sigmoid(z + delta)`` under a normal
+    prior ``N(0, prior_sd**2)`` (Newton's method on a concave objective)."""
+    z, y = np.asarray(z, float), np.asarray(positive, float)
+    if len(z) == 0 or prior_sd <= 0:
+        return 0.0
+    delta = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(z + delta)))
+        grad = float(np.sum(y - p)) - delta / prior_sd**2
+        hess = -float(np.sum(p * (1 - p))) - 1.0 / prior_sd**2
+        step = grad / hess
+        delta -= step
+        if abs(step) < 1e-9:
+            break
+    return float(delta)
+
+
+def fit_weights(
+    shipped: Blend | None, p_model: list[float], features: list[dict[str, float]], positive: list[bool], prior_sd: float
+) -> Blend:
+    """The blend refitted on labelled decisions, pulled to ``shipped`` (the model's own
+    probability, ``sigmoid(logit p)``, when there is none) by a normal prior of ``prior_sd``."""
+    base = shipped or Blend(0.0, 1.0, {})
+    names = sorted(base.weights)
+    x = np.column_stack(
+        [np.ones(len(p_model)), [_logit(p) for p in p_model]] + [[f[k] for f in features] for k in names]
+    )
+    y = np.asarray(positive, float)
+    theta0 = np.array([base.intercept, base.model] + [base.weights[k] for k in names])
+    lam = 1.0 / prior_sd**2
+    # Newton's method on the penalised log-likelihood: concave, a handful of parameters.
+    theta = theta0.copy()
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(x @ theta)))
+        grad = x.T @ (p - y) + lam * (theta - theta0)
+        hess = (x * (p * (1 - p))[:, None]).T @ x + lam * np.eye(len(theta))
+        step = np.linalg.solve(hess, grad)
+        theta -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return Blend(
+        float(theta[0]),
+        float(theta[1]),
+        dict(zip(names, map(float, theta[2:]), strict=True)),
+        fitted_on=f"adapted from: {base.fitted_on or 'the model alone'}",
+        n=len(y),
+    )
+
+
+def adapt(
+    shipped: Decider,
+    labelled: Sequence[Item],
+    how: str = "both",
+    *,
+    prior_cutoff: float = PRIOR_CUTOFF,
+    prior_weights: float = PRIOR_WEIGHTS,
+) -> Decider:
+    """``shipped`` adapted to the labelled items (those with ``positive`` set), as ``how`` says."""
+    if how not in HOW:
+        raise ValueError(f"how must be one of {', '.join(HOW)}, not {how!r}")
+    items = [i for i in labelled if i.positive is not None]
+    if not items:
+        return shipped
+    out = shipped
+    if how in ("weights", "both"):
+        ps, fs, ys = [], [], []
+        for it in items:
+            for p, f in zip(it.p_model, it.features, strict=True):
+                ps.append(p)
+                fs.append(f)
+                ys.append(bool(it.positive))
+        out = replace(out, blend=fit_weights(shipped.blend, ps, fs, ys, prior_weights))
+    if how in ("cutoff", "both"):
+        z = np.array([out.score(it) for it in items])
+        delta = fit_shift(z, np.array([bool(it.positive) for it in items]), prior_cutoff)
+        cut = _sigmoid(_logit(out.cutoff) - delta)
+        band = tuple(_sigmoid(_logit(x) - delta) for x in out.band) if out.band else None
+        out = replace(out, cutoff=cut, band=band, shift=delta)  # type: ignore[arg-type]
+    return replace(
+        out,
+        labels=len(items),
+        how=how,
+        notes={"prior_cutoff": prior_cutoff, "prior_weights": prior_weights},
+    )
+
+
+def cross_fitted(
+    shipped: Decider,
+    labelled: Sequence[Item],
+    how: str = "both",
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    **priors: float,
+) -> tuple[list[Decider], np.ndarray]:
+    """Cross-fitting (cross-prediction-powered inference, Zrnic & Candès 2024): the labelled items
+    split into ``folds`` (seeded), one decider adapted on all folds but each; returns the deciders
+    and each labelled item's fold, so a labelled item is predicted only by the decider that never
+    saw its label, and an unlabelled one by every decider in turn."""
+    n = len(labelled)
+    k = max(1, min(folds, n))
+    rng = np.random.default_rng(seed)
+    fold = np.empty(n, int)
+    fold[rng.permutation(n)] = np.arange(n) % k
+    deciders = [
+        adapt(shipped, [it for it, f in zip(labelled, fold, strict=True) if f != j], how, **priors) for j in range(k)
+    ]
+    return deciders, fold
+
+
+@dataclass(frozen=True)
+class CrossEstimate:
+    """A share estimated from adapted verdicts and the labels that adapted them, cross-fitted."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n_labels: int
+    n_unlabelled: int
+    method: str = "cross-ppi"
+
+
+def cross_ppi_mean(
+    y: np.ndarray,
+    yhat_out_of_fold: np.ndarray,
+    yhat_unlabelled: np.ndarray,
+    pi: np.ndarray | None = None,
+    *,
+    confidence: float = 0.95,
+    w: np.ndarray | None = None,
+    w_unlabelled: np.ndarray | None = None,
+) -> CrossEstimate:
+    """The mean of the labels over every item, from cross-fitted predictions (Zrnic & Candès,
+    "Cross-prediction-powered inference", PNAS 2024): ``yhat_out_of_fold[i]`` predicts labelled item
+    ``i`` by the decider that never saw its label; ``yhat_unlabelled`` (items x folds, or items)
+    predicts the rest, averaged over the fold deciders. Each labelled item's correction is weighted
+    by ``1 / pi`` (its inclusion probability; uniform when None), as in active inference, so the
+    estimate stays unbiased for a draw that favoured uncertain answers:
+
+        theta = mean over all items of ( f(X_i) + xi_i / pi_i * (Y_i - f(X_i)) )
+
+    (weighted by ``w`` / ``w_unlabelled``, an audit's sampling weights, where given), with a CLT
+    interval from the terms' spread. Clipped to [0, 1]."""
+    from scipy.stats import norm  # noqa: PLC0415 - scipy.stats is slow to import
+
+    y, h = np.asarray(y, float), np.asarray(yhat_out_of_fold, float)
+    u = np.asarray(yhat_unlabelled, float)
+    if u.ndim == 2:
+        u = u.mean(axis=1)
+    n, big_u = len(y), len(u)
+    total = n + big_u
+    if n == 0:
+        raise ValueError("cross_ppi_mean needs at least one label")
+    p = np.full(n, n / total) if pi is None else np.asarray(pi, float)
+    # Labelled items' terms: f + (y - f) / pi; unlabelled: f. Their (weighted) mean over all items.
+    terms = np.concatenate([h + (y - h) / p, u])
+    wt = np.concatenate(
+        [
+            np.ones(n) if w is None else np.asarray(w, float),
+            np.ones(big_u) if w_unlabelled is None else np.asarray(w_unlabelled, float),
+        ]
+    )
+    value = float(np.sum(wt * terms) / wt.sum())
+    if total > 1:
+        se = float(np.sqrt(np.sum(wt**2 * (terms - value) ** 2) * total / (total - 1)) / wt.sum())
+    else:
+        se = float("inf")
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    clip = lambda x: float(min(1.0, max(0.0, x)))  # noqa: E731
+    return CrossEstimate(clip(value), clip(value - z * se), clip(value + z * se), n, big_u)

@@ -1,0 +1,285 @@
+"""A run's judgements re-decided by judges adapted to its corpus, and adaptations saved per corpus.
+
+A judgement keeps what its decision was made of: the model's probability and the word evidence of
+each decision (``details.evidence.words`` of a verdict, of each statement of a faithfulness
+judgement), the cut-off and the band. So an adaptation (``adaptation.py``) re-decides a finished
+run without a model call, and an audit of the same documents later starts from the adapted
+judges: ``<cache>/adaptations.json`` keeps one entry per corpus fingerprint, judge model, prompt
+variant and judge prompt hash, as ``calibrations.json`` keeps the cut-offs per model and prompt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_eval.cache_dirs import cache_root
+from rag_eval.judges.adaptation import Decider, Item
+from rag_eval.judges.calibration import model_identity
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.lexical import Blend
+from rag_eval.judges.registry import JUDGES, banded
+from rag_eval.rundir import write_json
+
+FILE = "adaptations.json"
+
+
+def adaptable(judge: str) -> bool:
+    """Judges decided at a cut-off on a probability, with a band: what an adaptation can move."""
+    spec = JUDGES.get(judge)
+    return spec is not None and spec.family == "scored" and judge in banded()
+
+
+def variant_of(j: Judgement) -> str:
+    return str(j.details.get("variant") or j.judge)
+
+
+def _statements(j: Judgement) -> list[dict] | None:
+    return j.details.get("statements")
+
+
+def item_of(j: Judgement, positive: bool | None = None) -> Item | None:
+    """What ``j``'s decision was made of, as an adaptation reads it; None for a judgement with no
+    probability (not judged, a Ragas score)."""
+    if j.status not in ("judged", "uncertain"):
+        return None
+    rows = _statements(j)
+    if rows is not None:
+        ps, fs = [], []
+        for s in rows:
+            words = (s.get("evidence") or {}).get("words")
+            ps.append(float(words["p_model"]) if words else float(s["p_supported"]))
+            fs.append(dict(words["features"]) if words else {})
+        return Item(tuple(ps), tuple(fs), positive) if ps else None
+    if j.probability is None:
+        return None
+    words = (j.details.get("evidence") or {}).get("words")
+    if words:
+        return Item((float(words["p_model"]),), (dict(words["features"]),), positive)
+    return Item((float(j.probability),), ({},), positive)
+
+
+def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
+    """``j`` decided by ``d``: verdict (or share of supported statements), probability, cut-off and
+    uncertain status as the adapted judge gives them; ``details.adapted`` says how."""
+    it = item_of(j)
+    if it is None:
+        return j
+    spec = JUDGES[j.judge]
+    # A decision recorded without word evidence (no blend when it was made) stays on the model's P.
+    use = d if d.blend is None or all(it.features) else dataclasses.replace(d, blend=None)
+    probs = use.probs(it)
+    unsure, positive = use.decide(it)
+    details = {**j.details, "adapted": note, "band": list(d.band) if d.band else None}
+    for k in ("leaning", "leaning_score", "score_range", "uncertain_statements"):
+        details.pop(k, None)
+    rows = _statements(j)
+    if rows is not None:
+        supported = [p >= d.cutoff for p in probs]
+        details["statements"] = [
+            {**s, "p_supported": round(p, 6), "supported": ok} for s, p, ok in zip(rows, probs, supported, strict=True)
+        ]
+        score: float | None = sum(supported) / len(supported)
+        verdict = None
+        probability = round(min(probs), 6)
+    else:
+        labels = spec.labels
+        verdict = spec.positive if positive else next(v for v in labels[:2] if v != spec.positive)
+        score = 1.0 if positive else 0.0
+        probability = round(probs[0], 6)
+    if unsure:
+        details.update(leaning=verdict, leaning_score=score)
+        return dataclasses.replace(
+            j, status="uncertain", verdict=None, score=None, probability=probability, cutoff=d.cutoff, details=details
+        )
+    return dataclasses.replace(
+        j, status="judged", verdict=verdict, score=score, probability=probability, cutoff=d.cutoff, details=details
+    )
+
+
+def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], threshold: float) -> dict[str, Decider]:
+    """Each prompt variant's decider as the run decided: its cut-off, band and blend (read from the
+    report's calibration, else from the saved calibration of the variant's prompt)."""
+    out: dict[str, Decider] = {}
+    records = list(records)
+    for name, cal in calibration.items():
+        if not adaptable(name):
+            continue
+        c = cal if isinstance(cal, dict) else cal.dump()
+        for variant, cut in (c.get("cutoffs") or {name: c.get("cutoff")}).items():
+            if cut is None:
+                continue
+            band = (c.get("bands") or {}).get(variant)
+            blend = (c.get("blends") or {}).get(variant)
+            if blend is None:
+                blend = _saved_blend(variant, records)
+            out[variant] = Decider(
+                Blend.from_dict(blend) if blend else None,
+                float(cut),
+                (float(band["low"]), float(band["high"])) if band else None,
+                threshold if _is_statement_judge(name) else None,
+            )
+    return out
+
+
+def _is_statement_judge(name: str) -> bool:
+    spec = JUDGES.get(name)
+    return bool(spec and spec.check and spec.check.reading == "statements")
+
+
+def _saved_blend(variant: str, records: list[Judgement]) -> dict | None:
+    """The saved blend of ``variant``'s prompt (by its hash in the records), for a report written
+    before reports kept their blends."""
+    from rag_eval.judges.calibration import saved  # noqa: PLC0415 - only old reports need it
+
+    hashes = {r.judge_prompt_hash for r in records if variant_of(r) == variant and r.judge_prompt_hash}
+    found = [
+        e["blend"] for k, e in saved().items() if k.split("|")[1:] in ([variant, h] for h in hashes) and e.get("blend")
+    ]
+    return found[0] if len({json.dumps(f, sort_keys=True) for f in found}) == 1 else None
+
+
+# -- adaptations saved per corpus --------------------------------------------------------------
+
+
+def store_path() -> Path:
+    return cache_root() / FILE
+
+
+def store_key(corpus: str, identity: str, variant: str, prompt_hash: str) -> str:
+    return f"{corpus}|{model_identity(identity)}|{variant}|{prompt_hash}"
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def save_adaptation(
+    corpus: str, identity: str, variant: str, prompt_hash: str, decider: Decider, source: str, path: Path | None = None
+) -> Path:
+    """Keep ``decider`` for audits of this corpus with this judge model and prompt."""
+    path = path or store_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = _read(path)
+    table[store_key(corpus, identity, variant, prompt_hash)] = {
+        **decider.to_dict(),
+        "source": source,
+        "saved": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    write_json(path, dict(sorted(table.items())))
+    return path
+
+
+def saved_adaptation(
+    corpus: str, identity: str, variant: str, prompt_hash: str, path: Path | None = None
+) -> dict | None:
+    """The adaptation saved for this corpus, judge model and prompt (``Decider.to_dict`` plus its
+    source and time), or None."""
+    return _read(path or store_path()).get(store_key(corpus, identity, variant, prompt_hash))
+
+
+# -- judge-check: the adapted judges beside the shipped ones ------------------------------------
+
+
+def shipped_deciders(identity: str, prompt_hash: Callable[[str], str], threshold: float) -> dict[str, Decider]:
+    """Each adaptable judge prompt's decider as saved for this judge model (the shipped calibration,
+    or the user's ``judge-check --save``): blend, cut-off and band."""
+    from rag_eval.judges.calibration import key, saved  # noqa: PLC0415 - calibration reads the cache folder
+
+    table = saved()
+    out = {}
+    for name, spec in JUDGES.items():
+        if not adaptable(name):
+            continue
+        for v in spec.variants:
+            e = table.get(key(identity, v, prompt_hash(v)))
+            if not e or "cutoff" not in e:
+                continue
+            band = e.get("band")
+            out[v] = Decider(
+                Blend.from_dict(e["blend"]) if e.get("blend") else None,
+                float(e["cutoff"]),
+                (float(band[0]), float(band[1])) if band else None,
+                threshold if _is_statement_judge(name) else None,
+            )
+    return out
+
+
+@dataclasses.dataclass
+class AdaptedCheck:
+    """A judge on one source of labelled cases, adapted on ``labels`` of them (seeded draws) and
+    measured on the rest, beside the same judge as shipped on the same rest."""
+
+    judge: str
+    source: str
+    labels: int
+    draws: int
+    cases: int
+    shipped_decided: float | None
+    shipped_uncertain: float
+    adapted_decided: float | None
+    adapted_uncertain: float
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _measure(deciders: Mapping[str, Decider], items: list[tuple[str, Item]]) -> tuple[int, int, int]:
+    right = decided = 0
+    for variant, it in items:
+        unsure, pos = deciders[variant].decide(it)
+        if not unsure:
+            decided += 1
+            right += int(pos == it.positive)
+    return right, decided, len(items)
+
+
+def adapted_check(
+    judge: str,
+    source: str,
+    items: list[tuple[str, Item]],
+    shipped: Mapping[str, Decider],
+    labels: int,
+    *,
+    draws: int = 20,
+    seed: int = 0,
+    how: str = "both",
+) -> AdaptedCheck | None:
+    """``judge`` adapted on ``labels`` of the labelled ``items`` ((variant, item) pairs of one
+    source), measured on the others, over seeded draws; None when fewer than ``labels`` + 10 items."""
+    from rag_eval.judges.adaptation import adapt  # noqa: PLC0415
+
+    items = [(v, it) for v, it in items if v in shipped and it.positive is not None]
+    if len(items) < labels + 10:
+        return None
+    rng = np.random.default_rng(seed)
+    totals = np.zeros((2, 3))
+    for _ in range(draws):
+        order = rng.permutation(len(items))
+        train, test = [items[i] for i in order[:labels]], [items[i] for i in order[labels:]]
+        adapted = dict(shipped)
+        for v in {v for v, _ in train}:
+            adapted[v] = adapt(shipped[v], [it for w, it in train if w == v], how)
+        totals[0] += _measure(shipped, test)
+        totals[1] += _measure(adapted, test)
+    (sr, sd, sn), (ar, ad, an) = totals
+    return AdaptedCheck(
+        judge,
+        source,
+        labels,
+        draws,
+        len(items),
+        float(sr / sd) if sd else None,
+        float(1 - sd / sn),
+        float(ar / ad) if ad else None,
+        float(1 - ad / an),
+    )

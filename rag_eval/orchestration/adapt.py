@@ -1,0 +1,445 @@
+"""A finished run's verdicts adapted to its corpus with the labels of its own answers, and its
+figures kept honest afterwards (``rag-eval report RUN --labels F --adapt``).
+
+1. Each adaptable judge (a cut-off on a probability, with a band: refusal, correctness,
+   faithfulness_yesno) is adapted on every labelled answer (``judges/adaptation.py``), every
+   verdict of the run is re-decided from what it was made of (no model call), and the judged
+   figures and outcomes are recomputed from them.
+2. The labels that adapted the judge must not also grade it: the prediction-powered figures are
+   cross-fitted (Zrnic & Candès, 2024). The labelled answers are split into folds, the judges are
+   adapted once per fold on the other folds, a labelled answer's correction uses the verdicts of
+   the judges that never saw its labels, and an unlabelled answer counts with the mean over the
+   fold judges. The labels-only figures are unchanged (they never depend on a judge).
+3. The adaptation is saved under the corpus fingerprint, the judge model and the judge prompt, so
+   a later audit of the same documents decides with it (``judges/adapted.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import yaml
+
+from rag_eval.answers.answer_records import Answer
+from rag_eval.attribution import (
+    GENERATION_FAILURES,
+    OUTCOMES,
+    RETRIEVAL_FAILURES,
+    FailureSplit,
+    JudgeBrief,
+    OutcomeShare,
+    attribute,
+)
+from rag_eval.config import StatsConfig
+from rag_eval.judges.adaptation import HOW, Decider, adapt, cross_ppi_mean
+from rag_eval.judges.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
+from rag_eval.judges.judge_records import LabelledEstimate
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.judging import aggregate
+from rag_eval.judges.labels import Label, apply_labels
+from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, figures
+from rag_eval.judges.uncertain import leaning_value
+from rag_eval.report.quotes import row_evidence
+from rag_eval.report.report_records import AdaptationSection, AdaptedJudge, Report
+from rag_eval.stats import weighted_share
+from rag_eval.types import Question
+
+FOLDS = 5
+Key = tuple[str, str]  # (question id, prompt): one answer
+
+
+def _threshold(report: Report) -> float:
+    j = report.judges
+    return FAITHFUL_SHARE if j is None or j.faithfulness_threshold is None else float(j.faithfulness_threshold)
+
+
+def _label(j: Judgement, labels: dict[Key, Label]) -> bool | None:
+    lab = labels.get((j.question_id, j.prompt))
+    col = JUDGES[j.judge].human_label if j.judge in JUDGES else None
+    return None if lab is None or col is None else lab.values.get(col)
+
+
+def fit_deciders(
+    shipped: dict[str, Decider], records: list[Judgement], labels: dict[Key, Label], how: str, answers: set[Key] | None
+) -> dict[str, Decider]:
+    """Each variant adapted on the labelled records of ``answers`` (all labelled answers: None)."""
+    out = dict(shipped)
+    for variant, d in shipped.items():
+        items = []
+        for r in records:
+            if variant_of(r) != variant or not adaptable(r.judge):
+                continue
+            if answers is not None and (r.question_id, r.prompt) not in answers:
+                continue
+            y = _label(r, labels)
+            it = item_of(r, y) if y is not None else None
+            if it is not None:
+                items.append(it)
+        out[variant] = adapt(d, items, how)
+    return out
+
+
+def redecided(records: list[Judgement], deciders: dict[str, Decider], notes: dict[str, dict]) -> list[Judgement]:
+    """``records`` with every adaptable judge's verdict decided by ``deciders``."""
+    return [
+        redecide(r, deciders[variant_of(r)], notes.get(variant_of(r), {}))
+        if adaptable(r.judge) and variant_of(r) in deciders
+        else r
+        for r in records
+    ]
+
+
+def _value(r: Judgement, verdict: str | None) -> float | None:
+    """What a figure counts of one record: 1/0 for its verdict (a share) or its score; an uncertain
+    record by what it leaned to."""
+    if r.status == "uncertain":
+        return leaning_value(r.to_dict(), verdict)
+    if r.status != "judged":
+        return None
+    if verdict is not None:
+        return float(r.verdict == verdict)
+    return None if r.score is None else float(r.score)
+
+
+def _generations(run_dir: Path | None) -> dict[Key, Answer]:
+    path = None if run_dir is None else run_dir / "generation.jsonl"
+    if path is None or not path.exists():
+        return {}
+    gens = [Answer.load(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {(g.question_id, g.prompt): g for g in gens}
+
+
+def outcomes_of(report: Report, records: list[Judgement], gens: dict[Key, Answer]) -> dict[Key, tuple[str, str]]:
+    """Each answer's (outcome, why) with ``records`` as its judges' verdicts, by attribution's
+    rules; a retrieval miss stays one (adapting a judge changes no retrieval)."""
+    att = report.attribution
+    by_answer: dict[Key, dict[str, Judgement]] = {}
+    for j in records:
+        by_answer.setdefault((j.question_id, j.prompt), {})[j.judge] = j
+    deciding = att.faithfulness_judge or (report.judges.faithfulness_judge if report.judges else None)
+    out: dict[Key, tuple[str, str]] = {}
+    for row in att.rows:
+        key = (row.question_id, row.prompt)
+        if row.outcome == "retrieval_miss":
+            out[key] = (row.outcome, row.why)
+            continue
+        q = Question(row.question_id, row.question, {}, row.answerable, row.reference)
+        gen = gens.get(key) or Answer(question_id=row.question_id, prompt=row.prompt, answer=row.answer)
+        out[key] = attribute(
+            q, True, gen, by_answer.get(key, {}), faithfulness_threshold=_threshold(report), faithfulness_judge=deciding
+        )
+    return out
+
+
+def _stats(run_dir: Path | None) -> StatsConfig:
+    """The run's ``stats`` settings (its resolved config.yaml), else the defaults."""
+    path = None if run_dir is None else run_dir / "config.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) if path and path.exists() else {}
+        return StatsConfig.model_validate((raw or {}).get("stats") or {})
+    except (OSError, ValueError, yaml.YAMLError):
+        return StatsConfig()
+
+
+def rebuild(
+    report: Report, records: list[Judgement], gens: dict[Key, Answer], stats: StatsConfig, weights: dict[str, float]
+) -> Report:
+    """``report`` with ``records`` as its verdicts: judged figures, outcomes, shares and split recomputed."""
+    report = Report.load(report.dump())
+    judges, att = report.judges, report.attribution
+    questions = [Question(r.question_id, r.question, {}, r.answerable, r.reference) for r in att.rows]
+    cfg = SimpleNamespace(stats=stats, judges=SimpleNamespace(metrics=judges.metrics))
+    judges.records = records
+    judges.figures = aggregate(cfg, list({q.id: q for q in questions}.values()), records, weights)  # type: ignore[arg-type]
+    outs = outcomes_of(report, records, gens)
+    by_answer: dict[Key, dict[str, Judgement]] = {}
+    for j in records:
+        by_answer.setdefault((j.question_id, j.prompt), {})[j.judge] = j
+    for row in att.rows:
+        key = (row.question_id, row.prompt)
+        row.outcome, row.why = outs[key]
+        row.judges = {
+            name: JudgeBrief(
+                status=j.status,
+                score=j.score,
+                verdict=j.verdict,
+                reason=j.reason,
+                error=j.error,
+                probability=j.probability,
+                **row_evidence({"details": j.details}),
+            )
+            for name, j in by_answer.get(key, {}).items()
+        }
+    for prompt in sorted({r.prompt for r in att.rows}):
+        rows = [r for r in att.rows if r.prompt == prompt]
+        w = np.array([weights.get(r.question_id, 1.0) for r in rows])
+        got = [r.outcome for r in rows]
+        att.shares[prompt] = {
+            o: OutcomeShare(
+                **weighted_share(np.array([x == o for x in got], float), w, confidence=stats.confidence).to_dict(),
+                count=got.count(o),
+            )
+            for o in OUTCOMES
+        }
+        retrieval = sum(got.count(o) for o in RETRIEVAL_FAILURES)
+        generation = sum(got.count(o) for o in GENERATION_FAILURES)
+        att.split[prompt] = FailureSplit(
+            retrieval=retrieval,
+            generation=generation,
+            failures=retrieval + generation,
+            not_judged=got.count("not_judged"),
+            uncertain=got.count("uncertain"),
+            questions=len(got),
+        )
+    return report
+
+
+def _folds(answers: Iterable[Key], folds: int, seed: int) -> dict[Key, int]:
+    keys = sorted(answers)
+    k = max(1, min(folds, len(keys)))
+    order = np.random.default_rng(seed).permutation(len(keys))
+    return {keys[i]: int(pos % k) for pos, i in enumerate(order)}
+
+
+def adapt_run(
+    report: Report,
+    labels: list[Label],
+    *,
+    run_dir: Path | None = None,
+    weights: dict[str, float] | None = None,
+    how: str = "both",
+    folds: int = FOLDS,
+    seed: int = 0,
+    confidence: float = 0.95,
+    source: str = "",
+    save: bool = True,
+) -> Report:
+    """The report with its verdicts decided by judges adapted on ``labels`` and its prediction-
+    powered figures cross-fitted; the adaptation saved for the corpus where ``save``."""
+    if how not in HOW:
+        raise ValueError(f"how must be one of {', '.join(HOW)}")
+    report = Report.load(report)
+    if report.judges is None or report.attribution is None:
+        return report
+    weights = weights or {}
+    by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
+    records = list(report.judges.records)
+    shipped = deciders_of(report.judges.calibration, records, _threshold(report))
+    if not shipped:
+        return apply_labels(report, labels, weights, confidence, source)
+    gens = _generations(run_dir)
+    stats = _stats(run_dir)
+    full = fit_deciders(shipped, records, by_key, how, None)
+    note = {v: {"labels": d.labels, "how": how, "source": source} for v, d in full.items()}
+    new = redecided(records, full, note)
+    adapted = rebuild(report, new, gens, stats, weights)
+    adapted = apply_labels(adapted, labels, weights, confidence, source)
+    # Cross-fitting: the fold judges, each adapted without one fold's labels.
+    labelled = {
+        k for k in by_key if any(_label(r, by_key) is not None for r in records if (r.question_id, r.prompt) == k)
+    }
+    fold_of = _folds(labelled, folds, seed)
+    k = max(fold_of.values(), default=-1) + 1
+    fold_records = []
+    for f in range(k):
+        train = {a for a, g in fold_of.items() if g != f}
+        fold_records.append(redecided(records, fit_deciders(shipped, records, by_key, how, train), note))
+    if k:
+        _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
+    adapted.adaptation = _section(report, adapted, shipped, full, records, new, by_key, how, k, source)
+    if save:
+        _save(adapted, full, records, source)
+    return adapted
+
+
+def _cross_fit(
+    report: Report,
+    labels: dict[Key, Label],
+    fold_of: dict[Key, int],
+    fold_records: list[list[Judgement]],
+    gens: dict[Key, Answer],
+    weights: dict[str, float],
+    confidence: float,
+) -> None:
+    """Every labelled figure's and outcome's prediction-powered estimate, cross-fitted."""
+    answerable = {r.question_id: r.answerable for r in report.attribution.rows}
+    index = [{(j.judge, j.question_id, j.prompt): j for j in recs} for recs in fold_records]
+    pis = [lab.inclusion_probability for lab in labels.values()]
+    unequal = all(p is not None for p in pis) and pis and max(pis) - min(pis) > 1e-9  # type: ignore[type-var]
+    for prompt, figs in (report.labels.figures if report.labels else {}).items():
+        for spec, fig in figures(report.judges.metrics):
+            if fig.name not in figs or spec.human_label is None:
+                continue
+            keys = [
+                (j.judge, j.question_id, j.prompt)
+                for j in fold_records[0]
+                if j.judge == spec.name
+                and j.prompt == prompt
+                and (fig.subset == "all" or answerable.get(j.question_id) is (fig.subset == "answerable"))
+            ]
+            y, h, pi, w, u, wu = [], [], [], [], [], []
+            for key in keys:
+                a = (key[1], key[2])
+                lab = labels.get(a)
+                value = lab.values.get(spec.human_label) if lab else None
+                if value is not None and a in fold_of:
+                    v = _value(index[fold_of[a]][key], fig.verdict)
+                    if v is None:
+                        continue
+                    y.append(float(value))
+                    h.append(v)
+                    pi.append(lab.inclusion_probability)
+                    w.append(weights.get(key[1], 1.0))
+                else:
+                    vs = [_value(ix[key], fig.verdict) for ix in index]
+                    vs = [v for v in vs if v is not None]
+                    if vs:
+                        u.append(float(np.mean(vs)))
+                        wu.append(weights.get(key[1], 1.0))
+            if not y:
+                continue
+            est = cross_ppi_mean(
+                np.array(y),
+                np.array(h),
+                np.array(u),
+                np.array(pi, float) if unequal else None,
+                confidence=confidence,
+                w=np.array(w),
+                w_unlabelled=np.array(wu),
+            )
+            figs[fig.name].ppi = _estimate(est, len(fold_records))
+            target = report.judges.figures.get(prompt, {}).get(fig.name)
+            if target is not None:
+                target.ppi = figs[fig.name].ppi
+    outs = [outcomes_of(report, recs, gens) for recs in fold_records]
+    for prompt, shares in (report.labels.outcomes if report.labels else {}).items():
+        human = _human_outcomes(report, labels, prompt)
+        rows = [r for r in report.attribution.rows if r.prompt == prompt]
+        for outcome, lf in shares.items():
+            y, h, pi, w, u, wu = [], [], [], [], [], []
+            for r in rows:
+                a = (r.question_id, prompt)
+                if a in human and a in fold_of:
+                    y.append(float(human[a] == outcome))
+                    h.append(float(outs[fold_of[a]][a][0] == outcome))
+                    pi.append(labels[a].inclusion_probability)
+                    w.append(weights.get(r.question_id, 1.0))
+                else:
+                    u.append(float(np.mean([o[a][0] == outcome for o in outs])))
+                    wu.append(weights.get(r.question_id, 1.0))
+            if not y:
+                continue
+            est = cross_ppi_mean(
+                np.array(y),
+                np.array(h),
+                np.array(u),
+                np.array(pi, float) if unequal else None,
+                confidence=confidence,
+                w=np.array(w),
+                w_unlabelled=np.array(wu),
+            )
+            lf.ppi = _estimate(est, len(fold_records))
+            target = report.attribution.shares.get(prompt, {}).get(outcome)
+            if target is not None:
+                target.ppi = lf.ppi
+    if report.labels:
+        # A paired difference of prompts from labels that also adapted the judge is not cross-
+        # fitted here: the labels alone stand for it.
+        for c in report.labels.comparisons:
+            c.ppi = None
+
+
+def _human_outcomes(report: Report, labels: dict[Key, Label], prompt: str) -> dict[Key, str]:
+    from rag_eval.judges.labels import human_outcomes  # noqa: PLC0415 - labels imports this module's peers
+
+    return {k: v for k, v in human_outcomes(report, list(labels.values())).items() if k[1] == prompt}
+
+
+def _estimate(est, folds: int) -> LabelledEstimate:
+    return LabelledEstimate(
+        value=est.value,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        n_labels=est.n_labels,
+        n_unlabelled=est.n_unlabelled,
+        method=f"cross-ppi ({folds} folds: each label corrects verdicts of judges adapted without it)",
+    )
+
+
+def _section(
+    before: Report,
+    after: Report,
+    shipped: dict[str, Decider],
+    full: dict[str, Decider],
+    old: list[Judgement],
+    new: list[Judgement],
+    labels: dict[Key, Label],
+    how: str,
+    folds: int,
+    source: str,
+) -> AdaptationSection:
+    judges = []
+    for variant, d in full.items():
+        pairs = [(a, b) for a, b in zip(old, new, strict=True) if adaptable(a.judge) and variant_of(a) == variant]
+        if not pairs:
+            continue
+        ys = [_label(a, labels) for a, _ in pairs]
+        judges.append(
+            AdaptedJudge(
+                judge=pairs[0][0].judge,
+                variant=variant,
+                labels=d.labels,
+                positives=sum(y is True for y in ys),
+                how=how,
+                shift=round(d.shift, 4),
+                cutoff_before=shipped[variant].cutoff,
+                cutoff_after=round(d.cutoff, 6),
+                band_before=list(shipped[variant].band) if shipped[variant].band else None,
+                band_after=[round(x, 6) for x in d.band] if d.band else None,
+                blend_before=shipped[variant].blend.describe() if shipped[variant].blend else None,
+                blend_after=d.blend.describe() if d.blend else None,
+                changed=sum((a.status, a.verdict, a.score) != (b.status, b.verdict, b.score) for a, b in pairs),
+                uncertain_before=sum(a.status == "uncertain" for a, _ in pairs),
+                uncertain_after=sum(b.status == "uncertain" for _, b in pairs),
+            )
+        )
+    n = len(labels)
+    return AdaptationSection(
+        labels_file=source,
+        answers_labelled=n,
+        how=how,
+        folds=folds,
+        judges=judges,
+        corpus=before.corpus.fingerprint if before.corpus else None,
+        note=(
+            f"verdicts adapted to this corpus with {n} labelled answers ({source}); the prediction-powered figures "
+            f"are cross-fitted in {folds} folds (each label corrects only verdicts of judges adapted without it); "
+            "the labels-only figures use the labels alone"
+        ),
+    )
+
+
+def _save(report: Report, full: dict[str, Decider], records: list[Judgement], source: str) -> None:
+    cal = report.judges.calibration
+    identity = next((c.identity for c in cal.values() if c.identity), "")
+    corpus = report.corpus.fingerprint if report.corpus else None
+    if not identity or not corpus:
+        report.adaptation.note += "; not saved for later audits (the run recorded no judge model identity or corpus)"
+        return
+    hashes = {v: h for c in cal.values() for v, h in c.prompt_hashes.items()}
+    where = None
+    for variant, d in full.items():
+        # A report written before calibrations kept each variant's hash: a one-prompt judge's record
+        # hash is its prompt's.
+        found = {r.judge_prompt_hash for r in records if variant_of(r) == variant and r.judge == variant}
+        prompt_hash = hashes.get(variant) or (found.pop() if len(found) == 1 else None)
+        if prompt_hash is None or d.labels == 0:
+            continue
+        where = save_adaptation(corpus, identity, variant, prompt_hash, d, source)
+    if where is not None:
+        report.adaptation.saved = str(where)
+        report.adaptation.note += f"; saved for later audits of this corpus ({where})"

@@ -1,0 +1,156 @@
+"""`rag-eval report RUN --labels F --adapt`: the judges adapted to the run's corpus with its own
+labels, the verdicts re-decided without a model call, the figures cross-fitted, and the adaptation
+reused by a later audit of the same documents in another process."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rag_eval.cli import main
+
+from ..conftest import ROOT, write_jsonl
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
+
+N = 16
+# Questions whose answers people call correct; the judge model, too strict on these documents,
+# says "No" to them with P(yes) = 0.4, and to the others with P(yes) = 0.1.
+GOOD = {f"q{i:02d}" for i in range(N) if i % 2 == 0}
+
+
+def _project(tmp_path):
+    corpus = [
+        {"id": f"c{i:02d}", "text": f"Topic {i}: the widget number {i} is painted colour {i * 7}."} for i in range(N)
+    ]
+    questions = [
+        {
+            "id": f"q{i:02d}",
+            "question": f"What colour is widget number {i}?",
+            "answer_in": f"c{i:02d}",
+            "reference": f"Colour {i * 7}.",
+        }
+        for i in range(N)
+    ]
+    write_jsonl(tmp_path / "corpus.jsonl", corpus)
+    write_jsonl(tmp_path / "questions.jsonl", questions)
+    (tmp_path / "answer.md").write_text((ROOT / "prompts" / "answer.md").read_text())
+    return tmp_path
+
+
+def _server():
+    def is_good(body):
+        text = body["messages"][-1]["content"]
+        return any(f"widget number {int(q[1:])}?" in text for q in GOOD)
+
+    def reply(body):
+        if judge_name(body) == "correctness":
+            return "No: the answer misses the reference."
+        return structured_reply(body)
+
+    def probability(body):
+        if judge_name(body) == "correctness":
+            return 0.6 if is_good(body) else 0.9  # P of the first word, "No"
+        return 0.9
+
+    return ScriptedServer(reply=reply, probability=probability)
+
+
+def _config(tmp_path, server, name="widgets"):
+    llm = f"{{provider: openai, model: scripted, base_url: '{server.base_url}', max_retries: 1}}"
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"name: {name}\n"
+        "corpus: {path: corpus.jsonl}\n"
+        "test_set: {path: questions.jsonl}\n"
+        "retrieval: {k: [1, 3], retrievers: {bm25: {type: bm25}}}\n"
+        f"generation: {{retriever: bm25, top_k: 2, prompts: {{base: answer.md}}, llm: {llm}}}\n"
+        f"judges: {{llm: {llm}, metrics: [correctness, refusal]}}\n"
+        f"report: {{out: {tmp_path / 'runs'}}}\n"
+    )
+    return path
+
+
+def _label(run_dir, n):
+    assert main(["label", str(run_dir), "--n", str(n), "--seed", "3"]) == 0
+    path = run_dir / "labels" / "labels.csv"
+    rows = list(csv.DictReader(path.open()))
+    for r in rows:
+        r["correct"] = "yes" if r["question_id"] in GOOD else "no"
+        r["refused"] = "no"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=rows[0].keys())
+        w.writeheader()
+        w.writerows(rows)
+    return path, {r["question_id"] for r in rows}
+
+
+@pytest.mark.slow
+def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, capsys):
+    project = _project(tmp_path)
+    with _server() as server:
+        cfg = _config(project, server)
+        assert main(["run", str(cfg)]) == 0
+        run_dir = next((project / "runs").iterdir())
+        before = json.loads((run_dir / "summary.json").read_text())
+        # The strict judge calls every answer incorrect.
+        assert before["generation"]["base"]["correctness"]["value"] == pytest.approx(0.0)
+        labels, drawn = _label(run_dir, 10)
+        capsys.readouterr()
+        assert main(["report", str(run_dir), "--labels", str(labels), "--adapt"]) == 0
+        out = capsys.readouterr().out
+        assert "verdicts adapted to this corpus with 10 labelled answers" in out
+        report = json.loads((run_dir / "report.json").read_text())
+        records = [r for r in report["judges"]["records"] if r["judge"] == "correctness"]
+        # Every verdict re-decided from its recorded probability, the adapted cut-off between the
+        # judge's 0.1 for wrong answers and 0.4 for right ones: each now agrees with the truth.
+        assert {r["question_id"] for r in records if r["verdict"] == "correct"} == GOOD
+        assert all(r["details"]["adapted"]["labels"] == 10 for r in records)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        corr = summary["generation"]["base"]["correctness"]
+        assert corr["value"] == pytest.approx(0.5)
+        # Cross-fitted: the label-corrected figure says so, and covers the truth (0.5).
+        assert corr["ppi"]["method"].startswith("cross-ppi")
+        assert corr["ppi"]["ci_low"] <= 0.5 <= corr["ppi"]["ci_high"]
+        assert summary["attribution"]["base"]["ok"]["value"] == pytest.approx(0.5)
+        adaptation = report["adaptation"]
+        [a] = [a for a in adaptation["judges"] if a["variant"] == "correctness"]
+        assert a["labels"] == 10 and a["changed"] == len(GOOD) and 0.1 < a["cutoff_after"] < 0.4
+        assert adaptation["saved"] and os.path.exists(adaptation["saved"])
+        md = (run_dir / "report.md").read_text()
+        assert "## Judges adapted to this corpus (10 labelled answers)" in md
+        assert "Judges adapted to this corpus" in (run_dir / "report.html").read_text()
+
+        # A later audit of the same documents, in another process and from another folder, decides
+        # with the saved adaptation (no label given to it).
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        env = {**os.environ, "RAG_EVAL_CACHE_DIR": os.environ["RAG_EVAL_CACHE_DIR"]}
+        done = subprocess.run(
+            [sys.executable, "-m", "rag_eval.cli", "run", str(cfg), "--out", str(tmp_path / "later")],
+            cwd=elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    later = next((tmp_path / "later").iterdir())
+    rep = json.loads((later / "report.json").read_text())
+    assert rep["judges"]["calibration"]["correctness"]["adapted"]["correctness"]["labels"] == 10
+    got = {
+        r["question_id"] for r in rep["judges"]["records"] if r["judge"] == "correctness" and r["verdict"] == "correct"
+    }
+    assert got == GOOD
+
+
+def test_adapt_needs_labels(small_project, capsys):
+    run = small_project / "runs" / "x"
+    run.mkdir(parents=True)
+    (run / "report.json").write_text(json.dumps({"name": "x"}))
+    assert main(["report", str(run), "--adapt"]) == 2
+    assert "add --labels FILE" in capsys.readouterr().err
