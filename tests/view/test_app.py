@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 from rag_eval.cli import main
 from rag_eval.view.app import create_app
 
+from ..conftest import ROOT
 from .conftest import SCRIPT_ANSWER
 
 
@@ -183,3 +184,47 @@ def test_the_labelling_page_is_blind_until_the_answer_is_labelled(client):
     nxt = c.get(f"/runs/{first}/label/1", params={"prev": 0}).text
     assert "Previous answer" in nxt and 'id="judges" hidden' in nxt
     assert 'id="judges" hidden' not in c.get(f"/runs/{first}/label/1", params={"blind": "0"}).text
+
+
+def test_old_run_folders_open_in_every_page(tmp_path):
+    """Run folders written by older rag-eval versions (tests/data/old_runs) list, open and label."""
+    folder = tmp_path / "runs"
+    shutil.copytree(ROOT / "tests" / "data" / "old_runs", folder, ignore=shutil.ignore_patterns("*.py"))
+    c = TestClient(create_app(folder))
+    listing = c.get("/").text
+    for name in ("compare-labelled", "retrieval", "demo-retrieval", "supplied"):
+        assert f'href="/runs/{name}"' in listing
+        assert c.get(f"/runs/{name}").status_code == 200, name
+    assert c.get("/runs/retrieval/report").status_code == 200
+    page = c.get("/runs/compare-labelled/label", follow_redirects=True)
+    assert page.status_code == 200 and "Your label" in page.text
+    r = _label(c, "compare-labelled", "q1", prompt="a", correct=True, faithful=True, refused=False)
+    assert r.status_code == 200
+    # Runs of different test sets: diff's own error, shown as the page.
+    diff = c.get("/compare", params={"base": "retrieval", "new": "demo-retrieval"})
+    assert diff.status_code == 400 and "the runs share no question id" in diff.text
+
+
+def test_the_queue_is_the_draw_then_the_uncertain_answers_it_left_out(client, capsys):
+    c, folder, first, _ = client
+    run = folder / first
+    assert main(["label", str(run), "--n", "3", "--seed", "0"]) == 0
+    drawn = [r["question_id"] for r in csv.DictReader((run / "labels" / "labels.csv").open())]
+    pages = []
+    for i in range(30):
+        r = c.get(f"/runs/{first}/label/{i}")
+        if r.status_code != 200:
+            break
+        pages.append(r.text)
+    order = [p.split('data-qid="')[1].split('"')[0] for p in pages]
+    unsure = ["q1", "q5", "q6", "q7", "q10", "q11", "q15", "q16", "q20", "q21"]  # correctness uncertain
+    assert order[:3] == drawn
+    assert sorted(order[3:]) == sorted(set(unsure) - set(drawn))
+    assert all("uncertain, after the draw (inclusion probability 1.000)" in p for p in pages[3:])
+    extra = order[3]
+    assert _label(c, first, extra, correct=False, faithful=True, refused=False).status_code == 200
+    rows = list(csv.DictReader((run / "labels" / "labels.csv").open()))
+    assert [r["question_id"] for r in rows] == [*drawn, extra]
+    assert rows[-1]["inclusion_probability"] == "1.0" and rows[-1]["correct"] == "no"
+    assert main(["report", str(run), "--labels", str(run / "labels" / "labels.csv")]) == 0
+    assert "labels: 4 answers (correct 1, faithful 1, refused 1)" in capsys.readouterr().out
