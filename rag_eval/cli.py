@@ -14,7 +14,7 @@ from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.inputs import load_inputs
-from rag_eval.errors import ConfigError, Problem, RagEvalError
+from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
 from rag_eval.judges.calibration import user_path
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
@@ -24,6 +24,7 @@ from rag_eval.offline import go_offline
 from rag_eval.orchestration.finished import read_run
 from rag_eval.orchestration.history import collect_history, history_text
 from rag_eval.orchestration.pipeline import RunInterrupted
+from rag_eval.preflight import preflight
 from rag_eval.report.ci import write_ci_outputs
 from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
 from rag_eval.report.files import write_report
@@ -33,9 +34,10 @@ from rag_eval.report.markdown import fmt
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.report.triage import labels_plan
-from rag_eval.retrievers.lint import fails, generic_labels
+from rag_eval.retrievers.lint import fails, generic_labels, split_evidence
 from rag_eval.rundir import write_json, write_text
 from rag_eval.system.run import failure_lines
+from rag_eval.system.trial import describe, try_system
 from rag_eval.version import __version__
 from rag_eval.view.serve import DEFAULT_HOST, DEFAULT_PORT, serve
 
@@ -58,6 +60,26 @@ def _validate(args: argparse.Namespace) -> int:
 
     for f in generic_labels(cfg, inputs.questions):
         print(f"warning: {f.message} ({', '.join(f.questions[:8])}). Fix: {f.fix}")
+    for f in split_evidence(inputs.questions):
+        print(f"note: {f.message}")
+    preflight(cfg)
+    if getattr(args, "try_question", None):
+        if cfg.system is None:
+            raise ConfigError(
+                Problem(str(args.config), "--try asks the system, but the config has no system: section", "add one")
+            )
+        trial = try_system(cfg, args.try_question)
+        print(describe(cfg, trial, inputs.corpus))
+        if trial.reply.error is not None:
+            raise DataError(
+                Problem(
+                    cfg.where("system"),
+                    f"the system's reply to --try is unusable: {trial.reply.error}",
+                    "match answer, contexts and ids to the reply shown above (JSON paths such as $.sources[*].id)"
+                    if trial.status == 200
+                    else "check the URL, the body and that the service is up",
+                )
+            )
     return 0
 
 
@@ -490,8 +512,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "validate",
         "check the config, the corpus and the test set's labels; no retrieval",
-        "Check the config, load the corpus and resolve every label of the test set; list every problem with "
-        "its file and line, and how many chunks each evidence quote matches. Exit 2 on any problem.",
+        "Check the config, load the corpus and resolve every label of the test set, and make every check run "
+        "makes before its first model call (the system's URL and secrets, prompt files, judge prompts, labels "
+        "and answers files, API keys); list every problem with its file and line, and how many chunks each "
+        "evidence quote matches. Exit 2 on any problem. --try asks the system one question and shows the "
+        "request, the raw reply and what was parsed from it.",
+    )
+    p.add_argument(
+        "--try",
+        dest="try_question",
+        metavar="QUESTION",
+        help="also ask the configured system this question once and show the filled request, the raw reply "
+        "and what was parsed from it (answer, passages, ids)",
     )
     p.set_defaults(func=_validate)
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import operator
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from rag_eval.errors import ConfigError, Problem, did_you_mean
+from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.judges.registry import (
     DEFAULT_METRICS,
     FAITHFUL_SHARE,
@@ -556,6 +558,52 @@ class EngineConfig(_Model):
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+TEMPLATE_NAMES = ("question", "question_id")
+
+
+def _template_strings(value: Any, at: str) -> Iterator[tuple[str, str]]:
+    """Every string of a templated JSON value, with where it is (``body.query``)."""
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _template_strings(v, f"{at}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _template_strings(v, f"{at}[{i}]")
+
+
+def check_placeholders(value: Any, at: str) -> Any:
+    """ValueError for a ``{name}`` in a template that is not a known placeholder (a misspelt
+    ``{questoin}`` would be sent as it is written)."""
+    for where, text in _template_strings(value, at):
+        for name in _PLACEHOLDER.findall(text):
+            if name not in TEMPLATE_NAMES:
+                close = difflib.get_close_matches(name, TEMPLATE_NAMES, n=1, cutoff=0.5)
+                hint = f"did you mean {{{close[0]}}}? " if close else ""
+                raise ValueError(
+                    f"{where}: unknown placeholder {{{name}}} (it would be sent as written); "
+                    f"{hint}known: {{question}}, {{question_id}}"
+                )
+    return value
+
+
+def asks_question(*values: Any) -> bool:
+    """Some string of the templates holds ``{question}``."""
+    return any("{question}" in text for v in values for _, text in _template_strings(v, ""))
+
+
+def _check_url(url: str) -> str:
+    if _ENV_REF.match(url):
+        return url  # the scheme comes from the environment: checked when the run starts
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        fix = f"write url: http://{url}" if "://" not in url else "write e.g. url: https://rag.example.com/ask"
+        raise ValueError(f"'{url}' is not an http(s) URL; {fix}")
+    return url
+
+
 _SECRET_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
 
@@ -589,6 +637,27 @@ class HttpSystemConfig(_Model):
         if value is not None:
             parse_path(value)
         return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return _check_url(value)
+
+    @field_validator("body", "params")
+    @classmethod
+    def _known_placeholders(cls, value: Any, info) -> Any:
+        return check_placeholders(value, info.field_name)
+
+    @model_validator(mode="after")
+    def _asks_the_question(self) -> HttpSystemConfig:
+        where = ("params",) if self.method == "GET" else ("body", "params")
+        if not asks_question(*(getattr(self, w) for w in where)):
+            raise ValueError(
+                f"({where[0]}) the request never sends the question: no {{question}} placeholder in "
+                f'{" or ".join(where)}; write e.g. {where[0]}: {{query: "{{question}}"}} '
+                "(placeholders: {question}, {question_id})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _secrets_by_env(self) -> HttpSystemConfig:
@@ -634,6 +703,17 @@ class HaystackSystemConfig(_Model):
     @classmethod
     def _json_path(cls, value: str) -> str:
         parse_path(value)
+        return value
+
+    @field_validator("inputs")
+    @classmethod
+    def _known_placeholders(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_placeholders(value, "inputs")
+        if not asks_question(value):
+            raise ValueError(
+                "(inputs) the pipeline never gets the question: no {question} placeholder in inputs; write e.g. "
+                'inputs: {retriever: {query: "{question}"}} (placeholders: {question}, {question_id})'
+            )
         return value
 
 
@@ -685,6 +765,7 @@ class AuditConfig(_Model):
     # Set by load_config / config_from_dict, not by the user.
     config_path: str | None = Field(None, exclude=True)
     base_dir: str | None = Field(None, exclude=True)
+    _yaml_root: Any = PrivateAttr(None)  # the YAML's node tree, for the line of a key
 
     @field_validator("gates")
     @classmethod
@@ -762,7 +843,46 @@ class AuditConfig(_Model):
         return str(self.resolve_output(self.cache_dir)) if self.cache_dir else None
 
     def where(self, dotted: str) -> str:
+        """A config key for an error message: ``config.yaml:12 (test_set.path)`` (the line when known)."""
+        steps = tuple(int(p) if p.isdigit() else p for p in dotted.split("."))
+        line = _line_of(self._yaml_root, steps) if self._yaml_root is not None else None
+        if line is not None:
+            return f"{self.config_path}:{line} ({dotted})"
         return f"{self.config_path or '<config>'}: {dotted}"
+
+    def existing_path(self, dotted: str, value: str, what: str, folder: bool = False) -> Path:
+        """An input path of the config (``resolve_path``); DataError naming the config line and the
+        folders it was looked for in when there is no such file (or folder)."""
+        path = self.resolve_path(value)
+        if path.is_dir() if folder else path.is_file():
+            return path
+        kind = "folder" if folder else "file"
+        if path.exists():
+            raise DataError(
+                Problem(
+                    self.where(dotted),
+                    f"the {what} path {value!r} is a {'file' if folder else 'folder'}, not a {kind} ({path})",
+                    f"give the {what} {kind}",
+                )
+            )
+        given = Path(value).expanduser()
+        if given.is_absolute():
+            why = f"no {given}"
+        elif self._home is not None:
+            home = self._home.resolve()
+            why = (
+                f"looked for {Path(os.path.normpath(home / given))}; relative paths start at the config's folder "
+                f"({home}" + (f"; then the working folder, {Path.cwd()}" if home != Path.cwd().resolve() else "") + ")"
+            )
+        else:
+            why = f"looked for {Path.cwd() / given}; relative paths start at the working folder"
+        raise DataError(
+            Problem(
+                self.where(dotted),
+                f"the {what} {kind} {value!r} does not exist ({why})",
+                f"correct {dotted} in the config, relative to the config's folder",
+            )
+        )
 
 
 def _line_of(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
@@ -828,6 +948,16 @@ def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw:
             dotted = f"retrieval.retrievers.{m.group(1)}.of"
             head, _, tail = msg.partition("; ")
             msg, fix = head, tail
+        elif loc[:1] == ("system",) and (m := re.match(r"\((\w+)\) ", msg)):
+            # A check of the whole system section that concerns one key: point at that key's line.
+            key = m.group(1)
+            line = _line_of(root, ("system", key))
+            where, dotted = (f"{path}:{line}" if line else path), f"system.{key}"
+            msg, _, fix = msg[m.end() :].partition("; ")
+        elif loc[:1] == ("system",) and (
+            re.match(r"(body|params|inputs)[.\[:]", msg) or " is not an http(s) URL; " in msg
+        ):
+            msg, _, fix = msg.partition("; ")  # what is wrong; how to fix it
         elif err["type"] in ("union_tag_invalid", "union_tag_not_found") and loc[:1] == ("system",):
             tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
             msg = f"unknown system type {tag!r}" if tag else "the system has no 'type'"
@@ -931,6 +1061,7 @@ def load_config(path: str | Path) -> AuditConfig:
     except ValidationError as exc:
         raise ConfigError(_problems_from(exc, str(path), root, raw)) from None
     cfg.config_path = str(path)
+    cfg._yaml_root = root
     return cfg
 
 

@@ -57,10 +57,12 @@ class Question:
 
     id: str
     question: str
-    qrels: dict[str, int]
+    qrels: dict[str, float]  # chunk id -> grade (a whole number, or a share for a quote cut by a chunk boundary)
     answerable: bool
     reference: str | None = None
     where: str = ""
     evidence: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     quote_matches: dict[str, int] = field(default_factory=dict)  # evidence quote -> chunks it matches
+    # A quote a chunk boundary cut -> the adjacent chunks it spans, each graded by its share of the quote.
+    quote_spans: dict[str, dict[str, float]] = field(default_factory=dict)

@@ -37,9 +37,9 @@ def load_corpus(cfg: AuditConfig, given: Any = None) -> Corpus:
     elif cc.source == "python-docs":
         corpus = python_docs_corpus()
     elif cc.folder:
-        corpus = _from_folder(cfg.resolve_path(cc.folder), cc)
+        corpus = _from_folder(cfg.existing_path("corpus.folder", cc.folder, "corpus", folder=True), cc)
     else:
-        path = cfg.resolve_path(cc.path or "")
+        path = cfg.existing_path("corpus.path", cc.path or "", "corpus")
         records = _table_records(path) if path.suffix.lower() in TABLE_FORMATS else read_records(path, "corpus")
         corpus = Corpus(_chunks_from_records(records, cc), source=str(path))
     if not corpus.chunks:

@@ -27,7 +27,7 @@ def read_text(path: Path, what: str) -> str:
             Problem(
                 str(path),
                 f"the {what} file does not exist",
-                "check the path in the config (relative to the working folder)",
+                "check the path",
             )
         ) from None
     except IsADirectoryError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +27,57 @@ def stable_id(question: str) -> str:
     return "q-" + hashlib.sha1(normalise(question).encode()).hexdigest()[:10]
 
 
-class EvidenceIndex:
-    """Finds the chunks whose text contains a quote, after whitespace normalisation."""
+# Up to this many texts a phrase is looked for in each; above it, only in the texts holding its rarest word.
+SCAN_TEXTS = 2000
 
-    def __init__(self, corpus: Corpus):
+
+class PhraseIndex:
+    """Finds the texts (whitespace-normalised) that contain a phrase. On a large corpus a phrase is
+    looked for only in the texts that hold its rarest inner word (a word not at either end of the
+    phrase, so whole in any text that holds the phrase): one pass over the texts collects, for the
+    inner words of the phrases given, the texts holding each. A phrase of other words, or of fewer
+    than three, is looked for in every text."""
+
+    def __init__(self, texts: list[str], phrases: Iterable[str] = ()):
+        self.texts = texts
+        self.postings: dict[str, list[int]] = {}
+        words = {w for p in phrases for w in _inner_words(p)}
+        if len(texts) > SCAN_TEXTS and words:
+            self.postings = {w: [] for w in words}
+            for i, t in enumerate(texts):
+                for w in words.intersection(t.split()):
+                    self.postings[w].append(i)
+
+    def find(self, phrase: str) -> list[int]:
+        """Indices of the texts that contain ``phrase`` (normalised as the texts are), in order."""
+        inner = [w for w in _inner_words(phrase) if w in self.postings]
+        if not inner:
+            return [i for i, t in enumerate(self.texts) if phrase in t]
+        rarest = min(inner, key=lambda w: len(self.postings[w]))
+        return [i for i in self.postings[rarest] if phrase in self.texts[i]]
+
+
+def _inner_words(phrase: str) -> list[str]:
+    return phrase.split()[1:-1]
+
+
+class EvidenceIndex:
+    """Finds the chunks whose text contains a quote, after whitespace normalisation. ``quotes``:
+    the quotes that will be looked for (on a large corpus they are then found without reading every
+    chunk)."""
+
+    def __init__(self, corpus: Corpus, quotes: Iterable[str] = ()):
         self.corpus = corpus
         self.texts = [normalise(f"{c.title}\n{c.text}") for c in corpus.chunks]
         self.doc_ids = {c.doc_id for c in corpus.chunks}
+        self.search = PhraseIndex(self.texts, [normalise(q) for q in quotes])
+        self._by_doc: dict[str, list[int]] | None = None
+        self._bodies: dict[int, str] = {}
 
     def find(self, quote: str, doc_id: str | None = None) -> list[str]:
-        q = normalise(quote)
-        return [
-            c.id for c, t in zip(self.corpus.chunks, self.texts) if q in t and (doc_id is None or c.doc_id == doc_id)
-        ]
+        chunks = self.corpus.chunks
+        hits = (chunks[i] for i in self.search.find(normalise(quote)))
+        return [c.id for c in hits if doc_id is None or c.doc_id == doc_id]
 
     def closest(self, quote: str) -> tuple[str, str, bool] | None:
         """(chunk id, the nearest passage, whether only Markdown/reST markup differs) for a quote
@@ -57,6 +96,74 @@ class EvidenceIndex:
             return None
         return best[1], best[2], False
 
+    def spanning(self, quote: str, doc_id: str | None = None) -> dict[str, float]:
+        """For a quote no single chunk holds: the adjacent chunks of one document that hold it
+        together (a chunk boundary cut it), each with the share of the quote's characters it holds;
+        empty when no run of adjacent chunks holds it. Chunks overlap as the chunker made them: the
+        run's text is the chunks joined with each overlap counted once."""
+        q = normalise(quote)
+        probe = min(12, len(q) // 2)
+        if probe < 2:
+            return {}
+        ends = (q[:probe], q[-probe:])
+        # One side of the cut holds at least half of the quote: its probe is inside one chunk.
+        docs = {
+            c.doc_id
+            for c, t in zip(self.corpus.chunks, self.texts)
+            if c.doc_id and (doc_id is None or c.doc_id == doc_id) and any(e in t for e in ends)
+        }
+        for d in sorted(docs):
+            members = self._doc_chunks(d)
+            merged, spans = merge_overlapping([self._body(i) for i in members])
+            start = merged.find(q)
+            if start < 0:
+                continue
+            end = start + len(q)
+            shares = {}
+            for i, (a, b) in zip(members, spans):
+                part = min(b, end) - max(a, start)
+                if part >= min(3, len(q)):
+                    shares[self.corpus.chunks[i].id] = round(max(0.01, part / len(q)), 2)
+            if len(shares) > 1:
+                return shares
+        return {}
+
+    def _doc_chunks(self, doc_id: str) -> list[int]:
+        if self._by_doc is None:
+            self._by_doc = {}
+            for i, c in enumerate(self.corpus.chunks):
+                if c.doc_id:
+                    self._by_doc.setdefault(c.doc_id, []).append(i)
+        return self._by_doc.get(doc_id, [])
+
+    def _body(self, i: int) -> str:
+        if i not in self._bodies:
+            self._bodies[i] = normalise(self.corpus.chunks[i].text)
+        return self._bodies[i]
+
+
+def merge_overlapping(texts: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """Consecutive chunk texts joined into one, the words a chunk repeats from the one before (its
+    overlap) counted once; with each chunk's (start, end) in the joined text."""
+    merged, spans = "", []
+    for t in texts:
+        k = _overlap(merged, t)
+        if k == 0 and merged:
+            merged += " "
+        start = len(merged) - k
+        merged += t[k:]
+        spans.append((start, start + len(t)))
+    return merged, spans
+
+
+def _overlap(before: str, text: str) -> int:
+    """The longest beginning of ``text`` that ``before`` ends with, cut at word boundaries."""
+    for k in range(min(len(before), len(text)), 0, -1):
+        whole_words = (k == len(text) or text[k] == " ") and (k == len(before) or before[-k - 1] == " ")
+        if whole_words and before.endswith(text[:k]):
+            return k
+    return 0
+
 
 def strip_markup(text: str) -> str:
     """Text without inline Markdown/reST markup (backticks, emphasis, heading marks, link brackets)."""
@@ -74,13 +181,14 @@ def label_provenance(question: Question, corpus: Corpus) -> dict:
     no quote accounts for, with a hash of that chunk's passage (an id holds the same label across
     runs only while its passage is unchanged)."""
     quotes = [normalise(q) for q in question.evidence]
+    spanned = {cid for split in question.quote_spans.values() for cid in split}
     by_id: dict[str, str] = {}
     for cid, grade in question.qrels.items():
         if grade <= 0 or cid not in corpus.index:
             continue
         chunk = corpus.chunks[corpus.index[cid]]
         passage = normalise(f"{chunk.title}\n{chunk.text}")
-        if not any(q in passage for q in quotes):
+        if not any(q in passage for q in quotes) and cid not in spanned:
             by_id[cid] = hashlib.sha1(passage.encode()).hexdigest()[:12]
     return {"evidence": list(question.evidence), "chunk_ids": by_id}
 
@@ -93,7 +201,10 @@ def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
 def questions_from_records(records: list[Record], corpus: Corpus, source: str) -> list[Question]:
     """Every question of the records (each naming its file and line, or its row) with labels resolved;
     raises DataError listing all problems."""
-    index = EvidenceIndex(corpus)
+    quotes = [
+        q.get("quote") if isinstance(q, dict) else q for rec in records for q in _as_list(rec.data.get("evidence"))
+    ]
+    index = EvidenceIndex(corpus, [q for q in quotes if isinstance(q, str)])
     questions, problems = [], []
     first_seen: dict[str, str] = {}
     for rec in records:
@@ -153,14 +264,15 @@ def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question 
         )
         answerable = None
 
-    qrels: dict[str, int] = {}
+    qrels: dict[str, float] = {}
     matches: dict[str, int] = {}
+    spans: dict[str, dict[str, float]] = {}
     has_labels = d.get("answer_in") not in (None, [], {}, "") or d.get("evidence") not in (None, [], "")
     if d.get("answer_in") not in (None, [], {}, ""):
         qrels.update(_answer_in(d["answer_in"], corpus, label, problems))
     if d.get("evidence") not in (None, [], ""):
-        for cid in _evidence(d["evidence"], d.get("doc_id"), index, label, problems, matches):
-            qrels.setdefault(cid, 1)
+        for cid, grade in _evidence(d["evidence"], d.get("doc_id"), index, label, problems, matches, spans).items():
+            qrels.setdefault(cid, grade)
 
     if answerable is False and has_labels:
         problems.append(
@@ -197,6 +309,7 @@ def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question 
         evidence=[q for q in quotes if isinstance(q, str) and q],
         metadata=meta,
         quote_matches=matches,
+        quote_spans=spans,
     ), []
 
 
@@ -212,11 +325,11 @@ def _answer_in(value: Any, corpus: Corpus, label: str, problems: list[Problem]) 
     elif isinstance(value, dict):
         items = {}
         for k, g in value.items():
-            if isinstance(g, bool) or not isinstance(g, int) or g < 0:
+            if isinstance(g, bool) or not isinstance(g, (int, float)) or g < 0:
                 problems.append(
                     Problem(
                         label,
-                        f"answer_in grade for '{k}' must be a non-negative integer, got {g!r}",
+                        f"answer_in grade for '{k}' must be a non-negative number, got {g!r}",
                         'write graded labels as {"chunk-id": 2, "other-id": 1}',
                     )
                 )
@@ -259,9 +372,13 @@ def _evidence(
     label: str,
     problems: list[Problem],
     matches: dict[str, int] | None = None,
-) -> list[str]:
+    spans: dict[str, dict[str, float]] | None = None,
+) -> dict[str, float]:
+    """The chunks the evidence quotes label, with their grades: 1 for a chunk holding a whole quote;
+    for a quote a chunk boundary cut (no chunk holds it whole), each adjacent chunk it spans, graded
+    by the share of the quote it holds (recorded in ``spans``)."""
     items = value if isinstance(value, list) else [value]
-    found: list[str] = []
+    found: dict[str, float] = {}
     for item in items:
         quote, restrict = (
             (item, doc_id)
@@ -288,9 +405,14 @@ def _evidence(
             )
             continue
         ids = index.find(quote, None if restrict is None else str(restrict))
+        grades = dict.fromkeys(ids, 1.0)
+        if not ids and (split := index.spanning(quote, None if restrict is None else str(restrict))):
+            grades = split
+            if spans is not None:
+                spans[quote] = split
         if matches is not None:
-            matches[quote] = len(ids)
-        if not ids:
+            matches[quote] = len(grades)
+        if not grades:
             short = normalise(quote)
             short = short if len(short) <= 80 else short[:77] + "..."
             near = index.closest(quote)
@@ -302,10 +424,8 @@ def _evidence(
             elif near:
                 fix = f"the closest passage is in chunk '{near[0]}': {near[1]!r}; copy the words exactly from it"
             else:
-                fix = (
-                    "copy the words exactly from the passage (whitespace may differ, case may not); "
-                    "a quote that spans two chunks matches neither, so shorten it"
-                )
+                fix = "copy the words exactly from the passage (whitespace may differ, case may not)"
             problems.append(Problem(label, f"evidence quote {short!r} matches no chunk", fix))
-        found += [i for i in ids if i not in found]
-    return found
+        for cid, grade in grades.items():
+            found[cid] = max(found.get(cid, 0.0), grade)
+    return {cid: int(g) if g == 1 else g for cid, g in found.items()}

@@ -164,6 +164,7 @@ class Diagnoser:
         self.embedding = [n for n, r in types.items() if isinstance(r, DenseConfig)]
         self.hybrid = {n: r for n, r in types.items() if isinstance(r, HybridConfig)}
         self._tokens: dict[int, set[str]] = {}
+        self._candidates: dict[tuple[str, int], list[Diagnosis]] = {}
         self.near = int(self.dc.near_factor * results.miss_k)  # a rank this close is nearly found
 
     def prepare_meaning(self) -> None:
@@ -191,7 +192,13 @@ class Diagnoser:
         return {n: self.res.retrievers[n].first_rank[q] for n in names}
 
     def candidates(self, retriever: str, q: int) -> list[Diagnosis]:
-        """Every cause whose evidence this miss shows, most specific first (not yet confirmed)."""
+        """Every cause whose evidence this miss shows, most specific first (not yet confirmed; fresh
+        copies of the ones found the first time this miss was looked at)."""
+        if (retriever, q) not in self._candidates:
+            self._candidates[(retriever, q)] = self._find_candidates(retriever, q)
+        return [Diagnosis(d.cause, d.rule, d.evidence) for d in self._candidates[(retriever, q)]]
+
+    def _find_candidates(self, retriever: str, q: int) -> list[Diagnosis]:
         question = self.res.questions[q]
         k = self.res.miss_k
         relevant = [self.corpus.index[c] for c, g in question.qrels.items() if g > 0]
@@ -554,13 +561,16 @@ def diagnose_misses(
     fixes: list[dict] | None = None,
     rechunked: set[str] | None = None,
     meaning: MeaningMatch | None = None,
+    diagnoser: Diagnoser | None = None,
 ) -> dict[str, dict[int, Diagnosis]]:
     """``{retriever: {question index: Diagnosis}}`` for every miss. ``fixes``: the simulated fixes
     that confirm causes implying them (None: nothing simulated yet); ``rechunked``: the retrievers
     re-chunking was simulated for (a chunking cause it does not confirm is dropped); ``meaning``:
-    compares passages by meaning for suspect_label (None: by words only)."""
-    d = Diagnoser(cfg, corpus, results, meaning)
-    d.prepare_meaning()
+    compares passages by meaning for suspect_label (None: by words only); ``diagnoser``: one that
+    looked at these misses before (its causes found are reused)."""
+    d = diagnoser or Diagnoser(cfg, corpus, results, meaning)
+    if diagnoser is None:
+        d.prepare_meaning()
     confirm = Confirmations(fixes, rechunked)
     return {
         name: {q: d.diagnose(name, q, confirm) for q in range(len(results.questions)) if results.is_miss(name, q)}
@@ -572,14 +582,15 @@ def diagnose_with_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResu
     """The retrieval stage's diagnosis: causes proposed, fixes simulated (fusion and hybrid on every
     question, re-chunking where a chunking cause is proposed), then causes decided by those fixes.
     Sets ``results.simulated_fixes`` and returns the diagnoses."""
-    meaning = meaning_match(cfg, corpus, cache_dir)
-    proposed = diagnose_misses(cfg, corpus, results, meaning=meaning)
+    diagnoser = Diagnoser(cfg, corpus, results, meaning_match(cfg, corpus, cache_dir))
+    diagnoser.prepare_meaning()
+    proposed = diagnose_misses(cfg, corpus, results, diagnoser=diagnoser)
     fixes = simulate_fixes(cfg, corpus, results)
     rechunked = rechunk_retrievers(cfg, corpus, results, proposed)
     if rechunked:
         fixes += simulate_rechunking(cfg, corpus, results, proposed, cache_dir)
     results.simulated_fixes = sorted(fixes, key=lambda f: -f["net"])
-    return diagnose_misses(cfg, corpus, results, results.simulated_fixes, rechunked, meaning)
+    return diagnose_misses(cfg, corpus, results, results.simulated_fixes, rechunked, diagnoser=diagnoser)
 
 
 def meaning_match(cfg: AuditConfig, corpus: Corpus, cache_dir) -> MeaningMatch | None:

@@ -7,10 +7,11 @@ what to do. The thresholds live in the config's ``lint:`` section.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from rag_eval.config import AuditConfig
-from rag_eval.data.testset import normalise
+from rag_eval.data.testset import PhraseIndex, normalise
 from rag_eval.retrievers.answer_match import answer_in_chunk, loose
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.stats import detectable_hit_difference, questions_for_hit_difference
@@ -153,21 +154,33 @@ def duplicates(cfg: AuditConfig, questions: list[Question]) -> list[Finding]:
 
 def suspect_labels(cfg: AuditConfig, corpus: Corpus, questions: list[Question]) -> list[Finding]:
     """The labelled chunk shares almost nothing with the reference while another chunk contains it."""
-    chunk_tokens = [set(tokens(c.passage)) for c in corpus.chunks]
+    chunk_tokens: dict[int, set[str]] = {}
+
+    def words_of(i: int) -> set[str]:
+        if i not in chunk_tokens:
+            chunk_tokens[i] = set(tokens(corpus.chunks[i].passage))
+        return chunk_tokens[i]
+
+    postings: dict[str, list[int]] | None = None
     suspects = {}
     for q in questions:
         ref = set(content_tokens(q.reference or ""))
         if not q.answerable or len(ref) < 3:
             continue
         relevant = {corpus.index[c] for c, g in q.qrels.items() if g > 0}
-        label_cov = max(coverage(ref, chunk_tokens[i]) for i in relevant)
+        label_cov = max(coverage(ref, words_of(i)) for i in relevant)
         if label_cov >= cfg.lint.label_overlap:
             continue
-        best_i, best_cov = max(
-            ((i, coverage(ref, t)) for i, t in enumerate(chunk_tokens) if i not in relevant),
-            key=lambda p: p[1],
-            default=(None, 0.0),
-        )
+        if postings is None:
+            # Built once, for the few questions that get here: a chunk holding at least other_overlap
+            # of the reference's words is among those holding one of them.
+            postings = {}
+            for i, c in enumerate(corpus.chunks):
+                for w in set(tokens(c.passage)):
+                    postings.setdefault(w, []).append(i)
+        hits = Counter(i for w in ref for i in postings.get(w, ()) if i not in relevant)
+        best_i, best_n = min(hits.items(), key=lambda p: (-p[1], p[0]), default=(None, 0))
+        best_cov = best_n / len(ref)
         if best_i is not None and best_cov >= cfg.lint.other_overlap:
             suspects[q.id] = {
                 "labelled_overlap": round(label_cov, 2),
@@ -196,14 +209,23 @@ def answer_outside_label(
     after normalisation (markup, case, punctuation), or, among the chunks a retriever ranks within
     ``miss_k``, one holding the reference answer (``answer_match.py``; the same test as the
     diagnosis's suspect_label). Each names the chunk to add."""
-    flat = [f" {loose(c.title + chr(10) + c.text)} " for c in corpus.chunks]
+    quotes_of = {
+        question.id: [f" {loose(e)} " for e in question.evidence if len(loose(e).split()) >= 3]
+        for question in questions
+    }
+    search = None
+    if any(quotes_of.values()):  # every chunk's text made loose only when some quote is looked for
+        flat = [f" {loose(c.title + chr(10) + c.text)} " for c in corpus.chunks]
+        search = PhraseIndex(flat, [e for quotes in quotes_of.values() for e in quotes])
     found: dict[str, dict] = {}
     for q, question in enumerate(questions):
         relevant = {corpus.index[c] for c, g in question.qrels.items() if g > 0}
         if not question.answerable or not relevant:
             continue
-        quotes = [f" {loose(e)} " for e in question.evidence if len(loose(e).split()) >= 3]
-        hit = next((i for i in range(len(flat)) if i not in relevant and any(e in flat[i] for e in quotes)), None)
+        # A chunk labelled with grade 0 was judged (or, for a service's own passage, stands in for it).
+        labelled = {corpus.index[c] for c in question.qrels if c in corpus.index}
+        holders = sorted({i for e in quotes_of[question.id] for i in search.find(e)}) if search else []
+        hit = next((i for i in holders if i not in labelled), None)
         if hit is not None:
             found[question.id] = {"chunk_to_add": corpus.chunks[hit].id, "by": "evidence quote"}
             continue
@@ -320,6 +342,31 @@ def generic_labels(cfg: AuditConfig, questions: list[Question]) -> list[Finding]
     ]
 
 
+def split_evidence(questions: list[Question]) -> list[Finding]:
+    """Evidence quotes a chunk boundary cut: no chunk holds them whole, so each adjacent chunk they
+    span counts relevant, graded by its share of the quote."""
+    spans = {q.id: q.quote_spans for q in questions if q.quote_spans}
+    if not spans:
+        return []
+    n = sum(len(s) for s in spans.values())
+    qid, split = next(iter(spans.items()))
+    quote, parts = next(iter(split.items()))
+    example = f"{quote[:50]!r} in {qid} spans " + ", ".join(f"{cid} ({g:.0%})" for cid, g in parts.items())
+    return [
+        Finding(
+            "split_evidence",
+            "info",
+            f"{n} evidence quote{'s' if n != 1 else ''} of {len(spans)} question{'s' if len(spans) != 1 else ''} "
+            f"span{'s' if n == 1 else ''} adjacent chunks (a chunk boundary cuts them; e.g. {example}): each chunk "
+            "a quote spans counts relevant, graded by its share of the quote",
+            "nothing to do for a chunker you are comparing; for your own chunking, larger chunks or more overlap "
+            "keep such evidence whole",
+            sorted(spans),
+            {"spans": {qid: split for qid, split in spans.items()}},
+        )
+    ]
+
+
 def lint(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], results: RetrievalResults | None = None
 ) -> list[Finding]:
@@ -331,6 +378,7 @@ def lint(
         + duplicates(cfg, questions)
         + suspect_labels(cfg, corpus, questions)
         + generic_labels(cfg, questions)
+        + split_evidence(questions)
         + doc_coverage(corpus, questions)
     )
     findings += answer_outside_label(cfg, corpus, questions, results)

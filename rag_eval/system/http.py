@@ -66,6 +66,17 @@ class SystemReply:
         )
 
 
+@dataclass
+class Trial:
+    """One request tried by hand: the request as sent (header values as written, ``${VAR}``), the
+    reply's status and text (None and empty when none came), and what was parsed from it."""
+
+    request: dict
+    status: int | None
+    raw: str
+    reply: SystemReply
+
+
 def fill(template: Any, question: Question) -> Any:
     """The template with ``{question}`` and ``{question_id}`` replaced in every string (a JSON value)."""
     if isinstance(template, str):
@@ -220,6 +231,27 @@ class HttpSystem:
             attempts=attempts,
             latency_s=time.perf_counter() - start,
         )
+
+    async def try_once(self, question: Question) -> Trial:
+        """One request for the question, neither cached nor retried, with the reply as it came and
+        what was parsed from it (``rag-eval validate --try``)."""
+        req = self.request_of(question)
+        start = time.perf_counter()
+        try:
+            response = await self.client.request(
+                self.cfg.method, self.url, headers=self.headers, params=req["params"] or None, json=req["body"]
+            )
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            error = redact(f"{type(exc).__name__}: {exc or 'no response'} (timeout_s {self.cfg.timeout_s:g})")
+            reply = SystemReply(question.id, None, error=error, latency_s=time.perf_counter() - start)
+            return Trial(req, None, "", reply)
+        raw = redact(response.text)
+        if response.status_code != 200:
+            reply = SystemReply(question.id, None, error=f"HTTP {response.status_code}", status=response.status_code)
+        else:
+            reply = self._parse(question.id, 200, response.content)
+        reply.latency_s = time.perf_counter() - start
+        return Trial(req, response.status_code, raw, reply)
 
     def _parse(self, qid: str, status: int, content: bytes) -> SystemReply:
         try:

@@ -27,8 +27,9 @@ class Mapped:
 
 
 def map_replies(corpus: Corpus, replies: dict[str, SystemReply]) -> Mapped:
-    """Every returned passage as a chunk: by its corpus id, else by its text; a text the corpus
-    does not hold becomes a chunk ``ctx-<hash>`` of its own, an id with neither ``unknown:<id>``."""
+    """Every returned passage as a chunk: by its corpus id, else by its text; a passage the corpus
+    does not hold keeps the id the service gave it (``ctx-<hash of its text>`` only when the service
+    gives none), so reports, label pages and lint name it as the service does."""
     matcher = TextMatcher(corpus)
     foreign: dict[str, Chunk] = {}
     ids: dict[str, list[str]] = {}
@@ -43,15 +44,14 @@ def map_replies(corpus: Corpus, replies: dict[str, SystemReply]) -> Mapped:
             if idx is not None:
                 cid = corpus.chunks[idx].id
                 counts["by_id" if p.id is not None and p.id in corpus.index else "by_text"] += 1
-            elif p.text:
-                cid = context_id(p.text)
-                foreign.setdefault(cid, Chunk(cid, p.text, metadata={"returned_id": p.id}))
-                counts["own_text"] += 1
             else:
-                cid = f"unknown:{p.id}"
-                foreign.setdefault(cid, Chunk(cid, "", metadata={"returned_id": p.id}))
-                counts["unknown_id"] += 1
-                unknown.append((qid, str(p.id)))
+                cid = _own_id(p.id, p.text, foreign)
+                foreign.setdefault(cid, Chunk(cid, p.text or "", metadata={"returned_id": p.id}))
+                if p.text:
+                    counts["own_text"] += 1
+                else:
+                    counts["unknown_id"] += 1
+                    unknown.append((qid, str(p.id)))
             if p.text:
                 texts.setdefault(cid, p.text)
             if cid not in mine:
@@ -61,18 +61,46 @@ def map_replies(corpus: Corpus, replies: dict[str, SystemReply]) -> Mapped:
     return Mapped(grown, ids, texts, counts, unknown)
 
 
+def _own_id(returned: str | None, text: str | None, seen: dict[str, Chunk]) -> str:
+    """The id of a passage the corpus does not hold: the service's own; the same id given to
+    another text gets ``~2``, ``~3``... (both stay visible); a hash of the text when it has no id."""
+    if returned is None:
+        return context_id(text or "")
+    cid, n = returned, 1
+    while cid in seen and text and seen[cid].text and normalise(seen[cid].text) != normalise(text):
+        n += 1
+        cid = f"{returned}~{n}"
+    return cid
+
+
 def with_own_passages(questions: list[Question], mapped: Mapped, n_corpus: int) -> list[Question]:
-    """The questions with evidence quotes found in the system's own passages (beyond the corpus)
-    counted relevant, as a quote found in a corpus chunk makes that chunk relevant."""
-    own = mapped.corpus.chunks[n_corpus:]
+    """The questions with each evidence quote counted once: a passage of the system's own (not a
+    corpus chunk) that it returned for a question and that holds the question's evidence quote is
+    the relevant item for that quote, in place of the corpus chunks the quote was found in (kept with
+    grade 0: labelled, not relevant, unless the system returned them too). Without this a question
+    would have two relevant items where the system could return one, halving recall and nDCG."""
+    own = {c.id: normalise(c.text) for c in mapped.corpus.chunks[n_corpus:] if c.text}
     if not own:
         return questions
-    own_texts = [(c.id, normalise(c.text)) for c in own if c.text]
+    corpus = mapped.corpus
     out = []
     for q in questions:
-        quotes = [normalise(e) for e in q.evidence]
-        found = {cid: 1 for cid, t in own_texts if any(e and e in t for e in quotes) and cid not in q.qrels}
-        out.append(dataclasses.replace(q, qrels={**q.qrels, **found}) if found else q)
+        returned = mapped.ids.get(q.id, [])
+        qrels = dict(q.qrels)
+        for raw in q.evidence:
+            quote = normalise(raw)
+            holders = [cid for cid in returned if cid in own and quote and quote in own[cid]]
+            if not holders:
+                continue
+            for cid, grade in q.qrels.items():
+                if cid in returned or grade <= 0 or cid not in corpus.index:
+                    continue
+                chunk = corpus.chunks[corpus.index[cid]]
+                if quote in normalise(f"{chunk.title}\n{chunk.text}") or cid in q.quote_spans.get(raw, {}):
+                    qrels[cid] = 0
+            for cid in holders:
+                qrels[cid] = max(qrels.get(cid, 0), 1)
+        out.append(dataclasses.replace(q, qrels=qrels) if qrels != q.qrels else q)
     return out
 
 
@@ -93,3 +121,9 @@ def judged_corpus(mapped: Mapped) -> Corpus:
         dataclasses.replace(c, text=mapped.texts[c.id]) if c.id in mapped.texts else c for c in mapped.corpus.chunks
     ]
     return Corpus(chunks, source=mapped.corpus.source)
+
+
+def returned_depth(mapped: Mapped) -> int:
+    """The most passages the system returned for one question: its answers' ``top_k`` (the report's
+    "on system's top N"), not the retrieval depth."""
+    return max((len(ids) for ids in mapped.ids.values()), default=0) or 1

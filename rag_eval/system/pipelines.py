@@ -5,6 +5,7 @@ threads, ``concurrency`` at a time); its answer and the nodes / documents it use
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -13,7 +14,7 @@ from rag_eval.errors import ConfigError, Problem
 from rag_eval.llm.client import Usage
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.mapping import document_passage, node_passage
-from rag_eval.system.http import SystemReply, fill
+from rag_eval.system.http import SystemReply, Trial, fill
 from rag_eval.system.paths import extract, parse_path
 from rag_eval.types import Question
 
@@ -35,9 +36,19 @@ class _ThreadedSystem:
     def __init__(self, name: str, concurrency: int):
         self.usage = Usage(name)
         self.gate = asyncio.Semaphore(concurrency)
+        self.last_raw = ""  # the last output as it came, for ``rag-eval validate --try``
 
     def call(self, question: Question) -> SystemReply:
         raise NotImplementedError
+
+    def request_of(self, question: Question) -> dict:
+        """What the pipeline is given for a question."""
+        return {"query": question.question}
+
+    async def try_once(self, question: Question) -> Trial:
+        """The question asked once, with the pipeline's output as it came and what was parsed."""
+        reply = await self.ask(question)
+        return Trial(self.request_of(question), None, self.last_raw, reply)
 
     async def ask(self, question: Question) -> SystemReply:
         start = time.perf_counter()
@@ -74,6 +85,7 @@ class LlamaIndexSystem(_ThreadedSystem):
 
     def call(self, question: Question) -> SystemReply:
         response = self.engine.query(question.question)
+        self.last_raw = repr(response)
         answer = getattr(response, "response", None)
         passages = [node_passage(n, self.cfg.id_key) for n in getattr(response, "source_nodes", None) or []]
         if answer is None:
@@ -101,8 +113,12 @@ class HaystackSystem(_ThreadedSystem):
         steps = (parse_path(cfg.answer), parse_path(cfg.documents))
         self.wanted = {s[0] for s in steps if s and isinstance(s[0], str)}
 
+    def request_of(self, question: Question) -> dict:
+        return {"inputs": fill(self.cfg.inputs, question)}
+
     def call(self, question: Question) -> SystemReply:
         out = self.pipeline.run(fill(self.cfg.inputs, question), include_outputs_from=self.wanted)
+        self.last_raw = json.dumps(out, default=repr, ensure_ascii=False)
         docs = []
         for value in extract(out, self.cfg.documents):
             docs += value if isinstance(value, list) else [value]

@@ -1,0 +1,78 @@
+"""The checks ``rag-eval run`` makes before its first model call, made without calling anything:
+``rag-eval validate`` runs them so that a config it passes does not fail on them later.
+
+Each check raises the same ConfigError / DataError the run would; every problem found is raised
+together."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rag_eval.answers.generation import load_prompts
+from rag_eval.config import AuditConfig, HttpSystemConfig, LLMConfig
+from rag_eval.errors import ConfigError, Problem, RagEvalError
+from rag_eval.judges.registry import JUDGES
+from rag_eval.judges.scored import ScoredJudges
+from rag_eval.llm.client import api_key
+from rag_eval.retrievers.custom import import_object
+from rag_eval.system.http import HttpSystem
+
+
+def preflight(cfg: AuditConfig) -> None:
+    """Every check of the run's set-up (the system's URL and secrets, prompt files, judge prompts,
+    labels and answers files, API keys); raises one error listing every problem."""
+    problems: list[Problem] = []
+    for check in (_system, _generation, _judges):
+        try:
+            check(cfg)
+        except RagEvalError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+
+
+def _system(cfg: AuditConfig) -> None:
+    s = cfg.system
+    if s is None:
+        return
+    if isinstance(s, HttpSystemConfig):
+        # The client the run builds: the URL once ${VAR}s are filled in, and the headers' variables.
+        system = HttpSystem(s, None, cfg.where("system"))
+        asyncio.run(system.aclose())
+    else:
+        # The factory is imported, not called: building the user's pipeline may call models.
+        import_object(s.factory, cfg.where("system.factory"))
+
+
+def _generation(cfg: AuditConfig) -> None:
+    g = cfg.generation
+    if g is None or cfg.system is not None:
+        return
+    if g.answers:
+        if g.answers.endswith((".jsonl", ".json")) or "/" in g.answers:
+            cfg.existing_path("generation.answers", g.answers, "answers")
+        else:
+            import_object(g.answers, cfg.where("generation.answers"))
+        return
+    load_prompts(cfg)
+    _llm(g.llm, cfg.where("generation.llm"))
+
+
+def _judges(cfg: AuditConfig) -> None:
+    jc = cfg.judges
+    if jc is None:
+        return
+    if any(JUDGES[m].family == "scored" for m in jc.metrics):
+        folder = (
+            cfg.existing_path("judges.prompts_dir", jc.prompts_dir, "judges' prompts", True) if jc.prompts_dir else None
+        )
+        ScoredJudges.load(None, folder)
+    if jc.labels:
+        cfg.existing_path("judges.labels", jc.labels, "labels")
+    _llm(jc.llm, cfg.where("judges.llm"))
+    if jc.escalate is not None:
+        _llm(jc.escalate.llm, cfg.where("judges.escalate.llm"))
+
+
+def _llm(llm: LLMConfig, where: str) -> None:
+    api_key(llm, where)
