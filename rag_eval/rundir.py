@@ -107,27 +107,42 @@ def read_status(run_dir: Path) -> RunStatus | None:
     return RunStatus.load(data) if isinstance(data, dict) else None
 
 
-def read_finished(run_dir: Path, what: str = "the folder") -> tuple[dict, dict]:
+def read_finished(run_dir: Path, what: str = "the folder") -> tuple[dict[str, Any], dict[str, Any]]:
     """(summary.json, report.json) of a run folder; a folder without them is a DataError naming why
     (the reason a failed run recorded)."""
+    report = read_report_json(run_dir, what)
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        status = read_status(run_dir)
-        if status is not None and not status.finished:
-            why = f"{what} run {status.unfinished_why()}"
-        else:
-            why = f"{what} is not a finished rag-eval run folder ({exc})"
-        raise DataError(
-            Problem(
-                str(run_dir),
-                why,
-                "give a folder under runs/ written by rag-eval run, retrieval or compare, or rag_eval.audit() "
-                "(it holds summary.json)",
-            )
-        ) from None
+        raise _not_a_run(run_dir, what, exc) from None
     return summary, report
+
+
+def read_report_json(run_dir: Path, what: str = "the folder") -> dict[str, Any]:
+    """report.json of a run folder (every figure and rendering comes from it); a folder without
+    one is a DataError naming why (the reason a failed run recorded)."""
+    try:
+        report: dict[str, Any] = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _not_a_run(run_dir, what, exc) from None
+    return report
+
+
+def _not_a_run(run_dir: Path, what: str, exc: Exception) -> DataError:
+    """The error for a folder that holds no finished run: the reason its run failed, where it recorded one."""
+    status = read_status(run_dir)
+    if status is not None and not status.finished:
+        why = f"{what} run {status.unfinished_why()}"
+    else:
+        why = f"{what} is not a finished rag-eval run folder ({exc})"
+    return DataError(
+        Problem(
+            str(run_dir),
+            why,
+            "give a folder under runs/ written by rag-eval run, retrieval or compare, or rag_eval.audit() "
+            "(it holds summary.json)",
+        )
+    )
 
 
 def find_resumable(cfg: AuditConfig, out: str | None = None) -> Path | None:
@@ -271,7 +286,7 @@ class RunFolder:
             rows = [{"id": c.id, "text": c.text, "title": c.title, "doc_id": c.doc_id} for c in inputs.corpus.chunks]
             self.write_text("inputs/corpus.jsonl", jsonl_text(rows))
         if str(inputs.test_set_path) == "test set (given)":
-            rows = [
+            questions: list[dict[str, Any]] = [
                 {
                     "id": q.id,
                     "question": q.question,
@@ -281,7 +296,7 @@ class RunFolder:
                 }
                 for q in inputs.questions
             ]
-            self.write_text("inputs/test_set.jsonl", jsonl_text(rows))
+            self.write_text("inputs/test_set.jsonl", jsonl_text(questions))
 
     def reused(self, stage: str, reused: int, redone: dict[str, int], what: str | None = None) -> str | None:
         """Record what ``stage`` reused of a resumed run (the report's ``resume``); the line to say

@@ -26,7 +26,7 @@ class Model(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True)
 
     @classmethod
-    def load(cls, data: dict | Self) -> Self:
+    def load(cls, data: dict[str, Any] | Self) -> Self:
         """The record from its JSON dict (as read from a run folder), or the record itself."""
         return data if isinstance(data, cls) else cls.model_validate(data)
 
@@ -75,7 +75,7 @@ class PairedComparison(Model):
             f"{self.wins}/{self.losses}/{self.ties}",
         )
 
-    def picked(self, keys: tuple[str, ...]) -> dict:
+    def picked(self, keys: tuple[str, ...]) -> dict[str, Any]:
         """The fields ``keys`` of the comparison, for summary.json."""
         return {k: getattr(self, k) for k in keys}
 

@@ -46,7 +46,9 @@ def _field(d: dict, name: str) -> Any:
 
 def parse_rows(records: list[Record]) -> list[SuppliedAnswer]:
     """Every row as a SuppliedAnswer; raises DataError listing every bad row."""
-    out, problems, seen = [], [], {}
+    out: list[SuppliedAnswer] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
     for rec in records:
         d, where = rec.data, rec.where
         question, answer, contexts = _field(d, "question"), _field(d, "answer"), _field(d, "contexts")

@@ -71,7 +71,9 @@ def per_question_values(
                 f.subset != "all" and answerable.get(j.question_id) is not (f.subset == "answerable")
             ):
                 continue
-            value = float(j.verdict == f.verdict) if f.binary else float(j.score)
+            if not f.binary and j.score is None:
+                continue
+            value = float(j.verdict == f.verdict) if f.binary else float(j.score or 0.0)
             values[f.comparison_name].setdefault(j.prompt, {})[j.question_id] = (
                 1.0 - value if f.better == "lower" else value
             )
@@ -83,11 +85,12 @@ def per_question_values(
 
 def compare_prompts(cfg: AuditConfig, report: Report, answerable: dict[str, bool]) -> list[Comparison]:
     """Every metric for every pair of prompts, Holm-corrected together."""
-    st = cfg.stats
-    values = per_question_values(report, answerable, cfg.judges.metrics)
-    prompts = list(cfg.generation.prompts)
+    st, jc, g = cfg.stats, cfg.judges, cfg.generation
+    assert jc is not None and g is not None  # compare runs with prompts and judges (checked before)
+    values = per_question_values(report, answerable, jc.metrics)
+    prompts = list(g.prompts)
     comparisons = []
-    for metric, binary in compared_metrics(cfg.judges.metrics):
+    for metric, binary in compared_metrics(jc.metrics):
         for a, b in itertools.combinations(prompts, 2):
             va, vb = values[metric].get(a, {}), values[metric].get(b, {})
             common = sorted(set(va) & set(vb))

@@ -4,6 +4,7 @@ diff, history, judge noise and report re-rendering read them."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -15,9 +16,10 @@ from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution.records import AttributionRow
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.judgement import Judgement
+from rag_eval.report.assemble import summary as summary_of
 from rag_eval.report.report_records import Report, Summary
 from rag_eval.retrievers.retrieval_records import QuestionRecord
-from rag_eval.rundir import RunStatus, read_finished, read_jsonl, read_status
+from rag_eval.rundir import RunStatus, read_jsonl, read_report_json, read_status
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,14 @@ class Run:
 
 def read_run(path: str | Path, role: str = "run") -> Run:
     """The typed records of a run folder (old folders, written before some records existed, read
-    with those left empty); a folder without summary.json and report.json is a DataError naming
-    why (the reason a failed run recorded)."""
+    with those left empty; summary.json, where missing, from the report); a folder without
+    report.json is a DataError naming why (the reason a failed run recorded)."""
     path = Path(path).resolve()
-    summary, report = read_finished(path, f"the {role}")
+    report = Report.load(read_report_json(path, f"the {role}"))
+    try:
+        summary = Summary.load(json.loads((path / "summary.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        summary = Summary.load(summary_of(report))
     try:
         config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
@@ -109,8 +115,8 @@ def read_run(path: str | Path, role: str = "run") -> Run:
         path=path,
         status=read_status(path),
         config=config if isinstance(config, dict) else {},
-        summary=Summary.load(summary),
-        report=Report.load(report),
+        summary=summary,
+        report=report,
         retrieval=[QuestionRecord.load(r) for r in read_jsonl(path / "retrieval.jsonl")],
         answers=[Answer.load(a) for a in read_jsonl(path / "generation.jsonl")],
         judgements=[Judgement.from_dict(j) for j in read_jsonl(path / "judgements.jsonl")],

@@ -176,7 +176,8 @@ def judge_stage(audit: Audit, got: Answered) -> Report:
         esc = jc.escalate
         cap = f"at most {esc.max_calls} decisions" if esc.max_calls is not None else "no call limit"
         say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
-    judgements, info = run_judging(cfg, got.corpus, got.questions, got.answers, audit.session, audit.run_dir)
+    answers: list[Answer | dict[str, Any]] = list(got.answers)
+    judgements, info = run_judging(cfg, got.corpus, got.questions, answers, audit.session, audit.run_dir)
     audit.say_reuse("judgements", info.reused, info.redone)
     retrieved = got.retrieved or retrieved_by_recall(jc.deciding("retrieval"), judgements)
     add_judging(report, cfg, got.questions, got.answers, judgements, retrieved, reuse=info, weights=got.weights)

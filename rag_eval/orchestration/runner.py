@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.config import AuditConfig
@@ -15,7 +16,7 @@ from rag_eval.orchestration.pipeline import AnswerSource, run_pipeline
 from rag_eval.orchestration.sequential import run_until_settled
 from rag_eval.orchestration.sources import SOURCES, GeneratedAnswers, source_for
 from rag_eval.report.files import write_report
-from rag_eval.report.report_records import Report
+from rag_eval.report.report_records import Report, SequentialStop
 from rag_eval.retrievers.health import run_lint
 from rag_eval.rundir import read_jsonl
 
@@ -99,9 +100,9 @@ def run_compare(
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
     report = Report.load(json.loads((run_dir / "report.json").read_text()))
     generations = [a for a in map(Answer.load, read_jsonl(run_dir / "generation.jsonl")) if not a.failed]
-    check_same_contexts(generations)
+    check_same_contexts(list[Answer | dict[str, Any]](generations))
     report.comparison = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
     if sequential is not None:
-        report.comparison.sequential = sequential
+        report.comparison.sequential = SequentialStop.load(sequential)
     write_report(run_dir, report)
     return run_dir

@@ -71,7 +71,8 @@ def run_until_settled(
     order = np.random.default_rng(seed).permutation(len(inputs.questions))
     questions = [inputs.questions[i] for i in order]
     answerable = {q.id: q.answerable for q in questions}
-    run_dir, calls, looks = None, 0, []
+    run_dir: Path | None = None
+    calls, looks = 0, []
     used = 0
     for used in range(min(batch, len(questions)), len(questions) + batch, batch):
         used = min(used, len(questions))
@@ -85,6 +86,7 @@ def run_until_settled(
         if settled or used >= len(questions):
             break
     left = len(questions) - used
+    assert run_dir is not None  # the loop ran at least once: a test set has questions
     return run_dir, {
         "test": TEST_NAME,
         "alpha": alpha,

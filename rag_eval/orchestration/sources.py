@@ -11,11 +11,12 @@ from typing import Any
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import run_generation, select_questions
 from rag_eval.answers.supplied import SuppliedAnswer, as_audit_inputs
+from rag_eval.attribution import JudgeBrief
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.labels import draw, write_csv, write_html
+from rag_eval.judges.labels import DrawnAnswer, draw, write_csv, write_html
 from rag_eval.llm.client import Usage
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit, eta
 from rag_eval.progress import say
@@ -31,6 +32,7 @@ from rag_eval.rundir import RunFolder
 from rag_eval.system.http import SystemReply
 from rag_eval.system.passages import judged_corpus, map_replies, returned_depth, system_rankings, with_own_passages
 from rag_eval.system.run import ask_all, generation_records, system_name, system_section
+from rag_eval.system.system_records import SystemSection, TracesSection
 from rag_eval.system.trace_audit import (
     labelled,
     match_traces,
@@ -142,7 +144,7 @@ def replies_answered(
     report.test_set = report.test_set.model_copy(
         update={"questions": len(questions), "answerable": n_ans, "unanswerable": len(questions) - n_ans}
     )
-    report.system = {**system_section(cfg, questions, replies, mapped, usage), **(source or {})}
+    report.system = SystemSection.load({**system_section(cfg, questions, replies, mapped, usage), **(source or {})})
     records = generation_records(cfg, replies, mapped)
     audit.folder.write_records("generation.jsonl", records)
     # Every passage the system returned goes to its generator: "retrieved" is any relevant one among them.
@@ -262,7 +264,7 @@ class TracedAnswers(AnswerSource):
         say(f"traces: {t['read']} read, {t['audited']} audited, skipped: {t['skipped'] or 'none'}")
         seed = audit.cfg.stats.seed if self.seed is None else self.seed
         t["labels"] = label_sample(audit.run_dir, report, self.label_n, seed)
-        report.traces = t
+        report.traces = TracesSection.load(t)
         return report
 
 
@@ -277,9 +279,12 @@ def label_sample(run_dir: Path, report: Report, n: int, seed: int) -> dict[str, 
         return None
     out = run_dir / "labels"
     out.mkdir(exist_ok=True)
-    verdicts = {(r.question_id, r.prompt): r.judges for r in report.rows()}
+    verdicts: dict[tuple[str, str], dict[str, JudgeBrief | dict[str, Any]]] = {
+        (r.question_id, r.prompt): dict(r.judges) for r in report.rows()
+    }
+    drawn: list[DrawnAnswer | dict[str, Any]] = list(rows)
     write_csv(rows, out / "labels.csv")
-    write_html(rows, out / "labels.html", passage_texts(run_dir), verdicts)
+    write_html(drawn, out / "labels.html", passage_texts(run_dir), verdicts)
     return {"n": len(rows), "seed": seed, "csv": str(out / "labels.csv"), "html": str(out / "labels.html")}
 
 

@@ -3,8 +3,9 @@ every audit (the config's, a deployed system's, supplied answers, traces), and s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from rag_eval.attribution.records import (
 )
 from rag_eval.config import AuditConfig
 from rag_eval.judges.escalation import without_escalation
-from rag_eval.judges.judge_records import JudgesSection, JudgingInfo
+from rag_eval.judges.judge_records import EscalationSection, JudgesSection, JudgingInfo
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
 from rag_eval.judges.registry import FAITHFUL_SHARE
@@ -151,15 +152,20 @@ def supplied_report(cfg: AuditConfig, answers: int, recall_judge: str | None) ->
 
 
 def generation_section(
-    cfg: AuditConfig, records: list[Answer], n_selected: int, usage: list[dict], n_total: int | None = None
+    cfg: AuditConfig,
+    records: Sequence[Answer | dict[str, Any]],
+    n_selected: int,
+    usage: list[dict[str, Any]],
+    n_total: int | None = None,
 ) -> GenerationSection:
     """Answers per prompt, failures, and model usage."""
     g = cfg.generation
+    assert g is not None  # answers exist only where the config generates them (or a system answers)
     n_total = n_selected if n_total is None else n_total
-    records = [Answer.load(r) for r in records]
+    answers = [Answer.load(r) for r in records]
     prompts = {}
-    for name in {r.prompt for r in records} | set(g.prompts if not g.answers else []):
-        mine = [r for r in records if r.prompt == name]
+    for name in {r.prompt for r in answers} | set(g.prompts if not g.answers else []):
+        mine = [r for r in answers if r.prompt == name]
         prompts[name] = PromptCounts(
             answered=sum(not r.failed for r in mine),
             failed=sum(r.failed for r in mine),
@@ -172,7 +178,7 @@ def generation_section(
         sampled=n_selected < n_total,
         prompts=prompts,
         usage=[Usage.load(u) for u in usage],
-        records=records,
+        records=answers,
     )
 
 
@@ -180,13 +186,18 @@ def retrieved_in_top_k(cfg: AuditConfig, res: RetrievalResults) -> Retrieved:
     """A relevant chunk among the contexts given to the generator (its retriever's top k).
     A question outside the retrieval results (a deployed system that failed it) counts as
     retrieved, so its failed answer decides: not_judged."""
+    g = cfg.generation
+    assert g is not None  # the generator's retriever and k decide
     index = {q.id: i for i, q in enumerate(res.questions)}
-    first = res.retrievers[cfg.generation.retriever].first_rank
-    top_k = cfg.generation.top_k
+    first = res.retrievers[g.retriever].first_rank
+    top_k = g.top_k
 
     def retrieved(q: Question) -> tuple[bool, str | None]:
         i = index.get(q.id)
-        return (True if i is None else bool(first[i] and first[i] <= top_k)), None
+        if i is None:
+            return True, None
+        rank = first[i]
+        return rank is not None and rank <= top_k, None
 
     return retrieved
 
@@ -313,6 +324,7 @@ def add_judging(
     to ``report``; ``reuse`` is what the judging stage returned beside the verdicts (calibration,
     escalation); ``weights`` the sampling weight of each question."""
     jc, reuse = cfg.judges, JudgingInfo.load(reuse or {})
+    assert jc is not None  # judging runs only with a judges section
     report.judges = JudgesSection(
         metrics=jc.metrics,
         faithfulness_judge=jc.deciding_faithfulness,
@@ -327,16 +339,18 @@ def add_judging(
     )
     report.attribution = attribution_section(cfg, questions, generations, judgements, retrieved)
     if reuse.escalation is not None:
-        report.judges.escalation = without_escalation(
-            reuse.escalation,
-            [j.to_dict() for j in judgements],
-            lambda js: dump_figures(aggregate(cfg, questions, [Judgement.from_dict(j) for j in js], weights)),
-            lambda js: {
-                p: {o: s.dump() for o, s in sh.items()}
-                for p, sh in attribution_section(
-                    cfg, questions, generations, [Judgement.from_dict(j) for j in js], retrieved
-                ).shares.items()
-            },
+        report.judges.escalation = EscalationSection.load(
+            without_escalation(
+                reuse.escalation,
+                [j.to_dict() for j in judgements],
+                lambda js: dump_figures(aggregate(cfg, questions, [Judgement.from_dict(j) for j in js], weights)),
+                lambda js: {
+                    p: {o: s.dump() for o, s in sh.items()}
+                    for p, sh in attribution_section(
+                        cfg, questions, generations, [Judgement.from_dict(j) for j in js], retrieved
+                    ).shares.items()
+                },
+            )
         )
     return report
 
@@ -348,6 +362,8 @@ def dump_figures(figures: dict) -> dict:
 
 def _same_model(cfg: AuditConfig) -> bool:
     """Whether the generator and the judge are the same model (a judge grading its own answers)."""
+    if cfg.generation is None or cfg.judges is None:
+        return False
     g, j = cfg.generation.llm, cfg.judges.llm
     return (g.provider, g.model, g.base_url, g.model_path) == (j.provider, j.model, j.base_url, j.model_path)
 

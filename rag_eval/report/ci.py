@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 from rag_eval.report.gates import GateResult, describe_failure
 from rag_eval.report.markdown import fmt
@@ -66,16 +67,16 @@ def summary_markdown(
     for name, figs in typed.retrieval.items():
         heads = [m for m in HEADLINE if m in figs]
         lines.append(f"- retrieval **{name}**: " + ", ".join(f"{m} {fmt(figs[m], 2)}" for m in heads))
-    for prompt, figs in typed.generation.items():
-        lines.append(f"- prompt **{prompt}**: " + ", ".join(f"{m} {fmt(e, 2)}" for m, e in figs.items()))
+    for prompt, judged in typed.generation.items():
+        lines.append(f"- prompt **{prompt}**: " + ", ".join(f"{m} {fmt(e, 2)}" for m, e in judged.items()))
     lines += ["", f"Run folder: `{run_dir}`", ""]
     if extra:
         lines += [extra]
     return "\n".join(lines)
 
 
-def _node(summary: dict, figure: str):
-    node = summary
+def _node(summary: dict[str, Any], figure: str) -> Any:
+    node: Any = summary
     for part in figure.split("."):
         if not isinstance(node, dict):
             return None

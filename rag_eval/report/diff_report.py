@@ -152,7 +152,7 @@ def render_diff_markdown(d: DiffData | dict) -> str:
                 f"{e.new:.3f}",
                 fmt_diff(e),
                 f"{e.better_on} / {e.worse_on} / {e.same_on}",
-                format_p(e.p_holm),
+                format_p(e.p_holm) if e.p_holm is not None else "–",
                 e.verdict + (" (within judge noise)" if e.within_noise else ""),
             ]
         )

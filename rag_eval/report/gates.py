@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_eval.config import OPS, parse_rule
 from rag_eval.errors import ConfigError, Problem, did_you_mean
@@ -27,16 +28,15 @@ class GateResult:
     detail: str | None = None  # a failure's description, where describe_failure cannot find it
 
 
-def lookup(summary: dict, figure: str) -> float | None:
+def lookup(summary: dict[str, Any], figure: str) -> float | None:
     """The value of ``retrieval.hybrid.hit@5``-style paths; an estimate object gives its ``value``."""
-    node = summary
+    node: Any = summary
     for part in _split(figure):
         if not isinstance(node, dict) or part not in node:
             raise KeyError(part)
         node = node[part]
-    if isinstance(node, dict):
-        node = Figure.load(node).value
-    return None if node is None else float(node)
+    value = Figure.load(node).value if isinstance(node, dict) else node
+    return None if value is None else float(value)
 
 
 def _split(figure: str) -> list[str]:
@@ -129,10 +129,14 @@ def questions_behind(figure: str, report: Report | dict, run_dir: Path | None = 
     if parts[0] == "retrieval" and len(parts) >= 3 and records and records.exists():
         metric = parts[2]
         rows = [QuestionRecord.load(r) for r in read_jsonl(records)]
-        low = [r for r in rows if r.retriever == parts[1] and r.metrics and r.metrics.get(metric, 1) < 1]
-        for r in sorted(low, key=lambda r: r.metrics[metric]):
+        low = [
+            (r.metrics[metric], r)
+            for r in rows
+            if r.retriever == parts[1] and r.metrics and r.metrics.get(metric, 1) < 1
+        ]
+        for value, r in sorted(low, key=lambda vr: vr[0]):
             rank = r.first_relevant_rank or "not retrieved"
-            out.append(f"{r.question_id}: {metric} {r.metrics[metric]:.2f}, first relevant chunk at rank {rank}")
+            out.append(f"{r.question_id}: {metric} {value:.2f}, first relevant chunk at rank {rank}")
     elif parts[0] == "retrieval" and len(parts) >= 2:
         for m in report.retrieval.misses.get(parts[1], []) if report.retrieval else []:
             out.append(f"{m.question_id}: first relevant chunk at rank {m.rank or 'not retrieved'} ({m.question})")
@@ -149,12 +153,12 @@ def questions_behind(figure: str, report: Report | dict, run_dir: Path | None = 
                 r for r in judges.records if r.judge == spec.name and r.prompt == parts[1] and r.status == "judged"
             ]
             if fig.binary:
-                bad = [r for r in judged if (r.verdict == fig.verdict) == (fig.better == "lower")]
+                bad = [(str(j.verdict), j) for j in judged if (j.verdict == fig.verdict) == (fig.better == "lower")]
             else:
-                bad = sorted((r for r in judged if r.score is not None and r.score < 1), key=lambda r: r.score)
-            for r in bad:
-                shown = r.verdict if fig.binary else f"{r.score:.2f}"
-                out.append(f"{r.question_id}: {shown}: {r.reason or ''}".rstrip(": "))
+                scored = sorted((j.score, j) for j in judged if j.score is not None and j.score < 1)
+                bad = [(f"{score:.2f}", j) for score, j in scored]
+            for shown, j in bad:
+                out.append(f"{j.question_id}: {shown}: {j.reason or ''}".rstrip(": "))
     return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
 
 

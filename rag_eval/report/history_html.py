@@ -9,6 +9,7 @@ from html import escape
 from rag_eval.report.history_records import HistoryData, HistoryRun
 from rag_eval.report.html import COLORS, CSS, _table, y_grid
 from rag_eval.report.markdown import fmt
+from rag_eval.typed import Figure
 
 CHANGE_COLORS = {
     "config": "#e07b39",
@@ -45,18 +46,22 @@ def trend_plot(runs: list[HistoryRun], figure: str, plot_id: str) -> str:
         parts.append(f'<text x="{x(i) - 8}" y="{top + h + 16}">#{i + 1}</text>')
         parts.append(f'<text x="{x(i) - 16}" y="{top + h + 30}">{escape(r.created[5:10])}</text>')
         parts.append(f'<text x="{x(i) - 15}" y="{top + h + 44}">{escape(r.created[11:16])}</text>')
-    points = [(i, r.figures.get(figure)) for i, r in enumerate(runs)]
-    points = [(i, e) for i, e in points if e is not None and e.value is not None]
+    points: list[tuple[int, float, Figure]] = []
+    for i, r in enumerate(runs):
+        e = r.figures.get(figure)
+        if e is not None and e.value is not None:
+            points.append((i, float(e.value), e))
     if len(points) > 1:
-        path = " ".join(f"{x(i):.1f},{y(e.value):.1f}" for i, e in points)
+        path = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v, _ in points)
         parts.append(f'<polyline points="{path}" fill="none" stroke="{COLORS[0]}" stroke-width="1.5"/>')
-    for i, e in points:
+    for i, value, e in points:
         cx = x(i)
-        parts.append(f'<line x1="{cx}" x2="{cx}" y1="{y(e.ci_low):.1f}" y2="{y(e.ci_high):.1f}" stroke="#222"/>')
-        for v in (e.ci_low, e.ci_high):
-            parts.append(f'<line x1="{cx - 4}" x2="{cx + 4}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#222"/>')
+        if e.ci_low is not None and e.ci_high is not None:
+            parts.append(f'<line x1="{cx}" x2="{cx}" y1="{y(e.ci_low):.1f}" y2="{y(e.ci_high):.1f}" stroke="#222"/>')
+            for v in (e.ci_low, e.ci_high):
+                parts.append(f'<line x1="{cx - 4}" x2="{cx + 4}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#222"/>')
         parts.append(
-            f'<circle cx="{cx}" cy="{y(e.value):.1f}" r="4" fill="{COLORS[0]}" class="point">'
+            f'<circle cx="{cx}" cy="{y(value):.1f}" r="4" fill="{COLORS[0]}" class="point">'
             f"<title>run #{i + 1} {escape(runs[i].run)}: {escape(fmt(e))} (n={e.n})</title></circle>"
         )
     return "".join(parts) + "</svg>"

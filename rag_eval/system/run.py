@@ -10,7 +10,13 @@ import asyncio
 import json
 from pathlib import Path
 
-from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfig, SystemRetrieverConfig
+from rag_eval.config import (
+    AuditConfig,
+    HaystackSystemConfig,
+    HttpSystemConfig,
+    LlamaIndexSystemConfig,
+    SystemRetrieverConfig,
+)
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import say, track_async
 from rag_eval.rundir import read_jsonl, write_text
@@ -29,19 +35,20 @@ def make_system(cfg: AuditConfig, cache):
     s = cfg.system
     if isinstance(s, HttpSystemConfig):
         return HttpSystem(s, cache, cfg.where("system"))
-
     if isinstance(s, LlamaIndexSystemConfig):
         return LlamaIndexSystem(s, cfg.where("system"))
-    return HaystackSystem(s, cfg.where("system"))
+    if isinstance(s, HaystackSystemConfig):
+        return HaystackSystem(s, cfg.where("system"))
+    raise ValueError("the config has no system: section")
 
 
 def request_key(cfg: AuditConfig, q: Question) -> str:
     """What a finished reply was asked with: the system's settings and the question."""
     # How it is called (concurrency, retries, timeouts) does not change a reply: not part of the key.
     how = {"concurrency", "max_retries", "backoff_s", "timeout_s", "cache"}
-    return inputs_hash(
-        cfg.system.model_dump(mode="json", exclude=how & set(type(cfg.system).model_fields)), q.id, q.question
-    )
+    s = cfg.system
+    assert s is not None  # only a config with a system asks it
+    return inputs_hash(s.model_dump(mode="json", exclude=how & set(type(s).model_fields)), q.id, q.question)
 
 
 def ask_all(cfg: AuditConfig, questions: list[Question], out: Path, cache) -> tuple[dict[str, SystemReply], dict]:

@@ -133,9 +133,10 @@ def skipped_section(traces: list[Trace], files: list[str]) -> dict:
     }
 
 
-def trace_rows(traces: list[Trace]):
+def trace_rows(traces: list[Trace]) -> list[SuppliedAnswer]:
     """Complete traces as supplied answers (the contexts: the documents' texts)."""
-    rows, seen = [], set()
+    rows: list[SuppliedAnswer] = []
+    seen: set[str] = set()
     for t in traces:
         if t.skipped:
             continue
@@ -146,13 +147,19 @@ def trace_rows(traces: list[Trace]):
         seen.add(rid)
         rows.append(
             SuppliedAnswer(
-                rid, t.question, [d.content for d in t.documents if d.content], t.answer, None, True, t.where
+                rid,
+                t.question or "",
+                [d.content for d in t.documents if d.content],
+                t.answer or "",
+                None,
+                True,
+                t.where,
             )
         )
     return rows
 
 
-def match_traces(traces: list[Trace], inputs: Inputs):
+def match_traces(traces: list[Trace], inputs: Inputs) -> tuple[dict[str, SystemReply], dict[str, str]]:
     """Replies for the test set's questions that a trace asked (the latest trace of a question wins)."""
     by_text = {normalise(q.question).casefold(): q for q in inputs.questions}
     replies: dict[str, SystemReply] = {}
@@ -160,7 +167,7 @@ def match_traces(traces: list[Trace], inputs: Inputs):
     for t in traces:
         if t.skipped:
             continue
-        q = by_text.get(normalise(t.question).casefold())
+        q = by_text.get(normalise(t.question or "").casefold())
         if q is None:
             t.skipped, t.detail = NOT_IN_TEST_SET, "the question is not in the test set"
             continue
