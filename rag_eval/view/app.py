@@ -27,7 +27,15 @@ from rag_eval.report.formatting import fmt
 from rag_eval.report.html import render_html
 from rag_eval.view import labels_file
 from rag_eval.view.figures import figures_json, label_figures
-from rag_eval.view.queue import answer_view, base_row, build_queue, context_texts, evidence_quotes
+from rag_eval.view.queue import (
+    answer_view,
+    base_row,
+    build_queue,
+    context_texts,
+    evidence_quotes,
+    labelled_with_certainty,
+    uncertain_ranks,
+)
 from rag_eval.view.runs import NotARun, list_runs, load_report, run_folder, run_status
 
 STATIC = Path(__file__).parent / "static"
@@ -208,12 +216,14 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None) -> St
         if item is None:
             return JSONResponse({"error": f"question {key[0]} with prompt {key[1]} is not in the labelling queue"}, 404)
         rows_by_key = {(r.question_id, r.prompt): r for r in report.rows()}
+        ranks = uncertain_ranks(report)
 
         def change(rows: list[dict[str, str]]) -> list[dict[str, str]]:
             if not rows:  # the first label: the file starts as the draw, like rag-eval label's
                 rows = [base_row(it, rows_by_key.get(it.key)) for it in queue if it.part == "drawn"]
                 rows = [{**r, **{c: "" for c in HUMAN_LABELS}, "note": ""} for r in rows]
-            return labels_file.set_label(rows, base_row(item, rows_by_key.get(key)), values, note)
+            rows = labels_file.set_label(rows, base_row(item, rows_by_key.get(key)), values, note)
+            return labelled_with_certainty(rows, ranks, key) if item.part == "uncertain" else rows
 
         labels_file.update(labels_file.labels_path(path), change)
         # The page that opens next shows the figures: no need to compute them twice.

@@ -2,8 +2,10 @@
 label``'s draw) or, before there is one, the same active draw (``judges/active.py``: exactly
 ``DRAW_N`` questions, favouring uncertain and outcome-deciding verdicts, each with its inclusion
 probability); then the answers with an uncertain verdict outside the draw, the most unsure first.
-Those are labelled because they are uncertain, not drawn: they enter the labels file with
-inclusion probability 1."""
+Those are labelled because they are uncertain, not drawn: once one is labelled, every labelled
+uncertain answer up to it in that order (drawn ones too) enters the labels file with inclusion
+probability 1, the rest keep the draw's, so the prediction-powered figures stay unbiased for the
+design "the draw, then the uncertain answers down to here"."""
 
 from __future__ import annotations
 
@@ -77,6 +79,29 @@ def build_queue(run_dir: Path, report: Report, rows: list[dict[str, str]]) -> li
             seen.add(key)
             items.append(QueueItem(u.question_id, u.prompt, "uncertain", 1.0, weights.get(u.question_id, 1.0)))
     return items
+
+
+def uncertain_ranks(report: Report) -> dict[tuple[str, str], int]:
+    """Each answer with an uncertain verdict and its place in the queue's order (most unsure first)."""
+    ranks: dict[tuple[str, str], int] = {}
+    for u in uncertain_answers(report):
+        ranks.setdefault((u.question_id, u.prompt), len(ranks))
+    return ranks
+
+
+def labelled_with_certainty(
+    rows: list[dict[str, str]], ranks: dict[tuple[str, str], int], upto: tuple[str, str]
+) -> list[dict[str, str]]:
+    """``rows`` after an uncertain answer outside the draw (``upto``) is labelled: every labelled
+    uncertain answer up to its place in the order now had inclusion probability 1 (the design is
+    the draw, then every uncertain answer up to there), drawn ones included; the rest keep the
+    draw's."""
+    last = ranks[upto]
+    for r in rows:
+        at = ranks.get((r.get("question_id", ""), r.get("prompt", "")))
+        if at is not None and at <= last and any(r.get(c) for c in HUMAN_LABELS):
+            r["inclusion_probability"] = "1.0"
+    return rows
 
 
 def base_row(item: QueueItem, row: AttributionRow | None) -> dict[str, str]:

@@ -11,6 +11,8 @@ from starlette.testclient import TestClient
 
 from rag_eval.cli import main
 from rag_eval.view.app import create_app
+from rag_eval.view.queue import uncertain_ranks
+from rag_eval.view.runs import load_report
 
 from ..conftest import ROOT
 from .conftest import SCRIPT_ANSWER
@@ -221,10 +223,28 @@ def test_the_queue_is_the_draw_then_the_uncertain_answers_it_left_out(client, ca
     assert order[:3] == drawn
     assert sorted(order[3:]) == sorted(set(unsure) - set(drawn))
     assert all("uncertain, after the draw (inclusion probability 1.000)" in p for p in pages[3:])
+    before = {
+        r["question_id"]: r["inclusion_probability"] for r in csv.DictReader((run / "labels" / "labels.csv").open())
+    }
+    for q in drawn:
+        assert _label(c, first, q, correct=True, faithful=True, refused=False).status_code == 200
     extra = order[3]
     assert _label(c, first, extra, correct=False, faithful=True, refused=False).status_code == 200
     rows = list(csv.DictReader((run / "labels" / "labels.csv").open()))
     assert [r["question_id"] for r in rows] == [*drawn, extra]
     assert rows[-1]["inclusion_probability"] == "1.0" and rows[-1]["correct"] == "no"
+    # Every labelled uncertain answer up to the extra's place is now labelled with certainty; the
+    # other drawn answers keep the draw's probability.
+    ranks = {k[0]: v for k, v in uncertain_ranks(load_report(run)).items()}
+    for r in rows[:-1]:
+        certain = r["question_id"] in ranks and ranks[r["question_id"]] <= ranks[extra]
+        assert r["inclusion_probability"] == ("1.0" if certain else before[r["question_id"]])
+    # Down the whole order: the drawn uncertain answers are now labelled with certainty too.
+    for q in order[4:]:
+        assert _label(c, first, q, correct=True, faithful=True, refused=False).status_code == 200
+    rows = {r["question_id"]: r for r in csv.DictReader((run / "labels" / "labels.csv").open())}
+    assert {q for q, r in rows.items() if r["inclusion_probability"] != "1.0"} == set(drawn) - set(unsure)
+    assert set(drawn) & set(unsure) and set(drawn) - set(unsure)  # both kinds were drawn (seed 0)
+    assert all(rows[q]["inclusion_probability"] == before[q] for q in set(drawn) - set(unsure))
     assert main(["report", str(run), "--labels", str(run / "labels" / "labels.csv")]) == 0
-    assert "labels: 4 answers (correct 1, faithful 1, refused 1)" in capsys.readouterr().out
+    assert "labels: 12 answers (" in capsys.readouterr().out
