@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench docs
 
 # llama.cpp is built for the instruction sets this CPU really executes: rag_eval/llm/cpu_probe.py
 # runs one instruction of each (AVX2, FMA, F16C, BMI2, AVX-512 F/CD/VL/DQ/BW, VNNI, BF16, VBMI,
@@ -48,4 +48,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/retrieval.py
+	$(BIN)/python benchmarks/retrieval/retrieval.py
+
+# The documentation site (docs/, mkdocs.yml) into site/: the config, CLI and API references are
+# generated from the code and every validation figure is read from its benchmarks/ result file
+# while it builds; --strict fails on a broken link or a missing page (tests/test_docs.py too).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict

@@ -1,4 +1,4 @@
-"""The README's examples of the system where it runs, run as written (the judge model swapped for the
+"""The examples of the system where it runs (docs/guides/deployed-service.md, frameworks.md, traces.md), run as written (the judge model swapped for the
 scripted server, the service's URL for the test's service)."""
 
 import re
@@ -13,7 +13,10 @@ from ..conftest import ROOT, SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
 from ..scripted_server import ScriptedServer, structured_reply
 from .rag_service import RagService
 
-README = (ROOT / "README.md").read_text()
+# The examples live on the guides of the documentation site (docs/guides/).
+README = "\n".join(
+    (ROOT / "docs" / "guides" / f).read_text() for f in ("deployed-service.md", "frameworks.md", "traces.md")
+)
 
 
 def blocks(marker: str) -> list[str]:

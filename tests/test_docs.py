@@ -1,0 +1,236 @@
+"""The documentation site: `mkdocs build --strict` passes (no broken link, no missing page, no
+figure missing from its result file), the generated references cover every config key and every
+CLI subcommand, the README stays a short guide, and the pages render in a real browser."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+
+import pytest
+import yaml
+
+import rag_eval.api
+
+from .conftest import ROOT
+
+
+def _module(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reference = _module(ROOT / "docs" / "hooks" / "reference.py")
+figures = _module(ROOT / "docs" / "hooks" / "figures.py")
+screenshot = _module(ROOT / "docs" / "tools" / "screenshot.py")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def _text(html_file: Path) -> str:
+    return unescape(re.sub(r"<[^>]+>", " ", html_file.read_text(encoding="utf-8")))
+
+
+def test_the_site_builds_in_strict_mode_with_every_page_of_the_nav(site):
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+
+    def files(item) -> list[str]:
+        if isinstance(item, str):
+            return [item]
+        if isinstance(item, list):
+            return [f for x in item for f in files(x)]
+        return [f for v in item.values() for f in files(v)]
+
+    for page in files(nav):
+        assert (site / page.replace(".md", ".html")).is_file(), page
+    for section in ("getting-started", "concepts/stages", "guides/audit", "reference/config", "validation/judges"):
+        assert (site / f"{section}.html").is_file()
+
+
+def test_the_cli_reference_has_every_subcommand_and_option(site):
+    html = (site / "reference" / "cli.html").read_text(encoding="utf-8")
+    commands = reference.cli_commands()
+    assert {"run", "retrieval", "validate", "diff", "judge-check", "traces"} <= set(commands)
+    for name in commands:
+        assert f'id="{name}"' in html, f"rag-eval {name} has no section"
+    text = _text(site / "reference" / "cli.html")
+    for option in ("--stop-when-settled", "--junit-xml", "--baseline", "--escalate-model"):
+        assert option in text
+
+
+def test_the_config_reference_has_every_key_of_every_model(site):
+    text = _text(site / "reference" / "config.html")
+    keys = reference.config_keys()
+    assert {"AuditConfig.gates", "LLMConfig.base_url", "Bm25Config.tokenizer", "JudgesConfig.uncertain"} <= keys
+    for key in keys:
+        model, name = key.split(".")
+        assert f"rag_eval.config.{model}" in text, model
+    # A key's default and description come from the model: LLMConfig's ctx_size, for one.
+    row = re.search(r"ctx_size\s+int\s+(\S+)\s+([^\n]+)", text)
+    assert row and row.group(1) == "8192" and "context tokens" in row.group(2)
+
+
+# Keys of rag_eval/config.py that have no description yet (the reference shows them without one).
+# A description is written once, in the model (``Field(description=...)``); remove a key from this
+# list when it gets one. A new key without a description fails the test below.
+UNDESCRIBED = set(
+    [
+        "AuditConfig.name",
+        "AuditConfig.retrieval",
+        "AuditConfig.stats",
+        "AuditConfig.report",
+        "AuditConfig.cache_dir",
+        "CorpusConfig.path",
+        "CorpusConfig.folder",
+        "CorpusConfig.extensions",
+        "ChunkerConfig.type",
+        "ChunkerConfig.overlap",
+        "CorpusFields.id",
+        "CorpusFields.text",
+        "CorpusFields.title",
+        "CorpusFields.doc_id",
+        "TestSetConfig.path",
+        "TestSetConfig.source",
+        "RetrievalConfig.k",
+        "RetrievalConfig.retrievers",
+        "Bm25Config.lowercase",
+        "Bm25Config.k1",
+        "Bm25Config.b",
+        "Bm25Config.epsilon",
+        "DenseConfig.model",
+        "DenseConfig.batch_size",
+        "DenseConfig.query_prefix",
+        "DenseConfig.passage_prefix",
+        "HybridConfig.of",
+        "HybridConfig.rrf_k",
+        "HybridConfig.weights",
+        "RerankConfig.of",
+        "RerankConfig.model",
+        "RerankConfig.top_n",
+        "RerankConfig.batch_size",
+        "RunFileConfig.path",
+        "GenerationConfig.retriever",
+        "GenerationConfig.top_k",
+        "GenerationConfig.prompts",
+        "LLMConfig.provider",
+        "LLMConfig.concurrency",
+        "LLMConfig.timeout_s",
+        "LLMConfig.max_retries",
+        "LLMConfig.temperature",
+        "LLMConfig.max_tokens",
+        "LLMConfig.seed",
+        "LLMConfig.threads",
+        "PriceConfig.input",
+        "PriceConfig.output",
+        "TestGenConfig.seed",
+        "StatsConfig.seed",
+        "StatsConfig.bootstrap_resamples",
+        "StatsConfig.permutation_resamples",
+        "StatsConfig.confidence",
+        "StatsConfig.alpha",
+        "LintConfig.min_unanswerable_share",
+        "LintConfig.fail_on",
+        "ReportConfig.out",
+        "EngineConfig.type",
+        "HttpSystemConfig.method",
+        "HttpSystemConfig.concurrency",
+        "HttpSystemConfig.timeout_s",
+    ]
+)
+
+
+def test_no_new_config_key_without_a_description():
+    missing = reference.config_keys(described=False)
+    assert missing <= UNDESCRIBED, (
+        f"give these keys a description in rag_eval/config.py: {sorted(missing - UNDESCRIBED)}"
+    )
+    assert len(reference.config_keys(described=True)) >= 130
+
+
+def test_the_api_reference_is_read_from_the_docstrings(site):
+    text = _text(site / "reference" / "api.html")
+    for name in ("audit", "retrieval", "diff", "judge_answers", "load_run", "assert_gates", "ConfigError"):
+        assert name in text
+    first_line = rag_eval.api.load_run.__doc__.strip().splitlines()[0]
+    assert first_line.split()[0] in text
+
+
+def test_validation_figures_are_read_from_their_result_files(site):
+    for page in (ROOT / "docs" / "validation").glob("*.md"):
+        built = (site / "validation" / page.name.replace(".md", ".html")).read_text(encoding="utf-8")
+        assert "{{ fig" not in built, page.name
+    # The figure on the page is the result file's: the held-out diagnosis part, in percent.
+    built = _text(site / "validation" / "diagnosis.html")
+    held_out = figures.lookup(figures._load("benchmarks/diagnosis/result.json"), "[-1].primary")
+    assert figures.render(held_out, "ci%") in built
+
+
+def test_a_figure_missing_from_its_result_file_stops_the_build():
+    with pytest.raises(figures.FigureError, match="no key 'nope'"):
+        figures.fill("{{ fig benchmarks/judges/result.json cutoffs.nope }}")
+    with pytest.raises(figures.FigureError, match="does not exist"):
+        figures.fill("{{ fig benchmarks/none.json a }}")
+    assert figures.fill("{{ fig benchmarks/judges/result.json rows[judge=refusal,source=all].accuracy.n }}") == "116"
+
+
+def test_the_readme_is_a_short_guide_whose_links_exist():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 300
+    for command in ("make demo", "make test", "rag-eval diff", "rag-eval compare", "report.html"):
+        assert command in readme
+    for target in re.findall(r"\]\(([^)#\s]+)", readme):
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+def test_the_makefile_builds_the_docs():
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^docs: .*\n\t.*mkdocs build --strict", makefile, flags=re.M)
+
+
+@pytest.mark.skipif(screenshot.chromium() is None, reason="no Chromium here (apt-get install -y chromium)")
+@pytest.mark.parametrize("page", ["index.html", "guides/audit.html", "reference/config.html"])
+def test_the_pages_render_in_chromium_with_their_navigation(site, page, tmp_path):
+    rendered = screenshot.dom(site / page)
+    assert 'class="md-nav' in rendered and 'data-md-component="navigation"' in rendered
+    for title in ("Getting started", "Guides", "Reference", "Validation"):
+        assert title in rendered
+    png = screenshot.shoot(site / page, tmp_path / "page.png")
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a rendered page, not a blank one
+    if shot_dir := _keep():
+        shutil.copy(png, shot_dir / page.replace("/", "-").replace(".html", ".png"))
+
+
+def _keep() -> Path | None:
+    """Where to keep the screenshots for a person to look at (RAG_EVAL_DOCS_SHOTS), if anywhere."""
+    folder = os.environ.get("RAG_EVAL_DOCS_SHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        return Path(folder)
+    return None
+
+
+def test_the_report_screenshot_is_in_the_docs():
+    png = ROOT / "docs" / "assets" / "report.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
