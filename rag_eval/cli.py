@@ -441,7 +441,7 @@ def _history(args: argparse.Namespace) -> int:
     write_text(html, render_history_html(hist))
     print(f"wrote {html}")
     if args.json:
-        write_json(Path(args.json), hist)
+        write_json(Path(args.json), hist.dump())
         print(f"wrote {args.json}")
     return 0
 

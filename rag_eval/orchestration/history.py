@@ -9,6 +9,7 @@ from typing import Any
 
 from rag_eval.errors import DataError, Problem, did_you_mean
 from rag_eval.orchestration.finished import Run, read_run
+from rag_eval.report.history_records import HistoryData, HistoryRun, HistoryTestSet, RunChange
 from rag_eval.report.report_records import Report, Summary
 from rag_eval.rundir import read_status
 from rag_eval.typed import Figure
@@ -52,12 +53,12 @@ def config_changes(before: dict, after: dict, prefix: str = "", depth: int = 3) 
     return out
 
 
-def _entry(path: Path) -> dict[str, Any] | None:
-    """One run folder's entry; ``{"run", "unfinished": why}`` for a run that failed or did not
-    finish (the reason it recorded), None for a folder that is no run."""
+def _entry(path: Path) -> HistoryRun | str | None:
+    """One run folder's entry; for a run that failed or did not finish, why (the reason it
+    recorded); None for a folder that is no run."""
     status = read_status(path)
     if status is not None and not status.finished:
-        return {"run": path.name, "unfinished": status.unfinished_why()}
+        return status.unfinished_why()
     try:
         run = read_run(path)
     except DataError:
@@ -65,76 +66,65 @@ def _entry(path: Path) -> dict[str, Any] | None:
     return run_entry(run)
 
 
-def run_entry(run: Run) -> dict[str, Any]:
+def run_entry(run: Run) -> HistoryRun:
     """A finished run's entry in the history: its headline figures, config, corpus and test set."""
     ids = sorted({r.question_id for r in run.retrieval}) or sorted({r.question_id for r in run.report.rows()})
     s = run.summary
-    return {
-        "run": run.path.name,
-        "path": str(run.path),
-        "name": s.name or run.path.name,
-        "created": s.created,
-        "rag_eval_version": s.rag_eval_version,
-        "corpus": s.corpus.dump() if s.corpus else {},
-        "test_set": {**(s.test_set.dump() if s.test_set else {}), "ids": ids},
-        "config": run.config,
-        "figures": headline_figures(s, run.report),
-    }
+    return HistoryRun(
+        run=run.path.name,
+        path=str(run.path),
+        name=s.name or run.path.name,
+        created=s.created,
+        rag_eval_version=s.rag_eval_version,
+        corpus=s.corpus.dump() if s.corpus else {},
+        test_set=HistoryTestSet(**(s.test_set.dump() if s.test_set else {}), ids=ids),
+        config=run.config,
+        figures={k: Figure(**f) for k, f in headline_figures(s, run.report).items()},
+        changes=[],
+    )
 
 
-def changes_between(prev: dict, cur: dict) -> list[dict]:
-    """What changed from one run to the next: ``{kind, what}`` with kind config, gates, corpus,
-    test_set or version."""
+def changes_between(prev: HistoryRun, cur: HistoryRun) -> list[RunChange]:
+    """What changed from one run to the next: kind config, gates, corpus, test_set or version."""
     out = []
-    keys = config_changes(prev["config"], cur["config"])
+    keys = config_changes(prev.config, cur.config)
     if keys:
-        out.append({"kind": "config", "what": "config: " + ", ".join(keys)})
-    gates = config_changes(prev["config"].get("gates") or {}, cur["config"].get("gates") or {}, "gates.", 1)
+        out.append(RunChange(kind="config", what="config: " + ", ".join(keys)))
+    gates = config_changes(prev.config.get("gates") or {}, cur.config.get("gates") or {}, "gates.", 1)
     if gates:
-        out.append({"kind": "gates", "what": "gates changed: " + ", ".join(gates) + " (pass/fail is not comparable)"})
-    pc, cc = prev["corpus"], cur["corpus"]
+        out.append(
+            RunChange(kind="gates", what="gates changed: " + ", ".join(gates) + " (pass/fail is not comparable)")
+        )
+    pc, cc = prev.corpus, cur.corpus
     if pc.get("fingerprint") != cc.get("fingerprint"):
-        out.append(
-            {
-                "kind": "corpus",
-                "what": f"corpus: {pc.get('chunks', '?')} -> {cc.get('chunks', '?')} chunks ({cc.get('source', '?')})",
-            }
-        )
-    pi, ci = set(prev["test_set"]["ids"]), set(cur["test_set"]["ids"])
+        what = f"corpus: {pc.get('chunks', '?')} -> {cc.get('chunks', '?')} chunks ({cc.get('source', '?')})"
+        out.append(RunChange(kind="corpus", what=what))
+    pi, ci = set(prev.test_set.ids), set(cur.test_set.ids)
     if pi != ci:
-        out.append(
-            {
-                "kind": "test_set",
-                "what": f"test set: {len(ci)} questions (+{len(ci - pi)} new, -{len(pi - ci)} gone)",
-            }
-        )
-    if prev.get("rag_eval_version") != cur.get("rag_eval_version"):
-        out.append(
-            {"kind": "version", "what": f"rag-eval {prev.get('rag_eval_version')} -> {cur.get('rag_eval_version')}"}
-        )
+        what = f"test set: {len(ci)} questions (+{len(ci - pi)} new, -{len(pi - ci)} gone)"
+        out.append(RunChange(kind="test_set", what=what))
+    if prev.rag_eval_version != cur.rag_eval_version:
+        out.append(RunChange(kind="version", what=f"rag-eval {prev.rag_eval_version} -> {cur.rag_eval_version}"))
     return out
 
 
-def collect_history(runs_dir: Path, *, config: str | None = None) -> dict:
-    """``{"runs_dir", "systems": {config name: [run entries in time order]}, "unfinished": [run
-    names], "unfinished_why": {run name: why}}``; each entry has its headline figures and
-    ``changes`` since the run before it (``gates`` among them when the gates changed)."""
+def collect_history(runs_dir: Path, *, config: str | None = None) -> HistoryData:
+    """Every config's finished runs in time order (each with its headline figures and the
+    ``changes`` since the run before it, ``gates`` among them), and the runs left out with why
+    (``unfinished``, ``unfinished_why``): what ``rag-eval history --json`` writes."""
     if not runs_dir.is_dir():
         raise DataError(
             Problem(str(runs_dir), "the runs folder does not exist", "give the folder holding run folders (e.g. runs/)")
         )
-    entries, unfinished = [], []
+    entries: list[HistoryRun] = []
     reasons: dict[str, str] = {}
     for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
         e = _entry(path)
-        if e is None:
-            continue
-        if e.get("unfinished"):
-            unfinished.append(e["run"])
-            reasons[e["run"]] = e["unfinished"]
-        else:
+        if isinstance(e, str):
+            reasons[path.name] = e
+        elif e is not None:
             entries.append(e)
-    names = sorted({e["name"] for e in entries})
+    names = sorted({e.name for e in entries})
     if not entries:
         raise DataError(
             Problem(
@@ -147,27 +137,27 @@ def collect_history(runs_dir: Path, *, config: str | None = None) -> dict:
         raise DataError(
             Problem(f"--config {config}", f"no run of config '{config}' in {runs_dir}", did_you_mean(config, names))
         )
-    systems: dict[str, list[dict]] = {}
+    systems: dict[str, list[HistoryRun]] = {}
     for name in [config] if config else names:
-        runs = sorted((e for e in entries if e["name"] == name), key=lambda e: (e["created"], e["run"]))
+        runs = sorted((e for e in entries if e.name == name), key=lambda e: (e.created, e.run))
         for i, e in enumerate(runs):
-            e["changes"] = changes_between(runs[i - 1], e) if i else []
+            e.changes = changes_between(runs[i - 1], e) if i else []
         systems[name] = runs
-    return {"runs_dir": str(runs_dir), "systems": systems, "unfinished": unfinished, "unfinished_why": reasons}
+    return HistoryData(runs_dir=str(runs_dir), systems=systems, unfinished=list(reasons), unfinished_why=reasons)
 
 
-def _fmt(e: dict | None) -> str:
-    if not e or e.get("value") is None:
+def _fmt(e: Figure | None) -> str:
+    if e is None or e.value is None or e.ci_low is None or e.ci_high is None:
         return "–"
-    return f"{e['value']:.2f} [{e['ci_low']:.2f}, {e['ci_high']:.2f}]"
+    return f"{e.value:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]"
 
 
-def history_text(hist: dict, columns: int = 4) -> str:
+def history_text(hist: HistoryData, columns: int = 4) -> str:
     """The history for the terminal: per config, one line per run with its first headline figures,
     and what changed."""
     lines = []
-    for name, runs in hist["systems"].items():
-        figs = list(dict.fromkeys(f for r in runs for f in r["figures"]))
+    for name, runs in hist.systems.items():
+        figs = list(dict.fromkeys(f for r in runs for f in r.figures))
         shown = figs[:columns]
         lines.append(
             f"{name}: {len(runs)} runs"
@@ -176,16 +166,14 @@ def history_text(hist: dict, columns: int = 4) -> str:
         lines.append("  " + "  ".join(["#  ", f"{'created':<25}", *(f"{f:<24}" for f in shown)]))
         for i, r in enumerate(runs, 1):
             lines.append(
-                "  "
-                + "  ".join([f"{i:<3}", f"{r['created']:<25}", *(f"{_fmt(r['figures'].get(f)):<24}" for f in shown)])
+                "  " + "  ".join([f"{i:<3}", f"{r.created:<25}", *(f"{_fmt(r.figures.get(f)):<24}" for f in shown)])
             )
-            lines.append(f"       {r['run']}")
-            for c in r["changes"]:
-                lines.append(f"       changed: {c['what']}")
-    if hist["unfinished"]:
-        why = hist.get("unfinished_why") or {}
+            lines.append(f"       {r.run}")
+            for c in r.changes:
+                lines.append(f"       changed: {c.what}")
+    if hist.unfinished:
         lines.append("unfinished runs left out:")
-        lines += [f"  {run}: {why.get(run, 'did not finish')}" for run in hist["unfinished"]]
+        lines += [f"  {run}: {hist.unfinished_why.get(run, 'did not finish')}" for run in hist.unfinished]
     return "\n".join(lines)
 
 
@@ -196,7 +184,7 @@ def resolve_baseline(path: str | Path, name: str) -> Path:
     if (path / "summary.json").exists() or (path / "status.json").exists() or not path.is_dir():
         return path
     try:
-        return Path(collect_history(path, config=name)["systems"][name][-1]["path"])
+        return Path(collect_history(path, config=name).systems[name][-1].path)
     except DataError as exc:
         raise DataError(
             Problem(
