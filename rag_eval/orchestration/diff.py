@@ -266,7 +266,7 @@ def generation_why(b: AttributionRow | None, n: AttributionRow | None) -> str | 
 class _Builder:
     """Collects the comparisons of a diff, then corrects and words them together."""
 
-    def __init__(self, stats: dict[str, Any]):
+    def __init__(self, stats: StatsConfig):
         self.st = stats
         self.figs: list[tuple[FigureEntry, Comparison | None]] = []
         self.moves: dict[tuple[str, str, str], dict[str, tuple[float, float]]] = {}
@@ -288,11 +288,11 @@ class _Builder:
             names=("new", "base"),
             metric=fig.name,
             binary=fig.binary,
-            n_resamples=st["permutation_resamples"],
-            bootstrap_resamples=st["bootstrap_resamples"],
-            confidence=st["confidence"],
-            seed=st["seed"],
-            alpha=st["alpha"],
+            n_resamples=st.permutation_resamples,
+            bootstrap_resamples=st.bootstrap_resamples,
+            confidence=st.confidence,
+            seed=st.seed,
+            alpha=st.alpha,
         )
         sign = 1.0 if fig.better == "higher" else -1.0
         natural: Callable[[np.ndarray], np.ndarray] = (lambda v: v) if fig.better == "higher" else (lambda v: 1.0 - v)
@@ -316,7 +316,7 @@ class _Builder:
 
     def finish(self) -> list[FigureEntry]:
         comps = [c for _, c in self.figs if c is not None]
-        apply_holm(comps, alpha=self.st["alpha"])
+        apply_holm(comps, alpha=self.st.alpha)
         for fig, c in self.figs:
             if c is not None:
                 fig.p_holm = c.p_holm
@@ -353,11 +353,12 @@ def _figure(
     )
 
 
-def _stats_settings(run: Run) -> dict[str, Any]:
+def _stats_settings(run: Run) -> StatsConfig:
+    """The statistics settings the new run was made with (a config of another version: the defaults)."""
     try:
-        return StatsConfig(**(run.config.get("stats") or {})).model_dump()
-    except Exception:  # a config of another version: the defaults
-        return StatsConfig().model_dump()
+        return StatsConfig(**(run.config.get("stats") or {}))
+    except Exception:
+        return StatsConfig()
 
 
 def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None = None) -> RunDiff:
@@ -408,7 +409,7 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
     moved = _moved(b, n, builder.moves, figs)
     notes.append(
         f"p-values are Holm-corrected across all {sum(f.p_value is not None for f in figs)} figures; the "
-        f"{st['confidence']:.0%} intervals (and gates on them) are per figure"
+        f"{st.confidence:.0%} intervals (and gates on them) are per figure"
     )
     return RunDiff(
         str(b.path),
@@ -423,8 +424,8 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
         not_compared,
         notes,
         same_corpus,
-        st["confidence"],
-        st["alpha"],
+        st.confidence,
+        st.alpha,
         warnings,
     )
 
