@@ -3,9 +3,11 @@ since anyone who reaches it can read the runs and write labels)."""
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import uvicorn
@@ -66,5 +68,7 @@ def serve(runs_dir: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) ->
     app = create_app(runs_dir, allowed_hosts=[h.strip("[]") for h in LOOPBACK_NAMES] + [host] if local else None)
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     print(f"rag-eval view: {runs_dir.resolve()} at http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
+    # The prediction-powered estimators' package takes seconds to import: not on the first label.
+    threading.Thread(target=importlib.import_module, args=("ppi_py",), daemon=True).start()
     uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning")
     return 0
