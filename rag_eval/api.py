@@ -29,7 +29,7 @@ from rag_eval.orchestration.finished import Run, read_finished_run
 from rag_eval.orchestration.finished import read_run as _read_run
 from rag_eval.orchestration.history import resolve_baseline
 from rag_eval.orchestration.runner import run_audit, run_compare, run_lint, run_retrieval
-from rag_eval.orchestration.sources import SuppliedAnswers, TracedAnswers
+from rag_eval.orchestration.sources import LABELS_DRAWN, SuppliedAnswers, TracedAnswers
 from rag_eval.report.gates import check_gates
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
@@ -379,7 +379,7 @@ def judge_traces(
     *,
     config: ConfigLike | None = None,
     out: str | Path | None = None,
-    labels: int = 30,
+    labels: int = LABELS_DRAWN,
     seed: int | None = None,
     use_cache: bool = True,
     progress: bool = False,

@@ -24,6 +24,7 @@ from rag_eval.offline import go_offline
 from rag_eval.orchestration.finished import read_run
 from rag_eval.orchestration.history import collect_history, history_text
 from rag_eval.orchestration.pipeline import RunInterrupted
+from rag_eval.orchestration.sources import LABELS_DRAWN
 from rag_eval.preflight import preflight
 from rag_eval.report.ci import write_ci_outputs
 from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
@@ -732,7 +733,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", help="trace export files (JSON or JSON lines)")
     p.add_argument("--config", required=True, help="YAML with name and judges (optionally corpus and test_set)")
     p.add_argument("--out", help="folder for run folders (default: report.out in the config)")
-    p.add_argument("--labels", type=int, default=30, help="traces drawn to label (default 30; 0: none)")
+    p.add_argument(
+        "--labels", type=int, default=LABELS_DRAWN, help=f"traces drawn to label (default {LABELS_DRAWN}; 0: none)"
+    )
     p.add_argument("--seed", type=int, help="seed of the draw (default: stats.seed)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the LLM response cache")
     p.set_defaults(func=_traces)

@@ -44,6 +44,9 @@ from rag_eval.system.trace_audit import (
 )
 from rag_eval.system.traces import Trace, read_traces
 
+# Answers of a traces audit drawn for people to label, unless told otherwise (rag-eval traces --labels).
+LABELS_DRAWN = 30
+
 
 def retrieval_report(
     cfg: AuditConfig, inputs: Inputs, run_dir: Path, given: dict[str, Rankings] | None = None
@@ -210,7 +213,7 @@ class TracedAnswers(AnswerSource):
 
     kind = "traces"
 
-    def __init__(self, files: list[str | Path], label_n: int = 30, seed: int | None = None):
+    def __init__(self, files: list[str | Path], label_n: int = LABELS_DRAWN, seed: int | None = None):
         self.files = files
         self.label_n = label_n
         self.seed = seed
