@@ -137,6 +137,11 @@ def run_pipeline(
 
 def _run(cfg: AuditConfig, source: AnswerSource, folder: RunFolder, use_cache: bool, given: Inputs | None) -> None:
     inputs = source.inputs(cfg, folder, given)
+    n_ans = sum(q.answerable for q in inputs.questions)
+    say(
+        f"corpus: {len(inputs.corpus)} chunks from {inputs.corpus.source}; test set: "
+        f"{len(inputs.questions)} questions ({n_ans} answerable)"
+    )
     cfg = source.configure(cfg)
     folder.keep_given(inputs)
     session = LLMSession(
