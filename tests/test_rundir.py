@@ -1,0 +1,54 @@
+"""The run folder: opened new or resumed (and saying which), its status with a failure's reason,
+records written as JSON lines, and a folder without results named with why."""
+
+import json
+
+import pytest
+
+from rag_eval.config import load_config
+from rag_eval.errors import ConfigError, DataError
+from rag_eval.rundir import RunFolder, read_finished, read_status
+from rag_eval.typed import StageReuse
+
+
+def test_open_new_then_resume_what_did_not_finish(small_project):
+    cfg = load_config(small_project / "audit.yaml")
+    out = str(small_project / "runs")
+    first = RunFolder.open(cfg, out)
+    assert not first.resumed and first.opened == f"new run folder {first.path}"
+    assert (first.path / "config.yaml").exists() and read_status(first.path) is None
+    first.set_status("started")
+    again = RunFolder.open(cfg, out, resume=True)
+    assert again.path == first.path and again.resumed
+    assert again.opened == f"resumed {first.path} (started): finished records are reused"
+    first.set_status("finished")
+    fresh = RunFolder.open(cfg, out, resume=True)
+    assert fresh.path != first.path and not fresh.resumed
+    assert fresh.opened.startswith(f"--resume: the newest run of config 'small', {first.path}, finished at ")
+    with pytest.raises(ConfigError, match="the run folder to resume does not exist"):
+        RunFolder.open(cfg, out, resume=small_project / "nowhere")
+
+
+def test_a_failed_status_keeps_its_reason_and_reading_the_folder_names_it(small_project):
+    cfg = load_config(small_project / "audit.yaml")
+    folder = RunFolder.create(cfg, str(small_project / "runs"))
+    folder.set_status("failed", "questions.jsonl:3: no question")
+    status = json.loads((folder.path / "status.json").read_text())
+    assert status["status"] == "failed" and status["reason"] == "questions.jsonl:3: no question"
+    assert status["opened"] == f"new run folder {folder.path}"
+    with pytest.raises(DataError, match="the base run failed: questions.jsonl:3: no question"):
+        read_finished(folder.path, "the base")
+    folder.set_status("interrupted", "stopped by Ctrl-C")
+    assert read_status(folder.path).unfinished_why() == "was interrupted (stopped by Ctrl-C)"
+
+
+def test_records_and_what_a_resumed_stage_reused(small_project):
+    cfg = load_config(small_project / "audit.yaml")
+    folder = RunFolder.create(cfg, str(small_project / "runs"))
+    folder.write_records("x.jsonl", [StageReuse(reused=2), {"a": 1}])
+    assert folder.read_records("x.jsonl") == [{"reused": 2}, {"a": 1}]
+    assert folder.reused("generation", 0, {}) is None and folder.reuse == {}  # a new run records nothing
+    folder.resumed = True
+    line = folder.reused("generation", 3, {"prompt": 2}, "answers")
+    assert line == "reused 3 finished answers; redoing 2 because the prompt changed"
+    assert folder.reuse["generation"] == StageReuse(reused=3, redone={"prompt": 2})
