@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rag_eval.attribution.records import ContextMark, JudgeBrief
 from rag_eval.report.diff_records import DiffData, FigureEntry, MovedEntry
-from rag_eval.report.markdown import _table, text
+from rag_eval.report.formatting import _table, text
 from rag_eval.stats import format_p
 
 
