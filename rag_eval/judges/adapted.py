@@ -117,7 +117,7 @@ def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], th
                 continue
             band = (c.get("bands") or {}).get(variant)
             blend = (c.get("blends") or {}).get(variant)
-            if blend is None:
+            if "blends" not in c:  # a report written before reports kept their blends
                 blend = _saved_blend(variant, records)
             out[variant] = Decider(
                 Blend.from_dict(blend) if blend else None,

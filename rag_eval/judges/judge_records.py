@@ -62,6 +62,14 @@ class Calibration(Model):
     band_note: str | None = None
     # The saved blend of the model's P with word evidence that the cut-off decides on (``lexical.py``).
     blend: str | None = None
+    # Each prompt variant's blend as numbers (``Blend.to_dict``): what an adaptation starts from.
+    blends: dict[str, dict[str, Any]] = {}
+    # The judge model's identity and each variant's prompt hash (what calibrations and
+    # adaptations are saved under).
+    identity: str = ""
+    prompt_hashes: dict[str, str] = {}
+    # Each prompt variant's adaptation to this corpus that decided this run (``adapted.py``), if any.
+    adapted: dict[str, dict[str, Any]] = {}
 
 
 class JudgingInfo(StageReuse):

@@ -18,6 +18,8 @@ import numpy as np
 from rag_eval.answers.answer_records import Answer
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
+from rag_eval.judges.adaptation import Decider
+from rag_eval.judges.adapted import adaptable, saved_adaptation
 from rag_eval.judges.calibration import agreement_for, blends_for, cutoffs_for, ragas_agreement_for
 from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
@@ -25,7 +27,7 @@ from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import JUDGES, Families, Inputs, decider, figures
 from rag_eval.judges.scored import ScoredJudges
-from rag_eval.judges.uncertain import bands_for, mark
+from rag_eval.judges.uncertain import Band, bands_for, mark
 from rag_eval.progress import track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
@@ -198,6 +200,7 @@ async def judge_all(
 
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
+        adapted = use_saved_adaptations(scored, jr.bands, corpus.fingerprint()[:16], llm.identity, jc) if scored else {}
 
         async def one(g: Answer) -> list:
             async with gate:
@@ -229,6 +232,10 @@ async def judge_all(
             bands={v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
             band_note=band_notes.get(name),
             blend=_blend_text(scored, name),
+            blends={v: scored.blends[v].to_dict() for v in scored.decision_cutoffs(name) if v in scored.blends},
+            identity=llm.identity,
+            prompt_hashes={v: scored.prompt_hash(v) for v in scored.decision_cutoffs(name)},
+            adapted={v: adapted[v] for v in scored.decision_cutoffs(name) if v in adapted},
         )
         for name in jc.metrics
         if scored and JUDGES[name].family == "scored"
@@ -246,6 +253,30 @@ async def judge_all(
         else {},
     )
     return records, info
+
+
+def use_saved_adaptations(scored: ScoredJudges, bands: dict[str, Band], corpus: str, identity: str, jc) -> dict:
+    """Where an adaptation to this corpus was saved for this judge model and prompt (``rag-eval report
+    --labels F --adapt``), its blend, cut-off and band decide instead of the shipped ones; the
+    config's ``judges.cutoffs`` and ``judges.uncertain`` still win. Returns what was used, by variant."""
+    used = {}
+    for name in jc.metrics:
+        if not adaptable(name):
+            continue
+        for v in scored.decision_cutoffs(name):
+            entry = saved_adaptation(corpus, identity, v, scored.prompt_hash(v))
+            if entry is None or v in jc.cutoffs or name in jc.cutoffs:
+                continue
+            d = Decider.from_dict(entry)
+            scored.cutoffs[v] = d.cutoff
+            if d.blend is not None:
+                scored.blends[v] = d.blend
+            if d.band is not None and jc.uncertain == "auto":
+                bands[v] = Band(
+                    d.band[0], d.band[1], f"adapted to this corpus with {d.labels} labels ({entry.get('source', '')})"
+                )
+            used[v] = {"labels": d.labels, "how": d.how, "source": entry.get("source", ""), "saved": entry.get("saved")}
+    return used
 
 
 def _blend_text(scored: ScoredJudges, name: str) -> str | None:

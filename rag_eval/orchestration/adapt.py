@@ -16,6 +16,7 @@ figures kept honest afterwards (``rag-eval report RUN --labels F --adapt``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -41,6 +42,7 @@ from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
 from rag_eval.judges.labels import Label, apply_labels
+from rag_eval.judges.ppi import PPIEstimate, at_least_exact, human_mean
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.report.quotes import row_evidence
@@ -79,6 +81,8 @@ def fit_deciders(
             it = item_of(r, y) if y is not None else None
             if it is not None:
                 items.append(it)
+        if d.blend is not None and not all(all(f) for it in items for f in it.features):
+            d = dataclasses.replace(d, blend=None)  # decided without word evidence: the model's P alone
         out[variant] = adapt(d, items, how)
     return out
 
@@ -311,7 +315,7 @@ def _cross_fit(
                 w=np.array(w),
                 w_unlabelled=np.array(wu),
             )
-            figs[fig.name].ppi = _estimate(est, len(fold_records))
+            figs[fig.name].ppi = _estimate(est, len(fold_records), np.array(y), np.array(w))
             target = report.judges.figures.get(prompt, {}).get(fig.name)
             if target is not None:
                 target.ppi = figs[fig.name].ppi
@@ -342,7 +346,7 @@ def _cross_fit(
                 w=np.array(w),
                 w_unlabelled=np.array(wu),
             )
-            lf.ppi = _estimate(est, len(fold_records))
+            lf.ppi = _estimate(est, len(fold_records), np.array(y), np.array(w))
             target = report.attribution.shares.get(prompt, {}).get(outcome)
             if target is not None:
                 target.ppi = lf.ppi
@@ -359,14 +363,20 @@ def _human_outcomes(report: Report, labels: dict[Key, Label], prompt: str) -> di
     return {k: v for k, v in human_outcomes(report, list(labels.values())).items() if k[1] == prompt}
 
 
-def _estimate(est, folds: int) -> LabelledEstimate:
+def _estimate(est, folds: int, y: np.ndarray, w: np.ndarray) -> LabelledEstimate:
+    """The cross-fitted estimate as the report keeps it; a share from few labels (or all on one
+    side) widened to contain the labels' exact interval, as every prediction-powered share is
+    (``judges/ppi.py``: a normal interval is not to be trusted there)."""
+    method = f"cross-ppi ({folds} folds: each label corrects verdicts of judges adapted without it)"
+    e = PPIEstimate(est.value, est.ci_low, est.ci_high, est.n_labels, est.n_unlabelled, method)
+    e = at_least_exact(e, y, human_mean(y, w=w), w=w)
     return LabelledEstimate(
-        value=est.value,
-        ci_low=est.ci_low,
-        ci_high=est.ci_high,
-        n_labels=est.n_labels,
-        n_unlabelled=est.n_unlabelled,
-        method=f"cross-ppi ({folds} folds: each label corrects verdicts of judges adapted without it)",
+        value=e.value,
+        ci_low=e.ci_low,
+        ci_high=e.ci_high,
+        n_labels=e.n_labels,
+        n_unlabelled=e.n_unlabelled,
+        method=e.method,
     )
 
 

@@ -239,7 +239,12 @@ def _models(report: Report) -> list[str]:
         _table(
             ["prompt", "hash", "answered", "failed"],
             [
-                [escape(p), f"<code>{escape(str(v.prompt_hash))}</code>", _num(str(v.answered)), _num(str(v.failed))]
+                [
+                    escape(p),
+                    f"<code>{escape(v.prompt_hash)}</code>" if v.prompt_hash else "–",  # a system has no prompt file
+                    _num(str(v.answered)),
+                    _num(str(v.failed)),
+                ]
                 for p, v in g.prompts.items()
             ],
         )
@@ -409,6 +414,25 @@ def _judges(report: Report) -> list[str]:
             ],
         )
     )
+    a = report.adaptation
+    if a is not None:
+        out.append(f"<h3>Judges adapted to this corpus ({a.answers_labelled} labelled answers)</h3>")
+        out.append(f"<p class=meta>{escape(a.note)}.</p>")
+        out.append(
+            _table(
+                ["judge prompt", "labels", "cut-off", "verdicts changed", "uncertain"],
+                [
+                    [
+                        escape(x.variant),
+                        f"<td>{x.labels} ({x.positives} positive)</td>",
+                        f"<td>{x.cutoff_before:.3f} → {x.cutoff_after:.3f}</td>",
+                        f"<td>{x.changed}</td>",
+                        f"<td>{x.uncertain_before} → {x.uncertain_after}</td>",
+                    ]
+                    for x in a.judges
+                ],
+            )
+        )
     table = labels_table(report)
     if table is not None:
         lab = report.labels

@@ -391,10 +391,41 @@ def labels_markdown(report: Report) -> list[str]:
         out += _table(
             ["metric", "prompts", "labels only", "prediction-powered", "labelled pairs"],
             [
-                [c.metric, f"{c.a} − {c.b}", fmt(c.human, 2), fmt(c.ppi, 2), str(c.ppi.n_labels)]
+                [
+                    c.metric,
+                    f"{c.a} − {c.b}",
+                    fmt(c.human, 2),
+                    fmt(c.ppi, 2) if c.ppi else "–",
+                    str((c.ppi or c.human).n_labels),
+                ]
                 for c in lab.comparisons
             ],
         )
+    return out
+
+
+def adaptation_markdown(report: Report) -> list[str]:
+    """How the judges were adapted to this corpus with the run's own labels, and what it changed."""
+    a = report.adaptation
+    if a is None:
+        return []
+    out = ["", f"## Judges adapted to this corpus ({a.answers_labelled} labelled answers)", "", a.note + ".", ""]
+    out += _table(
+        ["judge prompt", "labels (positive)", "cut-off", "band", "verdicts changed", "uncertain", "blend"],
+        [
+            [
+                j.variant,
+                f"{j.labels} ({j.positives})",
+                f"{j.cutoff_before:.3f} → {j.cutoff_after:.3f}",
+                (f"[{j.band_before[0]:.3f}, {j.band_before[1]:.3f}) → " if j.band_before else "none → ")
+                + (f"[{j.band_after[0]:.3f}, {j.band_after[1]:.3f})" if j.band_after else "none"),
+                str(j.changed),
+                f"{j.uncertain_before} → {j.uncertain_after}",
+                j.blend_after or "the model's own probability",
+            ]
+            for j in a.judges
+        ],
+    )
     return out
 
 
@@ -480,6 +511,7 @@ def render_markdown(report: Report | dict) -> str:
         out += attribution_markdown(report)
     if report.judges is not None:
         out += judges_markdown(report)
+        out += adaptation_markdown(report)
         out += labels_markdown(report)
         out += triage_markdown(report)
     return "\n".join(out).rstrip() + "\n"

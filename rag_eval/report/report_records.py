@@ -130,6 +130,40 @@ class LabelsSection(Model):
     comparisons: list[LabelledDifference] = []
 
 
+class AdaptedJudge(Model):
+    """One judge prompt adapted to the run's corpus: what moved, on how many labels."""
+
+    judge: str = ""
+    variant: str = ""
+    labels: int = 0
+    positives: int = 0
+    how: str = ""
+    shift: Num = 0.0
+    cutoff_before: Num | None = None
+    cutoff_after: Num | None = None
+    band_before: list[Num] | None = None
+    band_after: list[Num] | None = None
+    blend_before: str | None = None
+    blend_after: str | None = None
+    changed: int = 0  # verdicts of the run that the adaptation changed (decided or uncertain)
+    uncertain_before: int = 0
+    uncertain_after: int = 0
+
+
+class AdaptationSection(Model):
+    """The run's verdicts adapted to its corpus with its own labels (``rag-eval report --labels F
+    --adapt``): which labels did what, and how the figures stayed honest (cross-fitted)."""
+
+    labels_file: str = ""
+    answers_labelled: int = 0
+    how: str = ""
+    folds: int = 0
+    judges: list[AdaptedJudge] = []
+    saved: str | None = None  # where the adaptation was kept for later audits of this corpus
+    corpus: str | None = None
+    note: str = ""
+
+
 class SuppliedInfo(Model):
     """Answers judged without retrieval labels: how a retrieval miss was decided."""
 
@@ -158,6 +192,7 @@ class Report(Model):
     attribution: AttributionSection | None = None
     comparison: ComparisonSection | None = None
     labels: LabelsSection | None = None
+    adaptation: AdaptationSection | None = None
 
     def rows(self) -> list[AttributionRow]:
         """Attribution's rows (none before attribution ran)."""

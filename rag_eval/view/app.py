@@ -4,6 +4,7 @@ only file it writes is a run's labels file (``view/labels_file.py``)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -26,7 +27,8 @@ from rag_eval.report.diff_records import DiffData
 from rag_eval.report.formatting import fmt
 from rag_eval.report.html import render_html
 from rag_eval.view import labels_file
-from rag_eval.view.figures import figures_json, label_figures
+from rag_eval.view.figures import figures_json
+from rag_eval.view.figures import label_figures as figures_with_labels
 from rag_eval.view.queue import (
     answer_view,
     base_row,
@@ -72,9 +74,11 @@ def _question_rows(report, q: dict[str, str]) -> list[dict]:
     return out
 
 
-def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None) -> Starlette:
-    """The app over ``runs_dir``; ``allowed_hosts``: the Host headers it answers (None: any)."""
+def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt: bool = False) -> Starlette:
+    """The app over ``runs_dir``; ``allowed_hosts``: the Host headers it answers (None: any);
+    ``adapt``: the figures with the judges adapted to each run's corpus by its labels."""
     runs_dir = Path(runs_dir).resolve()
+    label_figures = functools.partial(figures_with_labels, adapt=adapt)
     env = _env()
     texts_cache: dict[Path, dict[str, str]] = {}
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from rag_eval.errors import DataError
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.labels import apply_labels, known_answers, read_labels, weights_of
+from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import WIDTHS, labels_plan
 from rag_eval.typed import Figure
@@ -50,10 +51,12 @@ def _unequal(rows: list[dict[str, str]]) -> bool:
     return len(ps) > 1
 
 
-def label_figures(run_dir: Path, report: Report, confidence: float = 0.95) -> LabelFigures:
+def label_figures(run_dir: Path, report: Report, confidence: float = 0.95, adapt: bool = False) -> LabelFigures:
     """The run's labels file applied to its report as ``rag-eval report RUN_DIR --labels`` applies
     it, and per judged figure the labels still needed for each interval width (an active draw's
-    count when the labels were drawn with unequal probabilities, a uniform draw's otherwise)."""
+    count when the labels were drawn with unequal probabilities, a uniform draw's otherwise).
+    ``adapt``: as ``--labels F --adapt`` applies them (the judges adapted with the labels, the
+    figures cross-fitted; nothing saved for later audits from the page)."""
     path = labels_path(run_dir)
     rows = read_rows(path)
     labelled = sum(any(v is not None for v in vals.values()) for vals in labelled_values(rows).values())
@@ -61,7 +64,18 @@ def label_figures(run_dir: Path, report: Report, confidence: float = 0.95) -> La
     if labelled:
         try:
             labels = read_labels(path, known_answers(run_dir))
-            out.report = apply_labels(report, labels, weights_of(run_dir), confidence, str(path))
+            if adapt:
+                out.report = adapt_run(
+                    report,
+                    labels,
+                    run_dir=run_dir,
+                    weights=weights_of(run_dir),
+                    confidence=confidence,
+                    source=str(path),
+                    save=False,
+                )
+            else:
+                out.report = apply_labels(report, labels, weights_of(run_dir), confidence, str(path))
         except DataError as exc:
             out.problem = exc.render()
     kind = "active" if _unequal(rows) else "uniform"

@@ -47,7 +47,7 @@ def _check_port(host: str, port: int) -> None:
             ) from None
 
 
-def serve(runs_dir: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+def serve(runs_dir: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, adapt: bool = False) -> int:
     """Serve the view of ``runs_dir`` until interrupted."""
     if not runs_dir.is_dir():
         raise DataError(
@@ -65,7 +65,9 @@ def serve(runs_dir: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) ->
             file=sys.stderr,
         )
     _check_port(host, port)
-    app = create_app(runs_dir, allowed_hosts=[h.strip("[]") for h in LOOPBACK_NAMES] + [host] if local else None)
+    app = create_app(
+        runs_dir, allowed_hosts=[h.strip("[]") for h in LOOPBACK_NAMES] + [host] if local else None, adapt=adapt
+    )
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     print(f"rag-eval view: {runs_dir.resolve()} at http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
     # The prediction-powered estimators' package takes seconds to import: not on the first label.

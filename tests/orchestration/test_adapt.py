@@ -118,7 +118,7 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         assert corr["ppi"]["ci_low"] <= 0.5 <= corr["ppi"]["ci_high"]
         assert summary["attribution"]["base"]["ok"]["value"] == pytest.approx(0.5)
         adaptation = report["adaptation"]
-        [a] = [a for a in adaptation["judges"] if a["variant"] == "correctness"]
+        [a] = [a for a in adaptation["judges"] if a["judge"] == "correctness"]
         assert a["labels"] == 10 and a["changed"] == len(GOOD) and 0.1 < a["cutoff_after"] < 0.4
         assert adaptation["saved"] and os.path.exists(adaptation["saved"])
         md = (run_dir / "report.md").read_text()
@@ -141,7 +141,7 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         assert done.returncode == 0, done.stdout + done.stderr
     later = next((tmp_path / "later").iterdir())
     rep = json.loads((later / "report.json").read_text())
-    assert rep["judges"]["calibration"]["correctness"]["adapted"]["correctness"]["labels"] == 10
+    assert rep["judges"]["calibration"]["correctness"]["adapted"]["correctness_short"]["labels"] == 10
     got = {
         r["question_id"] for r in rep["judges"]["records"] if r["judge"] == "correctness" and r["verdict"] == "correct"
     }

@@ -248,3 +248,32 @@ def test_the_queue_is_the_draw_then_the_uncertain_answers_it_left_out(client, ca
     assert all(rows[q]["inclusion_probability"] == before[q] for q in set(drawn) - set(unsure))
     assert main(["report", str(run), "--labels", str(run / "labels" / "labels.csv")]) == 0
     assert "labels: 12 answers (" in capsys.readouterr().out
+
+
+def test_with_adapt_the_labelling_page_figures_are_the_adapted_cross_fitted_ones(runs, tmp_path, capsys):
+    """`rag-eval view --adapt`: after each label, the figures are those of `rag-eval report --labels F
+    --adapt` (the judges adapted with the labels so far, the prediction-powered figures cross-fitted),
+    and nothing is saved for later audits from the page."""
+    folder, first, _ = runs
+    c = TestClient(create_app(folder, adapt=True))
+    for q in ("q1", "q2", "q3", "q4", "q5", "q6"):
+        r = _label(c, first, q, correct=q in ("q2", "q4", "q6"), faithful=True, refused=False)
+        assert r.status_code == 200
+    line = next(x for x in r.json()["figures"]["lines"] if x["figure"] == "correctness")
+    assert line["ppi"]["method"].startswith("cross-ppi") and line["labelled"] >= 4
+    # The same figure as the command line gives on a copy of the run.
+    copy = tmp_path / "copy"
+    shutil.copytree(folder / first, copy)
+    labels = copy / "labels" / "labels.csv"
+    assert main(["report", str(copy), "--labels", str(labels), "--adapt", "--no-save"]) == 0
+    import json
+
+    corr = json.loads((copy / "summary.json").read_text())["generation"]["base"]["correctness"]["ppi"]
+    assert corr["value"] == pytest.approx(line["ppi"]["value"])
+    import os
+    from pathlib import Path
+
+    store = Path(os.environ["RAG_EVAL_CACHE_DIR"]) / "adaptations.json"
+    corpus = json.loads((copy / "report.json").read_text())["corpus"]["fingerprint"]
+    saved = json.loads(store.read_text()) if store.exists() else {}
+    assert not [k for k in saved if k.startswith(corpus + "|")]
