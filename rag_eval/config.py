@@ -27,6 +27,7 @@ from rag_eval.judges.registry import (
     variants,
 )
 from rag_eval.metrics import parse_metric
+from rag_eval.resources import resolve_shipped
 from rag_eval.system.paths import parse_path
 
 
@@ -815,7 +816,8 @@ class AuditConfig(_Model):
         if p.is_absolute() or not self._home:
             return p
         beside = Path(os.path.normpath(self._home / p))
-        return beside if beside.exists() or not p.exists() else p
+        found = beside if beside.exists() or not p.exists() else p
+        return found if found.exists() else resolve_shipped(p)  # data/python-docs/... from any folder
 
     def resolve_output(self, value: str) -> Path:
         """An output or cache folder from the config: relative to the config's folder, so that a run

@@ -71,3 +71,30 @@ def test_installed_package_validates_the_demo_config_from_another_folder(install
         text=True,
     )
     assert code.returncode == 0, code.stderr + code.stdout
+
+
+@pytest.mark.slow
+def test_installed_package_ships_the_demo_questions_and_the_judge_check_cases(installed, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    (tmp_path / "demo.yaml").write_text(
+        "name: anywhere\ncorpus: {source: python-docs}\ntest_set: {path: data/python-docs/questions.jsonl}\n"
+        "retrieval: {k: [1], retrievers: {bm25: {type: bm25}}}\n"
+    )
+    code = subprocess.run(
+        [sys.executable, "-m", "rag_eval.cli", "--quiet", "validate", "demo.yaml"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert code.returncode == 0, code.stderr + code.stdout
+    cases = subprocess.run(
+        [sys.executable, "-c", "from rag_eval.judges.judge_check import *; print(len(read_case_files([DEFAULT_CASES])))"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert cases.returncode == 0 and int(cases.stdout) > 100, cases.stderr
+    assert (installed / "rag_eval" / "bundled" / "judge-check" / "cases.jsonl").is_file()
+    assert not (installed / "rag_eval" / "bundled" / "real-answers").exists()  # only what an audit reads

@@ -36,6 +36,7 @@ from rag_eval.judges.uncertain import bands_out_of_fold, fit_band
 from rag_eval.judges.uncertain import target as target_of
 from rag_eval.llm.session import LLMSession
 from rag_eval.progress import track_async
+from rag_eval.resources import resolve_shipped
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
 
 
@@ -68,22 +69,24 @@ def load_cases(path: Path) -> list[dict]:
     return cases
 
 
+# The source tree's path of the default cases; installed with the package, found from any folder.
 DEFAULT_CASES = "data/judge-check/cases.jsonl"
 
 
 def read_case_files(paths: list[str | Path]) -> list[dict]:
-    """Every case of the files; a missing file is a DataError naming the working folder."""
-    missing = [p for p in paths if not Path(p).exists()]
+    """Every case of the files (``data/judge-check/cases.jsonl``: the shipped cases, from any
+    folder); a missing file is a DataError naming the working folder."""
+    found = [resolve_shipped(Path(p)) for p in paths]
+    missing = [p for p in found if not p.exists()]
     if missing:
         raise DataError(
             Problem(
                 str(missing[0]),
                 "the cases file does not exist",
-                f"give --cases PATH (relative to {Path.cwd()}); the default is the repository's "
-                f"{DEFAULT_CASES}, found when rag-eval runs in the repository folder",
+                f"give --cases PATH (relative to {Path.cwd()}); without --cases the shipped {DEFAULT_CASES} is used",
             )
         )
-    return [c for p in paths for c in load_cases(Path(p))]
+    return [c for p in found for c in load_cases(p)]
 
 
 def _sentences(text: str) -> list[str]:
