@@ -25,6 +25,7 @@ from rag_eval.judges.calibration import model_identity
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.lexical import Blend
 from rag_eval.judges.registry import JUDGES, banded
+from rag_eval.judges.scored import DEFAULT_CUTOFF
 from rag_eval.rundir import write_json
 
 FILE = "adaptations.json"
@@ -192,7 +193,7 @@ def saved_adaptation(
 
 def shipped_deciders(identity: str, prompt_hash: Callable[[str], str], threshold: float) -> dict[str, Decider]:
     """Each adaptable judge prompt's decider as saved for this judge model (the shipped calibration,
-    or the user's ``judge-check --save``): blend, cut-off and band."""
+    or the user's ``judge-check --save``): blend, cut-off and band; the default cut-off without one."""
     from rag_eval.judges.calibration import key, saved  # noqa: PLC0415 - calibration reads the cache folder
 
     table = saved()
@@ -203,6 +204,8 @@ def shipped_deciders(identity: str, prompt_hash: Callable[[str], str], threshold
         for v in spec.variants:
             e = table.get(key(identity, v, prompt_hash(v)))
             if not e or "cutoff" not in e:
+                # No calibration for this model and prompt: decided as an audit decides it then.
+                out[v] = Decider(None, DEFAULT_CUTOFF, None, threshold if _is_statement_judge(name) else None)
                 continue
             band = e.get("band")
             out[v] = Decider(

@@ -1,0 +1,172 @@
+"""A run's judgements re-decided by adapted judges, adaptations saved per corpus, and judge-check
+measuring the adapted judges beside the saved ones (rag_eval/judges/adapted.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rag_eval.cli import main
+from rag_eval.judges.adaptation import Decider
+from rag_eval.judges.adapted import (
+    deciders_of,
+    item_of,
+    redecide,
+    save_adaptation,
+    saved_adaptation,
+)
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.lexical import Blend
+
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
+
+BLEND = Blend(-1.0, 2.0, {"polar": -1.5, "source_talk": 2.0, "new_words": -1.0})
+
+
+def _refusal(p_model: float, features: dict, status="judged") -> Judgement:
+    p = BLEND.p(p_model, features)
+    return Judgement(
+        "refusal",
+        "q1",
+        "base",
+        status,
+        score=1.0 if p >= 0.5 else 0.0,
+        verdict="refused" if p >= 0.5 else "answered",
+        probability=p,
+        cutoff=0.5,
+        judge_prompt_hash="h1",
+        details={"variant": "refusal", "evidence": {"words": {"p_model": p_model, "features": features}}},
+    )
+
+
+def test_a_verdict_is_re_decided_from_what_it_was_made_of():
+    j = _refusal(0.4, {"polar": 0.0, "source_talk": 1.0, "new_words": 0.0})
+    it = item_of(j, positive=True)
+    assert it.p_model == (0.4,) and it.features[0]["source_talk"] == 1.0 and it.positive
+    # The shipped decider reproduces the recorded decision; a higher cut-off turns it.
+    shipped = Decider(BLEND, 0.5, None)
+    same = redecide(j, shipped, {"labels": 0})
+    assert (same.verdict, same.probability) == (j.verdict, pytest.approx(j.probability, abs=1e-6))
+    strict = redecide(j, Decider(BLEND, 0.99, (0.5, 0.995)), {"labels": 12})
+    assert strict.status == "uncertain" and strict.verdict is None
+    assert strict.details["leaning"] == "answered" and strict.details["adapted"] == {"labels": 12}
+    turned = redecide(j, Decider(BLEND, 0.999, None), {"labels": 12})
+    assert turned.status == "judged" and turned.verdict == "answered" and turned.score == 0.0
+
+
+def test_a_statement_judge_is_re_decided_per_statement():
+    rows = [
+        {
+            "statement": "a",
+            "p_supported": 0.9,
+            "supported": True,
+            "evidence": {"words": {"p_model": 0.9, "features": {"w": 1.0}}},
+        },
+        {
+            "statement": "b",
+            "p_supported": 0.6,
+            "supported": True,
+            "evidence": {"words": {"p_model": 0.6, "features": {"w": 0.0}}},
+        },
+    ]
+    j = Judgement(
+        "faithfulness_yesno",
+        "q1",
+        "base",
+        "judged",
+        score=1.0,
+        probability=0.6,
+        cutoff=0.5,
+        details={"statements": rows},
+    )
+    d = Decider(Blend(0.0, 1.0, {"w": 0.0}), 0.7, None, threshold=1.0)
+    out = redecide(j, d, {})
+    assert out.score == 0.5 and [s["supported"] for s in out.details["statements"]] == [True, False]
+    assert out.probability == pytest.approx(0.6)
+
+
+def test_deciders_come_from_the_reports_calibration():
+    cal = {
+        "refusal": {
+            "cutoff": 0.55,
+            "cutoffs": {"refusal": 0.55},
+            "bands": {"refusal": {"low": 0.5, "high": 0.6}},
+            "blends": {"refusal": BLEND.to_dict()},
+        },
+        "context_recall": {"cutoff": 0.5},  # a Ragas metric: never adapted
+    }
+    ds = deciders_of(cal, [], threshold=1.0)
+    assert set(ds) == {"refusal"}
+    assert ds["refusal"].cutoff == 0.55 and ds["refusal"].band == (0.5, 0.6) and ds["refusal"].blend == BLEND
+
+
+def test_adaptations_are_kept_per_corpus_model_and_prompt(tmp_path):
+    path = tmp_path / "adaptations.json"
+    d = Decider(BLEND, 0.61, (0.5, 0.7), labels=20, how="both", shift=-0.3)
+    save_adaptation("corpusA", "local:abc:llama/x:ctx=8192:fa=auto", "refusal", "h1", d, "labels.csv", path=path)
+    # The server's build and flags are not part of the key (as for calibrations); the corpus is.
+    got = saved_adaptation("corpusA", "local:abc:other-build:ctx=8192", "refusal", "h1", path=path)
+    assert got is not None and Decider.from_dict(got).to_dict() == d.to_dict() and got["source"] == "labels.csv"
+    assert saved_adaptation("corpusB", "local:abc:ctx=8192", "refusal", "h1", path=path) is None
+    assert saved_adaptation("corpusA", "local:abc:ctx=8192", "refusal", "h2", path=path) is None
+
+
+def test_judge_check_reports_the_adapted_judges_beside_the_saved_ones(tmp_path, capsys):
+    """judge-check --adapt 10 on cases where the judge model is too strict for this source: adapted
+    on 10 of its cases, it decides the others right; the judge as saved does not."""
+    cases = []
+    for i in range(40):
+        good = i % 2 == 0
+        cases.append(
+            {
+                "id": f"c{i}",
+                "judge": "correctness",
+                "source": "mydocs",
+                "question": f"What colour is widget {i}?",
+                "reference": f"Widget {i} is painted in the colour number {i * 7} of the catalogue.",
+                "answer": f"It is colour {i * 7}." if good else f"It is colour {i * 7 + 1}, marked {i}G.",
+                "label": "correct" if good else "incorrect",
+            }
+        )
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    goods = {c["answer"] for c in cases if c["label"] == "correct"}
+
+    def reply(body):
+        return "No: it misses the reference." if judge_name(body) == "correctness" else structured_reply(body)
+
+    def probability(body):
+        text = body["messages"][-1]["content"]
+        return 0.6 if any(f"Candidate answer: {g}" in text for g in goods) else 0.9
+
+    out = tmp_path / "check.json"
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        code = main(
+            [
+                "--quiet",
+                "judge-check",
+                "--llm",
+                "openai",
+                "--model",
+                "scripted",
+                "--base-url",
+                s.base_url,
+                "--cases",
+                str(path),
+                "--judges",
+                "correctness",
+                "--adapt",
+                "10",
+                "--json",
+                str(out),
+            ]
+        )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Adapted on 10 labelled cases of each source" in printed
+    scores = {(x["judge"], x["source"]): x for x in json.loads(out.read_text())["scores"]}
+    a = scores[("correctness", "mydocs")]["extra"]["adapted"]
+    assert a["labels"] == 10 and a["cases"] == 40 and a["draws"] == 20
+    assert a["shipped_decided"] == pytest.approx(0.5, abs=0.05)  # every answer called incorrect at 0.5
+    assert a["adapted_decided"] > 0.95
