@@ -12,11 +12,17 @@ text with a few words dropped. For each size and stage it prints the time and th
   vectors above, which cost the same to score), exact search in question blocks from a
   memory-mapped file (depth 100, exact rank of one labelled chunk per question), and FAISS HNSW
   with its recall@10 against exact search;
+- the whole `rag-eval retrieval` stage (inputs, one BM25 retriever with an empty cache, metrics,
+  diagnosis, lint, records, report) over the stdlib's Python source in 8-line chunks (--stage-sizes,
+  100,000 by default) and --queries questions, once labelled by chunk id and once by evidence quote
+  with a reference, against bare rank-bm25 on the same chunks and questions (index build plus every
+  question, extrapolated from the first --baseline-queries), in the same run: the ratio (goal < 0.05x);
 - metrics: hit@10, MRR and nDCG@10 over --metric-queries synthetic rankings against ranx;
 - the growth of each search with corpus size (linear: time grows as the size does).
 
     python benchmarks/scale/scale.py                      # 10k and 100k chunks, 1,000 questions
     python benchmarks/scale/scale.py --sizes 10000 100000 1000000
+    python benchmarks/scale/scale.py --sizes --no-dense --stage-sizes 100000   # the stage ratio alone
 """
 
 from __future__ import annotations
@@ -157,44 +163,88 @@ def bm25_stage(docs, q_tokens, tok, baseline_queries: int) -> dict:
     }
 
 
-def labelled_questions(docs: list[str], n: int, seed: int = 6) -> list[dict]:
-    """Questions about chunks of the corpus, labelled as users label them: each about one chunk
-    (``chunk``: a sentence of it with a few words dropped), with the chunk's id (answer_in) or two
-    of its sentences as an evidence quote (every other question), and the sentence as the reference."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for j, i in enumerate(rng.integers(0, len(docs), size=n)):
-        parts = [s for s in re.split(r"(?<=[.!?])\s+", docs[i]) if s]
-        s = int(rng.integers(0, len(parts)))
-        words = parts[s].split()
-        keep = rng.random(len(words)) > 0.3
-        q = {"id": f"q{j}", "question": " ".join(w for w, k in zip(words, keep) if k) or words[0], "chunk": f"c{i}"}
-        if j % 2 and len(parts) >= 2:
-            q["evidence"] = " ".join(parts[s : s + 2] if s + 1 < len(parts) else parts[s - 1 : s + 1])
-        else:
-            q["answer_in"] = f"c{i}"
-        q["reference"] = parts[s]
-        out.append(q)
+def source_chunks(n: int, lines: int = 8) -> list[dict]:
+    """The standard library's Python source (every ``.py`` file, sorted by path) in chunks of
+    ``lines`` lines, the first ``n``: ``{id: "path:first line", text, doc_id: path}``."""
+    import sysconfig
+
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    out: list[dict] = []
+    for path in sorted(p for p in lib.rglob("*.py") if "site-packages" not in p.parts):
+        try:
+            text = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        rel = path.relative_to(lib).as_posix()
+        for s in range(0, len(text), lines):
+            body = "\n".join(text[s : s + lines])
+            if body.strip():
+                out.append({"id": f"{rel}:{s + 1}", "text": body, "doc_id": rel})
+            if len(out) == n:
+                return out
     return out
 
 
-def retrieval_stage(docs: list[str], test_sets: dict[str, list[dict]], folder: Path, baseline_s: float) -> dict:
+def labelled_questions(chunks: list[dict], n: int, seed: int = 6) -> list[dict]:
+    """Questions about chunks of the corpus, labelled as users label them: each is a line of one
+    chunk (of at least 4 words) with a few words dropped; ``chunk`` is its id, ``evidence`` and
+    ``reference`` the line."""
+    rng = np.random.default_rng(seed)
+    out: list[dict] = []
+    while len(out) < n:
+        c = chunks[int(rng.integers(0, len(chunks)))]
+        lines = [line.strip() for line in c["text"].splitlines() if len(re.findall(r"[a-z0-9_]+", line.lower())) >= 4]
+        if not lines:
+            continue
+        line = lines[int(rng.integers(0, len(lines)))]
+        words = line.split()
+        keep = rng.random(len(words)) > 0.3
+        question = " ".join(w for w, k in zip(words, keep) if k) or words[0]
+        out.append({"id": f"q{len(out)}", "question": question, "chunk": c["id"], "evidence": line, "reference": line})
+    return out
+
+
+def retrieval_stage(chunks: list[dict], questions: list[dict], folder: Path, baseline_queries: int) -> dict:
     """``rag-eval retrieval`` (the whole stage: inputs, one BM25 retriever with an empty cache,
-    metrics, diagnosis, lint, records, report) on the corpus, once per test set, against bare
-    rank-bm25 (index build + every question, extrapolated from the first ones) in the same run."""
+    metrics, diagnosis, lint, records, report) against bare rank-bm25 (its index build plus every
+    question, extrapolated from the first ``baseline_queries``) on the same corpus and questions, in
+    the same run; once with the questions labelled by chunk id (``ids``) and once by evidence quote
+    with a reference answer (``quotes``)."""
     import json
 
     import yaml
+    from rank_bm25 import BM25Okapi
 
     from rag_eval import api
+    from rag_eval.config import Bm25Config
+    from rag_eval.retrievers.bm25 import make_tokenizer
 
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"id": f"c{i}", "text": d, "doc_id": f"d{i // 20}"}) + "\n" for i, d in enumerate(docs))
+    cfg = Bm25Config(type="bm25")
+    tok = make_tokenizer(cfg.tokenizer, cfg.lowercase)
+    t = time.perf_counter()
+    ref = BM25Okapi([tok(c["text"]) for c in chunks], k1=cfg.k1, b=cfg.b, epsilon=cfg.epsilon)
+    build = time.perf_counter() - t
+    m = min(baseline_queries, len(questions))
+    t = time.perf_counter()
+    for q in questions[:m]:
+        ref.get_scores(tok(q["question"]))
+    per_query = (time.perf_counter() - t) / m
+    baseline = build + per_query * len(questions)
+    del ref
+    print(
+        f"rank-bm25 on {len(chunks)} chunks: build {build:.1f} s, {per_query * 1000:.0f} ms/question "
+        f"(first {m}): {baseline:.0f} s for {len(questions)} questions",
+        flush=True,
     )
-    row = {"chunks": len(docs), "rank_bm25 s": baseline_s}
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
+    test_sets = {
+        "ids": [{"id": q["id"], "question": q["question"], "answer_in": q["chunk"]} for q in questions],
+        "quotes": [{k: v for k, v in q.items() if k != "chunk"} for q in questions],
+    }
+    row: dict = {"chunks": len(chunks), "questions": len(questions), "rank_bm25 s": baseline}
     for name, qs in test_sets.items():
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
-        cfg = {
+        audit = {
             "name": f"scale-{name}",
             "corpus": {"path": "corpus.jsonl"},
             "test_set": {"path": f"{name}.jsonl"},
@@ -202,13 +252,13 @@ def retrieval_stage(docs: list[str], test_sets: dict[str, list[dict]], folder: P
             "report": {"out": "runs"},
             "cache_dir": f"cache-{name}",
         }
-        path = folder / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(cfg))
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(audit))
         t = time.perf_counter()
-        api.retrieval(str(path))
+        api.retrieval(str(folder / f"{name}.yaml"))
         took = time.perf_counter() - t
         row[f"{name} s"] = took
-        row[f"{name} ratio"] = f"{took / baseline_s:.3f}x"
+        row[f"{name} ratio"] = f"{took / baseline:.3f}x"
+        print(f"rag-eval retrieval, test set labelled by {name}: {took:.1f} s, {took / baseline:.3f}x", flush=True)
     return row
 
 
@@ -311,7 +361,7 @@ def growth(rows: list[dict], key: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--baseline-queries", type=int, default=20, help="queries timed with rank-bm25")
     ap.add_argument("--real-embeddings-up-to", type=int, default=10_000, help="larger corpora get random unit vectors")
@@ -323,7 +373,8 @@ def main() -> None:
         type=int,
         nargs="*",
         default=[100_000],
-        help="corpus sizes at which the whole `rag-eval retrieval` stage is timed against rank-bm25 (none: skip)",
+        help="chunks of the stdlib's source (8 lines each; 108k at most) on which the whole `rag-eval retrieval` "
+        "stage is timed against rank-bm25 (none: skip)",
     )
     args = ap.parse_args()
 
@@ -342,20 +393,15 @@ def main() -> None:
     bm25_rows, dense_rows = [], []
     work = Path(tempfile.mkdtemp(prefix="rag-eval-scale-"))
     stage_rows = []
-    for n in sorted(set(args.sizes) | set(args.stage_sizes)):
+    for n in args.stage_sizes:
+        chunks = source_chunks(n)
+        folder = Path(tempfile.mkdtemp(prefix="rag-eval-stage-", dir=work))
+        stage_rows.append(
+            retrieval_stage(chunks, labelled_questions(chunks, args.queries), folder, args.baseline_queries)
+        )
+    for n in args.sizes:
         docs = corpus(sents, n)
         row = {"chunks": n, **bm25_stage(docs, q_tokens, tok, args.baseline_queries)}
-        if n in args.stage_sizes:
-            baseline = row["rank_bm25 build s"] + row["rank_bm25 ms/query"] / 1000 * args.queries
-            folder = Path(tempfile.mkdtemp(prefix="rag-eval-stage-", dir=work))
-            labelled = labelled_questions(docs, args.queries)
-            test_sets = {
-                "ids": [{"id": q["id"], "question": q["question"], "answer_in": q["chunk"]} for q in labelled],
-                "quotes+refs": [{k: v for k, v in q.items() if k != "chunk"} for q in labelled],
-            }
-            stage_rows.append(retrieval_stage(docs, test_sets, folder, baseline))
-        if n not in args.sizes:
-            continue
         bm25_rows.append(row)
         if args.no_dense:
             continue
@@ -367,17 +413,19 @@ def main() -> None:
         row |= dense_stage(passages, q_emb, work, n <= args.hnsw_up_to)
         dense_rows.append(row)
         del passages
-    print("\nBM25 (sparse matrix, rank-bm25 the baseline on the first queries; +MB: peak memory above the start)")
-    table(bm25_rows, "chunks")
-    print("growth of search:", growth(bm25_rows, "search s"))
+    if bm25_rows:
+        print("\nBM25 (sparse matrix, rank-bm25 the baseline on the first queries; +MB: peak memory above the start)")
+        table(bm25_rows, "chunks")
+        print("growth of search:", growth(bm25_rows, "search s"))
     if dense_rows:
         print("\nDense (exact: blocks over a memory-mapped file, depth 100; HNSW: FAISS M=32, efSearch 128)")
         table(dense_rows, "chunks")
         print("growth of exact search:", growth(dense_rows, "exact s"))
     if stage_rows:
         print(
-            "\n`rag-eval retrieval` with one BM25 retriever (empty cache; inputs, ranking, metrics, diagnosis, lint, "
-            "records, report) against bare rank-bm25 (build + every question, extrapolated) in the same run:"
+            "\n`rag-eval retrieval` with one BM25 retriever over the stdlib's source in 8-line chunks (empty cache; "
+            "inputs, ranking, metrics, diagnosis, lint, records, report) against bare rank-bm25 (build + every "
+            "question, extrapolated) in the same run:"
         )
         table(stage_rows, "chunks")
     print("\nMetrics (hit@10, MRR, nDCG@10, depth 100): rag-eval against ranx (ratio < 1: rag-eval faster)")

@@ -81,6 +81,7 @@ def _table_records(path: Path) -> list[Record]:
 def _chunks_from_records(records: list[Record], cc: CorpusConfig) -> list[Chunk]:
     f = cc.fields
     chunks, problems, seen = [], [], {}
+    known = {f.id, f.text, f.title, f.doc_id, "metadata"}
     for rec in records:
         d = rec.data
         cid, text = d.get(f.id), d.get(f.text)
@@ -113,17 +114,11 @@ def _chunks_from_records(records: list[Record], cc: CorpusConfig) -> list[Chunk]
             )
             continue
         seen[cid] = rec.where
-        meta: dict[str, Any] = d.get("metadata") if isinstance(d.get("metadata"), dict) else {}
-        extra = {k: v for k, v in d.items() if k not in {f.id, f.text, f.title, f.doc_id, "metadata"}}
-        chunks.append(
-            Chunk(
-                id=cid,
-                text=text,
-                title=str(d.get(f.title) or ""),
-                doc_id=str(d.get(f.doc_id) or ""),
-                metadata={**extra, **meta},
-            )
-        )
+        meta = d.get("metadata")
+        extra = {k: v for k, v in d.items() if k not in known} if len(d) > 2 else {}
+        if isinstance(meta, dict):
+            extra.update(meta)
+        chunks.append(Chunk(cid, text, str(d.get(f.title) or ""), str(d.get(f.doc_id) or ""), extra))
     if problems:
         raise DataError(problems)
     return chunks

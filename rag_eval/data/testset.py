@@ -15,6 +15,7 @@ from rag_eval.types import Corpus, Question
 
 KNOWN_FIELDS = {"id", "question", "answer_in", "evidence", "doc_id", "reference", "answerable"}
 _WS = re.compile(r"\s+")
+_WORD = re.compile(r"\w+")
 
 
 def normalise(text: str) -> str:
@@ -33,10 +34,10 @@ SCAN_TEXTS = 2000
 
 class PhraseIndex:
     """Finds the texts (whitespace-normalised) that contain a phrase. On a large corpus a phrase is
-    looked for only in the texts that hold its rarest inner word (a word not at either end of the
-    phrase, so whole in any text that holds the phrase): one pass over the texts collects, for the
-    inner words of the phrases given, the texts holding each. A phrase of other words, or of fewer
-    than three, is looked for in every text."""
+    looked for only in the texts that hold its rarest inner word (a run of word characters, not the
+    phrase's first or last, so a whole word of any text that holds the phrase: ``foo`` of ``x =
+    self.foo(y)``): one pass over the texts collects, for the inner words of the phrases given, the
+    texts holding each. A phrase of other words, or of fewer than three, is looked for in every text."""
 
     def __init__(self, texts: list[str], phrases: Iterable[str] = ()):
         self.texts = texts
@@ -45,7 +46,7 @@ class PhraseIndex:
         if len(texts) > SCAN_TEXTS and words:
             self.postings = {w: [] for w in words}
             for i, t in enumerate(texts):
-                for w in words.intersection(t.split()):
+                for w in words.intersection(_WORD.findall(t)):
                     self.postings[w].append(i)
 
     def find(self, phrase: str) -> list[int]:
@@ -58,7 +59,7 @@ class PhraseIndex:
 
 
 def _inner_words(phrase: str) -> list[str]:
-    return phrase.split()[1:-1]
+    return _WORD.findall(phrase)[1:-1]
 
 
 class EvidenceIndex:
@@ -68,11 +69,26 @@ class EvidenceIndex:
 
     def __init__(self, corpus: Corpus, quotes: Iterable[str] = ()):
         self.corpus = corpus
-        self.texts = [normalise(f"{c.title}\n{c.text}") for c in corpus.chunks]
         self.doc_ids = {c.doc_id for c in corpus.chunks}
-        self.search = PhraseIndex(self.texts, [normalise(q) for q in quotes])
+        self.quotes = [normalise(q) for q in quotes]
+        self._texts: list[str] | None = None
+        self._search: PhraseIndex | None = None
         self._by_doc: dict[str, list[int]] | None = None
         self._bodies: dict[int, str] = {}
+
+    @property
+    def texts(self) -> list[str]:
+        """Each chunk's title and text, normalised (made on the first quote: a test set labelled by
+        chunk ids never pays for it)."""
+        if self._texts is None:
+            self._texts = [normalise(f"{c.title}\n{c.text}") for c in self.corpus.chunks]
+        return self._texts
+
+    @property
+    def search(self) -> PhraseIndex:
+        if self._search is None:
+            self._search = PhraseIndex(self.texts, self.quotes)
+        return self._search
 
     def find(self, quote: str, doc_id: str | None = None) -> list[str]:
         chunks = self.corpus.chunks

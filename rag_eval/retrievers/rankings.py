@@ -27,6 +27,9 @@ FULL_CELLS = 2**24
 # over a memory-mapped embedding matrix: at 10^6 chunks, 32 questions a pass.
 BLOCK_CELLS = 2**25
 
+# A question labelled with more chunks than this gets all its ranks from one sort of its scores.
+RANK_ALL_FROM = 32
+
 Scorer = Callable[[np.ndarray], np.ndarray]  # question row indices -> (len(rows), n_chunks) scores
 
 
@@ -121,7 +124,13 @@ class Rankings:
                 kept.append(block)
                 continue
             for j, q in enumerate(rows):
-                for idx in wanted[q] if wanted else ():
+                want = wanted[q] if wanted else ()
+                if len(want) > RANK_ALL_FROM:
+                    # A label matching many chunks (a generic quote): one sort of the row ranks them all.
+                    ranks = ranks_of_rows(block[j : j + 1])[0]
+                    known.update({(int(q), idx): int(ranks[idx]) for idx in want})
+                    continue
+                for idx in want:
                     known[(int(q), idx)] = exact_rank(block[j], idx)
         if keep:
             return cls(top, scores, np.vstack(kept) if kept else np.zeros((0, n_chunks)))

@@ -65,7 +65,8 @@ def test_a_quote_cut_by_a_chunk_boundary_labels_the_chunks_it_spans(tmp_path, ca
     # A quote no boundary cut stays a whole-chunk label.
     assert set(records["q01"]["relevant"].values()) == {1}
     summary = json.loads((run / "summary.json").read_text())
-    assert any(f["code"] == "split_evidence" for f in summary.get("lint", summary.get("findings", [])))
+    assert summary["lint"]["split_evidence"] == {"severity": "info", "questions": 1}
+    assert "`split_evidence`: 1 evidence quote of 1 question spans adjacent chunks" in (run / "report.md").read_text()
 
 
 def test_the_heading_chunker_keeps_the_quote_whole(tmp_path, capsys):

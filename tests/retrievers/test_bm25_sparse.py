@@ -77,3 +77,17 @@ def test_top_k_equals_a_stable_full_sort_with_ties():
         s = rng.random((n, m)) if trial % 3 == 0 else rng.integers(0, 5, size=(n, m)).astype(float)
         s[rng.random((n, m)) < 0.1] = -np.inf
         assert (top_k(s, k) == np.argsort(-s, axis=1, kind="stable")[:, : min(k, m)]).all()
+
+
+def test_postings_counted_in_slices_equal_one_pass(monkeypatch):
+    """The index is the same whether the term ids are counted into postings once or in many slices
+    (a slice may end inside the corpus at any document)."""
+    import rag_eval.retrievers.bm25 as bm25
+
+    tok = make_tokenizer(r"[a-z0-9_]+")
+    docs = [tok(c.passage) for c in python_docs_corpus().chunks] + [[], ["only"], ["only", "only"]]
+    whole = SparseBm25.build(iter(docs), 1.5, 0.75, 0.25)
+    monkeypatch.setattr(bm25, "FLUSH_TOKENS", 97)
+    sliced = SparseBm25.build(iter(docs), 1.5, 0.75, 0.25)
+    assert sliced.vocab == whole.vocab
+    assert (sliced.weights != whole.weights).nnz == 0 and sliced.weights.nnz == whole.weights.nnz

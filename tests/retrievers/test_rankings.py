@@ -71,3 +71,15 @@ def test_fusion_in_blocks_equals_fusion_of_whole_matrices(monkeypatch):
     assert (mixed.top >= 0).all()
     only = fuse([lists], 300, 10, 60)
     assert (only.top[:, 5:] == -1).all() and (only.top[:, :5] == pa.top[:, :5]).all()
+
+
+def test_many_labelled_chunks_are_ranked_exactly_from_one_sort():
+    """A question labelled with more chunks than RANK_ALL_FROM (a quote matching hundreds of chunks)
+    gets their ranks from one sort of its row: the same ranks, ties in corpus order."""
+    full = _scores(3, 9, 400)
+    wanted = [list(range(0, 400, 2)) if q % 2 else [5, 7] for q in range(9)]
+    blocks = Rankings.from_scorer(lambda rows: full[rows], 9, 400, 10, wanted, full_cells=0, block_cells=1200)
+    ranks = ranks_of_rows(full)
+    assert len(wanted[1]) > base.RANK_ALL_FROM
+    for q in range(9):
+        assert {idx: blocks.known[(q, idx)] for idx in wanted[q]} == {idx: int(ranks[q, idx]) for idx in wanted[q]}

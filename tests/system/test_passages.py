@@ -51,7 +51,7 @@ def test_own_passages_keep_their_ids_and_count_once(tmp_path, capsys):
             "report": {"out": "runs"},
         }
         (tmp_path / "own.yaml").write_text(yaml.safe_dump(cfg))
-        assert main(["-q", "retrieval", str(tmp_path / "own.yaml")]) == 0
+        assert main(["-q", "run", str(tmp_path / "own.yaml")]) == 0
     out = capsys.readouterr().out
     run = next((tmp_path / "runs").iterdir())
     summary = json.loads((run / "summary.json").read_text())
@@ -64,6 +64,11 @@ def test_own_passages_keep_their_ids_and_count_once(tmp_path, capsys):
     assert records["q2"]["relevant"] == {"kb-17": 1}
     everything = "".join(p.read_text(errors="ignore") for p in run.rglob("*") if p.is_file()) + out
     assert "ctx-" not in everything
+    # The report names how many passages its answers were made on (3), not the retrieval depth, and
+    # shows no prompt hash for a service.
+    assert "## Generation (2 questions on system's top 3)" in (run / "report.md").read_text()
+    html = (run / "report.html").read_text()
+    assert "<code>None</code>" not in html and "<td>system</td><td>–</td>" in html
 
 
 def test_a_quote_in_a_returned_passage_replaces_the_corpus_chunk():
