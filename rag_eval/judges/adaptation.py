@@ -7,10 +7,11 @@ on a word feature that means less there. A few labels of the corpus' own answers
 with the shipped calibration as the prior, so that a few labels move it a little and many more:
 
 - ``cutoff`` (a): the decision's log-odds shifted by ``delta``, the maximum a posteriori of a
-  logistic model ``P(label) = sigmoid(z + delta)`` on the labelled answers' blended log-odds ``z``
-  with a normal prior ``delta ~ N(0, prior_cutoff**2)``; the cut-off and the band's edges move by
-  ``-delta`` in log-odds (the band keeps its shipped width: a width that reaches 0.90 cannot be
-  measured on 30 labels);
+  logistic model ``P(label) = sigmoid(z - t + delta)`` on the labelled answers' blended log-odds
+  ``z`` around the shipped cut-off's ``t`` (even odds at the cut-off: a cut-off fitted for balanced
+  accuracy is where the classes separate) with a normal prior ``delta ~ N(0, prior_cutoff**2)``;
+  the cut-off and the band's edges move by ``-delta`` in log-odds (the band keeps its shipped
+  width: a width that reaches 0.90 cannot be measured on 30 labels);
 - ``weights`` (b): the blend's intercept and weights refitted by penalised logistic regression
   whose penalty pulls them to the shipped ones (``|theta - theta_shipped|**2 / (2 prior_weights**2)``);
   the cut-off and band stay the shipped ones on the refitted scale;
@@ -36,10 +37,18 @@ import numpy as np
 from rag_eval.judges.lexical import Blend
 
 HOW = ("cutoff", "weights", "both")
-# Prior standard deviations, in log-odds, chosen by leave-one-corpus-out on the seven corpora of
-# data/real-answers before the blind part was labelled (benchmarks/adapted_judges.py --choose).
+# Prior standard deviations, in log-odds: (cut-off shift, blend weights) per judge, chosen on the
+# earlier corpora of data/real-answers before the blind part was measured
+# (``python benchmarks/adapted_judges.py choose``; docs/validation/adapted-judges.md).
 PRIOR_CUTOFF = 1.0
 PRIOR_WEIGHTS = 0.5
+PRIORS: dict[str, tuple[float, float]] = {}
+
+
+def priors_for(judge: str | None) -> dict[str, float]:
+    """The prior strengths of one judge (a prompt variant's judge), else the defaults."""
+    pc, pw = PRIORS.get(judge or "", (PRIOR_CUTOFF, PRIOR_WEIGHTS))
+    return {"prior_cutoff": pc, "prior_weights": pw}
 
 
 def _logit(p: float) -> float:
@@ -213,10 +222,15 @@ def adapt(
     labelled: Sequence[Item],
     how: str = "both",
     *,
-    prior_cutoff: float = PRIOR_CUTOFF,
-    prior_weights: float = PRIOR_WEIGHTS,
+    prior_cutoff: float | None = None,
+    prior_weights: float | None = None,
+    judge: str | None = None,
 ) -> Decider:
-    """``shipped`` adapted to the labelled items (those with ``positive`` set), as ``how`` says."""
+    """``shipped`` adapted to the labelled items (those with ``positive`` set), as ``how`` says;
+    the priors given, else ``judge``'s (``priors_for``)."""
+    defaults = priors_for(judge)
+    prior_cutoff = defaults["prior_cutoff"] if prior_cutoff is None else prior_cutoff
+    prior_weights = defaults["prior_weights"] if prior_weights is None else prior_weights
     if how not in HOW:
         raise ValueError(f"how must be one of {', '.join(HOW)}, not {how!r}")
     items = [i for i in labelled if i.positive is not None]
@@ -232,7 +246,10 @@ def adapt(
                 ys.append(bool(it.positive))
         out = replace(out, blend=fit_weights(shipped.blend, ps, fs, ys, prior_weights))
     if how in ("cutoff", "both"):
-        z = np.array([out.score(it) for it in items])
+        # Log-odds from the cut-off: the prior puts the even odds of a positive label at the shipped
+        # cut-off (where a cut-off fitted for balanced accuracy separates the classes), and the
+        # labels move that point.
+        z = np.array([out.score(it) for it in items]) - _logit(out.cutoff)
         delta = fit_shift(z, np.array([bool(it.positive) for it in items]), prior_cutoff)
         cut = _sigmoid(_logit(out.cutoff) - delta)
         band = tuple(_sigmoid(_logit(x) - delta) for x in out.band) if out.band else None

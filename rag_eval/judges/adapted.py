@@ -271,7 +271,7 @@ def adapted_check(
         train, test = [items[i] for i in order[:labels]], [items[i] for i in order[labels:]]
         adapted = dict(shipped)
         for v in {v for v, _ in train}:
-            adapted[v] = adapt(shipped[v], [it for w, it in train if w == v], how)
+            adapted[v] = adapt(shipped[v], [it for w, it in train if w == v], how, judge=judge)
         totals[0] += _measure(shipped, test)
         totals[1] += _measure(adapted, test)
     (sr, sd, sn), (ar, ad, an) = totals

@@ -83,7 +83,8 @@ def fit_deciders(
                 items.append(it)
         if d.blend is not None and not all(all(f) for it in items for f in it.features):
             d = dataclasses.replace(d, blend=None)  # decided without word evidence: the model's P alone
-        out[variant] = adapt(d, items, how)
+        judge = next((r.judge for r in records if variant_of(r) == variant), None)
+        out[variant] = adapt(d, items, how, judge=judge)
     return out
 
 
