@@ -9,7 +9,16 @@ from __future__ import annotations
 import asyncio
 
 from rag_eval.answers.generation import load_prompts
-from rag_eval.config import AuditConfig, HttpSystemConfig, LLMConfig
+from rag_eval.config import (
+    AuditConfig,
+    CallableConfig,
+    HaystackConfig,
+    HttpSystemConfig,
+    LangchainConfig,
+    LlamaIndexConfig,
+    LLMConfig,
+    RunFileConfig,
+)
 from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
@@ -19,16 +28,29 @@ from rag_eval.system.http import HttpSystem
 
 
 def preflight(cfg: AuditConfig) -> None:
-    """Every check of the run's set-up (the system's URL and secrets, prompt files, judge prompts,
-    labels and answers files, API keys); raises one error listing every problem."""
+    """Every check of the run's set-up (your retrievers' imports and run files, the system's URL and
+    secrets, prompt files, judge prompts, labels and answers files, API keys); raises one error
+    listing every problem."""
     problems: list[Problem] = []
-    for check in (_system, _generation, _judges):
+    for check in (_retrievers, _system, _generation, _judges):
         try:
             check(cfg)
         except RagEvalError as exc:
             problems += exc.problems
     if problems:
         raise ConfigError(problems)
+
+
+def _retrievers(cfg: AuditConfig) -> None:
+    """Your own retrievers: their functions and factories import (none is called), run files exist."""
+    for name, r in cfg.retrieval.retrievers.items():
+        at = f"retrieval.retrievers.{name}"
+        if isinstance(r, CallableConfig):
+            import_object(r.function, cfg.where(f"{at}.function"))
+        elif isinstance(r, (LangchainConfig, LlamaIndexConfig, HaystackConfig)):
+            import_object(r.factory, cfg.where(f"{at}.factory"))
+        elif isinstance(r, RunFileConfig):
+            cfg.existing_path(f"{at}.path", r.path, "run")
 
 
 def _system(cfg: AuditConfig) -> None:

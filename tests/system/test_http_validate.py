@@ -75,12 +75,14 @@ def test_validate_refuses_what_run_refuses(tmp_path, capsys):
     write_jsonl(tmp_path / "questions.jsonl", SMALL_QUESTIONS)
     (tmp_path / "gen.yaml").write_text(
         "name: gen\ncorpus: {path: corpus.jsonl}\ntest_set: {path: questions.jsonl}\n"
-        "retrieval: {k: [1, 3], retrievers: {bm25: {type: bm25}}}\n"
+        "retrieval: {k: [1, 3], retrievers: {bm25: {type: bm25}, own: {type: callable, function: 'no_pkg.x:f'}}}\n"
         "generation:\n  retriever: bm25\n  prompts: {mine: prompts/nowhere.md}\n"
     )
     assert main(["-q", "validate", str(tmp_path / "gen.yaml")]) == 2
     err = capsys.readouterr().err
+    assert "2 problems found" in err
     assert "gen.yaml:7 (generation.prompts.mine): cannot read prompt file" in err and "nowhere.md" in err
+    assert "gen.yaml:4 (retrieval.retrievers.own.function): cannot import module 'no_pkg.x'" in err
 
     # An unset environment variable in a header: validate says so too.
     config = project(tmp_path, headers={"Authorization": "Bearer ${RAG_NOT_SET_ANYWHERE}"})
