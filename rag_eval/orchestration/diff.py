@@ -213,6 +213,20 @@ def check_pairs(b: Run, n: Run, pairs: dict[str, str]) -> None:
         raise ConfigError(problems)
 
 
+def _adapted(run: Run) -> str:
+    """How the run's judges were adapted to its corpus (``rag-eval report --labels F --adapt``, or a
+    saved adaptation an audit reused), in words; empty when they decided as shipped."""
+    parts = []
+    report = run.report
+    for variant, a in sorted(
+        (v, a) for c in (report.judges.calibration.values() if report.judges else []) for v, a in c.adapted.items()
+    ):
+        parts.append(f"{variant} with {a.get('labels')} labels")
+    if report.adaptation is not None:
+        parts += [f"{j.variant} with {j.labels} labels" for j in report.adaptation.judges if j.labels]
+    return ", ".join(sorted(set(parts)))
+
+
 def _names(run: Run) -> str:
     parts = [f"retrievers: {', '.join(run.by_retriever) or 'none'}"]
     if run.rows:
@@ -388,6 +402,14 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
             )
         )
     notes: list[str] = []
+    adapted_b, adapted_n = _adapted(b), _adapted(n)
+    if adapted_b != adapted_n:
+        warnings.append(
+            "the runs' judges were adapted differently to the corpus (base: "
+            f"{adapted_b or 'as shipped'}; new: {adapted_n or 'as shipped'}), so their verdicts differ by that too: "
+            "rerun the base with the same adaptation (rag-eval run reuses the one saved for the corpus) to compare "
+            "the systems alone"
+        )
     if only_b or only_n:
         notes.append(
             f"the test sets differ: compared on the {len(shared)} questions both runs have; {len(only_b)} only in "

@@ -7,12 +7,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from rag_eval.cli import main
+from rag_eval.orchestration.diff import diff_runs
 
 from ..conftest import ROOT, write_jsonl
 from ..scripted_server import ScriptedServer, judge_name, structured_reply
@@ -100,6 +102,8 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         # The strict judge calls every answer incorrect.
         assert before["generation"]["base"]["correctness"]["value"] == pytest.approx(0.0)
         labels, drawn = _label(run_dir, 10)
+        shipped_run = tmp_path / "shipped-run"
+        shutil.copytree(run_dir, shipped_run)
         capsys.readouterr()
         assert main(["report", str(run_dir), "--labels", str(labels), "--adapt"]) == 0
         out = capsys.readouterr().out
@@ -146,6 +150,10 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         r["question_id"] for r in rep["judges"]["records"] if r["judge"] == "correctness" and r["verdict"] == "correct"
     }
     assert got == GOOD
+    # A diff of the run as shipped against the later, adapted one says the judges differ too.
+    warnings = " ".join(diff_runs(shipped_run, later).warnings)
+    assert "adapted differently to the corpus" in warnings and "as shipped" in warnings
+    assert "adapted differently" not in " ".join(diff_runs(run_dir, later).warnings)
 
 
 def test_adapt_needs_labels(small_project, capsys):
