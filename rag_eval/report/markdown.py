@@ -274,6 +274,11 @@ def calibration_lines(j: JudgesSection) -> list[str]:
         cuts = c.cutoffs or {name: c.cutoff}
         at = " or ".join(f"{cut:.3f}" + (f" (`{v}`)" if len(cuts) > 1 else "") for v, cut in cuts.items())
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
+        if c.adapted:
+            line += "; adapted to this corpus: " + ", ".join(
+                f"`{v}` with {a.get('labels')} labels ({a.get('source') or 'rag-eval report --adapt'})"
+                for v, a in c.adapted.items()
+            )
         if c.blend:
             line += (
                 f"; P is the model's own P(yes) blended with word evidence, {c.blend}, fitted on labelled "

@@ -146,6 +146,7 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
     later = next((tmp_path / "later").iterdir())
     rep = json.loads((later / "report.json").read_text())
     assert rep["judges"]["calibration"]["correctness"]["adapted"]["correctness_short"]["labels"] == 10
+    assert "adapted to this corpus: `correctness_short` with 10 labels" in (later / "report.md").read_text()
     got = {
         r["question_id"] for r in rep["judges"]["records"] if r["judge"] == "correctness" and r["verdict"] == "correct"
     }
