@@ -18,9 +18,10 @@ from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
 from rag_eval.judges.calibration import user_path
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
-from rag_eval.judges.labels import draw, label_run, write_csv, write_html
+from rag_eval.judges.labels import draw, known_answers, label_run, read_labels, weights_of, write_csv, write_html
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.offline import go_offline
+from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.orchestration.finished import read_run
 from rag_eval.orchestration.history import collect_history, history_text
 from rag_eval.orchestration.pipeline import RunInterrupted
@@ -188,6 +189,7 @@ def _judge_check(args: argparse.Namespace) -> int:
         folds=args.folds,
         save=args.save,
         uncertain_target=args.uncertain_target,
+        adapt=args.adapt,
     )
     print("Out-of-fold figures (each case decided with a cut-off fitted on the other folds):")
     print(
@@ -209,6 +211,19 @@ def _judge_check(args: argparse.Namespace) -> int:
                 )
             )
             print(_band_line(s))
+    adapted = [s.extra["adapted"] for s in scores if "adapted" in s.extra]
+    if adapted:
+        print(
+            f"\nAdapted on {args.adapt} labelled cases of each source (seeded draws), measured on the source's other "
+            "cases, beside the saved judge on the same cases (decided verdicts right; share uncertain):"
+        )
+        for a in adapted:
+            sd = f"{a['shipped_decided']:.2f}" if a["shipped_decided"] is not None else "–"
+            ad = f"{a['adapted_decided']:.2f}" if a["adapted_decided"] is not None else "–"
+            print(
+                f"  {a['judge']:<20}{a['source']:<14} saved {sd} ({a['shipped_uncertain']:.0%} uncertain)  "
+                f"adapted {ad} ({a['adapted_uncertain']:.0%} uncertain)  {a['cases']} cases, {a['draws']} draws"
+            )
     for u in usage:
         print(
             f"model {u['model']}: {u['calls']} calls, {u['cache_hits']} from cache, {u['prompt_tokens']} prompt "
@@ -323,8 +338,30 @@ def _compare(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     report = read_run(run_dir).report
-    if args.labels:
+    if args.adapt and not args.labels:
+        raise DataError(Problem("--adapt", "adapting the judges needs the run's labels", "add --labels FILE"))
+    if args.labels and args.adapt:
+        labels = read_labels(Path(args.labels), known_answers(run_dir))
+        report = adapt_run(
+            report,
+            labels,
+            run_dir=run_dir,
+            weights=weights_of(run_dir),
+            how=args.adapt,
+            confidence=args.confidence,
+            source=args.labels,
+            save=not args.no_save,
+        )
+        if report.adaptation is not None:
+            print(report.adaptation.note)
+            for a in report.adaptation.judges:
+                print(
+                    f"  {a.variant}: {a.labels} labels, cut-off {a.cutoff_before:.3f} -> {a.cutoff_after:.3f}, "
+                    f"{a.changed} verdicts changed, uncertain {a.uncertain_before} -> {a.uncertain_after}"
+                )
+    elif args.labels:
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
+    if args.labels:
         lab = report.labels
         print(
             f"labels: {lab.answers_labelled} answers ("
@@ -463,7 +500,7 @@ def _ci_options(p: argparse.ArgumentParser) -> None:
 
 
 def _view(args: argparse.Namespace) -> int:
-    return serve(Path(args.runs_dir), host=args.host, port=args.port)
+    return serve(Path(args.runs_dir), host=args.host, port=args.port, adapt=args.adapt)
 
 
 def _traces(args: argparse.Namespace) -> int:
@@ -575,6 +612,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run folder (runs/<name>-<time>/)")
     p.add_argument("--labels", help="a filled-in labels file (rag-eval label): adds prediction-powered figures")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level of the labelled figures")
+    p.add_argument(
+        "--adapt",
+        nargs="?",
+        const="both",
+        choices=["both", "cutoff", "weights"],
+        help="with --labels: adapt the judges to this corpus with the labels (cut-off and band, blend weights, "
+        "or both: the default), re-decide every verdict, cross-fit the prediction-powered figures, and save the "
+        "adaptation for later audits of the same documents",
+    )
+    p.add_argument("--no-save", action="store_true", help="with --adapt: do not keep the adaptation for later audits")
     p.set_defaults(func=_report)
 
     p = add(
@@ -636,6 +683,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="agreement the decided verdicts must reach; the band of uncertain decisions is fitted to it "
         "(default: 0.95 refusal, 0.90 the others)",
+    )
+    p.add_argument(
+        "--adapt",
+        type=int,
+        metavar="N",
+        help="also measure each judge adapted to each source with N of its labelled cases (seeded draws; "
+        "measured on the source's other cases, beside the saved judge)",
     )
     p.add_argument(
         "--escalate",
@@ -752,6 +806,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("runs_dir", nargs="?", default="runs", help="the folder holding run folders (default: runs)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--adapt",
+        action="store_true",
+        help="show each run's figures with its judges adapted to its corpus by the labels given so far "
+        "(cross-fitted, as rag-eval report --labels F --adapt; nothing saved)",
+    )
     p.add_argument(
         "--host",
         default=DEFAULT_HOST,

@@ -27,6 +27,8 @@ import numpy as np
 from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
+from rag_eval.judges.adaptation import Item
+from rag_eval.judges.adapted import adaptable, adapted_check, item_of, shipped_deciders
 from rag_eval.judges.calibration import balanced_accuracy, blends_for, fit_cutoff, out_of_fold
 from rag_eval.judges.calibration import save as save_calibration
 from rag_eval.judges.ragas_judges import RagasJudges
@@ -177,6 +179,7 @@ class Prediction:
     score: float | None = None  # a continuous value for the AUC
     error: str | None = None
     variant: str | None = None  # the prompt asked, for a judge with several (its own cut-off)
+    item: Item | None = None  # what the decision was made of (model P, word evidence): adaptation reads it
 
 
 def case_inputs(case: dict) -> Inputs:
@@ -195,8 +198,8 @@ def prediction(name: str, j) -> Prediction:
         return Prediction(fixed=None, score=j.score)
     if reading == "statements":
         ps = [s["p_supported"] for s in j.details["statements"]]
-        return Prediction(probs=ps, score=min(ps))
-    return Prediction(probs=[j.probability], score=j.probability, variant=j.details.get("variant"))
+        return Prediction(probs=ps, score=min(ps), item=item_of(j))
+    return Prediction(probs=[j.probability], score=j.probability, variant=j.details.get("variant"), item=item_of(j))
 
 
 def kind_of(name: str) -> str:
@@ -404,8 +407,12 @@ def run_judge_check(
     seed: int = 0,
     save: bool = False,
     uncertain_target: float | None = None,
+    adapt: int | None = None,
 ) -> tuple[list[JudgeScore], list[dict]]:
-    """Every judge on the cases; the scores, and the model usage. ``save`` stores each fitted cut-off."""
+    """Every judge on the cases; the scores, and the model usage. ``save`` stores each fitted cut-off.
+    ``adapt``: each adaptable judge also adapted on that many labelled cases of each source (seeded
+    draws) and measured on the source's other cases, beside the saved judge on the same cases
+    (``JudgeScore.extra["adapted"]`` of the source's score)."""
     kinds = {c["judge"] for c in cases}
     measured = [n for n, spec in JUDGES.items() if spec.check is not None]
     for name in judges or []:
@@ -425,6 +432,8 @@ def run_judge_check(
             name, cases, preds[name], threshold=threshold, folds=folds, seed=seed, uncertain_target=uncertain_target
         )
         scores += mine
+        if adapt:
+            _add_adapted(name, cases, preds[name], mine, identity, scored, threshold, adapt, seed)
         overall = mine[0] if mine else None
         fitted = (overall.cutoffs or {}) if save and overall else {}
         for variant, cut in fitted.items():
@@ -445,6 +454,23 @@ def run_judge_check(
                 },
             )
     return scores, usage
+
+
+def _add_adapted(name, cases, preds, scores, identity, scored, threshold, labels: int, seed: int) -> None:
+    """Each source's score gets the judge adapted on ``labels`` of its cases (``adapted.adapted_check``)."""
+    if not adaptable(name):
+        return
+    shipped = shipped_deciders(identity, scored.prompt_hash, threshold)
+    positive = JUDGES[name].check.kind.positive
+    for s in scores:
+        items = [
+            (p.variant or name, dataclasses.replace(p.item, positive=c["label"] == positive))
+            for c, p in zip(cases, preds, strict=True)
+            if p.item is not None and c["judge"] == kind_of(name) and s.source in ("all", c["source"])
+        ]
+        found = adapted_check(name, s.source, items, shipped, labels, seed=seed)
+        if found is not None:
+            s.extra["adapted"] = found.to_dict()
 
 
 def saved_band(extra: dict, variant: str) -> dict:
