@@ -501,28 +501,45 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
+RESULT = "benchmarks/adapted_judges/result.json"
+CHOICE = "benchmarks/adapted_judges/choose-result.json"
+EXAMPLES = "benchmarks/adapted_judges/examples-result.json"
+
+
+def _fig(path: str, key: str, fmt: str = "") -> str:
+    """A placeholder the docs' figures hook fills from the result file when the site is built."""
+    return "{{ fig " + path + " " + key + (" " + fmt if fmt else "") + " }}"
+
+
 def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None:
-    """docs/validation/adapted-judges.md from the result files (never copied by hand)."""
-    res = result["results"]
+    """docs/validation/adapted-judges.md: its tables laid out from the result files, every figure a
+    placeholder that docs/hooks/figures.py reads from them when the site is built."""
     lines = [
         "# Judges adapted to a corpus: how many labels, and how far they go",
         "",
-        "<!-- Written by `python benchmarks/adapted_judges.py docs` from "
-        "benchmarks/adapted_judges/result*.json; do not edit by hand. -->",
+        "<!-- Laid out by `python benchmarks/adapted_judges.py docs`; the figures are read from "
+        f"{RESULT} when the site is built. -->",
         "",
-        "Measured as a user meets it: for each labelled corpus of `data/real-answers` and n labels, seeded "
-        "draws of the corpus' questions as `rag-eval label` draws them (the active draw; every prompt's answer to "
-        "a drawn question labelled), each judge adapted on the drawn answers' labels "
+        "Measured as a user meets it: for each labelled corpus of `data/real-answers` and n labelled answers, "
+        "seeded draws of the corpus' questions as `rag-eval label` draws them (the active draw; every prompt's "
+        "answer to a drawn question labelled), each judge adapted on the drawn answers' labels "
         "(`rag_eval/judges/adaptation.py`) and measured on the corpus' **other** answers: decided verdicts right "
         "(uncertain ones set aside) and the share left uncertain. `shipped`: no label. `cutoff`: (a) the cut-off "
-        "and band moved; `weights`: (b) the blend refitted; `both`: (b) then (a).",
+        "and band moved; `weights`: (b) the blend refitted; `both`: (b) then (a), the default of "
+        "`rag-eval report --labels F --adapt`. A corpus is measured at n only while at least 10 of its answers "
+        "remain unlabelled (30 answers: n <= 20; the blind corpora have 40).",
         "",
-        f"Reproduce: `python benchmarks/adapted_judges.py predict` (model requests, cached), then "
-        f"`python benchmarks/adapted_judges.py simulate --draws {result['draws']} --json "
-        "benchmarks/adapted_judges/result.json` (no model).",
+        "Reproduce: `python benchmarks/adapted_judges.py predict` (model requests, cached; one token each, the "
+        "verdict's probabilities), `python benchmarks/adapted_judges.py choose`, then `python "
+        f"benchmarks/adapted_judges.py simulate --json {RESULT}` (no model).",
         "",
         "Targets (issue 41): with at most 30 labels, decided >= 0.90 right for correctness and faithfulness and "
-        ">= 0.95 for refusal, each with <= 25% uncertain; with no labels, no loss against the shipped judges.",
+        ">= 0.95 for refusal, each with <= 25% uncertain, on the rest of the corpus; with no labels, no loss "
+        "against the shipped judges.",
+        "",
+        "The faithfulness statements' model probabilities of the tuning, reporting and holdout parts are the "
+        "ones `benchmarks/faithfulness_variants.py` stored (`faithfulness-variants-result.json`, the shipped "
+        "prompt with the full contexts), not asked again.",
         "",
     ]
     if choice:
@@ -531,23 +548,25 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
             "",
             "`python benchmarks/adapted_judges.py choose`: per judge, a grid of prior strengths (the cut-off "
             "shift's and the blend weights' standard deviations, in log-odds) scored on the earlier corpora measured "
-            f"({', '.join(choice['corpora'])}): the mean over corpora, {choice['draws']} draws and n = 10, 20, 30 of "
-            "decided accuracy less the uncertain share above 25%, beside the shipped judge on the same answers. "
-            "The blind part was not looked at before this choice.",
+            f"({', '.join(choice['corpora'])}): the mean over corpora, draws and n = 10, 20, 30 of decided accuracy "
+            "less the uncertain share above 25%, beside the shipped judge on the same answers. The blind part was "
+            "not looked at before this choice.",
             "",
             "| judge | prior (cut-off) | prior (weights) | adapted score | shipped score on the same answers |",
             "|---|---|---|---|---|",
         ]
-        for j, b in choice["best"].items():
+        for j in choice["best"]:
+            k = f"best.{j}"
             lines.append(
-                f"| {j} | {b['prior_cutoff']} | {b['prior_weights']} | {b['score']:.3f} | {b['shipped']:.3f} |"
+                f"| {j} | {_fig(CHOICE, k + '.prior_cutoff')} | {_fig(CHOICE, k + '.prior_weights')} | "
+                f"{_fig(CHOICE, k + '.score', '.3f')} | {_fig(CHOICE, k + '.shipped', '.3f')} |"
             )
         lines.append("")
-    for title, corpora in (
-        ("Median over the seven earlier corpora", list(EARLIER)),
-        ("The blind part (parse, xmltodict)", list(BLIND)),
+    for title, key in (
+        ("Median over the earlier corpora", "summary_earlier"),
+        ("The blind part (parse, xmltodict)", "summary_blind"),
     ):
-        summ = summary(res, corpora)
+        summ = result.get(key) or []
         if not summ:
             continue
         lines += [
@@ -557,22 +576,30 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
             "|---|---|---|---|---|---|---|",
         ]
         for x in summ:
+            k = f"{key}[judge={x['judge']},how={x['how']},n={x['n']}]"
             lines.append(
-                f"| {x['judge']} | {x['how']} | {x['n']} | {x['corpora']} | {_pct(x['median_decided_accuracy'])} | "
-                f"{x['median_uncertain_share']:.2f} | {x['corpora_meeting_target']} |"
+                f"| {x['judge']} | {x['how']} | {x['n']} | {_fig(RESULT, k + '.corpora')} | "
+                f"{_fig(RESULT, k + '.median_decided_accuracy', '.2f') if x['median_decided_accuracy'] is not None else '–'} | "
+                f"{_fig(RESULT, k + '.median_uncertain_share', '.2f')} | {_fig(RESULT, k + '.corpora_meeting_target')} |"
             )
         lines.append("")
     lines += [
         "## Per corpus",
         "",
-        "| corpus | judge | how | n | decided right [95% CI, pooled over draws] | uncertain | answers measured on |",
-        "|---|---|---|---|---|---|---|",
+        "| corpus | judge | how | n | decided right (mean over draws) | 95% CI, pooled over draws | uncertain | answers measured on |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for r in res:
-        ci = r["decided_accuracy_ci"]
-        cell = _pct(r["decided_accuracy"]) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    for r in result["results"]:
+        k = f"results[corpus={r['corpus']},judge={r['judge']},how={r['how']},n={r['n']}]"
+        acc = _fig(RESULT, k + ".decided_accuracy", ".2f") if r["decided_accuracy"] is not None else "–"
+        ci = (
+            f"[{_fig(RESULT, k + '.decided_accuracy_ci[0]', '.2f')}, {_fig(RESULT, k + '.decided_accuracy_ci[1]', '.2f')}]"
+            if r["decided_accuracy_ci"]
+            else "–"
+        )
         lines.append(
-            f"| {r['corpus']} | {r['judge']} | {r['how']} | {r['n']} | {cell} | {r['uncertain_share']:.2f} | {r['measured_on']:.0f} |"
+            f"| {r['corpus']} | {r['judge']} | {r['how']} | {r['n']} | {acc} | {ci} | "
+            f"{_fig(RESULT, k + '.uncertain_share', '.2f')} | {_fig(RESULT, k + '.measured_on', '.0f')} |"
         )
     lines.append("")
     if examples:
@@ -581,16 +608,18 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
             "",
             f"`python benchmarks/adapted_judges.py examples --n {examples['n']} --k {examples['k']}`: correctness "
             f"with the {examples['k']} labelled answers nearest to the one judged (MiniLM on question and answer) "
-            f"shown as worked examples, alone and with (a)+(b) on top; {examples.get('calls')} model calls, "
-            f"{examples.get('seconds')} s. Only correctness: refusal is at 0.98-1.00 already, and a faithfulness "
-            "example needs a label per statement, which a labels file does not have.",
+            f"shown as worked examples, alone and with (a)+(b) on top; {_fig(EXAMPLES, 'calls')} model calls, "
+            f"{_fig(EXAMPLES, 'seconds')} s.",
             "",
             "| corpus | how | decided right | decided | measured on |",
             "|---|---|---|---|---|",
         ]
-        for r in examples["results"]:
-            acc = r["right"] / r["decided"] if r["decided"] else None
-            lines.append(f"| {r['corpus']} | {r['how']} | {_pct(acc)} | {r['decided']} | {r['measured_on']} |")
+        for i, r in enumerate(examples["results"]):
+            k = f"results[{i}]"
+            lines.append(
+                f"| {r['corpus']} | {r['how']} | {_fig(EXAMPLES, k + '.right')} | {_fig(EXAMPLES, k + '.decided')} | "
+                f"{_fig(EXAMPLES, k + '.measured_on')} |"
+            )
         lines.append("")
     DOCS.parent.mkdir(parents=True, exist_ok=True)
     DOCS.write_text("\n".join(lines))
@@ -604,7 +633,7 @@ def main() -> None:
     p.add_argument("--parts", default="tuning,reporting,holdout,fresh")
     s = sub.add_parser("simulate")
     s.add_argument("--draws", type=int, default=20)
-    s.add_argument("--corpora", default=",".join(EARLIER))
+    s.add_argument("--corpora", default=",".join(EARLIER + BLIND))
     s.add_argument("--json", type=Path)
     e = sub.add_parser("examples")
     e.add_argument("--corpora", default="tenacity,tabulate")
@@ -636,10 +665,21 @@ def main() -> None:
         corpora = args.corpora.split(",")
         t0 = time.perf_counter()
         results = simulate(rows, corpora, args.draws)
-        summ = summary(results, corpora)
-        _print(results, summ)
+        earlier = summary(results, [c for c in corpora if c in EARLIER])
+        blind = summary(results, [c for c in corpora if c in BLIND])
+        print("earlier corpora:")
+        _print(results, earlier)
+        if blind:
+            print("blind part:")
+            _print(results, blind)
         print(f"{time.perf_counter() - t0:.0f} s")
-        out = {"corpora": corpora, "draws": args.draws, "results": results, "summary": summ}
+        out = {
+            "corpora": corpora,
+            "draws": args.draws,
+            "results": results,
+            "summary_earlier": earlier,
+            "summary_blind": blind,
+        }
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
 
