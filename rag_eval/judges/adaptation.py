@@ -40,9 +40,17 @@ HOW = ("cutoff", "weights", "both")
 # Prior standard deviations, in log-odds: (cut-off shift, blend weights) per judge, chosen on the
 # earlier corpora of data/real-answers before the blind part was measured
 # (``python benchmarks/adapted_judges.py choose``; docs/validation/adapted-judges.md).
+# On the corpora measured so far (tenacity, tabulate, python-dotenv, tinytag) no prior that lets 10-30
+# labels move a judge did better than the shipped judge on the corpus' other answers: the best were
+# the strongest of the grid, so by default a few labels move the judges very little. A corpus where a
+# judge is far off (every label against it) still moves it; weaker priors can be given per call.
 PRIOR_CUTOFF = 1.0
 PRIOR_WEIGHTS = 0.5
-PRIORS: dict[str, tuple[float, float]] = {}
+PRIORS: dict[str, tuple[float, float]] = {
+    "refusal": (0.05, 0.02),
+    "correctness": (0.05, 0.02),
+    "faithfulness_yesno": (0.1, 0.02),
+}
 
 
 def priors_for(judge: str | None) -> dict[str, float]:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from rag_eval.cli import main
+from rag_eval.judges import adaptation
 from rag_eval.judges.adaptation import Decider
 from rag_eval.judges.adapted import (
     deciders_of,
@@ -112,9 +113,12 @@ def test_adaptations_are_kept_per_corpus_model_and_prompt(tmp_path):
     assert saved_adaptation("corpusA", "local:abc:ctx=8192", "refusal", "h2", path=path) is None
 
 
-def test_judge_check_reports_the_adapted_judges_beside_the_saved_ones(tmp_path, capsys):
+def test_judge_check_reports_the_adapted_judges_beside_the_saved_ones(tmp_path, capsys, monkeypatch):
     """judge-check --adapt 10 on cases where the judge model is too strict for this source: adapted
     on 10 of its cases, it decides the others right; the judge as saved does not."""
+    # A corpus where the judge is far off: priors weak enough for 10 labels to move it (the shipped
+    # priors, chosen on real corpora where the judges were close already, barely move it).
+    monkeypatch.setattr(adaptation, "PRIORS", {"correctness": (1.0, 0.5), "refusal": (1.0, 0.5)})
     cases = []
     for i in range(40):
         good = i % 2 == 0
