@@ -27,12 +27,6 @@ import yaml
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import (
-    GENERATION_FAILURES,
-    OUTCOMES,
-    RETRIEVAL_FAILURES,
-    FailureSplit,
-    JudgeBrief,
-    OutcomeShare,
     attribute,
 )
 from rag_eval.config import StatsConfig
@@ -45,9 +39,8 @@ from rag_eval.judges.labels import Label, apply_labels
 from rag_eval.judges.ppi import PPIEstimate, at_least_exact, human_mean
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
-from rag_eval.report.quotes import row_evidence
+from rag_eval.report.assemble import judge_brief, outcome_shares
 from rag_eval.report.report_records import AdaptationSection, AdaptedJudge, Report
-from rag_eval.stats import weighted_share
 from rag_eval.types import Question
 
 FOLDS = 5
@@ -167,38 +160,11 @@ def rebuild(
     for row in att.rows:
         key = (row.question_id, row.prompt)
         row.outcome, row.why = outs[key]
-        row.judges = {
-            name: JudgeBrief(
-                status=j.status,
-                score=j.score,
-                verdict=j.verdict,
-                reason=j.reason,
-                error=j.error,
-                probability=j.probability,
-                **row_evidence({"details": j.details}),
-            )
-            for name, j in by_answer.get(key, {}).items()
-        }
+        row.judges = {name: judge_brief(j) for name, j in by_answer.get(key, {}).items()}
     for prompt in sorted({r.prompt for r in att.rows}):
         rows = [r for r in att.rows if r.prompt == prompt]
-        w = np.array([weights.get(r.question_id, 1.0) for r in rows])
-        got = [r.outcome for r in rows]
-        att.shares[prompt] = {
-            o: OutcomeShare(
-                **weighted_share(np.array([x == o for x in got], float), w, confidence=stats.confidence).to_dict(),
-                count=got.count(o),
-            )
-            for o in OUTCOMES
-        }
-        retrieval = sum(got.count(o) for o in RETRIEVAL_FAILURES)
-        generation = sum(got.count(o) for o in GENERATION_FAILURES)
-        att.split[prompt] = FailureSplit(
-            retrieval=retrieval,
-            generation=generation,
-            failures=retrieval + generation,
-            not_judged=got.count("not_judged"),
-            uncertain=got.count("uncertain"),
-            questions=len(got),
+        att.shares[prompt], att.split[prompt] = outcome_shares(
+            [r.outcome for r in rows], [weights.get(r.question_id, 1.0) for r in rows], stats.confidence
         )
     return report
 

@@ -264,41 +264,10 @@ def attribution_section(
                     reference=q.reference,
                     contexts=[ContextMark(id=cid, relevant=cid in relevant) for cid in gen.contexts],
                     answer=gen.answer,
-                    judges={
-                        name: JudgeBrief(
-                            status=j.status,
-                            score=j.score,
-                            verdict=j.verdict,
-                            reason=j.reason,
-                            error=j.error,
-                            probability=j.probability,
-                            **row_evidence({"details": j.details}),
-                        )
-                        for name, j in js.items()
-                    },
+                    judges={name: judge_brief(j) for name, j in js.items()},
                 )
             )
-        # Under a stratified sample each question stands for its stratum (its weight).
-        w = np.array(weights)
-        shares[prompt] = {
-            o: OutcomeShare(
-                **weighted_share(
-                    np.array([x == o for x in outcomes], dtype=float), w, confidence=cfg.stats.confidence
-                ).to_dict(),
-                count=outcomes.count(o),
-            )
-            for o in OUTCOMES
-        }
-        retrieval = sum(outcomes.count(o) for o in RETRIEVAL_FAILURES)
-        generation = sum(outcomes.count(o) for o in GENERATION_FAILURES)
-        split[prompt] = FailureSplit(
-            retrieval=retrieval,
-            generation=generation,
-            failures=retrieval + generation,
-            not_judged=outcomes.count("not_judged"),
-            uncertain=outcomes.count("uncertain"),
-            questions=len(outcomes),
-        )
+        shares[prompt], split[prompt] = outcome_shares(outcomes, weights, cfg.stats.confidence)
     return AttributionSection(
         outcomes=list(OUTCOMES),
         shares=shares,
@@ -306,6 +275,44 @@ def attribution_section(
         rows=rows,
         faithfulness_threshold=threshold,
         faithfulness_judge=deciding,
+    )
+
+
+def judge_brief(j: Judgement) -> JudgeBrief:
+    """What an attribution row keeps of one judge's record."""
+    return JudgeBrief(
+        status=j.status,
+        score=j.score,
+        verdict=j.verdict,
+        reason=j.reason,
+        error=j.error,
+        probability=j.probability,
+        **row_evidence({"details": j.details}),
+    )
+
+
+def outcome_shares(
+    outcomes: list[str], weights: list[float], confidence: float
+) -> tuple[dict[str, OutcomeShare], FailureSplit]:
+    """One prompt's share of each outcome with its interval (weighted: under a stratified sample each
+    question stands for its stratum), and its failure split."""
+    w = np.array(weights, dtype=float)
+    shares = {
+        o: OutcomeShare(
+            **weighted_share(np.array([x == o for x in outcomes], dtype=float), w, confidence=confidence).to_dict(),
+            count=outcomes.count(o),
+        )
+        for o in OUTCOMES
+    }
+    retrieval = sum(outcomes.count(o) for o in RETRIEVAL_FAILURES)
+    generation = sum(outcomes.count(o) for o in GENERATION_FAILURES)
+    return shares, FailureSplit(
+        retrieval=retrieval,
+        generation=generation,
+        failures=retrieval + generation,
+        not_judged=outcomes.count("not_judged"),
+        uncertain=outcomes.count("uncertain"),
+        questions=len(outcomes),
     )
 
 
