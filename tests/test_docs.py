@@ -213,7 +213,7 @@ def test_the_makefile_builds_the_docs():
 @pytest.mark.parametrize("page", ["index.html", "guides/audit.html", "reference/config.html"])
 def test_the_pages_render_in_chromium_with_their_navigation(site, page, tmp_path):
     rendered = screenshot.dom(site / page)
-    assert 'class="md-nav md-nav--primary' in rendered and 'md-sidebar--primary' in rendered
+    assert 'class="md-nav md-nav--primary' in rendered and "md-sidebar--primary" in rendered
     for title in ("Getting started", "Guides", "Reference", "Validation"):
         assert title in rendered
     png = screenshot.shoot(site / page, tmp_path / "page.png")

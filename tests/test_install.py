@@ -89,7 +89,11 @@ def test_installed_package_ships_the_demo_questions_and_the_judge_check_cases(in
     )
     assert code.returncode == 0, code.stderr + code.stdout
     cases = subprocess.run(
-        [sys.executable, "-c", "from rag_eval.judges.judge_check import *; print(len(read_case_files([DEFAULT_CASES])))"],
+        [
+            sys.executable,
+            "-c",
+            "from rag_eval.judges.judge_check import *; print(len(read_case_files([DEFAULT_CASES])))",
+        ],
         env=env,
         cwd=tmp_path,
         capture_output=True,
