@@ -499,10 +499,6 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
 DOCS = ROOT / "docs" / "validation" / "adapted-judges.md"
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{x:.2f}"
-
-
 RESULT = "benchmarks/adapted_judges/result.json"
 CHOICE = "benchmarks/adapted_judges/choose-result.json"
 EXAMPLES = "benchmarks/adapted_judges/examples-result.json"

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root
-from rag_eval.judges.adaptation import Decider, Item
-from rag_eval.judges.calibration import model_identity
+from rag_eval.judges.adaptation import Decider, Item, adapt
+from rag_eval.judges.calibration import key, model_identity, saved
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.lexical import Blend
 from rag_eval.judges.registry import JUDGES, banded
@@ -137,8 +137,6 @@ def _is_statement_judge(name: str) -> bool:
 def _saved_blend(variant: str, records: list[Judgement]) -> dict | None:
     """The saved blend of ``variant``'s prompt (by its hash in the records), for a report written
     before reports kept their blends."""
-    from rag_eval.judges.calibration import saved  # noqa: PLC0415 - only old reports need it
-
     hashes = {r.judge_prompt_hash for r in records if variant_of(r) == variant and r.judge_prompt_hash}
     found = [
         e["blend"] for k, e in saved().items() if k.split("|")[1:] in ([variant, h] for h in hashes) and e.get("blend")
@@ -194,8 +192,6 @@ def saved_adaptation(
 def shipped_deciders(identity: str, prompt_hash: Callable[[str], str], threshold: float) -> dict[str, Decider]:
     """Each adaptable judge prompt's decider as saved for this judge model (the shipped calibration,
     or the user's ``judge-check --save``): blend, cut-off and band; the default cut-off without one."""
-    from rag_eval.judges.calibration import key, saved  # noqa: PLC0415 - calibration reads the cache folder
-
     table = saved()
     out = {}
     for name, spec in JUDGES.items():
@@ -259,8 +255,6 @@ def adapted_check(
 ) -> AdaptedCheck | None:
     """``judge`` adapted on ``labels`` of the labelled ``items`` ((variant, item) pairs of one
     source), measured on the others, over seeded draws; None when fewer than ``labels`` + 10 items."""
-    from rag_eval.judges.adaptation import adapt  # noqa: PLC0415
-
     items = [(v, it) for v, it in items if v in shipped and it.positive is not None]
     if len(items) < labels + 10:
         return None

@@ -35,7 +35,7 @@ from rag_eval.judges.adapted import adaptable, deciders_of, item_of, redecide, s
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
-from rag_eval.judges.labels import Label, apply_labels
+from rag_eval.judges.labels import Label, apply_labels, human_outcomes
 from rag_eval.judges.ppi import PPIEstimate, at_least_exact, human_mean
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
@@ -273,22 +273,13 @@ def _cross_fit(
                         wu.append(weights.get(key[1], 1.0))
             if not y:
                 continue
-            est = cross_ppi_mean(
-                np.array(y),
-                np.array(h),
-                np.array(u),
-                np.array(pi, float) if unequal else None,
-                confidence=confidence,
-                w=np.array(w),
-                w_unlabelled=np.array(wu),
-            )
-            figs[fig.name].ppi = _estimate(est, len(fold_records), np.array(y), np.array(w))
+            figs[fig.name].ppi = _estimate(y, h, u, pi if unequal else None, w, wu, confidence, len(fold_records))
             target = report.judges.figures.get(prompt, {}).get(fig.name)
             if target is not None:
                 target.ppi = figs[fig.name].ppi
     outs = [outcomes_of(report, recs, gens) for recs in fold_records]
+    human = human_outcomes(report, list(labels.values()))
     for prompt, shares in (report.labels.outcomes if report.labels else {}).items():
-        human = _human_outcomes(report, labels, prompt)
         rows = [r for r in report.attribution.rows if r.prompt == prompt]
         for outcome, lf in shares.items():
             y, h, pi, w, u, wu = [], [], [], [], [], []
@@ -304,16 +295,7 @@ def _cross_fit(
                     wu.append(weights.get(r.question_id, 1.0))
             if not y:
                 continue
-            est = cross_ppi_mean(
-                np.array(y),
-                np.array(h),
-                np.array(u),
-                np.array(pi, float) if unequal else None,
-                confidence=confidence,
-                w=np.array(w),
-                w_unlabelled=np.array(wu),
-            )
-            lf.ppi = _estimate(est, len(fold_records), np.array(y), np.array(w))
+            lf.ppi = _estimate(y, h, u, pi if unequal else None, w, wu, confidence, len(fold_records))
             target = report.attribution.shares.get(prompt, {}).get(outcome)
             if target is not None:
                 target.ppi = lf.ppi
@@ -324,19 +306,32 @@ def _cross_fit(
             c.ppi = None
 
 
-def _human_outcomes(report: Report, labels: dict[Key, Label], prompt: str) -> dict[Key, str]:
-    from rag_eval.judges.labels import human_outcomes  # noqa: PLC0415 - labels imports this module's peers
-
-    return {k: v for k, v in human_outcomes(report, list(labels.values())).items() if k[1] == prompt}
-
-
-def _estimate(est, folds: int, y: np.ndarray, w: np.ndarray) -> LabelledEstimate:
+def _estimate(
+    y: list[float],
+    h: list[float],
+    u: list[float],
+    pi: list[float | None] | None,
+    w: list[float],
+    wu: list[float],
+    confidence: float,
+    folds: int,
+) -> LabelledEstimate:
     """The cross-fitted estimate as the report keeps it; a share from few labels (or all on one
     side) widened to contain the labels' exact interval, as every prediction-powered share is
     (``judges/ppi.py``: a normal interval is not to be trusted there)."""
+    ya, wa = np.array(y), np.array(w)
+    est = cross_ppi_mean(
+        ya,
+        np.array(h),
+        np.array(u),
+        None if pi is None else np.array(pi, float),
+        confidence=confidence,
+        w=wa,
+        w_unlabelled=np.array(wu),
+    )
     method = f"cross-ppi ({folds} folds: each label corrects verdicts of judges adapted without it)"
     e = PPIEstimate(est.value, est.ci_low, est.ci_high, est.n_labels, est.n_unlabelled, method)
-    e = at_least_exact(e, y, human_mean(y, w=w), w=w)
+    e = at_least_exact(e, ya, human_mean(ya, w=wa), w=wa)
     return LabelledEstimate(
         value=e.value,
         ci_low=e.ci_low,
