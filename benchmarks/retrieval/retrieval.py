@@ -4,11 +4,12 @@ Baseline: the straightforward script (rank_bm25 + sentence-transformers + numpy)
 the rank of each question's answering section with bm25, dense and hybrid (RRF, k = 60).
 Each is run as a fresh process, so imports and model loading count for both.
 
-    python benchmarks/retrieval/retrieval.py [--repeats 3]
+    python benchmarks/retrieval/retrieval.py [--repeats 3] [--out benchmarks/retrieval/result.json]
 
 Prints the median wall time of each and the ratios against the baseline, measured in the same
 run: rag-eval with an empty cache (cold), and with the embedding cache warm. Goals: cold <= 1.2x,
-warm <= 0.3x.
+warm <= 0.3x. Writes them to ``result.json`` beside this script (the file the docs page
+``docs/validation/retrieval.md`` reads), with the command, the date and the machine.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ROOT.parent / "shared" / "benchmarks" / "pep" / "sections.json"
+RESULT = Path(__file__).resolve().parent / "result.json"
 
 BARE = r"""
 import json, re, sys
@@ -65,6 +69,31 @@ def make_questions(sections: list[dict]) -> list[dict]:
     return out
 
 
+def _proc(path: str, key: str) -> str:
+    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
+    file = Path(path)
+    lines = file.read_text().splitlines() if file.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
+
+
+def machine() -> dict:
+    """What the timings were measured on: cores, memory, processor, and how busy it was."""
+    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
+        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
+        "python": platform.python_version(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def commit() -> str:
+    """The repository's commit the script ran at ('' outside a git checkout)."""
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
 def timed(cmd: list[str], env: dict) -> tuple[float, str]:
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
@@ -74,7 +103,9 @@ def timed(cmd: list[str], env: dict) -> tuple[float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULT, help="where the result goes (default: %(default)s)")
     args = parser.parse_args()
+    started, load_before = datetime.now(UTC), machine()
     if not SECTIONS.exists():
         sys.exit(f"needs {SECTIONS}")
     sections = json.loads(SECTIONS.read_text())
@@ -120,6 +151,24 @@ def main() -> None:
     print(f"rag-eval cold cache:         {med['cold']:.2f}s  ratio {med['cold'] / med['bare']:.2f}x (goal <= 1.2x)")
     print(f"rag-eval warm cache:         {med['warm']:.2f}s  ratio {med['warm'] / med['bare']:.2f}x (goal <= 0.3x)")
     print("ranks identical to the baseline for bm25, dense and hybrid")
+
+    result = {
+        "source": "written by benchmarks/retrieval/retrieval.py",
+        "commit": commit(),
+        "command": f"python benchmarks/retrieval/retrieval.py --repeats {args.repeats}",
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": {**load_before, "load_average_1m_end": machine()["load_average_1m"]},
+        "corpus": "../shared/benchmarks/pep/sections.json",
+        "sections": len(sections),
+        "questions": len(sections),
+        "repeats": args.repeats,
+        "runs_s": {("baseline" if k == "bare" else k): [round(t, 2) for t in v] for k, v in times.items()},
+        "median_s": {"baseline": round(med["bare"], 1), "cold": round(med["cold"], 1), "warm": round(med["warm"], 1)},
+        "ratio": {"cold": round(med["cold"] / med["bare"], 2), "warm": round(med["warm"] / med["bare"], 2)},
+        "ranks_identical": True,  # the assert above stops the script otherwise
+    }
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
