@@ -200,9 +200,8 @@ def fit_weights(
     probability, ``sigmoid(logit p)``, when there is none) by a normal prior of ``prior_sd``."""
     base = shipped or Blend(0.0, 1.0, {})
     names = sorted(base.weights)
-    x = np.column_stack(
-        [np.ones(len(p_model)), [_logit(p) for p in p_model]] + [[f[k] for f in features] for k in names]
-    )
+    columns: list[list[float]] = [[1.0] * len(p_model), [_logit(p) for p in p_model]]
+    x = np.column_stack(columns + [[f[k] for f in features] for k in names])
     y = np.asarray(positive, float)
     theta0 = np.array([base.intercept, base.model] + [base.weights[k] for k in names])
     lam = 1.0 / prior_sd**2
@@ -277,7 +276,8 @@ def cross_fitted(
     *,
     folds: int = 5,
     seed: int = 0,
-    **priors: float,
+    prior_cutoff: float | None = None,
+    prior_weights: float | None = None,
 ) -> tuple[list[Decider], np.ndarray]:
     """Cross-fitting (cross-prediction-powered inference, Zrnic & Candès 2024): the labelled items
     split into ``folds`` (seeded), one decider adapted on all folds but each; returns the deciders
@@ -289,7 +289,14 @@ def cross_fitted(
     fold = np.empty(n, int)
     fold[rng.permutation(n)] = np.arange(n) % k
     deciders = [
-        adapt(shipped, [it for it, f in zip(labelled, fold, strict=True) if f != j], how, **priors) for j in range(k)
+        adapt(
+            shipped,
+            [it for it, f in zip(labelled, fold, strict=True) if f != j],
+            how,
+            prior_cutoff=prior_cutoff,
+            prior_weights=prior_weights,
+        )
+        for j in range(k)
     ]
     return deciders, fold
 

@@ -26,13 +26,12 @@ import numpy as np
 import yaml
 
 from rag_eval.answers.answer_records import Answer
-from rag_eval.attribution import (
-    attribute,
-)
+from rag_eval.attribution import attribute
+from rag_eval.attribution.records import AttributionSection
 from rag_eval.config import StatsConfig
 from rag_eval.judges.adaptation import HOW, Decider, adapt, cross_ppi_mean
 from rag_eval.judges.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
-from rag_eval.judges.judge_records import LabelledEstimate
+from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
 from rag_eval.judges.labels import Label, apply_labels, human_outcomes
@@ -50,6 +49,13 @@ Key = tuple[str, str]  # (question id, prompt): one answer
 def _threshold(report: Report) -> float:
     j = report.judges
     return FAITHFUL_SHARE if j is None or j.faithfulness_threshold is None else float(j.faithfulness_threshold)
+
+
+def _sections(report: Report) -> tuple[JudgesSection, AttributionSection]:
+    """The report's judges and attribution sections (``adapt_run`` returns early without them)."""
+    if report.judges is None or report.attribution is None:
+        raise ValueError("the report has no judged answers to adapt")
+    return report.judges, report.attribution
 
 
 def _label(j: Judgement, labels: dict[Key, Label]) -> bool | None:
@@ -114,11 +120,11 @@ def _generations(run_dir: Path | None) -> dict[Key, Answer]:
 def outcomes_of(report: Report, records: list[Judgement], gens: dict[Key, Answer]) -> dict[Key, tuple[str, str]]:
     """Each answer's (outcome, why) with ``records`` as its judges' verdicts, by attribution's
     rules; a retrieval miss stays one (adapting a judge changes no retrieval)."""
-    att = report.attribution
+    judges, att = _sections(report)
     by_answer: dict[Key, dict[str, Judgement]] = {}
     for j in records:
         by_answer.setdefault((j.question_id, j.prompt), {})[j.judge] = j
-    deciding = att.faithfulness_judge or (report.judges.faithfulness_judge if report.judges else None)
+    deciding = att.faithfulness_judge or judges.faithfulness_judge
     out: dict[Key, tuple[str, str]] = {}
     for row in att.rows:
         key = (row.question_id, row.prompt)
@@ -148,11 +154,11 @@ def rebuild(
 ) -> Report:
     """``report`` with ``records`` as its verdicts: judged figures, outcomes, shares and split recomputed."""
     report = Report.load(report.dump())
-    judges, att = report.judges, report.attribution
+    judges, att = _sections(report)
     questions = [Question(r.question_id, r.question, {}, r.answerable, r.reference) for r in att.rows]
     cfg = SimpleNamespace(stats=stats, judges=SimpleNamespace(metrics=judges.metrics))
     judges.records = records
-    judges.figures = aggregate(cfg, list({q.id: q for q in questions}.values()), records, weights)  # type: ignore[arg-type]
+    judges.figures = aggregate(cfg, list({q.id: q for q in questions}.values()), records, weights)  # type: ignore[arg-type]  # aggregate reads only cfg.stats and cfg.judges.metrics
     outs = outcomes_of(report, records, gens)
     by_answer: dict[Key, dict[str, Judgement]] = {}
     for j in records:
@@ -237,12 +243,14 @@ def _cross_fit(
     confidence: float,
 ) -> None:
     """Every labelled figure's and outcome's prediction-powered estimate, cross-fitted."""
-    answerable = {r.question_id: r.answerable for r in report.attribution.rows}
+    judges, att = _sections(report)
+    answerable = {r.question_id: r.answerable for r in att.rows}
     index = [{(j.judge, j.question_id, j.prompt): j for j in recs} for recs in fold_records]
     pis = [lab.inclusion_probability for lab in labels.values()]
-    unequal = all(p is not None for p in pis) and pis and max(pis) - min(pis) > 1e-9  # type: ignore[type-var]
+    known = [p for p in pis if p is not None]
+    unequal = bool(pis) and len(known) == len(pis) and max(known) - min(known) > 1e-9
     for prompt, figs in (report.labels.figures if report.labels else {}).items():
-        for spec, fig in figures(report.judges.metrics):
+        for spec, fig in figures(judges.metrics):
             if fig.name not in figs or spec.human_label is None:
                 continue
             keys = [
@@ -252,12 +260,17 @@ def _cross_fit(
                 and j.prompt == prompt
                 and (fig.subset == "all" or answerable.get(j.question_id) is (fig.subset == "answerable"))
             ]
-            y, h, pi, w, u, wu = [], [], [], [], [], []
+            y: list[float] = []
+            h: list[float] = []
+            pi: list[float | None] = []
+            w: list[float] = []
+            u: list[float] = []
+            wu: list[float] = []
             for key in keys:
                 a = (key[1], key[2])
                 lab = labels.get(a)
                 value = lab.values.get(spec.human_label) if lab else None
-                if value is not None and a in fold_of:
+                if lab is not None and value is not None and a in fold_of:
                     v = _value(index[fold_of[a]][key], fig.verdict)
                     if v is None:
                         continue
@@ -266,21 +279,20 @@ def _cross_fit(
                     pi.append(lab.inclusion_probability)
                     w.append(weights.get(key[1], 1.0))
                 else:
-                    vs = [_value(ix[key], fig.verdict) for ix in index]
-                    vs = [v for v in vs if v is not None]
+                    vs = [v for v in (_value(ix[key], fig.verdict) for ix in index) if v is not None]
                     if vs:
                         u.append(float(np.mean(vs)))
                         wu.append(weights.get(key[1], 1.0))
             if not y:
                 continue
             figs[fig.name].ppi = _estimate(y, h, u, pi if unequal else None, w, wu, confidence, len(fold_records))
-            target = report.judges.figures.get(prompt, {}).get(fig.name)
+            target = judges.figures.get(prompt, {}).get(fig.name)
             if target is not None:
                 target.ppi = figs[fig.name].ppi
     outs = [outcomes_of(report, recs, gens) for recs in fold_records]
     human = human_outcomes(report, list(labels.values()))
     for prompt, shares in (report.labels.outcomes if report.labels else {}).items():
-        rows = [r for r in report.attribution.rows if r.prompt == prompt]
+        rows = [r for r in att.rows if r.prompt == prompt]
         for outcome, lf in shares.items():
             y, h, pi, w, u, wu = [], [], [], [], [], []
             for r in rows:
@@ -296,9 +308,9 @@ def _cross_fit(
             if not y:
                 continue
             lf.ppi = _estimate(y, h, u, pi if unequal else None, w, wu, confidence, len(fold_records))
-            target = report.attribution.shares.get(prompt, {}).get(outcome)
-            if target is not None:
-                target.ppi = lf.ppi
+            share = att.shares.get(prompt, {}).get(outcome)
+            if share is not None:
+                share.ppi = lf.ppi
     if report.labels:
         # A paired difference of prompts from labels that also adapted the judge is not cross-
         # fitted here: the labels alone stand for it.
@@ -360,6 +372,7 @@ def _section(
         if not pairs:
             continue
         ys = [_label(a, labels) for a, _ in pairs]
+        was = shipped[variant]
         judges.append(
             AdaptedJudge(
                 judge=pairs[0][0].judge,
@@ -368,11 +381,11 @@ def _section(
                 positives=sum(y is True for y in ys),
                 how=how,
                 shift=round(d.shift, 4),
-                cutoff_before=shipped[variant].cutoff,
+                cutoff_before=was.cutoff,
                 cutoff_after=round(d.cutoff, 6),
-                band_before=list(shipped[variant].band) if shipped[variant].band else None,
+                band_before=list(was.band) if was.band else None,
                 band_after=[round(x, 6) for x in d.band] if d.band else None,
-                blend_before=shipped[variant].blend.describe() if shipped[variant].blend else None,
+                blend_before=was.blend.describe() if was.blend else None,
                 blend_after=d.blend.describe() if d.blend else None,
                 changed=sum((a.status, a.verdict, a.score) != (b.status, b.verdict, b.score) for a, b in pairs),
                 uncertain_before=sum(a.status == "uncertain" for a, _ in pairs),
@@ -396,11 +409,15 @@ def _section(
 
 
 def _save(report: Report, full: dict[str, Decider], records: list[Judgement], source: str) -> None:
-    cal = report.judges.calibration
+    judges, _ = _sections(report)
+    section = report.adaptation
+    if section is None:
+        return
+    cal = judges.calibration
     identity = next((c.identity for c in cal.values() if c.identity), "")
     corpus = report.corpus.fingerprint if report.corpus else None
     if not identity or not corpus:
-        report.adaptation.note += "; not saved for later audits (the run recorded no judge model identity or corpus)"
+        section.note += "; not saved for later audits (the run recorded no judge model identity or corpus)"
         return
     hashes = {v: h for c in cal.values() for v, h in c.prompt_hashes.items()}
     where = None
@@ -413,5 +430,5 @@ def _save(report: Report, full: dict[str, Decider], records: list[Judgement], so
             continue
         where = save_adaptation(corpus, identity, variant, prompt_hash, d, source)
     if where is not None:
-        report.adaptation.saved = str(where)
-        report.adaptation.note += f"; saved for later audits of this corpus ({where})"
+        section.saved = str(where)
+        section.note += f"; saved for later audits of this corpus ({where})"
