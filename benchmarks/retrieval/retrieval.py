@@ -96,7 +96,9 @@ def commit() -> str:
 
 def timed(cmd: list[str], env: dict) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return time.perf_counter() - start, proc.stdout
 
 
