@@ -27,9 +27,8 @@ class RagEvalError(Exception):
     exit_code = 2
 
     def __init__(self, problems: list[Problem] | Problem | str):
-        if isinstance(problems, (Problem, str)):
-            problems = [problems]
-        self.problems = [p if isinstance(p, Problem) else Problem("error", p) for p in problems]
+        items = [problems] if isinstance(problems, (Problem, str)) else problems
+        self.problems = [p if isinstance(p, Problem) else Problem("error", p) for p in items]
         super().__init__(self.render())
 
     def render(self) -> str:

@@ -183,7 +183,7 @@ def say(message: str) -> None:
         _line(message)
 
 
-async def track_async(awaitables: list[Awaitable[T]], description: str) -> AsyncIterator[T]:
+async def track_async(awaitables: Sequence[Awaitable[T]], description: str) -> AsyncIterator[T]:
     """Run awaitables concurrently and yield their results as they complete, with progress (a live
     bar on a terminal, plain lines without one)."""
     tasks = [asyncio.ensure_future(a) for a in awaitables]

@@ -8,9 +8,11 @@ are kept as they are (``extra="allow"``), so a newer folder read by this code lo
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+
+T = TypeVar("T")
 
 # A JSON number: ints stay ints (a count) and floats floats, so a file rewritten is unchanged.
 Num = int | float
@@ -85,3 +87,14 @@ class StageReuse(Model):
 
     reused: int = 0
     redone: dict[str, int] = {}
+
+
+def required(value: T | None, what: str) -> T:
+    """``value``, which the caller reads only where its stage ran (a report section, a config
+    section, a check's reading); a clear error instead of an AttributeError on None otherwise."""
+    if value is None:
+        raise ValueError(
+            f"{what} is missing: the stage that writes it did not run (or the run folder or config "
+            "predates it); rerun that stage, or read this part only when it is present"
+        )
+    return value

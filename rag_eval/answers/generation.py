@@ -25,7 +25,7 @@ from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.rundir import read_jsonl, write_text
-from rag_eval.typed import StageReuse
+from rag_eval.typed import StageReuse, required
 from rag_eval.types import Chunk, Corpus
 
 PLACEHOLDERS = ("{question}", "{contexts}")
@@ -51,7 +51,7 @@ class PromptTemplate:
 def load_prompts(cfg: AuditConfig) -> dict[str, PromptTemplate]:
     """Every prompt of ``generation.prompts``; ConfigError for a missing file or placeholder."""
     out, problems = {}, []
-    for name, value in cfg.generation.prompts.items():
+    for name, value in required(cfg.generation, "the config's generation section").prompts.items():
         path = cfg.resolve_path(value)
         if not path.exists() and Path(value).parts[:1] == ("prompts",):
             # prompts/answer.md and the other shipped prompts work from any folder.
@@ -104,7 +104,7 @@ def select_questions(cfg: AuditConfig, res: RetrievalResults) -> list[int]:
     generator), answerable missed. Each non-empty stratum gets at least one question, the rest
     is shared in proportion (largest remainder); :func:`sample_weights` undoes the imbalance.
     """
-    g = cfg.generation
+    g = required(cfg.generation, "the config's generation section")
     n = len(res.questions)
     if not g.sample or g.sample >= n:
         return list(range(n))
@@ -138,11 +138,12 @@ def sample_weights(cfg: AuditConfig, res: RetrievalResults, selected: list[int])
 
 def _strata(cfg: AuditConfig, res: RetrievalResults) -> dict[str, list[int]]:
     """Unanswerable, answerable retrieved (relevant chunk in the generator's top k), answerable missed."""
-    g = cfg.generation
+    g = required(cfg.generation, "the config's generation section")
     strata: dict[str, list[int]] = {"unanswerable": [], "retrieved": [], "missed": []}
     first = res.retrievers[g.retriever].first_rank
     for i, q in enumerate(res.questions):
-        key = "unanswerable" if not q.answerable else "retrieved" if first[i] and first[i] <= g.top_k else "missed"
+        rank = first[i]
+        key = "unanswerable" if not q.answerable else "retrieved" if rank and rank <= g.top_k else "missed"
         strata[key].append(i)
     return strata
 
@@ -177,10 +178,12 @@ async def generate(
     model, settings); ``out`` ends holding exactly the returned records. Also returns what was
     reused and why the rest was redone.
     """
-    g = cfg.generation
+    g = required(cfg.generation, "the config's generation section")
     done = read_done(out)
     weights = weights or {}
-    records, jobs, redone = [], [], {}
+    records: list[dict] = []
+    jobs = []
+    redone: dict[str, int] = {}
     for q in selected:
         question = res.questions[q]
         chunks = contexts_for(res, corpus, g, q)
@@ -235,7 +238,7 @@ def supplied_answers(
     weights: dict[str, dict] | None = None,
 ) -> list[dict]:
     """The user's own answers (a JSONL of question_id, answer[, prompt, contexts] or a callable)."""
-    g = cfg.generation
+    g = required(cfg.generation, "the config's generation section")
     value = g.answers or ""
     ids = {res.questions[i].id: i for i in selected}
     records = []
@@ -311,12 +314,13 @@ def run_generation(
     selected = select_questions(cfg, res)
     weights = sample_weights(cfg, res, selected)
     out = run_dir / "generation.jsonl"
-    if cfg.generation.answers:
+    g = required(cfg.generation, "the config's generation section")
+    if g.answers:
         return [Answer.load(r) for r in supplied_answers(cfg, corpus, res, selected, out, weights)], StageReuse()
     prompts = load_prompts(cfg)
 
     async def main() -> tuple[list[dict], dict]:
-        llm = session.llm(cfg.generation.llm, cfg.where("generation.llm"))
+        llm = session.llm(g.llm, cfg.where("generation.llm"))
         try:
             return await generate(cfg, corpus, res, llm, prompts, selected, out, weights)
         finally:

@@ -18,6 +18,7 @@ this is the plain prediction-powered estimate.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence, Set
 
 import numpy as np
 from scipy.stats import norm
@@ -59,7 +60,7 @@ def decision_uncertainty(record: dict) -> float | None:
     return 1.0 / (1.0 + math.exp(abs(logit(p) - logit(cut))))
 
 
-def question_scores(records: list[dict], deciding: set[str], unanswerable: set[str] = frozenset()) -> dict[str, float]:
+def question_scores(records: list[dict], deciding: Set[str], unanswerable: Set[str] = frozenset()) -> dict[str, float]:
     """Each question's chance of a wrong deciding verdict: the most unsure decision among its
     answers (a judge that does not decide the outcome counts half). The draw's probabilities grow
     with its square root (the standard deviation of the label's correction). Only the refusal
@@ -166,7 +167,11 @@ def active_mean(
 
 
 def labels_for_width(
-    errors: np.ndarray, half_width: float, *, uniform_variance: float | None = None, confidence: float = 0.95
+    errors: Sequence[float | None] | np.ndarray,
+    half_width: float,
+    *,
+    uniform_variance: float | None = None,
+    confidence: float = 0.95,
 ) -> tuple[int, int]:
     """(uniform, active) labels for an interval of about ``±half_width`` on a share over these
     items, where ``errors`` is each item's chance that the judge's verdict is wrong
@@ -192,7 +197,8 @@ def draw_questions(report: dict, question_ids: list[str], n: int, seed: int = 0)
     """The questions to label (exactly ``n``, or all) and each question's inclusion probability:
     the square root of its chance of a wrong deciding verdict, mixed with the uniform rate."""
     judges = report.get("judges") or {}
-    deciding = {*of_role("refusal"), *of_role("correctness"), judges.get("faithfulness_judge")}
+    faithfulness = judges.get("faithfulness_judge")
+    deciding = {*of_role("refusal"), *of_role("correctness"), *([faithfulness] if faithfulness is not None else [])}
     rows = (report.get("attribution") or {}).get("rows", [])
     unanswerable = {r["question_id"] for r in rows if not r.get("answerable", True)}
     err = question_scores(judges.get("records", []), deciding, unanswerable)

@@ -32,7 +32,7 @@ from rag_eval.stats import Estimate, wilson_interval
 
 
 def _statements(judge: str) -> bool:
-    return JUDGES[judge].check.reading == "statements"
+    return JUDGES[judge].checked.reading == "statements"
 
 
 def _yes_is_positive(judge: str) -> bool:

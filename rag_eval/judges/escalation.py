@@ -46,7 +46,7 @@ async def second_opinion(
     second: ScoredJudges, bands: dict[str, Band], variant: str, yes_is_positive: bool, values: dict[str, str]
 ) -> Opinion:
     """One decision by the second judge: its calibrated cut-off where saved, else its text verdict."""
-    d = await second.prompt_for(variant).ask(second.llm, **values)
+    d = await second.prompt_for(variant).ask_with(second.llm, values)
     p_yes = d.p("yes")
     if d.error or p_yes is None:
         return Opinion(None, None, "not decided", d.reason, d.method, d.error or "no yes/no in the reply")

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 from rag_eval.data.testset import normalise
 from rag_eval.retrievers.answer_match import loose
+from rag_eval.typed import required
 
 QUOTE_TOKENS = 40  # a quote is a phrase or a sentence: the request stops at its closing quote
 MIN_QUOTE_CHARS = 3
@@ -58,7 +59,7 @@ class Lead:
 
 
 _ANSWER = Lead("the answer", "says", ("answer",))
-_CORRECTNESS = {
+_CORRECTNESS: dict[str, tuple[Lead, ...]] = {
     "yes": (_ANSWER, Lead("the reference", "says", ("reference",), "as ")),
     "no": (_ANSWER, Lead("the reference", "says", ("reference",), "but ")),
 }
@@ -292,7 +293,8 @@ class Said:
             p = f"P({self.positive}) = {self.p_model:.2f} from the model, {self.p:.2f} with the word evidence"
         else:
             p = f"P({self.positive}) = {self.p:.2f}"
-        return f'the model wrote "{WORD[self.word]}" ({p}); {cut} decided {self.verdict}'
+        word = WORD[required(self.word, "the model's label word (only an overturned word is explained)")]
+        return f'the model wrote "{word}" ({p}); {cut} decided {self.verdict}'
 
 
 def _role(found_in: str | None) -> str | None:
@@ -305,7 +307,9 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
     forced as the start of its reply, one short request per quote: (quotes, shown text, requests,
     completion tokens, error)."""
     user = {"role": "user", "content": prompt.render(**values)}
-    reply, shown, quotes = f"{WORD[decided]}:", [], []
+    reply = f"{WORD[decided]}:"
+    shown: list[str] = []
+    quotes: list[Quote] = []
     calls = tokens = 0
     for lead in leads:
         reply += f' {lead.text} "'

@@ -40,6 +40,7 @@ from rag_eval.llm.session import LLMSession
 from rag_eval.progress import track_async
 from rag_eval.resources import resolve_shipped
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
+from rag_eval.typed import required
 
 
 def load_cases(path: Path) -> list[dict]:
@@ -47,7 +48,7 @@ def load_cases(path: Path) -> list[dict]:
     for rec in read_records(path, "judge-check"):
         d = rec.data
         judge = d.get("judge")
-        kind = CASE_KINDS.get(judge)
+        kind = CASE_KINDS.get(judge) if isinstance(judge, str) else None
         if kind is None:
             problems.append(
                 Problem(
@@ -193,7 +194,7 @@ def prediction(name: str, j) -> Prediction:
     """What judge-check reads of a judgement, as the judge's ``check.reading`` says."""
     if j.status != "judged":
         return Prediction(error=j.error)
-    reading = JUDGES[name].check.reading
+    reading = JUDGES[name].checked.reading
     if reading == "score":
         return Prediction(fixed=None, score=j.score)
     if reading == "statements":
@@ -204,7 +205,7 @@ def prediction(name: str, j) -> Prediction:
 
 def kind_of(name: str) -> str:
     """The kind of case a judge is measured on."""
-    return JUDGES[name].check.kind.name
+    return JUDGES[name].checked.kind.name
 
 
 async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
@@ -235,7 +236,7 @@ def cutoff_fitter(name: str, probs: list[np.ndarray], positive: np.ndarray, vari
     (each variant's cut-off fitted on its training cases)."""
     variants = sorted(set(variant))
 
-    statements = JUDGES[name].check.reading == "statements"
+    statements = JUDGES[name].checked.reading == "statements"
 
     def decide(sub, cuts: dict[str, float]) -> np.ndarray:
         if statements:
@@ -276,8 +277,8 @@ def score_judge(
     idx = [i for i, c in enumerate(cases) if c["judge"] == kind]
     ok = [i for i in idx if preds[i].error is None]
     positive = np.array([cases[i]["label"] == pos_label for i in ok])
-    if JUDGES[name].check.reading == "score":  # Ragas: a score, decided at the attribution threshold
-        predicted = np.array([preds[i].score >= threshold for i in ok])
+    if JUDGES[name].checked.reading == "score":  # Ragas: a score, decided at the attribution threshold
+        predicted = np.array([required(preds[i].score, f"{name}'s score on case {i + 1}") >= threshold for i in ok])
         cutoffs, method = None, f"Ragas score >= {threshold}"
     else:
         probs = [np.array(preds[i].probs) for i in ok]
@@ -368,7 +369,7 @@ def predict(
     judges: list[str],
     *,
     blends: bool = True,
-) -> tuple[dict[str, list[Prediction]], list[dict], str, object]:
+) -> tuple[dict[str, list[Prediction]], list[dict], str, ScoredJudges]:
     """Every judge's prediction on every case it applies to; the usage; the model identity; the
     judges. ``blends``: the saved blends with word evidence apply (the judges as an audit runs
     them); without, the model's own probabilities (what a blend is fitted on)."""
@@ -424,7 +425,7 @@ def run_judge_check(
                     did_you_mean(name, measured),
                 )
             )
-    judges = judges or [j for k in CASE_KINDS if k in kinds for j in judges_for(k) if JUDGES[j].check.by_default]
+    judges = judges or [j for k in CASE_KINDS if k in kinds for j in judges_for(k) if JUDGES[j].checked.by_default]
     preds, usage, identity, scored = predict(cases, llm_cfg, cache_dir, prompts_dir, judges)
     scores = []
     for name in judges:
@@ -434,9 +435,10 @@ def run_judge_check(
         scores += mine
         if adapt:
             _add_adapted(name, cases, preds[name], mine, identity, scored, threshold, adapt, seed)
-        overall = mine[0] if mine else None
-        fitted = (overall.cutoffs or {}) if save and overall else {}
-        for variant, cut in fitted.items():
+        if not (save and mine):
+            continue
+        overall = mine[0]
+        for variant, cut in (overall.cutoffs or {}).items():
             save_calibration(
                 identity,
                 variant,
@@ -461,7 +463,7 @@ def _add_adapted(name, cases, preds, scores, identity, scored, threshold, labels
     if not adaptable(name):
         return
     shipped = shipped_deciders(identity, scored.prompt_hash, threshold)
-    positive = JUDGES[name].check.kind.positive
+    positive = JUDGES[name].checked.kind.positive
     for s in scores:
         items = [
             (p.variant or name, dataclasses.replace(p.item, positive=c["label"] == positive))

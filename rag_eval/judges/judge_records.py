@@ -11,6 +11,13 @@ from rag_eval.judges.judgement import Judgement
 from rag_eval.typed import Figure, Model, Num, StageReuse
 
 
+class OutcomeCount(Figure):
+    """An outcome's share among a prompt's questions and how many (attribution's ``OutcomeShare``
+    as the escalation section keeps it from before the second judge)."""
+
+    count: int = 0
+
+
 class LabelledEstimate(Model):
     """A figure from human labels alone (``human``) or combined with the judge by prediction-
     powered inference (``ppi``)."""
@@ -103,7 +110,7 @@ class EscalationSection(Model):
     calibrated: dict[str, bool] = {}
     usage: Usage = Usage()
     figures_without: Figures = {}
-    outcomes_without: dict[str, dict[str, Figure]] = {}
+    outcomes_without: dict[str, dict[str, OutcomeCount]] = {}
 
 
 class UncertainDetails(Model):

@@ -31,6 +31,7 @@ from rag_eval.judges.uncertain import Band, bands_for, mark
 from rag_eval.progress import track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
+from rag_eval.typed import required
 from rag_eval.types import Corpus, Question
 
 JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
@@ -60,6 +61,7 @@ class JudgeRun:
 
     def __init__(self, cfg: AuditConfig, llm, scored, ragas, done: dict[tuple[str, str, str], Judgement], emit):
         self.cfg, self.llm, self.scored, self.ragas, self.done, self.emit = cfg, llm, scored, ragas, done, emit
+        self.jc = required(cfg.judges, "the config's judges section")
         self.shared: dict[str, asyncio.Task] = {}
         # Finished answer-independent judgements by (judge, question, inputs), whichever prompt they were for.
         self.by_inputs = {(n, qid, j.input_hash): j for (n, qid, _), j in done.items()}
@@ -119,7 +121,7 @@ class JudgeRun:
         else:
             result = dataclasses.replace(await make(), input_hash=key)
         if self.bands:
-            result = mark(result, self.bands, self.cfg.judges.faithfulness_threshold)
+            result = mark(result, self.bands, self.jc.faithfulness_threshold)
         self.emit(result)
         return result
 
@@ -132,7 +134,7 @@ class JudgeRun:
 async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
     """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
     claim for the faithfulness judges to check."""
-    metrics = jr.cfg.judges.metrics
+    metrics = jr.jc.metrics
     qid, prompt = q.id, gen.prompt
     answer = gen.answer
     if gen.failed or not answer:
@@ -151,9 +153,9 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[st
         refused = r.verdict == JUDGES[first].positive if r.status == "judged" else None
     tasks = []
     for name in (n for n in JUDGES if n in metrics and n != first):
-        why = JUDGES[name].applies(q.answerable, bool(q.reference), refused)
-        if why:
-            out.append(jr.skip(name, qid, prompt, why))
+        not_applied = JUDGES[name].applies(q.answerable, bool(q.reference), refused)
+        if not_applied:
+            out.append(jr.skip(name, qid, prompt, not_applied))
         else:
             tasks.append(jr.run(name, q, prompt, answer, contexts))
     out += await asyncio.gather(*tasks)
@@ -172,7 +174,7 @@ async def judge_all(
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements.
     ``second`` (an LLM): the judge that the uncertain decisions are escalated to."""
-    jc = cfg.judges
+    jc = required(cfg.judges, "the config's judges section")
     families = {JUDGES[m].family for m in jc.metrics}
     scored = None
     if "scored" in families:
@@ -298,14 +300,15 @@ def run_judging(
     run_dir: Path,
 ) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements of every answer, and what a resumed run reused."""
-    generations = [Answer.load(g) for g in generations]
+    answers = [Answer.load(g) for g in generations]
+    jc = required(cfg.judges, "the config's judges section")
 
     async def main() -> tuple[list[Judgement], JudgingInfo]:
-        llm = session.llm(cfg.judges.llm, cfg.where("judges.llm"))
-        esc = cfg.judges.escalate
+        llm = session.llm(jc.llm, cfg.where("judges.llm"))
+        esc = jc.escalate
         second = session.llm(esc.second, cfg.where("judges.escalate.llm")) if esc is not None else None
         try:
-            return await judge_all(cfg, corpus, questions, generations, llm, run_dir / "judgements.jsonl", second)
+            return await judge_all(cfg, corpus, questions, answers, llm, run_dir / "judgements.jsonl", second)
         finally:
             await session.aclose()
 
@@ -335,7 +338,7 @@ def aggregate(
     for prompt in sorted({j.prompt for j in judgements}):
         mine = [j for j in judgements if j.prompt == prompt]
         figs: dict[str, JudgedFigure] = {}
-        for spec, fig in figures(cfg.judges.metrics):
+        for spec, fig in figures(required(cfg.judges, "the config's judges section").metrics):
             rows = [j for j in mine if j.judge == spec.name and in_subset(j.question_id, fig.subset)]
             rows = [j for j in rows if j.status != "skipped"]
             if not rows:

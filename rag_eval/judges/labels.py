@@ -10,6 +10,7 @@ import html
 import io
 import itertools
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from rag_eval.judges.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
-from rag_eval.typed import Model, Num
+from rag_eval.typed import Model, Num, required
 from rag_eval.types import Question
 
 COLUMNS = [
@@ -136,19 +137,19 @@ def write_csv(rows: list[DrawnAnswer], path: Path) -> None:
 
 
 def write_html(
-    rows: list[DrawnAnswer | dict],
+    rows: Sequence[DrawnAnswer | dict],
     path: Path,
     contexts: dict[str, str],
-    verdicts: dict[tuple[str, str], dict[str, JudgeBrief | dict]],
+    verdicts: Mapping[tuple[str, str], Mapping[str, JudgeBrief | dict]],
     plan: list | None = None,
 ) -> None:
     """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
     the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns). ``plan``
     (``report.triage.labels_plan``): the page shows, per judged figure, the answers labelled so far
     against the labels its chosen interval width needs."""
-    rows = [DrawnAnswer.load(r) for r in rows]
     items = []
-    for i, r in enumerate(rows):
+    drawn = [DrawnAnswer.load(x) for x in rows]
+    for i, r in enumerate(drawn):
         ctx = "".join(
             f"<details><summary>context {k + 1}: {html.escape(cid)}</summary><pre>{html.escape(contexts.get(cid, '(text not available)'))}</pre></details>"
             for k, cid in enumerate(r.contexts)
@@ -179,7 +180,7 @@ def write_html(
             "</section>"
         )
     page_columns = ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
-    data = json.dumps([{k: "" if getattr(r, k) is None else getattr(r, k) for k in page_columns} for r in rows])
+    data = json.dumps([{k: "" if getattr(r, k) is None else getattr(r, k) for k in page_columns} for r in drawn])
     cols = json.dumps(list(HUMAN_LABELS))
     goals = json.dumps(
         [
@@ -192,7 +193,7 @@ body{{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 
 section{{border:1px solid #ccc;border-radius:6px;padding:0 1em 1em;margin:1em 0}}
 pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5em}} .meta{{color:#666}}
 .ask{{margin:.4em 0}} label{{margin-left:1em}} textarea{{width:100%}} .judges{{background:#eef;padding:.2em 1em}}
-</style></head><body><h1>Label {len(rows)} answers</h1>
+</style></head><body><h1>Label {len(drawn)} answers</h1>
 <p>Answer each question yes or no (skip if unsure). Labels are kept in this browser while you work;
 <b>Save labels</b> downloads <code>labels.csv</code> for <code>rag-eval report RUN_DIR --labels labels.csv</code>.</p>
 <div id=progress></div>
@@ -276,7 +277,9 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
         for row in reader:
             records.append((row, f"{path}:{prev + 1}"))
             prev = reader.line_num
-    labels, problems, seen = [], [], {}
+    labels: list[Label] = []
+    problems: list[Problem] = []
+    seen: dict[tuple[str, str], str] = {}
     for row, where in records:
         qid, prompt = str(row.get("question_id") or "").strip(), str(row.get("prompt") or "").strip()
         if (qid, prompt) not in known:
@@ -338,7 +341,9 @@ def labelled_figures(
     for every judged figure with a human label column. An uncertain verdict enters with what the
     judge leaned to (the labels correct it like any other)."""
     judges = report.judges
-    records = judges.records if judges else []
+    if judges is None:
+        return {}
+    records = judges.records
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
     answerable = _answerable(report)
     out: dict[str, dict[str, LabelledFigure]] = {}
@@ -355,17 +360,17 @@ def labelled_figures(
                     if yhat is None:
                         continue
                 else:
-                    yhat = float(r.verdict == fig.verdict) if fig.binary else float(r.score)
+                    yhat = float(r.verdict == fig.verdict) if fig.binary else _score(r)
                 w = weights.get(r.question_id, 1.0)
                 lab = by_key.get((r.question_id, prompt))
-                y = lab.values.get(spec.human_label) if lab else None
-                if y is None:
+                value = lab.values.get(spec.human_label) if lab else None
+                if lab is None or value is None:
                     unl_hat.append(yhat)
                     unl_w.append(w)
                 else:
                     # Every binary figure is the share of the judge's positive verdict (refused,
                     # correct), which is what the label column records.
-                    lab_y.append(float(y))
+                    lab_y.append(float(value))
                     lab_hat.append(yhat)
                     lab_w.append(w)
                     lab_pi.append(lab.inclusion_probability)
@@ -389,6 +394,11 @@ def labelled_figures(
             )
         out[prompt] = figs
     return out
+
+
+def _score(r: Judgement) -> float:
+    """A judged score record's score."""
+    return float(required(r.score, f"the score of judge {r.judge} on {r.question_id} ({r.prompt})"))
 
 
 def estimates(
@@ -423,7 +433,7 @@ def estimates(
 def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str], str]:
     """The outcome of each labelled answer with the labels in place of the judges' verdicts
     (a blank label keeps the judge's verdict), by the same attribution rules."""
-    att = report.attribution
+    att = required(report.attribution, "the report's attribution section")
     threshold = UNRECORDED_FAITHFULNESS_THRESHOLD if att.faithfulness_threshold is None else att.faithfulness_threshold
     deciding = att.faithfulness_judge or (report.judges.faithfulness_judge if report.judges else None)
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
@@ -440,7 +450,7 @@ def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str],
                 spec = JUDGES[name]
                 if spec.labels:
                     positive = spec.labels[0]  # "refused" / "correct"
-                    update = {"verdict": positive if value else spec.labels[1]}
+                    update: dict[str, str | float] = {"verdict": positive if value else spec.labels[1]}
                 else:
                     update = {"score": 1.0 if value else 0.0}
                 j = j.model_copy(update={"status": "judged", "reason": "human label", **update})
@@ -458,7 +468,7 @@ def labelled_outcomes(
     report: Report, labels: list[Label], weights: dict[str, float], confidence: float
 ) -> dict[str, dict[str, LabelledFigure]]:
     """PPI shares of every outcome: ``{prompt: {outcome: {ppi, human}}}``."""
-    att = report.attribution
+    att = required(report.attribution, "the report's attribution section")
     human = human_outcomes(report, labels)
     by_key = {(x.question_id, x.prompt): x for x in labels}
     out: dict[str, dict[str, LabelledFigure]] = {}
@@ -489,12 +499,13 @@ def paired_differences(report: Report | dict, labels: list[Label], confidence: f
     labels alone and by paired PPI, over the questions both prompts were judged on; questions
     labelled for both are the labelled pairs, the others are judged-only pairs."""
     report = Report.load(report)
-    records = [r for r in report.judges.records if r.status == "judged"]
+    judges = required(report.judges, "the report's judges section")
+    records = [r for r in judges.records if r.status == "judged"]
     answerable = _answerable(report)
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
     prompts = sorted({r.prompt for r in records})
     out = []
-    for spec, fig in figures(report.judges.metrics):
+    for spec, fig in figures(judges.metrics):
         if spec.human_label is None or spec.answer_independent:
             continue
         judged: dict[str, dict[str, float]] = {}
@@ -502,7 +513,7 @@ def paired_differences(report: Report | dict, labels: list[Label], confidence: f
             if r.judge == spec.name and (
                 fig.subset == "all" or answerable.get(r.question_id) is (fig.subset == "answerable")
             ):
-                value = float(r.verdict == fig.verdict) if fig.binary else float(r.score)
+                value = float(r.verdict == fig.verdict) if fig.binary else _score(r)
                 judged.setdefault(r.prompt, {})[r.question_id] = value
         for a, b in itertools.combinations(prompts, 2):
             common = sorted(set(judged.get(a, {})) & set(judged.get(b, {})))
@@ -512,7 +523,7 @@ def paired_differences(report: Report | dict, labels: list[Label], confidence: f
                 la, lb = by_key.get((q, a)), by_key.get((q, b))
                 va = la.values.get(spec.human_label) if la else None
                 vb = lb.values.get(spec.human_label) if lb else None
-                if va is None or vb is None:
+                if la is None or va is None or vb is None:
                     yu.append(diff)
                 else:
                     y.append(float(va) - float(vb))
@@ -543,7 +554,9 @@ def apply_labels(
     report = Report.load(report)
     figs = labelled_figures(report, labels, weights, confidence)
     outcomes = labelled_outcomes(report, labels, weights, confidence)
-    for section, found in ((report.judges.figures, figs), (report.attribution.shares, outcomes)):
+    judged = required(report.judges, "the report's judges section").figures
+    shares = required(report.attribution, "the report's attribution section").shares
+    for section, found in ((judged, figs), (shares, outcomes)):
         for prompt, by_name in found.items():
             for name, extra in by_name.items():
                 target = section.get(prompt, {}).get(name)

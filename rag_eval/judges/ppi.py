@@ -128,7 +128,9 @@ def at_least_exact(
     :func:`needs_exact` (the module's docstring says why); other figures (a score) unchanged. Only
     for shares: a caller with a difference (unbounded) does not call it."""
     y = np.asarray(y, dtype=float)
-    if not _binary(y) or labels_only.ci_low is None or est.value is None or not needs_exact(y, w):
+    if not _binary(y) or labels_only.ci_low is None or labels_only.ci_high is None:
+        return est
+    if est.value is None or not needs_exact(y, w):
         return est
     lo = labels_only.ci_low if est.ci_low is None else min(est.ci_low, labels_only.ci_low)
     hi = labels_only.ci_high if est.ci_high is None else max(est.ci_high, labels_only.ci_high)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import types
 import typing
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -29,23 +31,34 @@ from rag_eval.judges.judgement import Judgement
 from rag_eval.llm.client import redact
 from rag_eval.offline import go_offline
 
+if typing.TYPE_CHECKING:
+    from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput
+    from ragas.metrics.collections.context_recall.util import ContextRecallOutput
+    from ragas.metrics.collections.faithfulness.util import NLIStatementOutput
+
 REASON_CHARS = 160
 RAGAS_REQUESTS = ("guided", "native")
 
 
-def bounded_reasons(model, chars: int | None):
+M = TypeVar("M", bound=BaseModel)
+
+
+def bounded_reasons(model: type[M], chars: int | None) -> type[M]:
     """A subclass of a Ragas output model, with the same name and fields, whose ``reason`` strings
     (nested ones too) carry ``maxLength`` in its JSON schema; the model itself when ``chars`` is None."""
     if chars is None:
         return model
-    fields = {}
+    fields: dict[str, Any] = {}
     for name, f in model.model_fields.items():
         ann = f.annotation
         inner = typing.get_args(ann)[0] if typing.get_origin(ann) is list else None
         if name == "reason" and ann is str:
             fields[name] = (str, Field(..., description=f.description, json_schema_extra={"maxLength": chars}))
         elif isinstance(inner, type) and issubclass(inner, BaseModel):
-            fields[name] = (list[bounded_reasons(inner, chars)], Field(..., description=f.description))
+            fields[name] = (
+                types.GenericAlias(list, (bounded_reasons(inner, chars),)),
+                Field(..., description=f.description),
+            )
     return create_model(model.__name__, __base__=model, **fields)
 
 
@@ -120,7 +133,9 @@ class RagasJudges:
         if requests == "native":
             # Ragas' own factory decides the mode, the system message and the sampling: whatever
             # Ragas sends, this sends, also after a Ragas upgrade.
-            self.rllm = llm_factory(llm.model, provider="openai", client=llm.client)
+            # Annotated as the abstract InstructorBaseRagasLLM; for an OpenAI client its instructor
+            # adapter makes an InstructorLLM (model_args and client are read below).
+            self.rllm = typing.cast(InstructorLLM, llm_factory(llm.model, provider="openai", client=llm.client))
             chars = None
         else:
             mode = instructor.Mode.JSON_SCHEMA if json_schema else instructor.Mode.JSON
@@ -131,16 +146,17 @@ class RagasJudges:
         self.faithfulness = Faithfulness(llm=self.rllm)
         self.precision = ContextPrecisionWithReference(llm=self.rllm)
         self.recall = ContextRecall(llm=self.rllm)
-        self.outputs = {
-            m.__name__: bounded_reasons(m, chars)
-            for m in (NLIStatementOutput, ContextPrecisionOutput, ContextRecallOutput)
-        }
-        args = self.rllm.model_args
+        self.nli_output = bounded_reasons(NLIStatementOutput, chars)
+        self.precision_output = bounded_reasons(ContextPrecisionOutput, chars)
+        self.recall_output = bounded_reasons(ContextRecallOutput, chars)
+        # Ragas stores model_args as a dict (the constructor's InstructorModelArgs dumped) but the
+        # attribute keeps the parameter's type.
+        sent: dict[str, Any] = self.rllm.model_args  # type: ignore[assignment]
         self.settings = {
             "setting": requests,
             "mode": getattr(self.rllm.client, "mode", instructor.Mode.JSON).value,
             "reason_chars": chars,
-            **{k: args.get(k) for k in ("temperature", "top_p", "max_tokens")},
+            **{k: sent.get(k) for k in ("temperature", "top_p", "max_tokens")},
         }
         # The setting is part of each judge's identity: a resumed run redoes the Ragas judgements
         # when it changes (the response cache keeps the two apart anyway: the requests differ).
@@ -175,11 +191,11 @@ class RagasJudges:
                 return self._not_judged(name, qid, prompt, "no statements could be extracted")
             from ragas.metrics.collections.faithfulness.util import NLIStatementInput  # noqa: PLC0415
 
-            verdicts = await self.rllm.agenerate(
+            verdicts: NLIStatementOutput = await self.rllm.agenerate(
                 self.faithfulness.nli_statement_prompt.to_string(
                     NLIStatementInput(context="\n".join(contexts), statements=statements)
                 ),
-                self.outputs["NLIStatementOutput"],
+                self.nli_output,
             )
         except Exception as exc:  # instructor, openai and validation errors all mean "not judged"
             return self._failed(name, qid, prompt, exc)
@@ -212,13 +228,13 @@ class RagasJudges:
 
         name = "context_precision"
         try:
-            outputs = await asyncio.gather(
+            outputs: list[ContextPrecisionOutput] = await asyncio.gather(
                 *(
                     self.rllm.agenerate(
                         self.precision.prompt.to_string(
                             ContextPrecisionInput(question=question, context=c, answer=reference)
                         ),
-                        self.outputs["ContextPrecisionOutput"],
+                        self.precision_output,
                     )
                     for c in contexts
                 )
@@ -252,11 +268,11 @@ class RagasJudges:
 
         name = "context_recall"
         try:
-            out = await self.rllm.agenerate(
+            out: ContextRecallOutput = await self.rllm.agenerate(
                 self.recall.prompt.to_string(
                     ContextRecallInput(question=question, context="\n".join(contexts), answer=reference)
                 ),
-                self.outputs["ContextRecallOutput"],
+                self.recall_output,
             )
         except Exception as exc:  # as above
             return self._failed(name, qid, prompt, exc)

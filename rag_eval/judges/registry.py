@@ -145,6 +145,15 @@ class JudgeSpec:
     band_target: float | None = None  # the decided verdicts' agreement its uncertain band aims at; None: no band
 
     @property
+    def checked(self) -> Check:
+        """How judge-check measures this judge; an error for a judge it does not measure."""
+        if self.check is None:
+            raise ValueError(
+                f"judge-check does not measure the judge {self.name!r}: pick one of {', '.join(checked_judges())}"
+            )
+        return self.check
+
+    @property
     def positive(self) -> str | None:
         return self.labels[0] if self.labels else None
 
@@ -396,8 +405,13 @@ def band_targets() -> dict[str, float]:
     return {v: spec.band_target for spec in JUDGES.values() if spec.band_target is not None for v in spec.variants}
 
 
+def checked_judges() -> list[str]:
+    """The judges judge-check measures, in registry order."""
+    return [n for n, spec in JUDGES.items() if spec.check is not None]
+
+
 def judges_for(kind: str) -> tuple[str, ...]:
     """The judges judge-check measures on cases of ``kind``, in registry order, those run by
     default first."""
     mine = [n for n, spec in JUDGES.items() if spec.check is not None and spec.check.kind.name == kind]
-    return tuple(sorted(mine, key=lambda n: not JUDGES[n].check.by_default))
+    return tuple(sorted(mine, key=lambda n: not JUDGES[n].checked.by_default))

@@ -32,7 +32,9 @@ from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
+from rag_eval.llm.client import LLM
 from rag_eval.resources import shipped_prompt
+from rag_eval.typed import required
 
 # The word evidence one blend reads (``lexical.py``).
 Evidence = Coverage | Support | Declining
@@ -69,7 +71,7 @@ def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
 class ScoredJudges:
     """The yes/no prompts and the cut-offs in force, bound to one judge model."""
 
-    llm: object
+    llm: LLM
     prompts: dict[str, YesNoPrompt]
     cutoffs: dict[str, float] = field(default_factory=dict)
     calibrated: dict[str, bool] = field(default_factory=dict)
@@ -147,7 +149,7 @@ class ScoredJudges:
         probability is P(``positive``), and the verdict is ``positive`` when it reaches the cut-off
         (of ``variant``, the prompt asked, when the judge has several)."""
         variant = variant or judge
-        d = await self.prompt_for(variant).ask(self.llm, **values)
+        d = await self.prompt_for(variant).ask_with(self.llm, values)
         p_yes = d.p("yes")
         if d.error or p_yes is None:
             return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
@@ -207,7 +209,14 @@ class ScoredJudges:
         if {"context", "contexts"} & set(placeholders):
             sources["context"] = [(f"context {i + 1}", c) for i, c in enumerate(x.contexts)]
         return await self._verdict(
-            judge, x.question_id, x.prompt, spec.yes_no, spec.positive, variant, sources=sources, **values
+            judge,
+            x.question_id,
+            x.prompt,
+            spec.yes_no,
+            required(spec.positive, f"the verdicts of the judge {judge!r}"),
+            variant,
+            sources=sources,
+            **values,
         )
 
     async def _explain(self, key: str, d: Decision, said: Said, values: dict[str, str], sources) -> tuple[str, dict]:
@@ -223,7 +232,8 @@ class ScoredJudges:
         if note:
             reason = f"{reason}; {note}"
         if words is not None:
-            evidence["words"] = _words_record(words, said.p_model, self.blends[blend_name], note)
+            p_model = required(said.p_model, f"the model's own P behind {blend_name}'s blend")
+            evidence["words"] = _words_record(words, p_model, self.blends[blend_name], note)
         return reason, evidence
 
     async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
@@ -275,14 +285,15 @@ class ScoredJudges:
         # One at a time, in order: each request then shares the long context prefix with the last
         # one, which the server keeps in its KV cache (a statement's reason request its whole prompt).
         decisions: list[Decision] = []
-        explained: list[tuple[str, dict]] = []
+        explained: list[tuple[float, str, dict]] = []
         for s in statements:
             values = {"context": context, "question": question, "statement": s}
-            d = await self.prompts["supported"].ask(self.llm, **values)
+            d = await self.prompts["supported"].ask_with(self.llm, values)
             decisions.append(d)
-            if d.error or d.p("yes") is None:
+            p_yes = d.p("yes")
+            if d.error or p_yes is None:
                 continue
-            p, words = self.supported_p(judge, d.p("yes"), s, contexts)
+            p, words = self.supported_p(judge, p_yes, s, contexts)
             ok = p >= cut
             said = Said(
                 d.text_label,
@@ -292,7 +303,7 @@ class ScoredJudges:
                 calibrated,
                 "supported" if ok else "not supported",
                 "yes" if ok else "no",
-                p_model=d.p("yes") if words is not None else None,
+                p_model=p_yes if words is not None else None,
             )
             note = word_note(words, negative=not ok)
             reason, evidence = await self._explain_with_words("supported", d, said, values, sources, words, judge, note)
@@ -358,7 +369,7 @@ class ScoredJudges:
         if bad or not decisions:
             return self._failed(judge, qid, prompt, bad[0] if bad else "no contexts")
         cut, calibrated = self.cutoff(judge), self.calibrated.get(judge, False)
-        ps = [d.p("yes") for d in decisions]
+        ps = [p for d in decisions if (p := d.p("yes")) is not None]  # every one: none is in ``bad``
         useful = [p >= cut for p in ps]
 
         async def explain_one(i: int) -> tuple[str, dict]:
@@ -432,7 +443,7 @@ def word_note(words: Evidence | None, *, negative: bool) -> str:
         parts = []
         if words.conflict:
             pr, pa = words.polarity
-            parts.append(f'the reference says "{pr.capitalize()}", the answer "{pa.capitalize()}"')
+            parts.append(f'the reference says "{(pr or "").capitalize()}", the answer "{(pa or "").capitalize()}"')
         if shown:
             parts.append(f"the answer lacks the reference's {shown}")
         return "; ".join(parts)

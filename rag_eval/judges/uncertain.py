@@ -55,14 +55,14 @@ class Band:
         return {"low": self.low, "high": self.high, "source": self.source}
 
 
-def share_range(probs: Sequence[float], low: float, high: float) -> tuple[float, float]:
+def share_range(probs: Sequence[float] | np.ndarray, low: float, high: float) -> tuple[float, float]:
     """(least, most) share of supported statements when every statement in the band could go
     either way."""
     ps = np.asarray(probs, float)
     return float(np.mean(ps >= high)), float(np.mean(ps >= low))
 
 
-def case_status(probs: Sequence[float], low: float, high: float, threshold: float) -> tuple[bool, bool]:
+def case_status(probs: Sequence[float] | np.ndarray, low: float, high: float, threshold: float) -> tuple[bool, bool]:
     """(uncertain, decided positive) for one case: one probability (a verdict) or several (one per
     statement, positive when the share supported reaches ``threshold``)."""
     lo, hi = share_range(probs, low, high)
@@ -116,8 +116,8 @@ def _shares(cases: list[np.ndarray], edges: list[float]) -> np.ndarray:
 
 
 def fit_band(
-    probs: Sequence[Sequence[float]],
-    positive: Sequence[bool],
+    probs: Sequence[Sequence[float] | np.ndarray],
+    positive: Sequence[bool] | np.ndarray,
     cutoff: float,
     *,
     target: float = DEFAULT_TARGET,
@@ -169,8 +169,8 @@ def fit_band(
 
 
 def band_folds(
-    probs: Sequence[Sequence[float]],
-    positive: Sequence[bool],
+    probs: Sequence[Sequence[float] | np.ndarray],
+    positive: Sequence[bool] | np.ndarray,
     variants: Sequence[str],
     fit_cutoffs,
     *,
@@ -193,10 +193,10 @@ def band_folds(
             continue
         cuts = fit_cutoffs(train)
         for v in sorted(set(variants)):
-            tr = [i for i in train if variants[i] == v]
+            tr = [i for i in train.tolist() if variants[i] == v]
             target = targets.get(v, DEFAULT_TARGET)
             band = fit_band([probs[i] for i in tr], pos[tr], cuts[v], target=target, threshold=threshold)
-            for i in (i for i in test if variants[i] == v):
+            for i in (i for i in test.tolist() if variants[i] == v):
                 unc[i], dec[i] = case_status(probs[i], band.low, band.high, threshold)
                 band_of[i] = (band.low, band.high)
     return unc, dec, band_of

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,10 @@ class YesNoPrompt:
 
     async def ask(self, llm, *, max_tokens: int = 48, **values: str) -> Decision:
         """One call: the label word, then the reason."""
+        return await self.ask_with(llm, values, max_tokens=max_tokens)
+
+    async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int = 48) -> Decision:
+        """``ask`` with the placeholders' values as one mapping (values built by the caller)."""
         words = self.label_words
         result = await llm.chat(
             [{"role": "user", "content": self.render(**values)}],

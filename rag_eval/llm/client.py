@@ -21,6 +21,7 @@ from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.schedule import PrefixScheduler, prompt_text
 from rag_eval.llm.slots import SlotLibrary
+from rag_eval.typed import required
 
 CACHE_HEADER = "x-rag-eval-cache"
 SLOT_TIMEOUT_S = 60.0  # a slot save or restore moves tens of MB
@@ -110,7 +111,9 @@ class CachingTransport(httpx.AsyncBaseTransport):
         self.identity, self.usage, self.cache, self.slots = identity, usage, cache, slots
         self.inner = inner or EnvironmentTransport()
         self.scheduler = PrefixScheduler(concurrency)
-        self.start, self.target, self.start_error = start, None, None
+        self.start = start
+        self.target: httpx.URL | None = None  # the started local server, once started
+        self.start_error: Exception | None = None
         self.inflight: dict[str, asyncio.Future] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -194,7 +197,8 @@ class CachingTransport(httpx.AsyncBaseTransport):
     async def _slot_action(self, action: str, file: str) -> int:
         """Save or restore slot 0 of the started server as ``file``: the bytes moved, 0 on failure
         (a failed restore only means the prompt is evaluated)."""
-        url = httpx.URL(scheme=self.target.scheme, host=self.target.host, port=self.target.port, path="/slots/0")
+        target = required(self.target, "the started local server's address")
+        url = httpx.URL(scheme=target.scheme, host=target.host, port=target.port, path="/slots/0")
         request = httpx.Request(
             "POST",
             url.copy_merge_params({"action": action}),
@@ -287,7 +291,8 @@ class LLM:
         self.client = AsyncOpenAI(
             base_url=base_url,
             api_key=api_key,
-            http_client=self.http,
+            # openai annotates its own fork of httpx (httpx2); it sends through httpx's AsyncClient alike.
+            http_client=self.http,  # type: ignore[arg-type]
             timeout=cfg.timeout_s,
             max_retries=cfg.max_retries,
         )

@@ -156,7 +156,7 @@ class SlotLibrary:
         if not self.active or self.stats.saved >= MAX_SAVES_PER_SERVER or self.held(head) < MIN_SHARED_CHARS:
             return None
         best, best_n = self._best(head)
-        if best_n >= MIN_SHARED_CHARS:
+        if best is not None and best_n >= MIN_SHARED_CHARS:
             self._touch(best)
             return None
         return hashlib.sha256(head.encode()).hexdigest()[:24] + ".bin"
@@ -195,7 +195,8 @@ class SlotLibrary:
         with self._locked():
             old = sorted((e for e in self.entries() if e["file"] != file), key=lambda e: e["used"], reverse=True)
             new = {"file": file, "text": text[:MATCH_CHARS], "bytes": int(n_bytes), "used": time.time()}
-            kept, total = [], 0
+            kept: list[dict] = []
+            total = 0
             for e in [new, *old]:
                 total += e["bytes"]
                 if total > self.max_bytes and kept:

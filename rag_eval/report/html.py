@@ -21,7 +21,7 @@ from rag_eval.report.report_records import Report
 from rag_eval.report.system_html import system_html
 from rag_eval.report.triage import triage_html
 from rag_eval.retrievers.retrieval_records import RetrievalSection
-from rag_eval.typed import Figure, PairedComparison
+from rag_eval.typed import Figure, PairedComparison, required
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#1d2330;padding:0 1em}
@@ -141,7 +141,8 @@ def outcome_bars(shares: dict[str, dict[str, OutcomeShare]], outcomes: list[str]
         f'height="{height}" role="img" aria-label="outcome shares">'
     ]
     for pi, (prompt, sh) in enumerate(shares.items()):
-        y, x = 10 + pi * (bh + 10), left
+        y = 10 + pi * (bh + 10)
+        x: float = left
         parts.append(f'<text x="4" y="{y + 16}">{escape(prompt)}</text>')
         for o in outcomes:
             v = sh[o].value or 0
@@ -175,7 +176,7 @@ def render_html(report: Report | dict) -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rag-eval: {escape(report.name)}</title>"
         f"<style>{CSS}</style></head><body>",
         f"<h1>rag-eval report: {escape(report.name)}</h1>",
-        f"<p class=meta>{escape(report.created)} · rag-eval {escape(report.rag_eval_version)} · "
+        f"<p class=meta>{escape(report.created)} · rag-eval {escape(str(report.rag_eval_version))} · "
         + (
             f"corpus {escape(c.source)} ({c.chunks} chunks) · test set {escape(ts.path)}: {ts.questions} questions "
             f"({ts.answerable} answerable, {ts.unanswerable} unanswerable)</p>"
@@ -222,7 +223,7 @@ def _usage_row(u: Usage) -> list[str]:
 
 
 def _models(report: Report) -> list[str]:
-    out = []
+    out: list[str] = []
     g = report.generation
     if not g:
         return out
@@ -264,7 +265,7 @@ def _comparison_table(comparisons: list[PairedComparison], pair_first: bool, att
 
 
 def _comparison(report: Report) -> list[str]:
-    c = report.comparison
+    c = required(report.comparison, "the report's comparison section")
     out = [
         "<h2>Prompts compared on the same contexts</h2>",
         "<p class=meta>Paired tests question by question, Holm-corrected across metrics and pairs.</p>",
@@ -296,13 +297,15 @@ def _comparison(report: Report) -> list[str]:
 
 
 def _attribution(report: Report) -> list[str]:
-    a = report.attribution
+    a = required(report.attribution, "the report's attribution section")
     out = ["<h2>Where it fails</h2>"]
     note = sample_note(report)
     if note:
+        g = required(report.generation, "the report's generation section")
+        ts = required(report.test_set, "the report's test_set")
         out.append(
-            f"<p class=meta>The LLM stages ran on a stratified, seeded sample of {report.generation.questions} of "
-            f"{report.test_set.questions} questions (generation.sample).</p>"
+            f"<p class=meta>The LLM stages ran on a stratified, seeded sample of {g.questions} of "
+            f"{ts.questions} questions (generation.sample).</p>"
         )
     present = a.present()
     out.append(outcome_bars(a.shares, present))
@@ -348,8 +351,9 @@ def _attribution(report: Report) -> list[str]:
 
 
 def _retrieval(report: Report, r: RetrievalSection) -> list[str]:
+    ts = required(report.test_set, "the report's test_set")
     out = [
-        f"<h2>Retrieval ({report.test_set.answerable} answerable questions)</h2>",
+        f"<h2>Retrieval ({ts.answerable} answerable questions)</h2>",
         "<p class=meta>Means with 95% bootstrap intervals.</p>",
     ]
     out.append(
@@ -389,7 +393,7 @@ def _retrieval(report: Report, r: RetrievalSection) -> list[str]:
 
 
 def _judges(report: Report) -> list[str]:
-    j = report.judges
+    j = required(report.judges, "the report's judges section")
     cols = judge_columns(j.figures)
     out = [
         "<h2>Judged answers</h2>",
@@ -435,7 +439,7 @@ def _judges(report: Report) -> list[str]:
         )
     table = labels_table(report)
     if table is not None:
-        lab = report.labels
+        lab = required(report.labels, "the report's labels section")
         out.append(f"<h3>With human labels ({lab.answers_labelled} answers)</h3>")
         out.append(
             "<p class=meta>Prediction-powered inference (PPI++): the judge's verdicts on every answer, corrected "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.judges.judge_records import JudgedFigure, JudgesSection
@@ -16,7 +18,7 @@ from rag_eval.report.triage import triage_markdown
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
 from rag_eval.retrievers.retrieval_records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
-from rag_eval.typed import PairedComparison, StageReuse
+from rag_eval.typed import Num, PairedComparison, StageReuse, required
 
 
 def comparison_rows(comparisons: list[PairedComparison], pair_first: bool) -> list[list[str]]:
@@ -25,12 +27,21 @@ def comparison_rows(comparisons: list[PairedComparison], pair_first: bool) -> li
     for c in comparisons:
         diff, counts = c.shown()
         names = [f"{c.a} vs {c.b}", c.metric] if pair_first else [c.metric, f"{c.a} vs {c.b}"]
-        rows.append(names + [diff, counts, format_p(c.p_holm), c.verdict])
+        rows.append(
+            names
+            + [
+                diff,
+                counts,
+                format_p(required(c.p_holm, f"the p-value (Holm) of {c.a} vs {c.b} on {c.metric}")),
+                c.verdict,
+            ]
+        )
     return rows
 
 
 def retrieval_markdown(report: Report) -> list[str]:
-    r, ts = report.retrieval, report.test_set
+    r = required(report.retrieval, "the report's retrieval section")
+    ts = required(report.test_set, "the report's test_set")
     out = [
         f"## Retrieval ({ts.answerable} answerable questions; {ts.unanswerable} unanswerable "
         "ones are left out of rank metrics)",
@@ -126,7 +137,7 @@ def _miss_row(m: Miss) -> list[str]:
 
 
 def generation_markdown(report: Report) -> list[str]:
-    g = report.generation
+    g = required(report.generation, "the report's generation section")
     out = ["", f"## Generation ({g.questions} questions on {g.retriever}'s top {g.top_k})", ""]
     out += _table(
         ["prompt", "hash", "answered", "failed"],
@@ -153,7 +164,7 @@ def generation_markdown(report: Report) -> list[str]:
 
 
 def comparison_markdown(report: Report) -> list[str]:
-    c = report.comparison
+    c = required(report.comparison, "the report's comparison section")
     out = [
         "",
         "## Prompts compared on the same contexts",
@@ -207,11 +218,12 @@ def sample_note(report: Report) -> str | None:
     g = report.generation
     if g is None or not g.sampled:
         return None
-    return f"The LLM stages ran on a stratified sample of {g.questions} questions (of {report.test_set.questions})"
+    ts = required(report.test_set, "the report's test_set")
+    return f"The LLM stages ran on a stratified sample of {g.questions} questions (of {ts.questions})"
 
 
 def attribution_markdown(report: Report) -> list[str]:
-    a: AttributionSection = report.attribution
+    a: AttributionSection = required(report.attribution, "the report's attribution section")
     out = ["", "## Where it fails: one outcome per question", ""]
     note = sample_note(report)
     if note:
@@ -271,7 +283,7 @@ def calibration_lines(j: JudgesSection) -> list[str]:
             if c.calibrated
             else "NOT calibrated for this judge model or prompt: run `rag-eval judge-check --save`"
         )
-        cuts = c.cutoffs or {name: c.cutoff}
+        cuts: Mapping[str, Num | None] = c.cutoffs or {name: c.cutoff}
         at = " or ".join(f"{cut:.3f}" + (f" (`{v}`)" if len(cuts) > 1 else "") for v, cut in cuts.items())
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
         if c.adapted:
@@ -344,21 +356,25 @@ def labels_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
     figures = report.judges.figures if report.judges else {}
     for prompt, by_fig in lab.figures.items():
         for name, e in by_fig.items():
+            human = required(e.human, f"the labelled figure {prompt}/{name}'s labels-only estimate")
+            ppi = required(e.ppi, f"the labelled figure {prompt}/{name}'s prediction-powered estimate")
             rows.append(
                 [
                     prompt,
                     name,
                     e.label,
                     fmt(figures.get(prompt, {}).get(name), 2),
-                    f"{fmt(e.human, 2)} n={e.human.n_labels}",
-                    f"{fmt(e.ppi, 2)} ({e.ppi.method}, {e.ppi.n_labels} labelled + {e.ppi.n_unlabelled} judged only)",
+                    f"{fmt(human, 2)} n={human.n_labels}",
+                    f"{fmt(ppi, 2)} ({ppi.method}, {ppi.n_labels} labelled + {ppi.n_unlabelled} judged only)",
                     f"{e.agreement_on_labelled:.2f}",
                 ]
             )
     for prompt, shares in lab.outcomes.items():
         for outcome, e in shares.items():
-            share = report.attribution.shares[prompt][outcome]
-            if not share.count and not e.human.value:
+            share = required(report.attribution, "the report's attribution section").shares[prompt][outcome]
+            human = required(e.human, f"the labelled outcome {prompt}/{outcome}'s labels-only estimate")
+            ppi = required(e.ppi, f"the labelled outcome {prompt}/{outcome}'s prediction-powered estimate")
+            if not share.count and not human.value:
                 continue
             rows.append(
                 [
@@ -366,8 +382,8 @@ def labels_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
                     f"outcome {outcome}",
                     "all labels",
                     fmt(share, 2),
-                    f"{fmt(e.human, 2)} n={e.human.n_labels}",
-                    f"{fmt(e.ppi, 2)} ({e.ppi.method})",
+                    f"{fmt(human, 2)} n={human.n_labels}",
+                    f"{fmt(ppi, 2)} ({ppi.method})",
                     "",
                 ]
             )
@@ -379,7 +395,7 @@ def labels_markdown(report: Report) -> list[str]:
     table = labels_table(report)
     if table is None:
         return []
-    lab = report.labels
+    lab = required(report.labels, "the report's labels section")
     out = [
         "",
         f"## With human labels ({lab.answers_labelled} answers, {lab.source})",
@@ -401,7 +417,7 @@ def labels_markdown(report: Report) -> list[str]:
                     f"{c.a} − {c.b}",
                     fmt(c.human, 2),
                     fmt(c.ppi, 2) if c.ppi else "–",
-                    str((c.ppi or c.human).n_labels),
+                    str(required(c.ppi or c.human, f"the labelled difference {c.a} − {c.b}").n_labels),
                 ]
                 for c in lab.comparisons
             ],
@@ -442,7 +458,7 @@ def figure_cell(f: JudgedFigure, sep: str = " ", not_judged: str = "nj=", uncert
 
 
 def judges_markdown(report: Report) -> list[str]:
-    j = report.judges
+    j = required(report.judges, "the report's judges section")
     out = ["", "## Judged answers", ""]
     if j.same_model:
         out += ["> Warning: the generator and the judge are the same model; it grades its own answers.", ""]
@@ -493,7 +509,8 @@ def lint_markdown(findings: list) -> list[str]:
 def render_markdown(report: Report | dict) -> str:
     """The whole report as Markdown."""
     report = Report.load(report)
-    c, ts = report.corpus, report.test_set
+    c = required(report.corpus, "the report's corpus")
+    ts = required(report.test_set, "the report's test_set")
     out = [
         f"# rag-eval report: {report.name}",
         "",

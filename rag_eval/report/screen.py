@@ -16,11 +16,11 @@ def one_screen(summary: Summary | dict) -> str:
     for name, figs in summary.retrieval.items():
         heads = [m for m in HEADLINE if m in figs]
         lines.append(f"{name:<10}" + "  ".join(f"{m} {fmt(figs[m], 2)}" for m in heads))
-    for prompt, figs in summary.generation.items():
+    for prompt, judged in summary.generation.items():
         lines.append(
             f"[{prompt}] "
             + "  ".join(
-                f"{m} {fmt(e, 2)} (n={e.n}, not judged {e.n_not_judged}{_uncertain(e)})" for m, e in figs.items()
+                f"{m} {fmt(e, 2)} (n={e.n}, not judged {e.n_not_judged}{_uncertain(e)})" for m, e in judged.items()
             )
         )
     for prompt, shares in summary.attribution.items():

@@ -34,7 +34,7 @@ def system_html(report: Report) -> list[str]:
         ]
         if t.skipped_traces:
             rows = [
-                [escape(x.trace_id), escape(x.question or "–"), escape(x.reason), escape(x.detail)]
+                [escape(x.trace_id), escape(x.question or "–"), escape(x.reason), escape(x.detail or "")]
                 for x in t.skipped_traces
             ]
             out.append(_table(["trace id", "question", "reason", "detail"], rows[:200]))

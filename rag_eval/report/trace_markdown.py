@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.report_records import Report
+from rag_eval.typed import required
 
 
 def _cut(value: object, limit: int) -> str:
@@ -15,7 +16,7 @@ def _cut(value: object, limit: int) -> str:
 
 def system_markdown(report: Report) -> list[str]:
     """How the system was called, which questions failed (not_judged), how its passages mapped."""
-    s = report.system
+    s = required(report.system, "the report's system section")
     if s.type == "traces":
         return []
     p = s.passages
@@ -40,7 +41,7 @@ def system_markdown(report: Report) -> list[str]:
 
 def traces_markdown(report: Report) -> list[str]:
     """Traces read, audited and skipped (each skipped one named)."""
-    t = report.traces
+    t = required(report.traces, "the report's traces section")
     out = [
         "",
         f"## Traces ({', '.join(text(f) for f in t.files)})",
@@ -77,7 +78,7 @@ def traces_markdown(report: Report) -> list[str]:
 
 
 def judged_markdown(report: Report) -> list[str]:
-    j = report.judges
+    j = required(report.judges, "the report's judges section")
     cols = judge_columns(j.figures)
     out = ["", "## Judged answers (95% intervals over the traces)", ""]
     out += _table(
@@ -87,9 +88,10 @@ def judged_markdown(report: Report) -> list[str]:
             for p, f in j.figures.items()
         ],
     )
-    a = report.attribution
+    a = required(report.attribution, "the report's attribution section")
     present = a.present()
-    out += ["", "## Where it fails: one outcome per trace", "", f"> {report.supplied.note}", ""]
+    supplied = required(report.supplied, "the report's supplied section")
+    out += ["", "## Where it fails: one outcome per trace", "", f"> {supplied.note}", ""]
     out += _table(
         ["prompt"] + present,
         [[p] + [f"{sh[o].count} ({fmt(sh[o], 2)})" for o in present] for p, sh in a.shares.items()],

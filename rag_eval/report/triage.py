@@ -14,7 +14,7 @@ from rag_eval.judges.labels import figure_records
 from rag_eval.judges.registry import figures
 from rag_eval.report.formatting import _table, fmt, text
 from rag_eval.report.report_records import Report
-from rag_eval.typed import Figure
+from rag_eval.typed import Figure, required
 
 WIDTHS = (0.05, 0.10)
 
@@ -85,12 +85,16 @@ def uncertain_answers(report: Report) -> list[UncertainVerdict]:
                 band=d.band,
                 leaning=d.leans_to,
                 escalation=d.escalation_note,
-                priority=decision_uncertainty({**r.to_dict(), "status": "judged"})
-                if r.probability is not None
-                else 0.5,
+                priority=_priority(r.to_dict()) if r.probability is not None else 0.5,
             )
         )
     return sorted(rows, key=lambda x: (-x.priority, x.question_id, x.prompt, x.judge))
+
+
+def _priority(record: dict) -> float:
+    """How unsure an uncertain verdict is once decided at its cut-off (0.5 where that is unknown)."""
+    u = decision_uncertainty({**record, "status": "judged"})
+    return 0.5 if u is None else u
 
 
 def labels_plan(report: Report | dict, chosen_width: float = 0.10) -> list[LabelsPlan]:
@@ -159,7 +163,7 @@ def escalation_lines(report: Report) -> list[str]:
         "",
     ]
     rows = []
-    for prompt, figs in report.judges.figures.items():
+    for prompt, figs in required(report.judges, "the report's judges section").figures.items():
         before = e.figures_without.get(prompt, {})
         for name, est in figs.items():
             b = before.get(name)
@@ -269,7 +273,8 @@ def triage_html(report: Report | dict) -> list[str]:
     lines = triage_markdown(report)
     if not lines:
         return []
-    out, table = [], []
+    out: list[str] = []
+    table: list[str] = []
 
     def flush():
         if table:

@@ -20,8 +20,10 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -43,9 +45,11 @@ from rag_eval.retrievers.factory import run_retrievers
 from rag_eval.retrievers.health import run_lint
 from rag_eval.rundir import write_json, write_text
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
+from rag_eval.typed import required
 from rag_eval.types import Chunk, Corpus, Question
 
 KINDS = ("fact", "symbol", "paraphrase", "multi", "unanswerable")
+K = TypeVar("K", bound=str)
 SCHEMA = {
     "type": "object",
     "properties": {"question": {"type": "string"}, "answer": {"type": "string"}, "quote": {"type": "string"}},
@@ -74,6 +78,16 @@ class Job:
 
 
 @dataclass
+class Draft:
+    """A question the model drafted; an answerable one also has its answer and its quote of the passage."""
+
+    question: str
+    answer: str = ""
+    quote: str = ""
+    snapped: float | None = None  # the similarity of a quote replaced by the passage's own words
+
+
+@dataclass
 class Outcome:
     job: Job
     record: dict | None = None
@@ -81,6 +95,11 @@ class Outcome:
     tries: int = 1
     checks: list[str] = field(default_factory=list)
     quote: str | None = None  # the last draft's quote: verbatim, snapped (to the passage) or missing
+
+    @property
+    def question(self) -> str:
+        """The question of the record kept."""
+        return str(required(self.record, f"the record of draft {self.job.index}")["question"])
 
 
 def _group_key(c: Chunk) -> str:
@@ -110,7 +129,7 @@ def draw_chunks(corpus: Corpus, n: int, seed: int, min_chars: int) -> list[Chunk
     return out
 
 
-def allocate(mix: dict[str, float], n: int) -> list[str]:
+def allocate(mix: Mapping[K, float], n: int) -> list[K]:
     """``n`` kinds in the mix's proportions (largest remainder), interleaved."""
     total = sum(mix.values())
     quota = {k: n * v / total for k, v in mix.items() if v > 0}
@@ -201,7 +220,7 @@ class Generator:
     def passage(self, c: Chunk) -> str:
         return c.text[: self.tg.max_passage_chars]
 
-    async def ask(self, kind: str, chunk: Chunk, note: str = "") -> dict | None:
+    async def ask(self, kind: str, chunk: Chunk, note: str = "") -> Draft | None:
         text = self.prompts[kind].replace("{title}", chunk.title or chunk.id).replace("{passage}", self.passage(chunk))
         keys = ("question",) if kind == "unanswerable" else ("question", "answer", "quote")
         fmt = None
@@ -211,18 +230,19 @@ class Generator:
         result = await self.llm.chat([{"role": "user", "content": text + note}], response_format=fmt)
         if result.error:
             raise RuntimeError(result.error)
-        return _parse(result.text, keys)
+        data = _parse(result.text, keys)
+        return None if data is None else Draft(**data)
 
-    def check_quote(self, kind: str, chunk: Chunk, got: dict) -> str | None:
+    def check_quote(self, kind: str, chunk: Chunk, got: Draft) -> str | None:
         """None when the quote and question pass the text checks, else why not. A quote copied
-        loosely is replaced by the passage's own words (``got["snapped"]`` records the similarity)."""
+        loosely is replaced by the passage's own words (``got.snapped`` records the similarity)."""
         passage = normalise(f"{chunk.title}\n{chunk.text}")
-        if normalise(got["quote"]) not in passage:
-            snapped = snap_quote(got["quote"], chunk.text)
+        if normalise(got.quote) not in passage:
+            snapped = snap_quote(got.quote, chunk.text)
             if snapped is None or snapped[0] not in passage:
                 return "quote_not_found"
-            got["quote"], got["snapped"] = snapped
-        quote = got["quote"]
+            got.quote, got.snapped = snapped
+        quote = got.quote
         if len(quote.split()) < self.tg.min_quote_words and kind != "symbol":
             return "quote_too_short"
         if len(self.index.find(quote)) > self.cfg.lint.max_quote_matches:
@@ -248,41 +268,41 @@ class Generator:
     async def answerable_job(self, job: Job) -> Outcome:
         out = Outcome(job)
         note = ""
+        why: str | None = None
         for attempt in range(2):
             out.tries = attempt + 1
             got = await self.ask(job.kind, job.chunk, note)
-            why = "unparseable_reply" if got is None else self.check_quote(job.kind, job.chunk, got)
-            if got is not None:
-                out.quote = "missing" if why == "quote_not_found" else "snapped" if "snapped" in got else "verbatim"
-            if why is None:
-                why = self.check_question(job.kind, job.chunk, got["question"])
+            if got is None:
+                why = "unparseable_reply"
+            else:
+                why = self.check_quote(job.kind, job.chunk, got)
+                out.quote = (
+                    "missing" if why == "quote_not_found" else "snapped" if got.snapped is not None else "verbatim"
+                )
+                if why is None:
+                    why = self.check_question(job.kind, job.chunk, got.question)
             if why is None:
                 break
             note = RETRY_NOTE.format(why=why.replace("_", " "))
-        if why is not None:
+        if why is not None or got is None:
             out.dropped = why
             return out
-        snapped = [f"quote_snapped_to_passage ({got['snapped']:.2f})"] if "snapped" in got else []
+        snapped = [f"quote_snapped_to_passage ({got.snapped:.2f})"] if got.snapped is not None else []
         out.checks = ["quote_in_chunk", *snapped, "quote_specific", "not_copied"] + {
             "symbol": ["names_symbol"],
             "paraphrase": ["paraphrased"],
         }.get(job.kind, [])
         d = await self.scored.prompts["supported"].ask(
-            self.llm, context=got["quote"], question=got["question"], statement=got["answer"]
+            self.llm, context=got.quote, question=got.question, statement=got.answer
         )
         p = d.p("yes")
         if p is not None:
-            p, _ = self.scored.supported_p("faithfulness_yesno", p, got["answer"], [got["quote"]])
+            p, _ = self.scored.supported_p("faithfulness_yesno", p, got.answer, [got.quote])
         if p is None or p < self.cutoff:
             out.dropped = "reference_not_supported"
             return out
         out.checks.append(f"reference_supported (P={p:.2f})")
-        rec = {
-            "id": stable_id(got["question"]),
-            "question": got["question"],
-            "reference": got["answer"],
-            "evidence": got["quote"],
-        }
+        rec = {"id": stable_id(got.question), "question": got.question, "reference": got.answer, "evidence": got.quote}
         if job.chunk.doc_id:
             rec["doc_id"] = job.chunk.doc_id
         out.record = rec
@@ -294,12 +314,12 @@ class Generator:
         if got is None:
             out.dropped = "unparseable_reply"
             return out
-        out.record = {"id": stable_id(got["question"]), "question": got["question"], "answerable": False}
+        out.record = {"id": stable_id(got.question), "question": got.question, "answerable": False}
         return out
 
     async def confirm_unanswerable(self, outcome: Outcome, top: list[Chunk]) -> Outcome:
         """Dropped when the judge finds any of the retriever's top chunks answering the question."""
-        q = outcome.record["question"]
+        q = outcome.question
         for c in top:
             d = await self.scored.prompts["answers"].ask(self.llm, context=self.passage(c), question=q)
             p = d.p("yes")
@@ -364,7 +384,7 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
             outcomes: list[Outcome] = []
             gate = asyncio.Semaphore(tg.llm.concurrency)
             kept_by_kind: Counter = Counter()
-            want = Counter(kinds)
+            want: Counter[str] = Counter(kinds)
             next_index, seed_round, pointer = 0, 0, 0
             # A seeded stream of chunks, documents in turn; each (chunk, kind) is tried once.
             stream = draw_chunks(corpus, max(6 * tg.n, len(corpus)), tg.seed, tg.min_chunk_chars)
@@ -411,31 +431,29 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
                     # A question the corpus answers gets one retry, told so.
                     again = [o for o in drafts if o.dropped and o.dropped.startswith("answered_by_corpus")]
                     for o in again:
-                        found = o.dropped.split("(", 1)[1].rstrip(")")
+                        found = required(o.dropped, "why the draft was dropped").split("(", 1)[1].rstrip(")")
                         got = await gen.ask("unanswerable", o.job.chunk, UNANSWERABLE_RETRY.format(chunk=found))
                         o.tries = 2
                         if got is not None:
                             o.record, o.dropped = (
-                                {"id": stable_id(got["question"]), "question": got["question"], "answerable": False},
+                                {"id": stable_id(got.question), "question": got.question, "answerable": False},
                                 None,
                             )
                     retried = [o for o in again if o.record is not None]
                     if retried:
                         await _check_unanswerables(gen, retried, retriever)
-                kept_words: list[set[str]] = [
-                    set(content_tokens(o.record["question"])) for o in outcomes if o.record is not None
-                ]
+                kept_words: list[set[str]] = [set(content_tokens(o.question)) for o in outcomes if o.record is not None]
                 for o in batch:
                     if o.record is None:
                         outcomes.append(o)
                         continue
                     if kept_by_kind[o.job.kind] >= want[o.job.kind]:
                         o.dropped, o.record = "surplus", None
-                    elif _near_duplicate(o.record["question"], kept_words, cfg.lint.near_duplicate):
+                    elif _near_duplicate(o.question, kept_words, cfg.lint.near_duplicate):
                         o.dropped, o.record = "near_duplicate", None
                     else:
                         kept_by_kind[o.job.kind] += 1
-                        kept_words.append(set(content_tokens(o.record["question"])))
+                        kept_words.append(set(content_tokens(o.question)))
                     outcomes.append(o)
                 seed_round += 1
             return outcomes, llm.model
@@ -488,7 +506,7 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
 
 
 async def _check_unanswerables(gen: Generator, drafts: list[Outcome], retriever: str) -> None:
-    tops = _top_chunks(gen.cfg, gen.corpus, [o.record["question"] for o in drafts], retriever, gen.tg.check_top)
+    tops = _top_chunks(gen.cfg, gen.corpus, [o.question for o in drafts], retriever, gen.tg.check_top)
     async for _ in track_async(
         [gen.confirm_unanswerable(o, t) for o, t in zip(drafts, tops)], "checking unanswerables"
     ):
