@@ -1,15 +1,25 @@
 """What an offline audit costs with the embedded model: calls, tokens, time, and how close the
 wall time comes to the time the model alone needs.
 
-    python benchmarks/audit_cost/audit_cost.py [--config configs/demo.yaml] [--sample N]
+    python benchmarks/audit_cost/audit_cost.py [--config configs/demo.yaml]     # writes "demo"
+    python benchmarks/audit_cost/audit_cost.py --make-demo                      # writes "make_demo"
 
 Runs the config from an empty response cache (the model and embeddings stay cached) in a fresh
 process and reads llm_usage.json: calls, prompt tokens sent, evaluated and reused from the
 server's KV cache (llama-server's timings), completion tokens per audited answer, seconds per
-judged answer, and wall time / model time. Baseline named in the issue (the previous release, same
-demo, 8 questions): 60 calls, 53.3k prompt tokens sent, 39% evaluated, 515 completion tokens per
-audited answer, 13.5 min. Targets: evaluated <= 15% of sent, <= 258 completion tokens per answer,
-demo <= 5 min.
+judged answer, and wall time / model time, then the same per kind of request (read back from the
+response cache). Baseline named in the issue (the previous release, same demo, 8 questions): 60
+calls, 53.3k prompt tokens sent, 39% evaluated, 515 completion tokens per audited answer, 13.5 min.
+Targets: evaluated <= 15% of sent, <= 258 completion tokens per answer, demo <= 5 min.
+
+``--make-demo``: what a new user's first ``make demo`` costs. A fresh clone of this checkout's
+commit (in a temporary folder) runs ``make setup`` and then ``make demo`` with an empty response
+cache and model folder (``RAG_EVAL_CACHE_DIR``, ``RAG_EVAL_MODEL_DIR`` pointed at new folders), each
+timed; then the same audit again from another folder, in a new process with the same cache.
+
+Both write their figures into ``result.json`` beside this script (the file the docs page
+``docs/validation/performance.md`` reads), each section with its command, date, commit and machine;
+the other section is kept as it was.
 """
 
 from __future__ import annotations
@@ -17,64 +27,116 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+RESULT = Path(__file__).resolve().parent / "result.json"
+PREVIOUS_RELEASE_COMPLETION_TOKENS_PER_ANSWER = 515  # the issue's baseline, same demo
+# Kinds of request (by_kind) and the result's names for them.
+KINDS = {
+    "ragas faithfulness": "ragas_faithfulness",
+    "ragas context_precision": "ragas_context_precision",
+    "ragas context_recall": "ragas_context_recall",
+    "yes/no judges": "yesno_judges",
+    "generation": "generation",
+}
+USAGE_KEYS = (
+    "calls",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "prompt_evaluated",
+    "prompt_reused",
+    "model_ms",
+)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
-    args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="rag-eval-cost-"))
-    env = {**os.environ, "RAG_EVAL_CACHE_DIR": str(work / "cache")}
-    # Embeddings from the user's cache would make the first stage faster; copy none: the
-    # retrieval stage is a few seconds next to the model.
-    start = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, "-m", "rag_eval.cli", "-q", "run", args.config, "--out", str(work / "runs")],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - start
-    if out.returncode not in (0, 1):
-        sys.exit(out.stderr)
-    run_dir = next((work / "runs").iterdir())
-    usage = json.loads((run_dir / "llm_usage.json").read_text())
-    gens = [json.loads(x) for x in (run_dir / "generation.jsonl").read_text().splitlines()]
-    judged = len({(g["question_id"], g["prompt"]) for g in gens if g.get("error") is None})
-    u = {
-        k: sum(x.get(k, 0) for x in usage)
-        for k in ("calls", "prompt_tokens", "completion_tokens", "prompt_evaluated", "prompt_reused", "model_ms")
+def _proc(path: str, key: str) -> str:
+    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
+    file = Path(path)
+    lines = file.read_text().splitlines() if file.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
+
+
+def machine() -> dict:
+    """What the figures were measured on: cores, memory, processor, and how busy it was."""
+    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
+        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
+        "python": platform.python_version(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
     }
-    sent = u["prompt_tokens"]
-    print(f"config {args.config}: {judged} audited answers, {u['calls']} calls, wall {wall:.0f} s")
-    print(
-        f"prompt tokens sent {sent}, evaluated {u['prompt_evaluated']} ({u['prompt_evaluated'] / max(1, sent):.0%}), "
-        f"reused from the KV cache {u['prompt_reused']}"
-    )
-    print(
-        f"completion tokens {u['completion_tokens']} ({u['completion_tokens'] / max(1, judged):.0f} per audited answer; "
-        "baseline 515)"
-    )
-    print(f"seconds per audited answer (generation + judges): {wall / max(1, judged):.1f}")
-    model_s = u["model_ms"] / 1000
-    print(f"model time {model_s:.0f} s; wall / model = {wall / max(1e-9, model_s):.2f}x")
-    by_kind(work / "cache" / "llm-cache.sqlite3", len(gens))
 
 
-def by_kind(db_path: Path, n_generations: int) -> None:
+def commit(folder: Path = ROOT) -> str:
+    """The commit of a checkout ('' outside a git checkout)."""
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
+def write_section(name: str, figures: dict, command: str, started: datetime, out: Path) -> None:
+    """``figures`` as section ``name`` of the result file, with how and where they were measured."""
+    result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    result["source"] = (
+        "written by benchmarks/audit_cost/audit_cost.py: `demo` by a plain run, `make_demo` by --make-demo; "
+        "each section names its command, date, commit and machine"
+    )
+    result.pop("command", None)  # each section has its own
+    result[name] = {
+        "command": command,
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "machine": machine(),
+        **figures,
+    }
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {name} to {out}")
+
+
+def usage_totals(run_dir: Path) -> dict[str, float]:
+    """Calls, cache hits, tokens and model milliseconds of a run, over every model it called."""
+    usage = json.loads((run_dir / "llm_usage.json").read_text())
+    return {k: sum(x.get(k, 0) for x in usage) for k in USAGE_KEYS}
+
+
+def audited_answers(run_dir: Path) -> tuple[int, int]:
+    """(answers audited, generation records) of a run."""
+    gens = [json.loads(x) for x in (run_dir / "generation.jsonl").read_text().splitlines() if x.strip()]
+    return len({(g["question_id"], g["prompt"]) for g in gens if g.get("error") is None}), len(gens)
+
+
+def reason_calls(run_dir: Path) -> int:
+    """Requests made for the own judges' quoted reasons: the ``calls`` of every reason record (a dict
+    with ``model_said``) in judgements.jsonl."""
+
+    def walk(value: Any) -> int:
+        if isinstance(value, dict):
+            own = int(value.get("calls") or 0) if "model_said" in value and "calls" in value else 0
+            return own + sum(walk(v) for v in value.values())
+        if isinstance(value, list):
+            return sum(walk(v) for v in value)
+        return 0
+
+    path = run_dir / "judgements.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return sum(walk(json.loads(line)) for line in lines if line.strip())
+
+
+def by_kind(db_path: Path, n_generations: int) -> dict[str, dict[str, float]]:
     """Calls, tokens and model seconds per kind of request, read back from the response cache in
     the order the responses came (generation first, then the judges: Ragas' steps told apart by
-    the first key of their JSON output, the yes/no judges by their plain-text verdict)."""
-    import sqlite3
-    from collections import defaultdict
-
+    the first key of their JSON output, the yes/no judges by their plain-text verdict); printed."""
     kinds: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0.0])
     with sqlite3.connect(db_path) as db:
         bodies = [b for (b,) in db.execute("SELECT body FROM responses ORDER BY created")]
@@ -98,6 +160,137 @@ def by_kind(db_path: Path, n_generations: int) -> None:
     print(f"{'kind':<28}{'calls':>6}{'sent':>8}{'evaluated':>11}{'completion':>11}{'model s':>9}")
     for kind, (n, sent, ev, comp, sec) in sorted(kinds.items(), key=lambda x: -x[1][4]):
         print(f"{kind:<28}{n:>6}{sent:>8}{ev:>7} {ev / max(1, sent):>3.0%}{comp:>11}{sec:>9.0f}")
+    return {kind: {"calls": v[0], "model_s": v[4]} for kind, v in kinds.items()}
+
+
+def kind_figures(kinds: dict[str, dict[str, float]]) -> tuple[dict[str, float], float, float]:
+    """The result's model seconds and calls per kind, the Ragas metrics' seconds and their share."""
+    out: dict[str, float] = {}
+    for kind, name in KINDS.items():
+        k = kinds.get(kind, {"calls": 0, "model_s": 0.0})
+        out[name] = round(k["model_s"])
+        out[f"{name}_calls"] = int(k["calls"])
+    ragas_s = sum(v["model_s"] for kind, v in kinds.items() if kind.startswith("ragas"))
+    total_s = sum(v["model_s"] for v in kinds.values())
+    return out, ragas_s, ragas_s / max(1e-9, total_s)
+
+
+def timed(cmd: list[str], cwd: Path, env: dict) -> float:
+    """Seconds a command takes; exits with its error when it fails (exit 1 is a failed gate: kept)."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def demo(config: str, out: Path) -> None:
+    """The config's audit from an empty response cache: the ``demo`` section."""
+    from rag_eval.config import load_config  # noqa: PLC0415
+
+    started = datetime.now(UTC)
+    work = Path(tempfile.mkdtemp(prefix="rag-eval-cost-"))
+    env = {**os.environ, "RAG_EVAL_CACHE_DIR": str(work / "cache")}
+    # Embeddings from the user's cache would make the first stage faster; copy none: the
+    # retrieval stage is a few seconds next to the model.
+    wall = timed([sys.executable, "-m", "rag_eval.cli", "-q", "run", config, "--out", str(work / "runs")], ROOT, env)
+    run_dir = next((work / "runs").iterdir())
+    u = usage_totals(run_dir)
+    judged, n_generations = audited_answers(run_dir)
+    sent = u["prompt_tokens"]
+    model_s = u["model_ms"] / 1000
+    print(f"config {config}: {judged} audited answers, {u['calls']} calls, wall {wall:.0f} s")
+    print(
+        f"prompt tokens sent {sent}, evaluated {u['prompt_evaluated']} ({u['prompt_evaluated'] / max(1, sent):.0%}), "
+        f"reused from the KV cache {u['prompt_reused']}"
+    )
+    print(
+        f"completion tokens {u['completion_tokens']} ({u['completion_tokens'] / max(1, judged):.0f} per audited answer)"
+    )
+    print(f"seconds per audited answer (generation + judges): {wall / max(1, judged):.1f}")
+    print(f"model time {model_s:.0f} s; wall / model = {wall / max(1e-9, model_s):.2f}x")
+    per_kind, _, ragas_share = kind_figures(by_kind(work / "cache" / "llm-cache.sqlite3", n_generations))
+    cfg = load_config(config)
+    figures = {
+        "config": config,
+        "answers": judged,
+        "judges": len(cfg.judges.metrics) if cfg.judges else 0,
+        "calls": int(u["calls"]),
+        "prompt_tokens_sent_k": round(sent / 1000, 1),
+        "evaluated_share": round(u["prompt_evaluated"] / max(1, sent), 2),
+        "completion_tokens_per_answer": round(u["completion_tokens"] / max(1, judged)),
+        "previous_release_completion_tokens_per_answer": PREVIOUS_RELEASE_COMPLETION_TOKENS_PER_ANSWER,
+        "minutes": round(wall / 60, 1),
+        "model_minutes": round(model_s / 60, 1),
+        "wall_over_model": round(wall / max(1e-9, model_s), 2),
+        "model_s": per_kind,
+        "ragas_share": round(ragas_share, 2),
+    }
+    shown = config if Path(config).resolve() != (ROOT / "configs" / "demo.yaml").resolve() else None
+    command = "python benchmarks/audit_cost/audit_cost.py" + (f" --config {shown}" if shown else "")
+    write_section("demo", figures, command, started, out)
+
+
+def make_demo(out: Path) -> None:
+    """A new user's ``make setup`` and ``make demo`` in a fresh clone, then the audit again from
+    another folder: the ``make_demo`` section."""
+    started = datetime.now(UTC)
+    work = Path(tempfile.mkdtemp(prefix="rag-eval-make-demo-"))
+    clone = work / "rag-eval"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    env = {
+        **os.environ,
+        "RAG_EVAL_CACHE_DIR": str(work / "cache"),
+        "RAG_EVAL_MODEL_DIR": str(work / "models"),
+    }
+    env.pop("VIRTUAL_ENV", None)
+    setup_s = timed(["make", "setup"], clone, env)
+    audit_s = timed(["make", "demo"], clone, env)
+    run_dir = next((clone / "runs").iterdir())
+    u = usage_totals(run_dir)
+    _, n_generations = audited_answers(run_dir)
+    _, ragas_s, _ = kind_figures(by_kind(work / "cache" / "llm-cache.sqlite3", n_generations))
+    # The same command again, from another folder, in a new process with the same cache.
+    elsewhere = work / "elsewhere"
+    elsewhere.mkdir()
+    rag_eval = str(clone / ".venv" / "bin" / "rag-eval")
+    rerun_s = timed(
+        [rag_eval, "run", str(clone / "configs" / "demo.yaml"), "--out", str(elsewhere / "runs")], elsewhere, env
+    )
+    rerun = usage_totals(next((elsewhere / "runs").iterdir()))
+    model_s = u["model_ms"] / 1000
+    figures = {
+        "commit": commit(clone),
+        "setup_s": round(setup_s),
+        "audit_s": round(audit_s),
+        "audit_min": round(audit_s / 60, 1),
+        "calls": int(u["calls"]),
+        "prompt_tokens_k": round(u["prompt_tokens"] / 1000, 1),
+        "evaluated_k": round(u["prompt_evaluated"] / 1000, 1),
+        "evaluated_share": round(u["prompt_evaluated"] / max(1, u["prompt_tokens"]), 2),
+        "completion_tokens_k": round(u["completion_tokens"] / 1000, 1),
+        "model_s": round(model_s),
+        "model_share": round(model_s / max(1e-9, audit_s), 2),
+        "reason_calls": reason_calls(run_dir),
+        "ragas_model_s": round(ragas_s),
+        "rerun_s": round(rerun_s),
+        "rerun_calls": int(rerun["calls"]),
+        "rerun_cache_answers": int(rerun["cache_hits"]),
+    }
+    print(json.dumps(figures, indent=1))
+    write_section("make_demo", figures, "python benchmarks/audit_cost/audit_cost.py --make-demo", started, out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
+    parser.add_argument("--make-demo", action="store_true", help="time make setup and make demo in a fresh clone")
+    parser.add_argument("--out", type=Path, default=RESULT, help="the result file (default: %(default)s)")
+    args = parser.parse_args()
+    if args.make_demo:
+        make_demo(args.out)
+    else:
+        demo(args.config, args.out)
 
 
 if __name__ == "__main__":
