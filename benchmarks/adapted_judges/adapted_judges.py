@@ -1,8 +1,10 @@
 """The own judges adapted to each corpus from a few of its labels, measured as a user meets it (issue 41).
 
-    python benchmarks/adapted_judges.py predict [--parts tuning,reporting,holdout,fresh]
-    python benchmarks/adapted_judges.py simulate [--draws 20] [--corpora a,b] [--json F]
-    python benchmarks/adapted_judges.py choose            # the priors, on the seven earlier corpora only
+    python benchmarks/adapted_judges/adapted_judges.py predict [--parts tuning,reporting,holdout,fresh]
+    python benchmarks/adapted_judges/adapted_judges.py simulate [--draws 20] [--corpora a,b] [--json F]
+    python benchmarks/adapted_judges/adapted_judges.py choose            # the priors, on the earlier corpora only
+    python benchmarks/adapted_judges/adapted_judges.py examples [--corpora a,b] [--n 20] [--k 3]   # (c), model calls
+    python benchmarks/adapted_judges/adapted_judges.py halueval [--items 340-380]   # no labels: the shipped judges on HaluEval
 
 ``predict`` asks the embedded model once per case (the response cache keeps every request) for the
 model's own probability of each decision, and writes it with the word evidence and the readers'
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from real_judges import word_features  # noqa: E402
@@ -70,9 +72,8 @@ def _stored_faithfulness() -> dict[str, list[float]]:
 def predict_parts(parts: list[str]) -> None:
     """The model's own probabilities of every case of ``parts`` (cached requests), with word evidence."""
     from rag_eval import progress
-    from rag_eval.cache_dirs import cache_root
     from rag_eval.config import LLMConfig
-    from rag_eval.judges.judge_check import Prediction, load_cases, predict
+    from rag_eval.judges.judge_check import load_cases
     from rag_eval.judges.scored import split_statements
     from rag_eval.judges.yesno import YesNoPrompt
 
@@ -92,47 +93,98 @@ def predict_parts(parts: list[str]) -> None:
             for c in cases
             if c["id"] in stored and len(stored[c["id"]]) == len(split_statements(c["answer"]))
         }
-        ask = [c for c in cases if c["id"] not in known]
-        raw_ask, usage, identity, _ = predict(ask, llm, cache_root(), None, list(JUDGES_RUN), blends=False)
-        index = {c["id"]: i for i, c in enumerate(ask)}
-        raw = {
-            name: [
-                raw_ask[name][index[c["id"]]]
-                if c["id"] in index
-                else Prediction(probs=known[c["id"]], score=min(known[c["id"]]), variant=name)
-                if name == "faithfulness_yesno"
-                else Prediction(error="not run")
-                for c in cases
-            ]
-            for name in JUDGES_RUN
-        }
-        rows = []
-        for name in JUDGES_RUN:
-            positive = JUDGES[name].check.kind.positive
-            for c, pred in zip(cases, raw[name], strict=True):
-                if c["judge"] != KIND[name]:
-                    continue
-                rows.append(
-                    {
-                        "id": c["id"],
-                        "case_of": c["case_of"],
-                        "corpus": c["case_of"].split("/")[0],
-                        "judge": name,
-                        "variant": pred.variant or name,
-                        "positive": c["label"] == positive,
-                        "error": pred.error,
-                        "p_model": pred.probs,
-                        "features": None if pred.error else word_features(name, c),
-                        "stored": c["id"] in known and name == "faithfulness_yesno",
-                    }
-                )
-        calls = sum(u["calls"] for u in usage)
+        rows, calls, identity = predict_rows(cases, known, llm)
         path = OUT / f"inputs-{part}.json"
         path.write_text(json.dumps({"model": identity, "part": part, "rows": rows}, indent=0) + "\n")
         print(
             f"{part}: {len(rows)} decisions ({len(known)} faithfulness cases from {STORED_FAITHFULNESS.name}), "
             f"{calls} model calls, {time.perf_counter() - t0:.0f} s -> {path}"
         )
+
+
+def predict_rows(cases: list[dict], known: dict[str, list[float]], llm) -> tuple[list[dict], int, str]:
+    """One row per (case, judge): the model's probabilities (``known`` ones not asked), the word
+    evidence and the label; with the number of model calls and the model's identity."""
+    from rag_eval.cache_dirs import cache_root
+    from rag_eval.judges.judge_check import Prediction, predict
+
+    ask = [c for c in cases if c["id"] not in known]
+    raw_ask, usage, identity, _ = predict(ask, llm, cache_root(), None, list(JUDGES_RUN), blends=False)
+    index = {c["id"]: i for i, c in enumerate(ask)}
+    raw = {
+        name: [
+            raw_ask[name][index[c["id"]]]
+            if c["id"] in index
+            else Prediction(probs=known[c["id"]], score=min(known[c["id"]]), variant=name)
+            if name == "faithfulness_yesno"
+            else Prediction(error="not run")
+            for c in cases
+        ]
+        for name in JUDGES_RUN
+    }
+    rows = []
+    for name in JUDGES_RUN:
+        positive = JUDGES[name].check.kind.positive
+        for c, pred in zip(cases, raw[name], strict=True):
+            if c["judge"] != KIND[name]:
+                continue
+            rows.append(
+                {
+                    "id": c["id"],
+                    "case_of": c["case_of"],
+                    "corpus": c["case_of"].split("/")[0],
+                    "judge": name,
+                    "variant": pred.variant or name,
+                    "positive": c["label"] == positive,
+                    "error": pred.error,
+                    "p_model": pred.probs,
+                    "features": None if pred.error else word_features(name, c),
+                    "stored": c["id"] in known and name == "faithfulness_yesno",
+                }
+            )
+    calls = sum(u["calls"] for u in usage)
+    return rows, calls, identity
+
+
+HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
+
+
+def halueval_run(start: int, stop: int, draws: int) -> dict:
+    """No loss without labels, and what 10 or 20 labels do, on HaluEval QA items ``start..stop-1``
+    (``../shared/data/halueval-qa``): the shipped judges on every case (n = 0; an adapted judge
+    with no label is the shipped one), and adapted as ``simulate`` adapts, on one-token requests."""
+    from rag_eval import progress
+    from rag_eval.config import LLMConfig
+    from rag_eval.judges.judge_check import halueval_cases
+    from rag_eval.judges.yesno import YesNoPrompt
+
+    YesNoPrompt.ask.__kwdefaults__["max_tokens"] = 1
+    progress.set_enabled(True)
+    cases = halueval_cases(HALUEVAL, start, stop)
+    if not cases:
+        raise SystemExit(
+            f"{HALUEVAL}: no items in {start}-{stop} (the file has {len(HALUEVAL.read_text().splitlines())})"
+        )
+    # One answer per (item, answer text): the hallucinated answer is judged for faithfulness and correctness.
+    kind = {"f1": "right", "f0": "hallucinated", "c1": "stating", "c0": "hallucinated"}
+    for c in cases:
+        item_id, suffix = c["id"].split("-")
+        c["case_of"] = f"halueval/{kind[suffix]}/{item_id}"
+    t0 = time.perf_counter()
+    rows, calls, identity = predict_rows(cases, {}, LLMConfig(provider="local", repack=True))
+    rows = [r for r in rows if r["error"] is None]
+    results = simulate(rows, ["halueval"], draws, ns=(0, 10, 20))
+    shipped = {r["judge"]: r for r in results if r["how"] == "shipped"}
+    return {
+        "command": f"python benchmarks/adapted_judges/adapted_judges.py halueval --items {start}-{stop} --draws {draws}",
+        "items": [start, stop],
+        "model": identity,
+        "calls": calls,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "shipped": shipped,
+        "results": results,
+        "rows": rows,  # what the simulation read: it reruns without a model
+    }
 
 
 def load_inputs() -> list[dict]:
@@ -245,7 +297,10 @@ def simulate(rows: list[dict], corpora: list[str], draws: int, hows=HOW, ns=NS, 
                     right, dec, total = (np.array([c[i] for c in cs]) for i in range(3))
                     acc = np.where(dec > 0, right / np.maximum(dec, 1), np.nan)
                     unc = 1 - dec / np.maximum(total, 1)
-                    pooled = wilson_interval(int(right.sum()), int(dec.sum())) if dec.sum() else None
+                    # Draws re-measure the same answers: the interval is that of one draw's mean
+                    # counts (pooling the draws' counts would count each answer ``draws`` times).
+                    one = (int(round(right.mean())), int(round(dec.mean())))
+                    pooled = wilson_interval(*one) if one[1] else None
                     results.append(
                         {
                             "corpus": corpus,
@@ -291,6 +346,11 @@ def summary(results: list[dict], corpora: list[str]) -> list[dict]:
                         "median_decided_accuracy": float(np.median(accs)) if accs else None,
                         "median_uncertain_share": float(np.median([r["uncertain_share"] for r in rs])),
                         "corpora_meeting_target": sum(meets(r) for r in rs),
+                        # How far the medians are from the target (0 where met).
+                        "accuracy_missed_by": max(0.0, TARGET[j] - float(np.median(accs))) if accs else None,
+                        "uncertain_over_by": max(
+                            0.0, float(np.median([r["uncertain_share"] for r in rs])) - MAX_UNCERTAIN
+                        ),
                     }
                 )
     return out
@@ -390,10 +450,12 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
     rows = load_inputs()
     cases = {c["id"]: c for path in REAL.glob("cases-*.jsonl") for c in load_cases(path)}
     shipped = shipped_deciders()
+    # One token, as `predict` asks: the decision is the first token's probability.
+    YesNoPrompt.ask.__kwdefaults__["max_tokens"] = 1
     encoder = SentenceTransformer(str(resolve_model("all-MiniLM-L6-v2")), device="cpu")
     session = LLMSession(cache_root())
     llm_cfg = LLMConfig(provider="local", repack=True)
-    out = {"n": n, "k": k, "draws": draws, "results": []}
+    out: dict = {"n": n, "k": k, "draws": draws, "results": [], "cost": []}
     t0 = time.perf_counter()
 
     async def main() -> None:
@@ -401,6 +463,7 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
         scored = ScoredJudges.load(llm, None)
         calls = 0
         for corpus in corpora:
+            spent = {"examples": [0, 0.0, 0], "plain": [0, 0.0, 0]}  # calls, seconds, prompt characters
             mine = [r for r in rows if r["corpus"] == corpus]
             corr = [r for r in mine if r["judge"] == "correctness"]
             if not corr:
@@ -414,7 +477,7 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
                 if len(lab) < k or not rest:
                     continue
 
-                async def ask(i: int, pool: list[int], corr=corr, emb=emb) -> tuple[float, dict]:
+                async def ask(i: int, pool: list[int], corr=corr, emb=emb, spent=spent) -> tuple[float, dict]:
                     nonlocal calls
                     r = corr[i]
                     c = cases[r["id"]]
@@ -422,7 +485,14 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
                     ex = [{**cases[corr[j]["id"]], "positive": corr[j]["positive"]} for j in near]
                     base = scored.prompt_for(r["variant"])
                     prompt = YesNoPrompt(base.name, with_examples(base.template, ex), base.placeholders, base.labels)
-                    dec = await prompt.ask(llm, question=c["question"], reference=c["reference"], answer=c["answer"])
+                    values = {"question": c["question"], "reference": c["reference"], "answer": c["answer"]}
+                    # The same request without examples, timed beside it: what (c) adds, in this run.
+                    for kind, pr in (("plain", base), ("examples", prompt)):
+                        t = time.perf_counter()
+                        dec = await pr.ask(llm, **values)
+                        spent[kind][0] += 1
+                        spent[kind][1] += time.perf_counter() - t
+                        spent[kind][2] += len(pr.render(**values))
                     calls += 1
                     return dec.p("yes") or 0.5, coverage(c["reference"], c["answer"]).features()
 
@@ -474,6 +544,17 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
                         }
                     )
                     c0 = evaluate(shipped, [corr[i] for i in rest]).get("correctness", (0, 0, 0))
+                    out["cost"].append(
+                        {
+                            "corpus": corpus,
+                            "draw": d,
+                            **{
+                                f"{kind}_{what}": round(v[x], 1)
+                                for kind, v in spent.items()
+                                for x, what in enumerate(("calls", "seconds", "prompt_chars"))
+                            },
+                        }
+                    )
                     out["results"].append(
                         {
                             "corpus": corpus,
@@ -493,10 +574,40 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
         session.close()
     out["seconds"] = round(time.perf_counter() - t0, 1)
     print(f"{out.get('calls')} model calls, {out['seconds']} s")
-    return out
+    return pool_examples(out)
+
+
+def pool_examples(out: dict) -> dict:
+    """(c)'s figures pooled over corpora and draws per method, and what its requests cost beside the
+    same requests without examples (timed in the same run)."""
+    pooled = {}
+    for how in sorted({r["how"] for r in out["results"]}):
+        rs = [r for r in out["results"] if r["how"] == how]
+        right, dec, on = (sum(r[k] for r in rs) for k in ("right", "decided", "measured_on"))
+        ci = wilson_interval(right, dec) if dec else None
+        pooled[how] = {
+            "right": right,
+            "decided": dec,
+            "measured_on": on,
+            "decided_accuracy": right / dec if dec else None,
+            "decided_accuracy_ci": [ci.ci_low, ci.ci_high] if ci else None,
+            "uncertain_share": 1 - dec / on if on else None,
+        }
+    cost = (
+        {k: sum(c[k] for c in out["cost"]) for k in out["cost"][0] if k not in ("corpus", "draw")}
+        if out["cost"]
+        else {}
+    )
+    if cost:
+        cost["time_ratio"] = cost["examples_seconds"] / cost["plain_seconds"]
+        cost["prompt_ratio"] = cost["examples_prompt_chars"] / cost["plain_prompt_chars"]
+        cost["seconds_per_answer_examples"] = cost["examples_seconds"] / cost["examples_calls"]
+        cost["seconds_per_answer_plain"] = cost["plain_seconds"] / cost["plain_calls"]
+    return {**out, "pooled": pooled, "cost_total": cost}
 
 
 DOCS = ROOT / "docs" / "validation" / "adapted-judges.md"
+HALUEVAL_RESULT = "benchmarks/adapted_judges/halueval-result.json"
 
 
 RESULT = "benchmarks/adapted_judges/result.json"
@@ -509,13 +620,13 @@ def _fig(path: str, key: str, fmt: str = "") -> str:
     return "{{ fig " + path + " " + key + (" " + fmt if fmt else "") + " }}"
 
 
-def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None:
+def write_docs(result: dict, examples: dict | None, choice: dict | None, halueval: dict | None = None) -> None:
     """docs/validation/adapted-judges.md: its tables laid out from the result files, every figure a
     placeholder that docs/hooks/figures.py reads from them when the site is built."""
     lines = [
         "# Judges adapted to a corpus: how many labels, and how far they go",
         "",
-        "<!-- Laid out by `python benchmarks/adapted_judges.py docs`; the figures are read from "
+        "<!-- Laid out by `python benchmarks/adapted_judges/adapted_judges.py docs`; the figures are read from "
         f"{RESULT} when the site is built. -->",
         "",
         "Measured as a user meets it: for each labelled corpus of `data/real-answers` and n labelled answers, "
@@ -529,9 +640,11 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
         "`rag-eval report --labels F --adapt`. A corpus is measured at n only while at least 10 of its answers "
         "remain unlabelled (30 answers: n <= 20; the blind corpora have 40).",
         "",
-        "Reproduce: `python benchmarks/adapted_judges.py predict` (model requests, cached; one token each, the "
-        "verdict's probabilities), `python benchmarks/adapted_judges.py choose`, then `python "
-        f"benchmarks/adapted_judges.py simulate --json {RESULT}` (no model).",
+        "Reproduce: `python benchmarks/adapted_judges/adapted_judges.py predict` (model requests, cached; one token each, the "
+        "verdict's probabilities), `python benchmarks/adapted_judges/adapted_judges.py choose`, then `python "
+        f"benchmarks/adapted_judges/adapted_judges.py simulate --draws 10 --json {RESULT}` (no model); (c): `python "
+        f"benchmarks/adapted_judges/adapted_judges.py examples --corpora tenacity,tabulate,parse,xmltodict --json {EXAMPLES}`; "
+        f"no labels on HaluEval: `python benchmarks/adapted_judges/adapted_judges.py halueval` (writes {HALUEVAL_RESULT}).",
         "",
         "Targets (issue 41): with at most 30 labels, decided >= 0.90 right for correctness and faithfulness and "
         ">= 0.95 for refusal, each with <= 25% uncertain, on the rest of the corpus; with no labels, no loss "
@@ -545,6 +658,7 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
     b30 = "summary_blind[judge=faithfulness_yesno,how=both,n=30]"
     u30 = "summary_blind[judge=faithfulness_yesno,how=unadapted,n=30]"
     c30 = "summary_blind[judge=correctness,how=both,n=30]"
+    a20 = "summary_all[judge={j},how={h},n=20]"
     if result.get("summary_blind"):
         lines += [
             "## What it shows",
@@ -553,28 +667,60 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
             f"{_fig(RESULT, b30 + '.median_decided_accuracy', '.2f')} right with "
             f"{_fig(RESULT, b30 + '.median_uncertain_share', '.2f')} uncertain, against "
             f"{_fig(RESULT, u30 + '.median_decided_accuracy', '.2f')} ({_fig(RESULT, u30 + '.median_uncertain_share', '.2f')} "
-            "uncertain) for the shipped judge on the same answers (target 0.90); correctness decides "
+            "uncertain) for the shipped judge on the same answers (target 0.90, missed by "
+            f"{_fig(RESULT, b30 + '.accuracy_missed_by', '.2f')}); correctness decides "
             f"{_fig(RESULT, c30 + '.median_decided_accuracy', '.2f')} right but leaves "
-            f"{_fig(RESULT, c30 + '.median_uncertain_share', '.2f')} uncertain (target <= 0.25); refusal meets its "
-            "target with or without labels.",
+            f"{_fig(RESULT, c30 + '.median_uncertain_share', '.2f')} uncertain (target <= 0.25, over by "
+            f"{_fig(RESULT, c30 + '.uncertain_over_by', '.2f')}); refusal meets its "
+            "target with or without labels. Over all nine corpora with 20 labels (the most every corpus allows): "
+            f"correctness {_fig(RESULT, a20.format(j='correctness', h='both') + '.median_decided_accuracy', '.2f')} right "
+            f"with {_fig(RESULT, a20.format(j='correctness', h='both') + '.median_uncertain_share', '.2f')} uncertain, "
+            f"faithfulness_yesno {_fig(RESULT, a20.format(j='faithfulness_yesno', h='both') + '.median_decided_accuracy', '.2f')} "
+            f"with {_fig(RESULT, a20.format(j='faithfulness_yesno', h='both') + '.median_uncertain_share', '.2f')}, refusal "
+            f"{_fig(RESULT, a20.format(j='refusal', h='both') + '.median_decided_accuracy', '.2f')}.",
             "- **Why so little moves.** The prior strengths were chosen on the earlier corpora measured before the "
             "blind part (below): there, no prior that lets 10-30 labels move a judge did better than the shipped "
             "judge on the same answers, so the chosen priors are the strongest of the grid and the adapted "
-            "correctness judge equals the shipped one. On those corpora the shipped calibration was fitted on "
-            "pooled data that includes most of them, and 10-30 labels measure a corpus' own shift with an error "
-            "larger than the shift. Where a judge is far off on a corpus (every label against it), the same "
-            "method moves it (tested: `tests/orchestration/test_adapt.py`, weaker priors).",
-            "- **Not measured this session**: the tuning corpora (python, attrs: the shipped calibration's own "
-            "data) and the reporting corpus (structlog) were not re-asked for lack of machine time (the 2-core "
-            "machine was shared with five other jobs); (c) worked examples in the prompt is implemented "
-            "(`adapted_judges.py examples`) but was not run for the same reason.",
+            "correctness judge equals the shipped one. The shipped calibration was fitted on pooled data that "
+            "includes most earlier corpora (python and attrs are its tuning part, so their rows flatter the "
+            "shipped judge), and 10-30 labels measure a corpus' own shift with an error larger than the shift. "
+            "Where a judge is far off on a corpus (every label against it), the same method moves it (tested: "
+            "`tests/orchestration/test_adapt.py`, weaker priors).",
+        ]
+        if examples and examples.get("pooled"):
+            ex, sh = "pooled.examples", "pooled.shipped"
+            lines += [
+                "- **(c) worked examples do not win either.** With the 3 labelled answers nearest to the one judged "
+                "shown in the prompt (20 labels, one draw, four corpora; table below), correctness decides "
+                f"{_fig(EXAMPLES, ex + '.decided_accuracy', '.2f')} right with {_fig(EXAMPLES, ex + '.uncertain_share', '.2f')} "
+                f"uncertain, the shipped judge on the same answers {_fig(EXAMPLES, sh + '.decided_accuracy', '.2f')} with "
+                f"{_fig(EXAMPLES, sh + '.uncertain_share', '.2f')}, at {_fig(EXAMPLES, 'cost_total.time_ratio', '.1f')}x the "
+                "time of each judged answer (the examples come before the prompt's fixed part, so the server's "
+                "prefix cache cannot keep it) and one more request per labelled answer. Not shipped.",
+            ]
+        if halueval:
+            lines += [
+                "- **With no labels nothing changes**: an adapted judge with 0 labels is the shipped one (tested), "
+                "so the held-out figures stay what they were. On HaluEval QA items no judge was tuned or measured on "
+                f"({halueval['items'][0]}-{halueval['items'][1] - 1}, `{halueval['command']}`), the shipped judges "
+                "decide correctness "
+                f"{_fig(HALUEVAL_RESULT, 'shipped.correctness.decided_accuracy', '.2f')} right "
+                f"({_fig(HALUEVAL_RESULT, 'shipped.correctness.uncertain_share', '.2f')} uncertain) and "
+                f"faithfulness_yesno {_fig(HALUEVAL_RESULT, 'shipped.faithfulness_yesno.decided_accuracy', '.2f')} "
+                f"({_fig(HALUEVAL_RESULT, 'shipped.faithfulness_yesno.uncertain_share', '.2f')} uncertain); targets "
+                "0.80 and 0.85.",
+            ]
+        lines += [
+            "- **Not tried**: a faithfulness probe on the model's hidden states. The same probe on correctness "
+            "(issue 41) reached about the model's own AUC; asking for hidden states needs a second model "
+            "runtime beside llama-server, and the machine time went to the measurements above.",
             "",
         ]
     if choice:
         lines += [
             "## The priors, chosen on the earlier corpora",
             "",
-            "`python benchmarks/adapted_judges.py choose`: per judge, a grid of prior strengths (the cut-off "
+            "`python benchmarks/adapted_judges/adapted_judges.py choose`: per judge, a grid of prior strengths (the cut-off "
             "shift's and the blend weights' standard deviations, in log-odds) scored on the earlier corpora measured "
             f"({', '.join(choice['corpora'])}): the mean over corpora, draws and n = 10, 20, 30 of decided accuracy "
             "less the uncertain share above 25%, beside the shipped judge on the same answers. The blind part was "
@@ -591,6 +737,7 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
             )
         lines.append("")
     for title, key in (
+        ("Median over all nine corpora", "summary_all"),
         ("Median over the earlier corpora", "summary_earlier"),
         ("The blind part (parse, xmltodict)", "summary_blind"),
     ):
@@ -614,7 +761,7 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
     lines += [
         "## Per corpus",
         "",
-        "| corpus | judge | how | n | decided right (mean over draws) | 95% CI, pooled over draws | uncertain | answers measured on |",
+        "| corpus | judge | how | n | decided right (mean over draws) | 95% CI (Wilson, a draw's mean counts) | uncertain | answers measured on |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in result["results"]:
@@ -634,14 +781,25 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None) -> None
         lines += [
             "## (c) Labelled answers as worked examples in the prompt",
             "",
-            f"`python benchmarks/adapted_judges.py examples --n {examples['n']} --k {examples['k']}`: correctness "
+            f"`python benchmarks/adapted_judges/adapted_judges.py examples --n {examples['n']} --k {examples['k']}`: correctness "
             f"with the {examples['k']} labelled answers nearest to the one judged (MiniLM on question and answer) "
-            f"shown as worked examples, alone and with (a)+(b) on top; {_fig(EXAMPLES, 'calls')} model calls, "
-            f"{_fig(EXAMPLES, 'seconds')} s.",
+            f"shown as worked examples, alone and with (a)+(b) on top; {_fig(EXAMPLES, 'calls')} judged answers, "
+            f"{_fig(EXAMPLES, 'seconds')} s in all. Each answer was also asked without examples in the same run: "
+            f"{_fig(EXAMPLES, 'cost_total.seconds_per_answer_examples', '.2f')} s against "
+            f"{_fig(EXAMPLES, 'cost_total.seconds_per_answer_plain', '.2f')} s an answer "
+            f"({_fig(EXAMPLES, 'cost_total.prompt_ratio', '.1f')}x the prompt characters), on a machine shared with "
+            "other jobs; the examples' requests also cost one request per labelled answer (judged with the other "
+            "labelled answers as its examples, which (a)+(b) on top fit on).",
             "",
             "| corpus | how | decided right | decided | measured on |",
             "|---|---|---|---|---|",
         ]
+        for how in examples.get("pooled", {}):
+            k = f"pooled.{how}"
+            lines.append(
+                f"| **all four** | {how} | {_fig(EXAMPLES, k + '.right')} | {_fig(EXAMPLES, k + '.decided')} | "
+                f"{_fig(EXAMPLES, k + '.measured_on')} |"
+            )
         for i, r in enumerate(examples["results"]):
             k = f"results[{i}]"
             lines.append(
@@ -669,6 +827,10 @@ def main() -> None:
     e.add_argument("--k", type=int, default=3)
     e.add_argument("--draws", type=int, default=1)
     e.add_argument("--json", type=Path)
+    h = sub.add_parser("halueval")
+    h.add_argument("--items", default="340-380", help="HaluEval QA items START-STOP (never used for tuning)")
+    h.add_argument("--draws", type=int, default=10)
+    h.add_argument("--json", type=Path, default=ROOT / HALUEVAL_RESULT)
     sub.add_parser("docs")
     c = sub.add_parser("choose")
     c.add_argument("--draws", type=int, default=10)
@@ -679,7 +841,16 @@ def main() -> None:
         return
     if args.cmd == "docs":
         load = lambda name: json.loads((OUT / name).read_text()) if (OUT / name).exists() else None  # noqa: E731
-        write_docs(load("result.json"), load("examples-result.json"), load("choose-result.json"))
+        write_docs(
+            load("result.json"), load("examples-result.json"), load("choose-result.json"), load("halueval-result.json")
+        )
+        return
+    if args.cmd == "halueval":
+        a, b = (int(x) for x in args.items.split("-"))
+        out = halueval_run(a, b, args.draws)
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+        for j, r in out["shipped"].items():
+            print(f"{j}: shipped {r['decided_accuracy']:.3f} decided right, {r['uncertain_share']:.3f} uncertain")
         return
     if args.cmd == "examples":
         out = examples_run(args.corpora.split(","), args.n, args.k, args.draws)
@@ -695,6 +866,7 @@ def main() -> None:
         results = simulate(rows, corpora, args.draws)
         earlier = summary(results, [c for c in corpora if c in EARLIER])
         blind = summary(results, [c for c in corpora if c in BLIND])
+        every = summary(results, corpora)
         print("earlier corpora:")
         _print(results, earlier)
         if blind:
@@ -707,6 +879,7 @@ def main() -> None:
             "results": results,
             "summary_earlier": earlier,
             "summary_blind": blind,
+            "summary_all": every,
         }
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
