@@ -116,6 +116,11 @@ def test_validation_figures_are_read_from_their_result_files(site):
     built = _text(site / "validation" / "diagnosis.html")
     held_out = figures.lookup(figures._load("benchmarks/diagnosis/result.json"), "[-1].primary")
     assert figures.render(held_out, "ci%") in built
+    # ... and the real-answers studies' tables: the reporting part's faithfulness, model alone, as
+    # real-judges-result.json holds it (21/28; the hand-written text once said 22/28).
+    judges = _text(site / "validation" / "judges.html")
+    assert re.search(r"28 answered\s+0\.75 \[0\.57, 0\.87\]", judges)
+    assert "0.79 [0.60, 0.91]" not in judges
 
 
 def test_a_figure_missing_from_its_result_file_stops_the_build():
@@ -124,6 +129,34 @@ def test_a_figure_missing_from_its_result_file_stops_the_build():
     with pytest.raises(figures.FigureError, match="does not exist"):
         figures.fill("{{ fig benchmarks/none.json a }}")
     assert figures.fill("{{ fig benchmarks/judges/result.json rows[judge=refusal,source=all].accuracy.n }}") == "116"
+
+
+def test_a_count_pair_is_written_as_a_share_a_fraction_or_a_wilson_interval():
+    # The real-answers studies store k of n as [k, n]; the page writes the share, k/n, or the share
+    # with its 95% Wilson interval, as the studies report it.
+    row = "rows[part=reporting,decider=model,cutoffs=fitted,judge=faithfulness_yesno].accuracy_at_cutoff"
+    assert figures.lookup(figures._load("benchmarks/real-judges-result.json"), row) == [21, 28]
+
+    def fill(fmt: str) -> str:
+        return figures.fill(f"{{{{ fig benchmarks/real-judges-result.json {row} {fmt} }}}}")
+
+    assert fill("frac") == "21/28"
+    assert fill(".2f") == "0.75"
+    assert fill(".0%") == "75%"
+    assert fill("wilson") == "0.75 [0.57, 0.87]"
+    assert figures.render([0, 5], "wilson") == "0.00 [0.00, 0.43]"
+    with pytest.raises(figures.FigureError, match="count pair"):
+        figures.render(0.5, "wilson")
+    with pytest.raises(figures.FigureError, match="a figure must be a number"):
+        figures.render([21, 28], None)  # a pair needs a format: the page says how to write it
+
+
+def test_a_key_with_a_dot_is_addressed_in_quotes():
+    data = {"figures": {"faithfulness": {"agreement_at_0.5": [5, 10], "agreement": [6, 10]}}}
+    assert figures.lookup(data, "figures.faithfulness['agreement_at_0.5']") == [5, 10]
+    assert figures.lookup(data, 'figures.faithfulness["agreement_at_0.5"]') == [5, 10]
+    with pytest.raises(figures.FigureError, match="no key 'agreement_at_0'"):
+        figures.lookup(data, "figures.faithfulness.agreement_at_0.5")
 
 
 def test_the_readme_is_a_short_guide_whose_links_exist():

@@ -2,14 +2,18 @@
 
 A page writes ``{{ fig FILE KEY [FORMAT] }}``: FILE is a JSON result under the repository root
 (``benchmarks/judges/result.json``), KEY a path into it (``rows[judge=refusal,source=all].accuracy``:
-dots between keys, ``[3]`` an index, ``[k=v,...]`` the one list item whose fields match, ``k^=v`` a field that starts with v), FORMAT how
-the value is written:
+dots between keys, ``[3]`` an index, ``[k=v,...]`` the one list item whose fields match, ``k^=v`` a
+field that starts with v, ``['a.b']`` a key that holds a dot), FORMAT how the value is written:
 
 - a Python format spec (``.2f``, ``.0%``, ``,``, ``d``); by default a float as written in the file
   when it has at most three decimals, else ``.2f``; anything else as is;
 - ``yesno``: ``yes`` or ``no`` for a true or false value;
 - ``ci``: ``0.96 [0.90, 0.98]`` from ``{value, ci_low, ci_high}``; ``ci%``: ``86% [69%, 94%]``;
-- ``frac``: ``24/28`` from ``{value, n}``; ``ms-as-s``: milliseconds written as seconds (``122.7``).
+- ``frac``: ``24/28`` from ``{value, n}`` or from a count pair ``[24, 28]``; ``ms-as-s``: milliseconds
+  written as seconds (``122.7``);
+- a count pair ``[k, n]`` (k of n cases): a format spec writes the share k / n (``.2f``: ``0.86``,
+  ``.0%``: ``86%``); ``wilson``: the share with its 95% Wilson interval, ``0.86 [0.69, 0.94]``
+  (``rag_eval.stats.wilson_interval``, as the studies report it).
 
 A file, key or list item that is not there stops the build with the page and the placeholder, so
 the text cannot state a figure its result file does not hold.
@@ -25,9 +29,12 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
+from rag_eval.stats import wilson_interval
+
 ROOT = Path(__file__).resolve().parents[2]
 PLACEHOLDER = re.compile(r"\{\{\s*fig\s+(\S+)\s+(\S+)(?:\s+(\S+))?\s*\}\}")
 _STEP = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
+_QUOTED = re.compile(r"""^(['"])(.*)\1$""")
 
 
 class FigureError(Exception):
@@ -59,6 +66,8 @@ def lookup(data: Any, key: str) -> Any:
     """The value at ``key`` (see the module's docstring) in ``data``."""
     value = data
     for name, bracket in _STEP.findall(key):
+        if quoted := _QUOTED.match(bracket):
+            name = quoted.group(2)
         if name:
             if not isinstance(value, dict) or name not in value:
                 raise FigureError(f"no key {name!r} (in {key})")
@@ -75,8 +84,27 @@ def lookup(data: Any, key: str) -> Any:
     return value
 
 
+def _count_pair(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and value[1] > 0
+    )
+
+
 def render(value: Any, fmt: str | None) -> str:
     """One figure as the page writes it."""
+    if _count_pair(value) and fmt:
+        k, n = value
+        if fmt == "frac":
+            return f"{k}/{n}"
+        if fmt == "wilson":
+            est = wilson_interval(k, n)
+            return f"{est.value:.2f} [{est.ci_low:.2f}, {est.ci_high:.2f}]"
+        return format(k / n, fmt)
+    if fmt == "wilson":
+        raise FigureError(f"format wilson needs a count pair [k, n], got {value!r}")
     if fmt in ("ci", "ci%"):
         if not isinstance(value, dict) or not {"value", "ci_low", "ci_high"} <= value.keys():
             raise FigureError(f"format {fmt} needs value, ci_low and ci_high, got {value!r}")
