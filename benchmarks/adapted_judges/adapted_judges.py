@@ -356,6 +356,25 @@ def summary(results: list[dict], corpora: list[str]) -> list[dict]:
     return out
 
 
+def smallest_n(summ: list[dict], how: str = "both") -> dict[str, int | None]:
+    """Per judge, the fewest labels (n <= 30) at which the median over the corpora meets the target
+    (n = 0: the shipped judge already does); None where no n does."""
+    out: dict[str, int | None] = {}
+    for j in JUDGES_RUN:
+        ok = [
+            x["n"]
+            for x in summ
+            if x["judge"] == j
+            and x["how"] in (how, "shipped")
+            and x["n"] <= 30
+            and x["median_decided_accuracy"] is not None
+            and x["median_decided_accuracy"] >= TARGET[j] - 1e-9
+            and x["median_uncertain_share"] <= MAX_UNCERTAIN + 1e-9
+        ]
+        out[j] = min(ok) if ok else None
+    return out
+
+
 def _print(results: list[dict], summ: list[dict]) -> None:
     print(f"{'judge':<20}{'how':<9}{'n':>3}  {'corpora':>7}  {'median decided':>14}  {'median uncertain':>16}  meeting")
     for s in summ:
@@ -716,6 +735,23 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None, halueva
             "runtime beside llama-server, and the machine time went to the measurements above.",
             "",
         ]
+    if result.get("smallest_n"):
+        lines += [
+            "## The fewest labels that reach the target",
+            "",
+            "The smallest n (at most 30) at which the median over the corpora meets the judge's target with `both` "
+            "(0: the shipped judge already does; none: no n up to 30 does).",
+            "",
+            "| judge | all nine corpora | earlier corpora | blind part |",
+            "|---|---|---|---|",
+        ]
+        for j in JUDGES_RUN:
+            cells = [
+                _fig(RESULT, f"smallest_n.{scope}.{j}") if result["smallest_n"][scope][j] is not None else "none"
+                for scope in ("all", "earlier", "blind")
+            ]
+            lines.append(f"| {j} | " + " | ".join(cells) + " |")
+        lines.append("")
     if choice:
         lines += [
             "## The priors, chosen on the earlier corpora",
@@ -880,6 +916,11 @@ def main() -> None:
             "summary_earlier": earlier,
             "summary_blind": blind,
             "summary_all": every,
+            "smallest_n": {
+                "all": smallest_n(every),
+                "earlier": smallest_n(earlier),
+                "blind": smallest_n(blind),
+            },
         }
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
