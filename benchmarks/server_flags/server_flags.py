@@ -21,6 +21,12 @@ rag_eval/llm/cpu_probe.py); without it the builds are not compared.
 build the issue calls today's settings. The installed build then runs as ``installed`` (its
 defaults) and ``installed-no-repack``, so one run gives the ratio of the shipped default, and of the
 fastest setting, to the portable build.
+
+Writes the figures into ``result.json`` beside this script (the file the docs page
+``docs/validation/performance.md`` reads), with the command, date, commit and machine: a plain run
+its top-level ``rows``, a ``--base-binary`` run the section ``against_portable`` (its baseline named
+``portable``, the installed build ``probed``), a ``--limit N`` run the section ``first_N_requests``;
+the other sections are kept as they were.
 """
 
 from __future__ import annotations
@@ -30,12 +36,16 @@ import asyncio
 import gzip
 import http.server
 import json
+import os
+import platform
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -43,6 +53,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUESTS = ROOT / "benchmarks" / "server_flags" / "demo-requests.jsonl.gz"
+RESULT = ROOT / "benchmarks" / "server_flags" / "result.json"
+# The docs page's names for the settings of a --base-binary run.
+AGAINST_PORTABLE = {"baseline": "portable", "installed": "probed", "installed-no-repack": "probed-no-repack"}
 
 from rag_eval.llm.local import LocalServer, ServerSettings, default_model_path, server_binary  # noqa: E402
 
@@ -163,7 +176,72 @@ def measure(name: str, binary: Path, settings: ServerSettings, requests: list[di
     return out
 
 
+def _proc(path: str, key: str) -> str:
+    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
+    file = Path(path)
+    lines = file.read_text().splitlines() if file.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
+
+
+def machine() -> dict:
+    """What the timings were measured on: cores, memory, processor, and how busy it was."""
+    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
+        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
+        "python": platform.python_version(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def commit() -> str:
+    """The repository's commit the script ran at ('' outside a git checkout)."""
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
+def row(o: Outcome, base: Outcome, name: str, against: str) -> dict:
+    """One setting's figures as the result file holds them."""
+    return {
+        "setting": name,
+        "wall_s": round(o.wall_s, 1),
+        "model_s": round(o.model_ms / 1000, 1),
+        against: round(o.wall_s / base.wall_s, 2),
+        "evaluated": o.prompt_n,
+        "prompt_tps": round(o.prompt_n / max(1e-9, o.prompt_ms / 1000), 1),
+        "gen_tps": round(o.predicted_n / max(1e-9, o.predicted_ms / 1000), 1),  # per sequence with slots > 1
+        "drafts_accepted": f"{o.draft_accepted}/{o.draft_n}" if o.draft_n else None,
+        "identical": f"{sum(a == b for a, b in zip(o.outputs, base.outputs, strict=True))}/{len(base.outputs)}",
+        "failures": o.failures,
+    }
+
+
+def write_result(section: str | None, rows: list[dict], n_requests: int, started: datetime) -> None:
+    """The rows into result.json: at its top level (``section`` None) or under ``section``."""
+    result = json.loads(RESULT.read_text(encoding="utf-8")) if RESULT.exists() else {}
+    result["source"] = (
+        "written by benchmarks/server_flags/server_flags.py: the top level by a plain run, against_portable by "
+        "--base-binary, first_N_requests by --limit N; each names its command, date, commit and machine"
+    )
+    figures = {
+        "command": "python " + " ".join([str(Path(sys.argv[0]).resolve().relative_to(ROOT)), *sys.argv[1:]]),
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "machine": machine(),
+        "requests": n_requests,
+        "rows": rows,
+    }
+    if section is None:
+        result.update(figures)
+    else:
+        result[section] = figures
+    RESULT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {section or 'rows'} to {RESULT}")
+
+
 def main() -> None:
+    started = datetime.now(UTC)
     parser = argparse.ArgumentParser()
     parser.add_argument("--record", action="store_true", help="record the demo's requests again")
     parser.add_argument("--sample", type=int, default=3, help="questions of the demo to record")
@@ -191,9 +269,9 @@ def main() -> None:
     settings = {
         "baseline": (portable, ServerSettings()),
         "fa-off": (portable, ServerSettings(flash_attn="off")),
-        "np2": (portable, ServerSettings(parallel=2)),
-        "np4": (portable, ServerSettings(parallel=4)),
-        "spec-ngram": (portable, ServerSettings(speculative="ngram-simple", draft_max=16)),
+        "parallel2": (portable, ServerSettings(parallel=2)),
+        "parallel4": (portable, ServerSettings(parallel=4)),
+        "ngram": (portable, ServerSettings(speculative="ngram-simple", draft_max=16)),
         "no-repack": (portable, ServerSettings(repack=False)),
     }
     if args.base_binary:
@@ -204,7 +282,7 @@ def main() -> None:
         settings["native-fa-off"] = (fast, ServerSettings(flash_attn="off"))
         settings["native-np2-spec"] = (fast, ServerSettings(parallel=2, speculative="ngram-simple"))
     # The baseline again at the end: how far the machine itself drifted during the run.
-    settings["baseline-again"] = (portable, ServerSettings())
+    settings["baseline-end"] = (portable, ServerSettings())
     chosen = set(args.only.split(",")) | {"baseline"} if args.only else set(settings)
     print(f"{len(requests)} requests, {sum(len(json.dumps(r)) for r in requests) / 1000:.0f} kB of request JSON")
     results = []
@@ -224,7 +302,11 @@ def main() -> None:
             f"drafts accepted {acc:>9s}  identical outputs {same}/{len(requests)}  failures {o.failures}",
             flush=True,
         )
-    print(json.dumps({o.name: {"wall_s": round(o.wall_s, 1), "model_s": round(o.model_ms / 1000, 1)} for o in results}))
+    names = AGAINST_PORTABLE if args.base_binary else {}
+    against = "vs_portable" if args.base_binary else "vs_baseline"
+    rows = [row(o, results[0], names.get(o.name, o.name), against) for o in results]
+    section = f"first_{args.limit}_requests" if args.limit else "against_portable" if args.base_binary else None
+    write_result(section, rows, len(requests), started)
 
 
 if __name__ == "__main__":
