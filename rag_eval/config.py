@@ -98,7 +98,7 @@ class CorpusConfig(_Model):
     folder: str | None = Field(
         None,
         description="a folder of documents (searched recursively), split into chunks by chunker; chunk ids are "
-        "<relative path>#<section>",
+        "<relative path>#<section> (heading) or <relative path>#<piece number> (fixed)",
     )
     chunker: ChunkerConfig = ChunkerConfig()
     extensions: list[str] = Field(
@@ -250,7 +250,8 @@ class RerankConfig(RetrieverKind):
         50,
         gt=0,
         description="how many of the base ranking's top chunks the cross-encoder scores; the rest keep their order "
-        "below them (more: better recall at the top, one model call per chunk more)",
+        "below them (more: a relevant chunk from lower down can reach the top, at one more question-chunk pair "
+        "scored per chunk)",
     )
     batch_size: int = Field(32, gt=0, description="question-chunk pairs scored at once; speed and memory only")
 
@@ -646,7 +647,10 @@ class StatsConfig(_Model):
         "interval ends less stable",
     )
     permutation_resamples: int = Field(
-        10_000, ge=100, description="resamples of the paired permutation test (metrics that are not yes/no)"
+        10_000,
+        ge=100,
+        description="resamples of the paired permutation test, whose p-value is the one reported for metrics that "
+        "are not yes/no (mrr, ndcg@k); yes/no metrics (hit@k) use the exact sign test",
     )
     confidence: float = Field(0.95, gt=0, lt=1, description="confidence level of every interval (0.95: 95% intervals)")
     alpha: float = Field(
