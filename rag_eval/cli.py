@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 
 from rag_eval import api, progress
+from rag_eval.answers.answer_records import Usage
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
 from rag_eval.data.corpus import load_corpus
@@ -18,6 +19,7 @@ from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
 from rag_eval.judges.calibration import user_path
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
+from rag_eval.judges.judge_records import BandOutOfFold, FittedBand
 from rag_eval.judges.labels import draw, known_answers, label_run, read_labels, weights_of, write_csv, write_html
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.offline import go_offline
@@ -33,13 +35,15 @@ from rag_eval.report.files import write_report
 from rag_eval.report.gates import describe_failure
 from rag_eval.report.history_html import render_history_html
 from rag_eval.report.markdown import fmt
-from rag_eval.report.report_records import Report
+from rag_eval.report.report_records import LintFinding, Report
 from rag_eval.report.screen import one_screen
 from rag_eval.report.triage import labels_plan
 from rag_eval.retrievers.lint import fails, generic_labels, split_evidence
 from rag_eval.rundir import write_json, write_text
 from rag_eval.system.run import failure_lines
 from rag_eval.system.trial import describe, try_system
+from rag_eval.testgen.generator import GenerationReport
+from rag_eval.typed import required
 from rag_eval.version import __version__
 from rag_eval.view.serve import DEFAULT_HOST, DEFAULT_PORT, serve
 
@@ -224,10 +228,10 @@ def _judge_check(args: argparse.Namespace) -> int:
                 f"  {a['judge']:<20}{a['source']:<14} saved {sd} ({a['shipped_uncertain']:.0%} uncertain)  "
                 f"adapted {ad} ({a['adapted_uncertain']:.0%} uncertain)  {a['cases']} cases, {a['draws']} draws"
             )
-    for u in usage:
+    for u in map(Usage.load, usage):
         print(
-            f"model {u['model']}: {u['calls']} calls, {u['cache_hits']} from cache, {u['prompt_tokens']} prompt "
-            f"and {u['completion_tokens']} completion tokens"
+            f"model {u.model}: {u.calls} calls, {u.cache_hits} from cache, {u.prompt_tokens} prompt "
+            f"and {u.completion_tokens} completion tokens"
         )
     if args.save:
         print(f"cut-offs and bands saved to {user_path()}")
@@ -244,19 +248,21 @@ def _judge_check(args: argparse.Namespace) -> int:
 
 def _band_line(s) -> str:
     """A judge's band of uncertain decisions, as judge-check fitted and measured it."""
-    bands, oof = s.extra.get("bands"), s.extra.get("band_out_of_fold")
-    if not bands:
+    fitted, out_of_fold = s.extra.get("bands"), s.extra.get("band_out_of_fold")
+    if not fitted:
         return "    no band of uncertain decisions (no probabilities)"
+    bands = {v: FittedBand.load(b) for v, b in fitted.items()}
+    oof = BandOutOfFold.load(out_of_fold)
     edges = ", ".join(
         f"{v + ' ' if len(bands) > 1 else ''}"
-        + (f"[{b['low']:.3f}, {b['high']:.3f})" if b["high"] > b["low"] else "empty (the cut-off alone reaches it)")
-        + (f" (target {b['target']:.2f})" if b["reached"] else f" (target {b['target']:.2f} not reached)")
+        + (f"[{b.low:.3f}, {b.high:.3f})" if b.high > b.low else "empty (the cut-off alone reaches it)")
+        + (f" (target {b.target:.2f})" if b.reached else f" (target {b.target:.2f} not reached)")
         for v, b in bands.items()
     )
-    acc = f"{oof['decided_accuracy']:.2f}" if oof.get("decided_accuracy") is not None else "–"
+    acc = f"{oof.decided_accuracy:.2f}" if oof.decided_accuracy is not None else "–"
     return (
-        f"    uncertain band {edges}; out of fold: decided {oof['n_decided']} of {oof['n']} agree on {acc}, "
-        f"{oof['uncertain_share']:.0%} uncertain"
+        f"    uncertain band {edges}; out of fold: decided {oof.n_decided} of {oof.n} agree on {acc}, "
+        f"{oof.uncertain_share:.0%} uncertain"
     )
 
 
@@ -284,7 +290,8 @@ def _cascade(args: argparse.Namespace, cases, scores, usage: list[dict]) -> list
             got = {c["id"]: Prediction(probs=c["p"], variant=c["variant"]) for c in s.extra.get("cases", [])}
             preds[s.judge] = [got.get(c["id"], Prediction(error="not judged")) for c in cases]
     ops, usage_second = second_opinions(cases, names, second, cache_root(), prompts)
-    first_usage = {"calls": sum(u["calls"] + u["cache_hits"] for u in usage), "cost": sum(u["cost"] for u in usage)}
+    used = [Usage.load(u) for u in usage]
+    first_usage = {"calls": sum(u.calls + u.cache_hits for u in used), "cost": sum(u.cost for u in used)}
     rows = []
     for name in names:
         rows += measure(
@@ -362,7 +369,7 @@ def _report(args: argparse.Namespace) -> int:
     elif args.labels:
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
     if args.labels:
-        lab = report.labels
+        lab = required(report.labels, "the report's labels section")
         print(
             f"labels: {lab.answers_labelled} answers ("
             + ", ".join(f"{c} {n}" for c, n in lab.per_column.items())
@@ -412,24 +419,24 @@ def _generate(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in {"n": args.n, "seed": args.seed}.items() if v is not None}
     if args.mix:
         overrides["mix"] = _parse_mix(args.mix)
-    report = api.generate(
-        args.config, out=args.out, progress=progress.shown(), use_cache=not args.no_cache, **overrides
+    report = GenerationReport.load(
+        api.generate(args.config, out=args.out, progress=progress.shown(), use_cache=not args.no_cache, **overrides)
     )
     print(
-        f"{report['kept']} questions kept of {report['drawn']} drafted ({report['asked']} asked) in "
-        f"{report['seconds']:.0f} s ({report['seconds_per_kept'] or 0:.1f} s per kept question), model {report['model']}"
+        f"{report.kept} questions kept of {report.drawn} drafted ({report.asked} asked) in "
+        f"{report.seconds:.0f} s ({report.seconds_per_kept or 0:.1f} s per kept question), model {report.model}"
     )
-    print("kinds: " + ", ".join(f"{k} {n}" for k, n in report["kinds"].items()))
-    if report.get("quotes"):
-        print("evidence quotes of answerable drafts: " + ", ".join(f"{k} {n}" for k, n in report["quotes"].items()))
-    if report["dropped"]:
-        print("dropped: " + ", ".join(f"{why} {n}" for why, n in report["dropped"].items()))
-    for f in report.get("lint", []):
-        print(f"lint [{f['severity']}] {f['code']}: {f['message']}")
-    if report.get("lint_error"):
-        print(f"lint: {report['lint_error']}")
+    print("kinds: " + ", ".join(f"{k} {n}" for k, n in report.kinds.items()))
+    if report.quotes:
+        print("evidence quotes of answerable drafts: " + ", ".join(f"{k} {n}" for k, n in report.quotes.items()))
+    if report.dropped:
+        print("dropped: " + ", ".join(f"{why} {n}" for why, n in report.dropped.items()))
+    for f in map(LintFinding.load, report.lint):
+        print(f"lint [{f.severity}] {f.code}: {f.message}")
+    if report.lint_error:
+        print(f"lint: {report.lint_error}")
     print(f"wrote {args.out} and {Path(args.out).with_suffix('.report.json')}")
-    return 0 if report["kept"] else 1
+    return 0 if report.kept else 1
 
 
 def _parse_mix(text: str) -> dict[str, float]:
@@ -513,7 +520,7 @@ def _traces(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         progress=progress.shown(),
     )
-    t = result.typed_report.traces
+    t = required(result.typed_report.traces, "the report's traces section")
     skipped = ", ".join(f"{n} {why}" for why, n in t.skipped.items()) or "none"
     print(f"traces: {t.read} read, {t.audited} audited; skipped: {skipped}")
     for s in t.skipped_traces[:10]:

@@ -174,27 +174,27 @@ class RayModelTransport(httpx.AsyncBaseTransport):
         self.actors: list = []
         self.idle: asyncio.Queue | None = None
 
-    def _start(self) -> None:
+    def _start(self) -> asyncio.Queue:
         ray = ray_init(self.engine)
         actor = ray.remote(num_cpus=self.engine.worker_threads)(_ModelWorker)
         cfg = self.llm.model_dump()
         say(f"engine: starting {self.engine.model_workers} model server(s) on Ray")
         self.actors = [actor.remote(cfg, self.engine.worker_threads) for _ in range(self.engine.model_workers)]
-        self.idle = asyncio.Queue()
+        self.idle = idle = asyncio.Queue[Any]()
         for a in self.actors:
-            self.idle.put_nowait(a)
+            idle.put_nowait(a)
+        return idle
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.idle is None:
-            self._start()
+        idle = self._start() if self.idle is None else self.idle
         body = await request.aread()
-        actor = await self.idle.get()
+        actor = await idle.get()
         try:
             status, content, headers = await actor.post.remote(
                 request.url.raw_path.decode(), body, request.headers.get("content-type", "application/json")
             )
         finally:
-            self.idle.put_nowait(actor)
+            idle.put_nowait(actor)
         return httpx.Response(status, content=content, headers=headers, request=request)
 
     async def aclose(self) -> None:

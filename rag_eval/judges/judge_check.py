@@ -31,6 +31,7 @@ from rag_eval.judges.adaptation import Item
 from rag_eval.judges.adapted import adaptable, adapted_check, item_of, shipped_deciders
 from rag_eval.judges.calibration import balanced_accuracy, blends_for, fit_cutoff, out_of_fold
 from rag_eval.judges.calibration import save as save_calibration
+from rag_eval.judges.judge_records import FittedBand
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import CASE_KINDS, FAITHFUL_SHARE, JUDGES, Families, Inputs, judges_for
 from rag_eval.judges.scored import ScoredJudges
@@ -374,26 +375,24 @@ def predict(
     judges. ``blends``: the saved blends with word evidence apply (the judges as an audit runs
     them); without, the model's own probabilities (what a blend is fitted on)."""
     session = LLMSession(cache_dir)
-    holder: dict = {}
 
-    async def main():
+    async def main() -> tuple[dict[str, list[Prediction]], str, ScoredJudges]:
         llm = session.llm(llm_cfg, "judge-check --llm")
-        holder["identity"] = llm.identity
-        holder["scored"] = scored = ScoredJudges.load(llm, prompts_dir)
+        scored = ScoredJudges.load(llm, prompts_dir)
         if blends:
             scored.blends = blends_for(llm.identity, scored)
         ragas = RagasJudges(llm, json_schema=llm_cfg.json_schema) if _families(judges) & {"ragas"} else None
         try:
-            return await _predict(cases, llm, scored, ragas, judges)
+            return await _predict(cases, llm, scored, ragas, judges), llm.identity, scored
         finally:
             await session.aclose()
 
     try:
-        preds = asyncio.run(main())
+        preds, identity, scored = asyncio.run(main())
     finally:
         usage = session.usage()
         session.close()
-    return preds, usage, holder["identity"], holder["scored"]
+    return preds, usage, identity, scored
 
 
 def run_judge_check(
@@ -478,13 +477,14 @@ def _add_adapted(name, cases, preds, scores, identity, scored, threshold, labels
 def saved_band(extra: dict, variant: str) -> dict:
     """What a calibration keeps of the band: its edges and target, its out-of-fold figures, and the
     cases' probabilities (so a band can be refitted without asking the model again)."""
-    band = (extra.get("bands") or {}).get(variant)
-    if not band:
+    found = (extra.get("bands") or {}).get(variant)
+    if not found:
         return {}
+    band = FittedBand.load(found)
     return {
-        "band": [band["low"], band["high"]],
-        "band_target": band["target"],
-        "band_reached": band["reached"],
+        "band": [band.low, band.high],
+        "band_target": band.target,
+        "band_reached": band.reached,
         "band_out_of_fold": extra.get("band_out_of_fold"),
         "cases": [[c["p"], c["positive"]] for c in extra.get("cases", []) if c["variant"] == variant],
     }

@@ -57,6 +57,27 @@ class BandRange(Model):
     source: str = ""
 
 
+class FittedBand(Model):
+    """A band judge-check fitted around one cut-off on all cases (``uncertain.BandFit`` with the
+    target it aimed at), as ``JudgeScore.extra["bands"]`` holds it."""
+
+    low: Num = 0.0
+    high: Num = 0.0
+    decided_accuracy: Num | None = None
+    uncertain_share: Num = 0.0
+    reached: bool = False
+    target: Num = 0.0
+
+
+class BandOutOfFold(Model):
+    """How judge-check's bands did out of fold: decided agreement, uncertain share, decided of all."""
+
+    decided_accuracy: Num | None = None
+    uncertain_share: Num = 0.0
+    n_decided: int = 0
+    n: int = 0
+
+
 class Calibration(Model):
     """A probability-scored judge's cut-offs in this run, whether they were calibrated for the
     judge model and prompt, its measured agreement with people, and its uncertain bands."""

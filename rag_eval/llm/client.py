@@ -171,7 +171,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
             return
         try:
             entry = self.slots.to_restore(text)
-            if entry and await self._slot_action("restore", entry["file"]):
+            if entry and await self._slot_action("restore", entry.file):
                 self.slots.restored(entry)
                 self.usage.prefix_restored += 1
         except Exception:  # noqa: BLE001 - a library that errs is only switched off: the request goes on

@@ -30,7 +30,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rag_eval.llm.schedule import shared_prefix
@@ -60,6 +60,16 @@ class SlotStats:
     restored: int = 0
     saved: int = 0
     failed: int = 0
+
+
+@dataclass
+class SlotEntry:
+    """A saved slot of the index: its file, the beginning of the prompt it holds, its size, its last use."""
+
+    file: str
+    text: str
+    bytes: int
+    used: float
 
 
 def _valid(e) -> bool:
@@ -98,15 +108,16 @@ class SlotLibrary:
         self.dir.mkdir(parents=True, exist_ok=True)
         return self.dir
 
-    def entries(self) -> list[dict]:
-        """The saved slots whose files exist: {file, text, bytes, used}; malformed ones skipped."""
+    def entries(self) -> list[SlotEntry]:
+        """The saved slots whose files exist; malformed ones skipped."""
         try:
             data = json.loads(self.index_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return []
         if not isinstance(data, list):
             return []
-        return [e for e in data if _valid(e) and (self.dir / e["file"]).is_file()]
+        found = [SlotEntry(e["file"], e["text"], e["bytes"], e["used"]) for e in data if _valid(e)]
+        return [e for e in found if (self.dir / e.file).is_file()]
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -119,9 +130,9 @@ class SlotLibrary:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def _write(self, entries: list[dict]) -> None:
+    def _write(self, entries: list[SlotEntry]) -> None:
         tmp = self.index_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entries, ensure_ascii=False), encoding="utf-8")
+        tmp.write_text(json.dumps([asdict(e) for e in entries], ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, self.index_path)
 
     def held(self, text: str) -> int:
@@ -129,15 +140,15 @@ class SlotLibrary:
         head = text[:MATCH_CHARS]
         return max([shared_prefix(head, self.slot)] + [shared_prefix(head, s) for s in self.ram])
 
-    def _best(self, head: str) -> tuple[dict | None, int]:
+    def _best(self, head: str) -> tuple[SlotEntry | None, int]:
         best, best_n = None, 0
         for e in self.entries():
-            n = shared_prefix(head, e["text"])
+            n = shared_prefix(head, e.text)
             if n > best_n:
                 best, best_n = e, n
         return best, best_n
 
-    def to_restore(self, text: str) -> dict | None:
+    def to_restore(self, text: str) -> SlotEntry | None:
         """The saved slot to load before sending ``text``: the one sharing the longest beginning with
         it, where that beats what the server holds by ``MIN_SHARED_CHARS``."""
         if not self.active:
@@ -172,20 +183,20 @@ class SlotLibrary:
             del self.ram[:-HELD_LIMIT]
         self.slot = head
 
-    def _touch(self, entry: dict) -> None:
+    def _touch(self, entry: SlotEntry) -> None:
         # A template still in use stays in the library: its last use, written at most once a minute.
-        if time.time() - entry["used"] < 60:
+        if time.time() - entry.used < 60:
             return
         with self._locked():
             entries = self.entries()
             for e in entries:
-                if e["file"] == entry["file"]:
-                    e["used"] = time.time()
+                if e.file == entry.file:
+                    e.used = time.time()
             self._write(entries)
 
-    def restored(self, entry: dict) -> None:
+    def restored(self, entry: SlotEntry) -> None:
         """The slot now holds ``entry``'s prompt; what it held before is gone (not cached)."""
-        self.slot = entry["text"]
+        self.slot = entry.text
         self.stats.restored += 1
         self._touch(entry)
 
@@ -193,19 +204,19 @@ class SlotLibrary:
         """Record a saved slot, then drop the least recently used ones beyond ``max_bytes`` and
         slot files the index does not know (older than ``ORPHAN_AGE_S``)."""
         with self._locked():
-            old = sorted((e for e in self.entries() if e["file"] != file), key=lambda e: e["used"], reverse=True)
-            new = {"file": file, "text": text[:MATCH_CHARS], "bytes": int(n_bytes), "used": time.time()}
-            kept: list[dict] = []
+            old = sorted((e for e in self.entries() if e.file != file), key=lambda e: e.used, reverse=True)
+            new = SlotEntry(file, text[:MATCH_CHARS], int(n_bytes), time.time())
+            kept: list[SlotEntry] = []
             total = 0
             for e in [new, *old]:
-                total += e["bytes"]
+                total += e.bytes
                 if total > self.max_bytes and kept:
                     with contextlib.suppress(OSError):
-                        (self.dir / e["file"]).unlink()
+                        (self.dir / e.file).unlink()
                     continue
                 kept.append(e)
             self._write(kept)
-            known = {e["file"] for e in kept}
+            known = {e.file for e in kept}
             for path in self.dir.glob("*.bin"):
                 with contextlib.suppress(OSError):
                     if path.name not in known and time.time() - path.stat().st_mtime > ORPHAN_AGE_S:

@@ -21,6 +21,7 @@ from rag_eval.llm.client import _SECRETS, Usage, redact
 from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.retrievers.mapping import Passage
 from rag_eval.system.paths import extract, is_single
+from rag_eval.typed import required
 from rag_eval.types import Question
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -110,7 +111,7 @@ def passages_from(data: Any, cfg: HttpSystemConfig) -> list[Passage]:
     ids = [None if v is None else str(v) for v in extract(data, cfg.ids)] if cfg.ids else None
     texts = [None if v is None else str(v) for v in extract(data, cfg.contexts)] if cfg.contexts else None
     scores = extract(data, cfg.scores) if cfg.scores else None
-    n = len(ids if ids is not None else texts)
+    n = len(ids if ids is not None else required(texts, "system.ids or system.contexts (the passages' paths)"))
     if ids is not None and texts is not None and len(ids) != len(texts):
         raise ValueError(f"the response has {len(ids)} ids ({cfg.ids}) but {len(texts)} texts ({cfg.contexts})")
     if scores is not None and len(scores) != n:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfig
+from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfig, SystemConfig
+from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of
 from rag_eval.system.http import HttpSystem, Trial
 from rag_eval.system.pipelines import HaystackSystem, LlamaIndexSystem
@@ -22,7 +23,8 @@ def try_system(cfg: AuditConfig, text: str) -> Trial:
     question = Question("try", text, {}, True)
 
     async def main() -> Trial:
-        s, where = cfg.system, cfg.where("system")
+        s, where = _system(cfg), cfg.where("system")
+        system: HttpSystem | LlamaIndexSystem | HaystackSystem
         if isinstance(s, HttpSystemConfig):
             system = HttpSystem(s, None, where)
         elif isinstance(s, LlamaIndexSystemConfig):
@@ -37,6 +39,15 @@ def try_system(cfg: AuditConfig, text: str) -> Trial:
     return asyncio.run(main())
 
 
+def _system(cfg: AuditConfig) -> SystemConfig:
+    """The config's system; a clear error for a config without one."""
+    if cfg.system is None:
+        raise ConfigError(
+            Problem(cfg.where("system"), "no system is configured", "add a system: section to the config")
+        )
+    return cfg.system
+
+
 def _short(text: str | None, n: int) -> str:
     text = " ".join((text or "").split())
     return repr(text if len(text) <= n else text[: n - 3] + "...")
@@ -44,7 +55,7 @@ def _short(text: str | None, n: int) -> str:
 
 def describe(cfg: AuditConfig, trial: Trial, corpus: Corpus) -> str:
     """The trial as lines: request, raw reply, parsed answer and passages (and their mapping)."""
-    s = cfg.system
+    s = _system(cfg)
     lines = []
     if isinstance(s, HttpSystemConfig):
         req = trial.request

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from rag_eval.retrievers.factory import run_retrievers
 from rag_eval.retrievers.health import run_lint
 from rag_eval.rundir import write_json, write_text
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
-from rag_eval.typed import required
+from rag_eval.typed import Model, Num, required
 from rag_eval.types import Chunk, Corpus, Question
 
 KINDS = ("fact", "symbol", "paraphrase", "multi", "unanswerable")
@@ -75,6 +75,29 @@ class Job:
     index: int
     kind: str
     chunk: Chunk
+
+
+class GenerationReport(Model):
+    """``rag-eval generate``'s report (``<out>.report.json``): questions asked, drafted, kept and
+    dropped (and why), the kinds kept, the model and its usage, the lint findings on the result."""
+
+    out: str = ""
+    asked: int = 0
+    drawn: int = 0
+    kept: int = 0
+    dropped: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    wanted_kinds: dict[str, int] = {}
+    quotes: dict[str, int] = {}
+    evidence_verified_first_try: int = 0
+    retried: int = 0
+    model: str = ""
+    seconds: Num = 0
+    seconds_per_kept: Num | None = None
+    seed: int = 0
+    usage: list[dict[str, Any]] = []
+    lint: list[dict[str, Any]] = []
+    lint_error: str | None = None
 
 
 @dataclass
@@ -489,7 +512,7 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
         "drawn": len(drawn),
         "kept": len(records),
         "dropped": dict(dropped.most_common()),
-        "kinds": dict(Counter(r["kind"] for r in records)),
+        "kinds": dict(Counter(o.job.kind for o in outcomes if o.record is not None)),
         "wanted_kinds": dict(Counter(kinds)),
         "quotes": dict(Counter(o.quote for o in drawn if o.quote)),
         "evidence_verified_first_try": sum(
@@ -529,16 +552,16 @@ def run_generate(cfg: AuditConfig, out: Path, *, use_cache: bool = True, corpus=
         cache_root(cfg.cache_folder), use_cache=use_cache, log_dir=out.parent, engine=make_engine(cfg.engine)
     )
     try:
-        report = generate_test_set(cfg, corpus, session, out)
-        report["usage"] = session.usage()
+        report = GenerationReport.load(generate_test_set(cfg, corpus, session, out))
+        report.usage = session.usage()
     finally:
         session.close()
-    if report["kept"]:
+    if report.kept:
         linted = cfg.model_copy(update={"test_set": TestSetConfig(path=str(out.resolve()))})
         try:
             inputs = Inputs(corpus, load_test_set(out, corpus), out)
-            report["lint"] = [f.to_dict() for f in run_lint(linted, inputs)]
+            report.lint = [f.to_dict() for f in run_lint(linted, inputs)]
         except DataError as exc:  # e.g. only unanswerable questions kept
-            report["lint_error"] = exc.render()
-    write_json(out.with_suffix(".report.json"), report)
-    return report
+            report.lint_error = exc.render()
+    write_json(out.with_suffix(".report.json"), report.dump())
+    return report.dump()

@@ -4,6 +4,7 @@ only file it writes is a run's labels file (``view/labels_file.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,23 +51,43 @@ def _env() -> Environment:
     return env
 
 
-def _question_rows(report, q: dict[str, str]) -> list[dict]:
+@dataclasses.dataclass(frozen=True)
+class Filters:
+    """The run page's question filters, as its query string sets them ("" where it does not)."""
+
+    prompt: str = ""
+    outcome: str = ""
+    judge: str = ""
+    verdict: str = ""
+    uncertain: str = ""
+
+    @classmethod
+    def of(cls, request: Request) -> Filters:
+        return cls(**{f.name: request.query_params.get(f.name, "") for f in dataclasses.fields(cls)})
+
+
+def _name(request: Request) -> str:
+    """The run named in the page's path."""
+    return str(request.path_params["name"])
+
+
+def _question_rows(report, q: Filters) -> list[dict]:
     """The attribution rows that pass the filters (prompt, outcome, judge, verdict, uncertain)."""
     out = []
     for r in report.rows():
         judges = {n: j for n, j in r.judges.items() if j.status != "skipped"}
-        if q.get("prompt") and r.prompt != q["prompt"]:
+        if q.prompt and r.prompt != q.prompt:
             continue
-        if q.get("outcome") and r.outcome != q["outcome"]:
+        if q.outcome and r.outcome != q.outcome:
             continue
-        judge = q.get("judge")
+        judge = q.judge
         if judge and judge not in judges:
             continue
-        if q.get("verdict"):
+        if q.verdict:
             shown = [judges[judge].shown()] if judge else [j.shown() for j in judges.values()]
-            if q["verdict"] not in shown:
+            if q.verdict not in shown:
                 continue
-        if q.get("uncertain"):
+        if q.uncertain:
             pool = [judges[judge]] if judge else list(judges.values())
             if r.outcome != "uncertain" and not any(j.status == "uncertain" for j in pool):
                 continue
@@ -98,7 +119,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
         return page("runs.html", title="Runs", runs=list_runs(runs_dir))
 
     async def run(request: Request) -> Response:
-        name = request.path_params["name"]
+        name = _name(request)
         path = run_or_none(name)
         if path is None or not (path / "report.json").exists():
             return not_found(name)
@@ -106,10 +127,10 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
         figs = label_figures(path, report)
         labelled = figs.report
         heads = headline_figures(summary(labelled), labelled.dump())
-        q = {k: request.query_params.get(k, "") for k in ("prompt", "outcome", "judge", "verdict", "uncertain")}
+        q = Filters.of(request)
         rows = report.rows()
         judges = sorted({n for r in rows for n, j in r.judges.items() if j.status != "skipped"})
-        verdicts = sorted({j.shown() for r in rows for n, j in r.judges.items() if not q["judge"] or n == q["judge"]})
+        verdicts = sorted({j.shown() for r in rows for n, j in r.judges.items() if not q.judge or n == q.judge})
         return page(
             "run.html",
             title=name,
@@ -130,7 +151,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
         )
 
     async def report_page(request: Request) -> Response:
-        name = request.path_params["name"]
+        name = _name(request)
         path = run_or_none(name)
         if path is None or not (path / "report.json").exists():
             return not_found(name)
@@ -147,7 +168,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
         return report, rows, build_queue(path, report, rows)
 
     async def label_start(request: Request) -> Response:
-        name = request.path_params["name"]
+        name = _name(request)
         path = run_or_none(name)
         if path is None or not (path / "report.json").exists():
             return not_found(name)
@@ -162,7 +183,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
         return RedirectResponse(f"/runs/{name}/label/{first}", status_code=303)
 
     async def label_page(request: Request) -> Response:
-        name = request.path_params["name"]
+        name = _name(request)
         path = run_or_none(name)
         if path is None or not (path / "report.json").exists():
             return not_found(name)
@@ -199,7 +220,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
         )
 
     async def post_label(request: Request) -> Response:
-        name = request.path_params["name"]
+        name = _name(request)
         path = run_or_none(name)
         if path is None or not (path / "report.json").exists():
             return JSONResponse({"error": f"{name} is not a run folder in {runs_dir}"}, 404)
@@ -236,7 +257,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
         return JSONResponse({"saved": True, "figures": figures_json(label_figures(path, load_report(path)))})
 
     async def figures(request: Request) -> Response:
-        path = run_or_none(request.path_params["name"])
+        path = run_or_none(_name(request))
         if path is None or not (path / "report.json").exists():
             return JSONResponse({"error": "not a run folder"}, 404)
         return JSONResponse(figures_json(label_figures(path, load_report(path))))

@@ -37,8 +37,8 @@ def test_a_beginning_is_saved_once_it_repeats_and_only_once(tmp_path):
     lib.sent(FIXED + "Q: one")
     file = _saved(lib, FIXED + "Q: two")
     assert lib.to_save(FIXED + "Q: three") is None  # the library has this beginning already
-    assert [e["file"] for e in lib.entries()] == [file]
-    assert lib.entries()[0]["text"] == FIXED + "Q: two"
+    assert [e.file for e in lib.entries()] == [file]
+    assert lib.entries()[0].text == FIXED + "Q: two"
     assert lib.to_save("user\0hi\0") is None  # a short prompt is never worth a slot
 
 
@@ -62,8 +62,8 @@ def test_a_fresh_server_restores_the_longest_match_unless_it_holds_as_much(tmp_p
         lib.saved(name, text, 1)
     # The next process: a new library object over the same folder, a server that holds nothing.
     fresh = SlotLibrary(tmp_path, "local:model:build:settings")
-    assert fresh.to_restore(FIXED + "Q: b and more shared words, then it differs")["file"] == "b" * 24 + ".bin"
-    assert fresh.to_restore(FIXED + "Q: c")["file"] in {"a" * 24 + ".bin", "b" * 24 + ".bin"}
+    assert fresh.to_restore(FIXED + "Q: b and more shared words, then it differs").file == "b" * 24 + ".bin"
+    assert fresh.to_restore(FIXED + "Q: c").file in {"a" * 24 + ".bin", "b" * 24 + ".bin"}
     assert fresh.to_restore("An unrelated prompt " * 50) is None
     fresh.sent(FIXED + "Q: c")
     assert fresh.to_restore(FIXED + "Q: d") is None  # the server's own cache has the beginning
@@ -80,7 +80,7 @@ def test_templates_that_alternate_are_restored_again(tmp_path):
     fresh = SlotLibrary(tmp_path, "id")
     for prompt in (FIXED + "A1", OTHER + "B1", FIXED + "A2", OTHER + "B2"):
         entry = fresh.to_restore(prompt)
-        assert entry is not None and prompt.startswith(entry["text"][:400]), prompt
+        assert entry is not None and prompt.startswith(entry.text[:400]), prompt
         fresh.restored(entry)
         fresh.sent(prompt)
     assert fresh.stats.restored == 4
@@ -107,7 +107,7 @@ def test_the_least_recently_used_slots_go_beyond_the_byte_budget(tmp_path, monke
         fixed = f"template {i} " * 100
         lib.sent(fixed + "a")
         files.append(_saved(lib, fixed + "b"))
-    kept = [e["file"] for e in lib.entries()]
+    kept = [e.file for e in lib.entries()]
     assert kept == [files[2], files[1]]  # newest first; the oldest was deleted with its file
     assert not (lib.dir / files[0]).exists()
 
