@@ -89,6 +89,8 @@ def test_the_config_reference_has_every_key_of_every_model(site):
     # A key's default and description come from the model: LLMConfig's ctx_size, for one.
     row = re.search(r"ctx_size\s+int\s+(\S+)\s+([^\n]+)", text)
     assert row and row.group(1) == "8192" and "context tokens" in row.group(2)
+    # A description's <placeholder> is shown as written, not taken for an HTML tag.
+    assert "chunk ids are <relative path>#<section> (heading)" in " ".join(text.split())
 
 
 def test_every_config_key_has_a_description():

@@ -88,7 +88,10 @@ def _default(info: FieldInfo) -> str:
 
 
 def _cell(text: str | None) -> str:
-    return " ".join((text or "").split()).replace("``", "`").replace("|", "\\|")
+    """Text for a table cell: one line, pipes escaped, and ``<name>`` outside code spans kept as text
+    (Markdown would take it for an HTML tag and drop it)."""
+    spans = " ".join((text or "").split()).replace("``", "`").replace("|", "\\|").split("`")
+    return "`".join(s if i % 2 else s.replace("<", "&lt;").replace(">", "&gt;") for i, s in enumerate(spans))
 
 
 def _collect(model: type[BaseModel], path: str, sections: dict[str, _Section]) -> None:
