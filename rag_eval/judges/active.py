@@ -71,9 +71,10 @@ def question_scores(records: list[dict], deciding: Set[str], unanswerable: Set[s
         u = decision_uncertainty(r)
         if u is None:
             continue
-        decides = r["judge"] in refusal if r["question_id"] in unanswerable else r["judge"] in deciding
+        judge, qid = r["judge"], r["question_id"]
+        decides = judge in refusal if qid in unanswerable else judge in deciding
         u *= 1.0 if decides else OTHER_WEIGHT
-        out[r["question_id"]] = max(out.get(r["question_id"], 0.0), u)
+        out[qid] = max(out.get(qid, 0.0), u)
     return out
 
 

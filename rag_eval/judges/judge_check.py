@@ -312,10 +312,11 @@ def score_judge(
                     for n, i in enumerate(ok)
                 ]
     scores = []
-    sources = ["all"] + sorted({cases[i]["source"] for i in idx})
+    source_of = {i: cases[i]["source"] for i in idx}
+    sources = ["all"] + sorted({source_of[i] for i in idx})
     for source in sources:
-        sel = [n for n, i in enumerate(ok) if source == "all" or cases[i]["source"] == source]
-        n_all = sum(1 for i in idx if source == "all" or cases[i]["source"] == source)
+        sel = [n for n, i in enumerate(ok) if source == "all" or source_of[i] == source]
+        n_all = sum(1 for i in idx if source == "all" or source_of[i] == source)
         if not sel and not n_all:
             continue
         pos, pred = positive[sel], predicted[sel]

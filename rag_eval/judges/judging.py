@@ -40,10 +40,8 @@ JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
 def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
     """Finished judgements keyed by (judge, question id, prompt); not_judged ones are retried, and
     escalated ones come back as the first judge left them (escalation runs again after)."""
-    rows = [first_pass(r) for r in read_jsonl(path)]
-    return {
-        (r["judge"], r["question_id"], r["prompt"]): Judgement.from_dict(r) for r in rows if r["status"] != "not_judged"
-    }
+    judgements = [Judgement.from_dict(first_pass(r)) for r in read_jsonl(path)]
+    return {(j.judge, j.question_id, j.prompt): j for j in judgements if j.status != "not_judged"}
 
 
 def _contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:

@@ -314,21 +314,17 @@ class LLM:
         """
         import openai  # noqa: PLC0415
 
+        # The optional settings are sent only when set (a key present changes the request, its cache key too).
         params: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.cfg.temperature,
             "max_tokens": max_tokens or self.cfg.max_tokens,
+            **({"seed": self.cfg.seed} if self.cfg.seed is not None else {}),
+            **({"response_format": response_format} if response_format is not None else {}),
+            **({"logprobs": True, "top_logprobs": logprobs} if logprobs else {}),
+            **({"stop": stop} if stop else {}),
         }
-        if self.cfg.seed is not None:
-            params["seed"] = self.cfg.seed
-        if response_format is not None:
-            params["response_format"] = response_format
-        if logprobs:
-            params["logprobs"] = True
-            params["top_logprobs"] = logprobs
-        if stop:
-            params["stop"] = stop
         start = time.perf_counter()
         try:
             # The plain POST of the openai client: its retries and errors, without the per-call

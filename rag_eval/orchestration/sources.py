@@ -32,7 +32,7 @@ from rag_eval.rundir import RunFolder
 from rag_eval.system.http import SystemReply
 from rag_eval.system.passages import judged_corpus, map_replies, returned_depth, system_rankings, with_own_passages
 from rag_eval.system.run import ask_all, generation_records, system_name, system_section
-from rag_eval.system.system_records import SystemSection, TracesSection
+from rag_eval.system.system_records import LabelDraw, SystemSection
 from rag_eval.system.trace_audit import (
     labelled,
     match_traces,
@@ -234,7 +234,7 @@ class TracedAnswers(AnswerSource):
                     Problem(
                         ", ".join(str(f) for f in self.files),
                         f"none of the {len(self.traces)} traces is complete (question, documents and answer)",
-                        "see the reasons: " + json.dumps(skipped_section(self.traces, [])["skipped"]),
+                        "see the reasons: " + json.dumps(skipped_section(self.traces, []).skipped),
                     )
                 )
             self.supplied = SuppliedAnswers(rows)
@@ -264,14 +264,14 @@ class TracedAnswers(AnswerSource):
 
     def finish(self, audit: Audit, report: Report) -> Report:
         t = skipped_section(self.traces, [str(f) for f in self.files])
-        say(f"traces: {t['read']} read, {t['audited']} audited, skipped: {t['skipped'] or 'none'}")
+        say(f"traces: {t.read} read, {t.audited} audited, skipped: {t.skipped or 'none'}")
         seed = audit.cfg.stats.seed if self.seed is None else self.seed
-        t["labels"] = label_sample(audit.run_dir, report, self.label_n, seed)
-        report.traces = TracesSection.load(t)
+        t.labels = label_sample(audit.run_dir, report, self.label_n, seed)
+        report.traces = t
         return report
 
 
-def label_sample(run_dir: Path, report: Report, n: int, seed: int) -> dict[str, Any] | None:
+def label_sample(run_dir: Path, report: Report, n: int, seed: int) -> LabelDraw | None:
     """A seeded random sample of the audited answers for people to label (``rag-eval label``'s
     files, with each question and its reference from the written report)."""
     if n <= 0:
@@ -288,7 +288,7 @@ def label_sample(run_dir: Path, report: Report, n: int, seed: int) -> dict[str, 
     drawn: list[DrawnAnswer | dict[str, Any]] = list(rows)
     write_csv(rows, out / "labels.csv")
     write_html(drawn, out / "labels.html", passage_texts(run_dir), verdicts)
-    return {"n": len(rows), "seed": seed, "csv": str(out / "labels.csv"), "html": str(out / "labels.html")}
+    return LabelDraw(n=len(rows), seed=seed, csv=str(out / "labels.csv"), html=str(out / "labels.html"))
 
 
 # Every answer source by its kind; ``source_for`` picks the one a config names.

@@ -10,7 +10,7 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
@@ -67,12 +67,27 @@ class SystemReply:
         )
 
 
+@dataclass(frozen=True)
+class HttpRequest:
+    """A request for one question as the cache keys it: templates filled, header values left as
+    written (``${VAR}``), so the key holds no secret; ``body`` None for a GET."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    params: dict[str, Any]
+    body: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass
 class Trial:
     """One request tried by hand: the request as sent (header values as written, ``${VAR}``), the
     reply's status and text (None and empty when none came), and what was parsed from it."""
 
-    request: dict
+    request: HttpRequest | dict
     status: int | None
     raw: str
     reply: SystemReply
@@ -167,19 +182,18 @@ class HttpSystem:
         self.gate = asyncio.Semaphore(cfg.concurrency)
         self.client = httpx.AsyncClient(timeout=cfg.timeout_s, trust_env=True)
 
-    def request_of(self, question: Question) -> dict:
-        """The request for a question, as the cache keys it: templates filled, header values left as
-        written (``${VAR}``), so the key holds no secret."""
-        return {
-            "method": self.cfg.method,
-            "url": self.cfg.url,
-            "headers": self.cfg.headers,
-            "params": fill(self.cfg.params, question),
-            "body": fill(self.cfg.body, question) if self.cfg.method == "POST" else None,
-        }
+    def request_of(self, question: Question) -> HttpRequest:
+        """The request for a question, as the cache keys it."""
+        return HttpRequest(
+            self.cfg.method,
+            self.cfg.url,
+            self.cfg.headers,
+            fill(self.cfg.params, question),
+            fill(self.cfg.body, question) if self.cfg.method == "POST" else None,
+        )
 
     def key(self, question: Question) -> str:
-        return cache_key(f"system:{self.cfg.url}", self.request_of(question))
+        return cache_key(f"system:{self.cfg.url}", self.request_of(question).to_dict())
 
     async def ask(self, question: Question) -> SystemReply:
         """The system's reply to one question (from the cache when it answered this request before)."""
@@ -202,8 +216,8 @@ class HttpSystem:
                         self.cfg.method,
                         self.url,
                         headers=self.headers,
-                        params=req["params"] or None,
-                        json=req["body"],
+                        params=req.params or None,
+                        json=req.body,
                     )
                 except (httpx.TimeoutException, httpx.TransportError) as exc:
                     last_error, status = f"{type(exc).__name__}: {exc or 'no response'}", None
@@ -240,7 +254,7 @@ class HttpSystem:
         start = time.perf_counter()
         try:
             response = await self.client.request(
-                self.cfg.method, self.url, headers=self.headers, params=req["params"] or None, json=req["body"]
+                self.cfg.method, self.url, headers=self.headers, params=req.params or None, json=req.body
             )
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             error = redact(f"{type(exc).__name__}: {exc or 'no response'} (timeout_s {self.cfg.timeout_s:g})")

@@ -33,6 +33,7 @@ from rag_eval.data.testset import normalise
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.mapping import Passage
 from rag_eval.system.http import SystemReply
+from rag_eval.system.system_records import TracesSection
 from rag_eval.system.traces import SKIP_REASONS, Trace
 
 NO_TEXT = "no_document_text"
@@ -113,13 +114,13 @@ def traced_config(cfg: AuditConfig) -> AuditConfig:
     )
 
 
-def skipped_section(traces: list[Trace], files: list[str]) -> dict:
+def skipped_section(traces: list[Trace], files: list[str]) -> TracesSection:
     """Counts of read, audited and skipped traces, each skipped one named with its reason."""
     reasons = dict.fromkeys((*SKIP_REASONS, NO_TEXT, NOT_IN_TEST_SET), 0)
     for t in traces:
         if t.skipped:
             reasons[t.skipped] = reasons.get(t.skipped, 0) + 1
-    return {
+    section = {
         "files": files,
         "read": len(traces),
         "audited": sum(t.skipped is None for t in traces),
@@ -131,6 +132,7 @@ def skipped_section(traces: list[Trace], files: list[str]) -> dict:
         ],
         "skipped_lines": [line.dump() for line in getattr(traces, "skipped_lines", [])],  # read_traces' TraceRead
     }
+    return TracesSection.load(section)
 
 
 def trace_rows(traces: list[Trace]) -> list[SuppliedAnswer]:

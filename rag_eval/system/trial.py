@@ -10,7 +10,7 @@ import json
 from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfig, SystemConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of
-from rag_eval.system.http import HttpSystem, Trial
+from rag_eval.system.http import HttpRequest, HttpSystem, Trial
 from rag_eval.system.pipelines import HaystackSystem, LlamaIndexSystem
 from rag_eval.types import Corpus, Question
 
@@ -58,14 +58,14 @@ def describe(cfg: AuditConfig, trial: Trial, corpus: Corpus) -> str:
     s = _system(cfg)
     lines = []
     if isinstance(s, HttpSystemConfig):
-        req = trial.request
-        lines.append(f"request: {req['method']} {req['url']}")
-        if req["headers"]:
-            lines.append(f"  headers: {json.dumps(req['headers'], ensure_ascii=False)}")
-        if req["params"]:
-            lines.append(f"  params: {json.dumps(req['params'], ensure_ascii=False)}")
-        if req["body"] is not None:
-            lines.append(f"  body: {json.dumps(req['body'], ensure_ascii=False)}")
+        req = trial.request if isinstance(trial.request, HttpRequest) else HttpRequest(**trial.request)
+        lines.append(f"request: {req.method} {req.url}")
+        if req.headers:
+            lines.append(f"  headers: {json.dumps(req.headers, ensure_ascii=False)}")
+        if req.params:
+            lines.append(f"  params: {json.dumps(req.params, ensure_ascii=False)}")
+        if req.body is not None:
+            lines.append(f"  body: {json.dumps(req.body, ensure_ascii=False)}")
         got = f"HTTP {trial.status}" if trial.status is not None else "no reply"
     else:
         lines.append(f"request: {s.factory}() given {json.dumps(trial.request, ensure_ascii=False, default=repr)}")
