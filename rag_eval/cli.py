@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rag_eval import api, progress
 from rag_eval.answers.answer_records import Usage
+from rag_eval.base_records import required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
 from rag_eval.data.corpus import load_corpus
@@ -43,7 +44,6 @@ from rag_eval.rundir import write_json, write_text
 from rag_eval.system.run import failure_lines
 from rag_eval.system.trial import describe, try_system
 from rag_eval.testgen.generator import GenerationReport
-from rag_eval.typed import required
 from rag_eval.version import __version__
 from rag_eval.view.serve import DEFAULT_HOST, DEFAULT_PORT, serve
 

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import yaml
 
+from rag_eval.base_records import Model, StageReuse
 from rag_eval.config import AuditConfig, resolved_config
 from rag_eval.data.inputs import Inputs
 from rag_eval.errors import ConfigError, DataError, Problem
-from rag_eval.typed import Model, StageReuse
 
 Status = Literal["started", "finished", "failed", "interrupted"]
 

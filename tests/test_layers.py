@@ -29,7 +29,7 @@ LAYERS = (
 MODULES = {
     "__init__": "api",
     "errors": "base",
-    "typed": "base",
+    "base_records": "base",
     "types": "base",
     "hashing": "base",
     "version": "base",

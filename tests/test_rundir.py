@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from rag_eval.base_records import StageReuse
 from rag_eval.config import load_config
 from rag_eval.errors import ConfigError, DataError
 from rag_eval.rundir import RunFolder, read_finished, read_status
-from rag_eval.typed import StageReuse
 
 
 def test_open_new_then_resume_what_did_not_finish(small_project):

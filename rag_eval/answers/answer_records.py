@@ -3,7 +3,7 @@ prompt (a line of generation.jsonl), and the stage's counts and model usage."""
 
 from __future__ import annotations
 
-from rag_eval.typed import Model, Num
+from rag_eval.base_records import Model, Num
 
 
 class Answer(Model):

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer
+from rag_eval.base_records import StageReuse, required
 from rag_eval.config import AuditConfig, GenerationConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem
@@ -25,7 +26,6 @@ from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.rundir import read_jsonl, write_text
-from rag_eval.typed import StageReuse, required
 from rag_eval.types import Chunk, Corpus
 
 PLACEHOLDERS = ("{question}", "{contexts}")

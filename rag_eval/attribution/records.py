@@ -3,8 +3,8 @@ each outcome, and the split of failures between retrieval and generation."""
 
 from __future__ import annotations
 
+from rag_eval.base_records import Figure, Model, Num
 from rag_eval.judges.judge_records import LabelledEstimate
-from rag_eval.typed import Figure, Model, Num
 
 
 class Quote(Model):

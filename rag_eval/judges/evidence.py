@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
+from rag_eval.base_records import required
 from rag_eval.data.testset import normalise
 from rag_eval.retrievers.answer_match import loose
-from rag_eval.typed import required
 
 QUOTE_TOKENS = 40  # a quote is a phrase or a sentence: the request stops at its closing quote
 MIN_QUOTE_CHARS = 3

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_eval.base_records import required
 from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
@@ -41,7 +42,6 @@ from rag_eval.llm.session import LLMSession
 from rag_eval.progress import track_async
 from rag_eval.resources import resolve_shipped
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
-from rag_eval.typed import required
 
 
 def load_cases(path: Path) -> list[dict]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from rag_eval.answers.answer_records import Usage
+from rag_eval.base_records import Figure, Model, Num, StageReuse
 from rag_eval.judges.judgement import Judgement
-from rag_eval.typed import Figure, Model, Num, StageReuse
 
 
 class OutcomeCount(Figure):

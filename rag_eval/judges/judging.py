@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer
+from rag_eval.base_records import required
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
 from rag_eval.judges.adaptation import Decider
@@ -31,7 +32,6 @@ from rag_eval.judges.uncertain import Band, bands_for, mark
 from rag_eval.progress import track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
-from rag_eval.typed import required
 from rag_eval.types import Corpus, Question
 
 JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency

@@ -18,6 +18,7 @@ import numpy as np
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD, AttributionRow, JudgeBrief, attribute
+from rag_eval.base_records import Model, Num, required
 from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.active import active_mean, draw_questions
@@ -27,7 +28,6 @@ from rag_eval.judges.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
-from rag_eval.typed import Model, Num, required
 from rag_eval.types import Question
 
 COLUMNS = [

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag_eval.base_records import required
 from rag_eval.hashing import text_hash
 from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
@@ -34,7 +35,6 @@ from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
 from rag_eval.llm.client import LLM
 from rag_eval.resources import shipped_prompt
-from rag_eval.typed import required
 
 # The word evidence one blend reads (``lexical.py``).
 Evidence = Coverage | Support | Declining

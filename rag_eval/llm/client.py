@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 
+from rag_eval.base_records import required
 from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.schedule import PrefixScheduler, prompt_text
 from rag_eval.llm.slots import SlotLibrary
-from rag_eval.typed import required
 
 CACHE_HEADER = "x-rag-eval-cache"
 SLOT_TIMEOUT_S = 60.0  # a slot save or restore moves tens of MB

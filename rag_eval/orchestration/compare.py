@@ -20,12 +20,12 @@ import numpy as np
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution.records import AttributionRow
+from rag_eval.base_records import PairedComparison
 from rag_eval.config import AuditConfig
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.registry import figures
 from rag_eval.report.report_records import ComparisonSection, Disagreement, PromptAnswer, Report
 from rag_eval.stats import Comparison, apply_holm, compare_paired
-from rag_eval.typed import PairedComparison
 
 
 def check_same_contexts(generations: list[Answer | dict]) -> None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rag_eval.base_records import Figure
 from rag_eval.errors import DataError, Problem, did_you_mean
 from rag_eval.orchestration.finished import Run, read_run
 from rag_eval.report.history_records import HistoryData, HistoryRun, HistoryTestSet, RunChange
 from rag_eval.report.report_records import Report, Summary
 from rag_eval.rundir import read_status
-from rag_eval.typed import Figure
 
 IGNORED_KEYS = ("report", "gates")  # where runs are written and what they must pass change no figure
 

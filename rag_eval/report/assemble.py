@@ -19,6 +19,7 @@ from rag_eval.attribution.records import (
     JudgeBrief,
     OutcomeShare,
 )
+from rag_eval.base_records import Figure, PairedComparison
 from rag_eval.config import AuditConfig
 from rag_eval.judges.escalation import without_escalation
 from rag_eval.judges.judge_records import EscalationSection, JudgesSection, JudgingInfo
@@ -31,7 +32,6 @@ from rag_eval.retrievers.diagnosis import CAUSES
 from rag_eval.retrievers.retrieval_records import Miss, RetrievalSection, SimulatedFix
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.stats import weighted_share
-from rag_eval.typed import Figure, PairedComparison
 from rag_eval.types import Corpus, Question
 from rag_eval.version import __version__
 

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from rag_eval.attribution.records import ContextMark, JudgeBrief
+from rag_eval.base_records import Model, Num
 from rag_eval.config import StatsConfig
-from rag_eval.typed import Model, Num
 
 _STATS = StatsConfig()
 

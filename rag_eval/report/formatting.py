@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 from html import escape
 
+from rag_eval.base_records import Figure
 from rag_eval.judges.judge_records import LabelledEstimate
-from rag_eval.typed import Figure
 
 
 def fmt(est: Figure | LabelledEstimate | dict | None, digits: int = 3) -> str:

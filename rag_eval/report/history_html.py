@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from html import escape
 
+from rag_eval.base_records import Figure
 from rag_eval.report.history_records import HistoryData, HistoryRun
 from rag_eval.report.html import COLORS, CSS, _table, y_grid
 from rag_eval.report.markdown import fmt
-from rag_eval.typed import Figure
 
 CHANGE_COLORS = {
     "config": "#e07b39",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.typed import Figure, Model
+from rag_eval.base_records import Figure, Model
 
 
 class RunChange(Model):

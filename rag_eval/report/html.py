@@ -6,6 +6,7 @@ from html import escape
 
 from rag_eval.answers.answer_records import Usage
 from rag_eval.attribution.records import FailureSplit, OutcomeShare
+from rag_eval.base_records import Figure, PairedComparison, required
 from rag_eval.report.formatting import fmt, judge_columns
 from rag_eval.report.formatting import html_table as _table
 from rag_eval.report.markdown import (
@@ -21,7 +22,6 @@ from rag_eval.report.report_records import Report
 from rag_eval.report.system_html import system_html
 from rag_eval.report.triage import triage_html
 from rag_eval.retrievers.retrieval_records import RetrievalSection
-from rag_eval.typed import Figure, PairedComparison, required
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#1d2330;padding:0 1em}

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD
 from rag_eval.attribution.records import AttributionSection
+from rag_eval.base_records import Num, PairedComparison, StageReuse, required
 from rag_eval.judges.judge_records import JudgedFigure, JudgesSection
 from rag_eval.judges.ppi import labels_needed
 from rag_eval.judges.ragas_judges import describe_requests
@@ -18,7 +19,6 @@ from rag_eval.report.triage import triage_markdown
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
 from rag_eval.retrievers.retrieval_records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
-from rag_eval.typed import Num, PairedComparison, StageReuse, required
 
 
 def comparison_rows(comparisons: list[PairedComparison], pair_first: bool) -> list[list[str]]:

@@ -11,10 +11,10 @@ from typing import Any
 
 from rag_eval.answers.answer_records import GenerationSection, Usage
 from rag_eval.attribution.records import AttributionRow, AttributionSection, FailureSplit, JudgeBrief, OutcomeShare
+from rag_eval.base_records import Figure, Model, Num, PairedComparison, StageReuse
 from rag_eval.judges.judge_records import Figures, JudgesSection, LabelledEstimate
 from rag_eval.retrievers.retrieval_records import RetrievalSection
 from rag_eval.system.system_records import SystemSection, TracesSection
-from rag_eval.typed import Figure, Model, Num, PairedComparison, StageReuse
 
 
 class CorpusInfo(Model):

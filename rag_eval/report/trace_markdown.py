@@ -3,9 +3,9 @@ audit (what was read, what was skipped and why, the judged figures over the traf
 
 from __future__ import annotations
 
+from rag_eval.base_records import required
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.report_records import Report
-from rag_eval.typed import required
 
 
 def _cut(value: object, limit: int) -> str:

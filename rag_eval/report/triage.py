@@ -8,13 +8,13 @@ from __future__ import annotations
 import html as html_lib
 from dataclasses import dataclass
 
+from rag_eval.base_records import Figure, required
 from rag_eval.judges.active import decision_uncertainty, labels_for_width
 from rag_eval.judges.judge_records import UncertainDetails
 from rag_eval.judges.labels import figure_records
 from rag_eval.judges.registry import figures
 from rag_eval.report.formatting import _table, fmt, text
 from rag_eval.report.report_records import Report
-from rag_eval.typed import Figure, required
 
 WIDTHS = (0.05, 0.10)
 

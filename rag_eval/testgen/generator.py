@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from rag_eval.base_records import Model, Num, required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, TestSetConfig
 from rag_eval.data.corpus import load_corpus
@@ -45,7 +46,6 @@ from rag_eval.retrievers.factory import run_retrievers
 from rag_eval.retrievers.health import run_lint
 from rag_eval.rundir import write_json, write_text
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
-from rag_eval.typed import Model, Num, required
 from rag_eval.types import Chunk, Corpus, Question
 
 KINDS = ("fact", "symbol", "paraphrase", "multi", "unanswerable")
