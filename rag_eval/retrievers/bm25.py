@@ -12,6 +12,7 @@ on disk, keyed by the corpus and the parameters.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -31,6 +32,15 @@ from rag_eval.types import Corpus, Question
 
 BLOCK = 64  # questions scored per sparse product (small blocks stay in the CPU's cache: faster)
 FLUSH_TOKENS = 1 << 22  # tokens held (as term ids) before they are counted into postings
+DOC_BATCH = 4096  # documents tokenized and given term ids at a time
+
+
+class _Vocab(dict):
+    """Term -> id; looking up a new term gives it the next id (ids in order of first appearance)."""
+
+    def __missing__(self, term: str) -> int:
+        self[term] = n = len(self)
+        return n
 
 
 def make_tokenizer(pattern: str, lowercase: bool = True):
@@ -47,10 +57,11 @@ class SparseBm25:
 
     @classmethod
     def build(cls, docs: Iterable[list[str]], k1: float, b: float, epsilon: float) -> SparseBm25:
-        """The index of ``docs`` (token lists, consumed one at a time: pass a generator; the term ids
-        of up to ``FLUSH_TOKENS`` tokens are held before they are counted into postings)."""
-        vocab: dict[str, int] = {}
-        lengths = array("d")
+        """The index of ``docs`` (token lists, consumed a batch at a time: pass a generator; the term
+        ids of up to ``FLUSH_TOKENS`` tokens are held before they are counted into postings)."""
+        vocab = _Vocab()
+        term_id = vocab.__getitem__  # a new term gets the next id
+        lengths = array("q")
         ids = array("i")
         rows_parts, cols_parts, tf_parts = [], [], []
         first = 0  # the first document of the tokens held in ``ids``
@@ -64,15 +75,16 @@ class SparseBm25:
             cols_parts.append((pairs // (len(vocab) + 1)).astype(np.intc))
             tf_parts.append(counts.astype(np.intc))
 
-        for toks in docs:
-            lengths.append(len(toks))
-            ids.extend([vocab.setdefault(t, len(vocab)) for t in toks])
+        docs = iter(docs)
+        while batch := list(itertools.islice(docs, DOC_BATCH)):
+            lengths.extend(map(len, batch))
+            ids.extend(map(term_id, itertools.chain.from_iterable(batch)))
             if len(ids) >= FLUSH_TOKENS:
                 flush(len(lengths))
                 first, ids = len(lengths), array("i")
         flush(len(lengths))
         rows_a, cols_a = np.concatenate(rows_parts), np.concatenate(cols_parts)
-        tf_counts, dls = np.concatenate(tf_parts), np.frombuffer(lengths, dtype=float)
+        tf_counts, dls = np.concatenate(tf_parts), np.asarray(lengths, dtype=float)
         n = len(dls)
         df = np.bincount(rows_a, minlength=len(vocab)).astype(float)
         # rank-bm25: idf = log(N - df + 0.5) - log(df + 0.5); negative ones become epsilon x mean idf.
@@ -87,10 +99,14 @@ class SparseBm25:
             dl = dls[cols_a[s : s + step]]
             w[s : s + step] = idf[rows_a[s : s + step]] * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
         matrix = sparse.csr_matrix((w, (rows_a, cols_a)), shape=(len(vocab), n))
-        return cls(vocab, matrix, n)
+        return cls(dict(vocab), matrix, n)
 
     def scores(self, queries: list[list[str]]) -> np.ndarray:
         """(queries x documents) scores; an unknown term adds 0, a repeated term counts again."""
+        return self.sparse_scores(queries).toarray()
+
+    def sparse_scores(self, queries: list[list[str]]) -> sparse.csr_matrix:
+        """:meth:`scores` as a CSR matrix: a document with none of a query's terms is not listed (0)."""
         rows, cols, vals = [], [], []
         for i, toks in enumerate(queries):
             for t, c in Counter(toks).items():
@@ -100,21 +116,23 @@ class SparseBm25:
                     cols.append(j)
                     vals.append(float(c))
         q = sparse.csr_matrix((vals, (rows, cols)), shape=(len(queries), len(self.vocab)))
-        return np.asarray((q @ self.weights).todense())
+        return (q @ self.weights).tocsr()
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         # Uncompressed: zlib took longer than building the index (18 s of a 100k-chunk stage).
         sparse.save_npz(folder / "weights.npz", self.weights, compressed=False)
-        (folder / "vocab.json").write_text(json.dumps(self.vocab), encoding="utf-8")
+        # The terms in id order (ids are 0, 1, ...): a list is read and written faster than a mapping.
+        (folder / "terms.json").write_text(json.dumps(list(self.vocab)), encoding="utf-8")
 
     @classmethod
     def load(cls, folder: Path) -> SparseBm25 | None:
         try:
             weights = sparse.load_npz(folder / "weights.npz").tocsr()
-            vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+            terms = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        vocab = {t: i for i, t in enumerate(terms)}
         return cls(vocab, weights, weights.shape[1])
 
 
@@ -154,20 +172,29 @@ class Bm25Retriever:
             def scorer(rows: np.ndarray) -> np.ndarray:
                 return np.vstack([ref.get_scores(tokens[i]) for i in rows] or [np.zeros((0, ref.corpus_size))])
 
-            n_docs = ref.corpus_size
-        else:
-            index = self.index
+            return Rankings.from_scorer(
+                scorer,
+                len(questions),
+                ref.corpus_size,
+                depth,
+                relevant_indices(self.corpus, questions),
+                progress=lambda blocks: track(blocks, f"{self.name}: searching"),
+            )
+        index = self.index
 
-            def scorer(rows: np.ndarray) -> np.ndarray:
-                parts = [index.scores([tokens[i] for i in rows[s : s + BLOCK]]) for s in range(0, len(rows), BLOCK)]
-                return np.vstack(parts or [np.zeros((0, index.n_docs))])
+        def dense(rows: np.ndarray) -> np.ndarray:
+            out = np.zeros((len(rows), index.n_docs))
+            for s in range(0, len(rows), BLOCK):
+                index.sparse_scores([tokens[i] for i in rows[s : s + BLOCK]]).toarray(out=out[s : s + BLOCK])
+            return out
 
-            n_docs = index.n_docs
-        return Rankings.from_scorer(
-            scorer,
+        return Rankings.from_sparse(
+            lambda rows: index.sparse_scores([tokens[i] for i in rows]),
+            dense,
             len(questions),
-            n_docs,
+            index.n_docs,
             depth,
             relevant_indices(self.corpus, questions),
+            block=BLOCK,
             progress=lambda blocks: track(blocks, f"{self.name}: searching"),
         )

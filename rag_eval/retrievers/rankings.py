@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from rag_eval.types import Corpus, Question
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 # Up to this many scores the whole matrix is kept (128 MiB of float64); above it, blocks.
 FULL_CELLS = 2**24
@@ -31,6 +34,9 @@ BLOCK_CELLS = 2**25
 RANK_ALL_FROM = 32
 
 Scorer = Callable[[np.ndarray], np.ndarray]  # question row indices -> (len(rows), n_chunks) scores
+# question row indices -> their scores as CSR rows, every chunk a row does not list scoring 0
+SparseScorer = Callable[[np.ndarray], "sparse.csr_matrix"]
+SPARSE_BLOCK = 64  # questions a sparse scorer is asked for at once (small blocks stay in the CPU's caches)
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -41,7 +47,8 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     if k == 0 or m <= 4 * k:
         return np.argsort(-scores, axis=1, kind="stable")[:, :k]
     out = np.empty((n, k), dtype=np.int64)
-    kth = -np.partition(-scores, k - 1, axis=1)[:, k - 1]
+    # The k-th largest score of each row (one copy of the block, where negating first made two).
+    kth = np.partition(scores, m - k, axis=1)[:, m - k]
     for i in range(n):
         cand = np.flatnonzero(scores[i] >= kth[i])
         out[i] = cand[np.lexsort((cand, -scores[i, cand]))][:k]
@@ -54,6 +61,19 @@ def exact_rank(row: np.ndarray, idx: int) -> int:
     return int(1 + (row > s).sum() + (row[:idx] == s).sum())
 
 
+def _sparse_rank(cols: np.ndarray, vals: np.ndarray, idx: int, n: int) -> int:
+    """:func:`exact_rank` of column ``idx`` in a row of ``n`` columns given by its listed scores
+    (each column at most once, no NaN; every other column scores 0)."""
+    at = np.flatnonzero(cols == idx)
+    s = vals[at[0]] if len(at) else 0.0
+    rank = 1 + np.count_nonzero(vals > s) + np.count_nonzero((vals == s) & (cols < idx))
+    if s < 0:  # every unlisted column (0) ranks above it
+        rank += n - len(cols)
+    elif s == 0:  # the unlisted columns before it tie with it and come first
+        rank += idx - np.count_nonzero(cols < idx)
+    return int(rank)
+
+
 def ranks_of_rows(scores: np.ndarray) -> np.ndarray:
     """1-based rank of every column of each row, ties in column order (float, for fusion)."""
     order = np.argsort(-scores, axis=1, kind="stable")
@@ -63,7 +83,21 @@ def ranks_of_rows(scores: np.ndarray) -> np.ndarray:
 
 
 def _clean(scores: np.ndarray) -> np.ndarray:
-    return np.where(np.isnan(scores), -np.inf, scores)
+    nan = np.isnan(scores)
+    return np.where(nan, -np.inf, scores) if nan.any() else scores
+
+
+def _sparse_top(cols: np.ndarray, vals: np.ndarray, k: int) -> np.ndarray | None:
+    """Positions in ``cols``/``vals`` (one row's listed scores; every other chunk scores 0) of the
+    row's top ``k`` in stable descending order (ties in column order); None when fewer than ``k``
+    listed scores are positive (zeros and negatives then rank by column among the unlisted chunks)."""
+    pos = np.flatnonzero(vals > 0)
+    if len(pos) < k:
+        return None
+    if len(pos) > k:
+        kth = np.partition(vals[pos], len(pos) - k)[len(pos) - k]
+        pos = pos[vals[pos] >= kth]
+    return pos[np.lexsort((cols[pos], -vals[pos]))][:k]
 
 
 def relevant_indices(corpus: Corpus, questions: list[Question]) -> list[list[int]]:
@@ -134,6 +168,62 @@ class Rankings:
                     known[(int(q), idx)] = exact_rank(block[j], idx)
         if keep:
             return cls(top, scores, np.vstack(kept) if kept else np.zeros((0, n_chunks)))
+        return cls(top, scores, None, scorer, known)
+
+    @classmethod
+    def from_sparse(
+        cls,
+        sparse_scorer: SparseScorer,
+        scorer: Scorer,
+        n_questions: int,
+        n_chunks: int,
+        depth: int,
+        wanted: list[list[int]] | None = None,
+        *,
+        full_cells: int | None = None,
+        block: int = SPARSE_BLOCK,
+        progress: Callable | None = None,
+    ) -> Rankings:
+        """Rankings from a scorer whose rows are mostly zeros (BM25: a chunk with none of the
+        question's words scores 0), read as CSR rows from ``sparse_scorer``, ``block`` questions at a
+        time (each chunk listed at most once in a row, as a product makes them): a row with at least ``depth`` positive scores gets its top, and the exact ranks of its
+        ``wanted`` chunks, from its listed scores alone (every unlisted chunk scores 0, below them); any
+        other row, a row with a NaN, and a row with more than ``RANK_ALL_FROM`` wanted chunks is made
+        dense and ranked as :meth:`from_scorer` ranks it. The same top, scores and ranks as ``from_scorer(scorer, ...)``,
+        without a dense block per question block; ``scorer`` (the same scores, dense) serves later
+        ranks. Small problems keep the whole matrix (``from_scorer``)."""
+        full_cells = FULL_CELLS if full_cells is None else full_cells
+        if n_questions * n_chunks <= full_cells:
+            return cls.from_scorer(scorer, n_questions, n_chunks, depth, wanted, progress=progress)
+        blocks = [np.arange(s, min(n_questions, s + block)) for s in range(0, n_questions, block)]
+        blocks = progress(blocks) if progress else blocks
+        width = min(depth, n_chunks)
+        top = np.full((n_questions, width), -1, dtype=np.int64)
+        scores = np.full((n_questions, width), np.nan)
+        known: dict[tuple[int, int], int] = {}
+        for rows in blocks:
+            m = sparse_scorer(rows)
+            for j, q in enumerate(rows.tolist()):
+                cols = m.indices[m.indptr[j] : m.indptr[j + 1]]
+                vals = m.data[m.indptr[j] : m.indptr[j + 1]]
+                want = wanted[q] if wanted else []
+                picked = None if np.isnan(vals).any() else _sparse_top(cols, vals, width)
+                if picked is not None:
+                    top[q], scores[q] = cols[picked], vals[picked]
+                    if len(want) <= RANK_ALL_FROM:
+                        known.update({(q, idx): _sparse_rank(cols, vals, idx, n_chunks) for idx in want})
+                        continue
+                dense = np.zeros(n_chunks)
+                dense[cols] += vals  # as a CSR row is made dense (todense adds into zeros)
+                dense = _clean(dense)
+                if picked is None:
+                    order = top_k(dense[None], width)[0]
+                    top[q], scores[q] = order, dense[order]
+                if len(want) > RANK_ALL_FROM:
+                    all_ranks = ranks_of_rows(dense[None])[0]
+                    known.update({(q, idx): int(all_ranks[idx]) for idx in want})
+                else:
+                    known.update({(q, idx): exact_rank(dense, idx) for idx in want})
         return cls(top, scores, None, scorer, known)
 
     @classmethod

@@ -91,3 +91,28 @@ def test_postings_counted_in_slices_equal_one_pass(monkeypatch):
     sliced = SparseBm25.build(iter(docs), 1.5, 0.75, 0.25)
     assert sliced.vocab == whole.vocab
     assert (sliced.weights != whole.weights).nnz == 0 and sliced.weights.nnz == whole.weights.nnz
+
+
+def test_large_problems_rank_from_sparse_rows_as_from_the_whole_matrix(monkeypatch):
+    """Above FULL_CELLS the BM25 retriever ranks from the CSR rows of its scores: the same top,
+    scores and exact ranks of the labelled chunks as the whole matrix."""
+    from rag_eval.retrievers import rankings
+
+    corpus = python_docs_corpus()
+    questions = [json.loads(line) for line in (ROOT / "data/python-docs/questions.jsonl").open()]
+    qs = [
+        Question(q["id"], q["question"], {c.id: 1 for c in corpus.chunks[i::40]}, True) for i, q in enumerate(questions)
+    ]
+    qs.append(Question("unknown", "zzz qqq", {corpus.chunks[3].id: 1}, True))  # no chunk scores above 0
+    whole = Bm25Retriever(corpus, Bm25Config(type="bm25")).rank(qs, 30)
+    assert whole.full is not None
+    monkeypatch.setattr(rankings, "FULL_CELLS", 0)
+    rows = Bm25Retriever(corpus, Bm25Config(type="bm25")).rank(qs, 30)
+    assert rows.full is None and rows.scorer is not None
+    np.testing.assert_array_equal(rows.top, whole.top)
+    np.testing.assert_array_equal(rows.scores, whole.scores)
+    for q, question in enumerate(qs):
+        for cid in question.qrels:
+            i = corpus.index[cid]
+            assert rows.known[(q, i)] == whole.rank_of(q, i)
+    assert rows.rank_of(0, 5) == whole.rank_of(0, 5)  # not labelled: from the dense scorer

@@ -83,3 +83,46 @@ def test_many_labelled_chunks_are_ranked_exactly_from_one_sort():
     assert len(wanted[1]) > base.RANK_ALL_FROM
     for q in range(9):
         assert {idx: blocks.known[(q, idx)] for idx in wanted[q]} == {idx: int(ranks[q, idx]) for idx in wanted[q]}
+
+
+def test_sparse_rows_rank_as_the_dense_matrix_does():
+    """Rankings read from CSR rows (BM25: most chunks score 0) equal those of the dense matrix:
+    top, scores and the exact rank of every wanted chunk, with ties, rows with fewer positive
+    scores than the depth, negative scores, a NaN, chunks scoring 0 and many wanted chunks."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(7)
+    n_q, n = 40, 300
+    full = np.round(rng.normal(1.0, 1.0, size=(n_q, n)), 1)
+    full[rng.random((n_q, n)) < 0.6] = 0.0  # unlisted: 0
+    full[3, :] = 0.0
+    full[3, [10, 20]] = [2.0, -1.0]  # two listed scores only, one negative
+    full[4, 7] = np.nan
+    full[5, rng.random(n) < 0.9] = 0.0  # fewer positive scores than the depth
+    wanted = [[int(i) for i in rng.choice(n, 4, replace=False)] for _ in range(n_q)]
+    wanted[3] = [10, 20, 0, 299, 15]  # positive, negative, unlisted before and after them
+    wanted[6] = list(range(0, n, 3))  # more than RANK_ALL_FROM
+    csr = sparse.csr_matrix(full)  # NaN stays listed; zeros are not listed
+
+    def dense(rows):
+        return full[rows]
+
+    calls = []
+
+    def sparse_scorer(rows):
+        calls.append(len(rows))
+        return csr[rows]
+
+    want = Rankings.from_scorer(dense, n_q, n, 20, wanted, full_cells=0, block_cells=1000)
+    got = Rankings.from_sparse(sparse_scorer, dense, n_q, n, 20, wanted, full_cells=0, block=16)
+    assert calls == [16, 16, 8] and got.full is None and got.exhaustive
+    np.testing.assert_array_equal(got.top, want.top)
+    np.testing.assert_array_equal(got.scores, want.scores)
+    assert got.known == want.known
+    ranks = ranks_of_rows(np.where(np.isnan(full), -np.inf, full))
+    assert got.known[(3, 10)] == 1 and got.known[(3, 20)] == n and got.known[(3, 0)] == 2
+    assert all(r == ranks[q, idx] for (q, idx), r in got.known.items())
+    # Small problems keep the whole matrix, as from_scorer does.
+    small = Rankings.from_sparse(sparse_scorer, dense, n_q, n, 20, wanted)
+    assert small.full is not None
+    np.testing.assert_array_equal(small.top, want.top)
