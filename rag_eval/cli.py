@@ -17,6 +17,7 @@ from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.inputs import load_inputs
 from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
+from rag_eval.judges.adapted import AdaptedCheck
 from rag_eval.judges.calibration import user_path
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
@@ -215,18 +216,18 @@ def _judge_check(args: argparse.Namespace) -> int:
                 )
             )
             print(_band_line(s))
-    adapted = [s.extra["adapted"] for s in scores if "adapted" in s.extra]
+    adapted = [AdaptedCheck(**s.extra["adapted"]) for s in scores if "adapted" in s.extra]
     if adapted:
         print(
             f"\nAdapted on {args.adapt} labelled cases of each source (seeded draws), measured on the source's other "
             "cases, beside the saved judge on the same cases (decided verdicts right; share uncertain):"
         )
         for a in adapted:
-            sd = f"{a['shipped_decided']:.2f}" if a["shipped_decided"] is not None else "–"
-            ad = f"{a['adapted_decided']:.2f}" if a["adapted_decided"] is not None else "–"
+            sd = f"{a.shipped_decided:.2f}" if a.shipped_decided is not None else "–"
+            ad = f"{a.adapted_decided:.2f}" if a.adapted_decided is not None else "–"
             print(
-                f"  {a['judge']:<20}{a['source']:<14} saved {sd} ({a['shipped_uncertain']:.0%} uncertain)  "
-                f"adapted {ad} ({a['adapted_uncertain']:.0%} uncertain)  {a['cases']} cases, {a['draws']} draws"
+                f"  {a.judge:<20}{a.source:<14} saved {sd} ({a.shipped_uncertain:.0%} uncertain)  "
+                f"adapted {ad} ({a.adapted_uncertain:.0%} uncertain)  {a.cases} cases, {a.draws} draws"
             )
     for u in map(Usage.load, usage):
         print(

@@ -46,8 +46,7 @@ STATIC = Path(__file__).parent / "static"
 
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("rag_eval.view", "templates"), autoescape=select_autoescape(default=True))
-    env.filters["fig"] = lambda e, digits=2: fmt(e, digits)
-    env.filters["pct"] = lambda p: "–" if p is None else f"{p:.2f}"
+    env.filters.update(fig=lambda e, digits=2: fmt(e, digits), pct=lambda p: "–" if p is None else f"{p:.2f}")
     return env
 
 
