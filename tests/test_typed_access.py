@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "rag_eval"
 
 # The count when this test was written: lower it as look-ups go, never raise it.
-CEILING = 238
+CEILING = 234
 
 
 def string_key_lookups(path: Path) -> list[int]:

@@ -253,12 +253,14 @@ def retrieval_why(b: QuestionRecord, n: QuestionRecord, same_corpus: bool) -> st
         )
     if sorted(lb["evidence"]) != sorted(ln["evidence"]):
         return "its evidence quotes changed between the runs"
-    for cid in sorted(set(lb["chunk_ids"]) | set(ln["chunk_ids"])):
-        if cid not in ln["chunk_ids"]:
+    # Chunk-id labels: each labelled chunk's id and the hash of its passage in that run.
+    base_ids, new_ids = lb["chunk_ids"], ln["chunk_ids"]
+    for cid in sorted(set(base_ids) | set(new_ids)):
+        if cid not in new_ids:
             return f"chunk-id label '{cid}' no longer exists in the new run's corpus (or labels)"
-        if cid not in lb["chunk_ids"]:
+        if cid not in base_ids:
             return f"chunk-id label '{cid}' does not exist in the base run's corpus (or labels)"
-        if lb["chunk_ids"][cid] != ln["chunk_ids"][cid]:
+        if base_ids[cid] != new_ids[cid]:
             return (
                 f"labelled by chunk id '{cid}', whose passage differs between the runs (the corpus was re-chunked "
                 "or edited); an evidence quote would make it comparable"
