@@ -31,7 +31,7 @@ from rag_eval.retrievers.stage import RetrievalResults, evaluate, question_recor
 from rag_eval.rundir import RunFolder
 from rag_eval.system.http import SystemReply
 from rag_eval.system.passages import judged_corpus, map_replies, returned_depth, system_rankings, with_own_passages
-from rag_eval.system.run import ask_all, generation_records, system_name, system_section
+from rag_eval.system.replies import ask_all, generation_records, system_name, system_section
 from rag_eval.system.system_records import LabelDraw, SystemSection
 from rag_eval.system.trace_audit import (
     labelled,

@@ -39,7 +39,7 @@ from rag_eval.view.queue import (
     labelled_with_certainty,
     uncertain_ranks,
 )
-from rag_eval.view.runs import NotARun, list_runs, load_report, run_folder, run_status
+from rag_eval.view.run_folders import NotARun, list_runs, load_report, run_folder, run_status
 
 STATIC = Path(__file__).parent / "static"
 

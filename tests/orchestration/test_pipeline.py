@@ -17,7 +17,7 @@ from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit
 from rag_eval.orchestration.runner import run_audit
 from rag_eval.orchestration.sources import SOURCES, GeneratedAnswers, retrieval_report
 from rag_eval.report.assemble import generation_section, retrieved_in_top_k
-from rag_eval.system.run import failure_lines
+from rag_eval.system.replies import failure_lines
 
 from ..conftest import SMALL_CORPUS, write_jsonl
 from ..scripted_server import ScriptedServer, structured_reply

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from rag_eval.cli import main
 from rag_eval.view.app import create_app
 from rag_eval.view.queue import uncertain_ranks
-from rag_eval.view.runs import load_report
+from rag_eval.view.run_folders import load_report
 
 from ..conftest import ROOT
 from .conftest import SCRIPT_ANSWER

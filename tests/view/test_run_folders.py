@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_eval.view.runs import NotARun, list_runs, run_folder
+from rag_eval.view.run_folders import NotARun, list_runs, run_folder
 
 
 @pytest.mark.parametrize("name", ["..", ".", "", "../x", "a/b", "/etc", "/tmp", "a\\\\b", "x\\x00", "missing"])

@@ -20,8 +20,8 @@ from rag_eval.config import (
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import say, track_async
 from rag_eval.rundir import read_jsonl, write_text
+from rag_eval.system.framework_systems import HaystackSystem, LlamaIndexSystem
 from rag_eval.system.http import HttpSystem, SystemReply
-from rag_eval.system.pipelines import HaystackSystem, LlamaIndexSystem
 from rag_eval.types import Question
 
 
