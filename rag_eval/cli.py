@@ -31,7 +31,7 @@ from rag_eval.orchestration.history import collect_history, history_text
 from rag_eval.orchestration.pipeline import RunInterrupted
 from rag_eval.orchestration.sources import LABELS_DRAWN
 from rag_eval.preflight import preflight
-from rag_eval.report.ci import write_ci_outputs
+from rag_eval.report.ci_outputs import write_ci_outputs
 from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
 from rag_eval.report.files import write_report
 from rag_eval.report.gates import describe_failure
