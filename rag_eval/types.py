@@ -44,10 +44,9 @@ class Corpus:
     def fingerprint(self) -> str:
         """A hash of every chunk's id, title and text, for cache keys."""
         h = hashlib.sha256()
-        for c in self.chunks:
-            for part in (c.id, c.title, c.text):
-                h.update(part.encode())
-                h.update(b"\0")
+        # The same bytes as one update per part, a thousand chunks at a time (far fewer calls).
+        for s in range(0, len(self.chunks), 1000):
+            h.update("".join(f"{c.id}\0{c.title}\0{c.text}\0" for c in self.chunks[s : s + 1000]).encode())
         return h.hexdigest()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from rag_eval.config import AuditConfig
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.frames import records_from
+from rag_eval.data.records import collection_paused
 from rag_eval.data.testset import load_test_set, questions_from_records
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.types import Corpus, Question
@@ -34,6 +35,11 @@ class Inputs:
 def load_inputs(cfg: AuditConfig, corpus: Any = None, test_set: Any = None) -> Inputs:
     """Load the corpus and the test set (from the config's files, or rows given from Python); every
     problem raises DataError before anything runs."""
+    with collection_paused():
+        return _load_inputs(cfg, corpus, test_set)
+
+
+def _load_inputs(cfg: AuditConfig, corpus: Any, test_set: Any) -> Inputs:
     loaded = load_corpus(cfg, corpus)
     if test_set is not None:
         questions = questions_from_records(records_from(test_set, "test set"), loaded, GIVEN_TEST_SET)

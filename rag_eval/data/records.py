@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,20 @@ class Record:
 
     data: dict[str, Any]
     where: str
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused over a block that makes many long-lived objects and no
+    cycles (the records and chunks of a large corpus): each collection would walk every object made
+    so far, about a second of a 100,000-chunk load. Objects are still freed as they go."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def read_text(path: Path, what: str) -> str:

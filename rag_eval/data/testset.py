@@ -5,9 +5,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
+
+import numpy as np
 
 from rag_eval.data.records import Record, read_records
 from rag_eval.errors import DataError, Problem
@@ -30,36 +33,100 @@ def stable_id(question: str) -> str:
 
 # Up to this many texts a phrase is looked for in each; above it, only in the texts holding its rarest word.
 SCAN_TEXTS = 2000
+# Texts few enough to look in for a phrase, once its rarest inner words have narrowed them down.
+NARROW = 16
+
+
+class LazyTexts(Sequence[str]):
+    """``n`` texts, each made by ``make(i)`` when first read and kept (a large corpus's texts that
+    only a few lookups need)."""
+
+    def __init__(self, n: int, make: Callable[[int], str]):
+        self.make = make
+        self.made: list[str | None] = [None] * n
+
+    def __len__(self) -> int:
+        return len(self.made)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        t = self.made[i]
+        if t is None:
+            t = self.made[i] = self.make(i)
+        return t
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(len(self)))
 
 
 class PhraseIndex:
     """Finds the texts (whitespace-normalised) that contain a phrase. On a large corpus a phrase is
-    looked for only in the texts that hold its rarest inner word (a run of word characters, not the
-    phrase's first or last, so a whole word of any text that holds the phrase: ``foo`` of ``x =
-    self.foo(y)``): one pass over the texts collects, for the inner words of the phrases given, the
-    texts holding each. A phrase of other words, or of fewer than three, is looked for in every text."""
+    looked for only in the texts that hold its inner words (runs of word characters with a character
+    of the phrase on both sides, so whole words of any text that holds the phrase: ``foo`` of ``x =
+    self.foo(y)``), from the rarest on: one pass over the texts collects, for the inner words of the
+    phrases given, the texts holding each. A phrase with none of those words is looked for in every
+    text. ``raw``: the texts before whitespace normalisation (default: the
+    texts), where every piece of a phrase between its spaces must appear before the text is read;
+    ``words``: each text's words (its runs of word characters; default: read from ``raw``).
+    Normalisation leaves the words, and the pieces between spaces, as they are: ``texts`` may make
+    each text only when it is read (:class:`LazyTexts`)."""
 
-    def __init__(self, texts: list[str], phrases: Iterable[str] = ()):
+    def __init__(
+        self,
+        texts: Sequence[str],
+        phrases: Iterable[str] = (),
+        words: Iterable[list[str]] | None = None,
+        raw: Sequence[str] | None = None,
+    ):
         self.texts = texts
-        self.postings: dict[str, list[int]] = {}
-        words = {w for p in phrases for w in _inner_words(p)}
-        if len(texts) > SCAN_TEXTS and words:
-            self.postings = {w: [] for w in words}
-            for i, t in enumerate(texts):
-                for w in words.intersection(_WORD.findall(t)):
-                    self.postings[w].append(i)
+        self.raw = texts if raw is None else raw
+        self.postings: dict[str, np.ndarray] = {}
+        wanted = sorted({w for p in phrases for w in _inner_words(p)})
+        if len(texts) > SCAN_TEXTS and wanted:
+            # Each text's wanted words, then (word, text) pairs grouped by word, texts in order.
+            held: list[str] = []
+            counts = array("q")
+            for found in map(set(wanted).intersection, map(_WORD.findall, self.raw) if words is None else words):
+                counts.append(len(found))
+                held.extend(found)
+            ids = {w: i for i, w in enumerate(wanted)}
+            word_of = np.fromiter(map(ids.__getitem__, held), dtype=np.int64, count=len(held))
+            text_of = np.repeat(np.arange(len(counts)), counts)
+            order = np.argsort(word_of, kind="stable")
+            bounds = np.searchsorted(word_of[order], np.arange(len(wanted) + 1))
+            holders = text_of[order]
+            self.postings = {w: holders[bounds[i] : bounds[i + 1]] for i, w in enumerate(wanted)}
 
     def find(self, phrase: str) -> list[int]:
         """Indices of the texts that contain ``phrase`` (normalised as the texts are), in order."""
-        inner = [w for w in _inner_words(phrase) if w in self.postings]
+        inner = sorted({w for w in _inner_words(phrase) if w in self.postings}, key=lambda w: len(self.postings[w]))
+        piece = max(phrase.split(" "), key=len)
         if not inner:
-            return [i for i, t in enumerate(self.texts) if phrase in t]
-        rarest = min(inner, key=lambda w: len(self.postings[w]))
-        return [i for i in self.postings[rarest] if phrase in self.texts[i]]
+            return [i for i, t in enumerate(self.raw) if piece in t and phrase in self.texts[i]]
+        held = self.postings[inner[0]]
+        for w in inner[1:]:
+            if len(held) <= NARROW:
+                break
+            # The texts that also hold the next rarest word (binary search in its sorted postings).
+            other = self.postings[w]
+            at = np.minimum(np.searchsorted(other, held), len(other) - 1)
+            held = held[other[at] == held]
+        if self.raw is self.texts:
+            return [i for i in held.tolist() if phrase in self.texts[i]]
+        return [i for i in held.tolist() if piece in self.raw[i] and phrase in self.texts[i]]
 
 
 def _inner_words(phrase: str) -> list[str]:
-    return _WORD.findall(phrase)[1:-1]
+    """The words of a phrase with a character of the phrase on both sides (so not a word it starts
+    or ends with): whole words of any text that holds the phrase."""
+    return [m.group() for m in _WORD.finditer(phrase) if m.start() > 0 and m.end() < len(phrase)]
 
 
 class EvidenceIndex:
@@ -71,23 +138,32 @@ class EvidenceIndex:
         self.corpus = corpus
         self.doc_ids = {c.doc_id for c in corpus.chunks}
         self.quotes = [normalise(q) for q in quotes]
-        self._texts: list[str] | None = None
+        self._texts: LazyTexts | None = None
+        self._raw: list[str] | None = None
         self._search: PhraseIndex | None = None
         self._by_doc: dict[str, list[int]] | None = None
         self._bodies: dict[int, str] = {}
 
     @property
-    def texts(self) -> list[str]:
-        """Each chunk's title and text, normalised (made on the first quote: a test set labelled by
-        chunk ids never pays for it)."""
+    def texts(self) -> LazyTexts:
+        """Each chunk's title and text, normalised when first read (a test set labelled by chunk ids
+        never pays for it; on a large corpus only the chunks that hold a quote's words are read)."""
         if self._texts is None:
-            self._texts = [normalise(f"{c.title}\n{c.text}") for c in self.corpus.chunks]
+            raw = self.raw
+            self._texts = LazyTexts(len(raw), lambda i: normalise(raw[i]))
         return self._texts
+
+    @property
+    def raw(self) -> list[str]:
+        """Each chunk's title and text as they are."""
+        if self._raw is None:
+            self._raw = [f"{c.title}\n{c.text}" for c in self.corpus.chunks]
+        return self._raw
 
     @property
     def search(self) -> PhraseIndex:
         if self._search is None:
-            self._search = PhraseIndex(self.texts, self.quotes)
+            self._search = PhraseIndex(self.texts, self.quotes, raw=self.raw)
         return self._search
 
     def find(self, quote: str, doc_id: str | None = None) -> list[str]:
@@ -181,9 +257,13 @@ def _overlap(before: str, text: str) -> int:
     return 0
 
 
+MARKUP_CHARS = "`*_#>[]|"  # inline Markdown/reST markup: backticks, emphasis, heading marks, link brackets
+_MARKUP = re.compile("[" + re.escape(MARKUP_CHARS) + "]+")
+
+
 def strip_markup(text: str) -> str:
     """Text without inline Markdown/reST markup (backticks, emphasis, heading marks, link brackets)."""
-    return normalise(re.sub(r"[`*_#>\[\]|]+", "", text))
+    return normalise(_MARKUP.sub("", text))
 
 
 def _excerpt(text: str, start: int, length: int) -> str:

@@ -31,19 +31,27 @@ import re
 
 import numpy as np
 
-from rag_eval.data.testset import strip_markup
+from rag_eval.data.testset import MARKUP_CHARS
 from rag_eval.text import content_tokens, coverage, exact_tokens, tokens
 from rag_eval.types import Question
 
 WINDOW = 60  # words of one passage
 MIN_WORDS = 3  # reference words a passage must hold, whatever the share
 MEANING_WINDOW, MEANING_STEP = 40, 20  # words of one passage compared by meaning, and the stride
-_NON_WORD = re.compile(r"[^a-z0-9]+")
+_LOOSE_WORD = re.compile(r"[a-z0-9]+")
+_NO_MARKUP = str.maketrans("", "", MARKUP_CHARS)
 
 
 def loose(text: str) -> str:
     """Text reduced to lower-case words separated by single spaces (markup and punctuation gone)."""
-    return " ".join(_NON_WORD.sub(" ", strip_markup(text).lower()).split())
+    return " ".join(loose_words(text))
+
+
+def loose_words(text: str) -> list[str]:
+    """The words of :func:`loose`: the runs of lower-case letters and digits once the markup
+    characters of ``strip_markup`` are deleted (whitespace needs no collapsing: it separates words
+    either way)."""
+    return _LOOSE_WORD.findall(text.translate(_NO_MARKUP).lower())
 
 
 def symbols(text: str) -> list[set[str]]:

@@ -12,7 +12,6 @@ on disk, keyed by the corpus and the parameters.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 import re
@@ -32,7 +31,6 @@ from rag_eval.types import Corpus, Question
 
 BLOCK = 64  # questions scored per sparse product (small blocks stay in the CPU's cache: faster)
 FLUSH_TOKENS = 1 << 22  # tokens held (as term ids) before they are counted into postings
-DOC_BATCH = 4096  # documents tokenized and given term ids at a time
 
 
 class _Vocab(dict):
@@ -57,8 +55,8 @@ class SparseBm25:
 
     @classmethod
     def build(cls, docs: Iterable[list[str]], k1: float, b: float, epsilon: float) -> SparseBm25:
-        """The index of ``docs`` (token lists, consumed a batch at a time: pass a generator; the term
-        ids of up to ``FLUSH_TOKENS`` tokens are held before they are counted into postings)."""
+        """The index of ``docs`` (token lists, consumed one at a time: pass a generator; the term ids
+        of up to ``FLUSH_TOKENS`` tokens are held before they are counted into postings)."""
         vocab = _Vocab()
         term_id = vocab.__getitem__  # a new term gets the next id
         lengths = array("q")
@@ -75,10 +73,9 @@ class SparseBm25:
             cols_parts.append((pairs // (len(vocab) + 1)).astype(np.intc))
             tf_parts.append(counts.astype(np.intc))
 
-        docs = iter(docs)
-        while batch := list(itertools.islice(docs, DOC_BATCH)):
-            lengths.extend(map(len, batch))
-            ids.extend(map(term_id, itertools.chain.from_iterable(batch)))
+        for toks in docs:
+            lengths.append(len(toks))
+            ids.extend(map(term_id, toks))
             if len(ids) >= FLUSH_TOKENS:
                 flush(len(lengths))
                 first, ids = len(lengths), array("i")

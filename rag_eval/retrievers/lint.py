@@ -10,9 +10,12 @@ import itertools
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+from scipy import sparse
+
 from rag_eval.config import AuditConfig
-from rag_eval.data.testset import PhraseIndex, normalise
-from rag_eval.retrievers.answer_match import answer_in_chunk, loose
+from rag_eval.data.testset import LazyTexts, PhraseIndex, normalise
+from rag_eval.retrievers.answer_match import answer_in_chunk, loose, loose_words
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.stats import detectable_hit_difference, questions_for_hit_difference
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
@@ -132,12 +135,9 @@ def duplicates(cfg: AuditConfig, questions: list[Question]) -> list[Finding]:
                 {"pairs": exact},
             )
         )
-    sets = [(q.id, set(content_tokens(q.question))) for q in questions]
-    near = [
-        (a, b, round(jaccard(sa, sb), 2))
-        for (a, sa), (b, sb) in itertools.combinations(sets, 2)
-        if sa and sb and jaccard(sa, sb) >= cfg.lint.near_duplicate and (a, b) not in exact
-    ]
+    near = near_duplicates([(q.id, set(content_tokens(q.question))) for q in questions], cfg.lint.near_duplicate)
+    repeats = set(exact)
+    near = [(a, b, j) for a, b, j in near if (a, b) not in repeats]
     if near:
         out.append(
             Finding(
@@ -150,6 +150,29 @@ def duplicates(cfg: AuditConfig, questions: list[Question]) -> list[Finding]:
             )
         )
     return out
+
+
+def near_duplicates(sets: list[tuple[str, set[str]]], threshold: float) -> list[tuple[str, str, float]]:
+    """Every pair of non-empty word sets (in the order of ``itertools.combinations``) whose Jaccard
+    overlap is at least ``threshold``, with the overlap rounded to 2 places. Above 0 only pairs that
+    share a word can qualify: their shared counts come from one sparse product, not from every pair."""
+    if threshold <= 0:
+        return [
+            (a, b, round(jaccard(sa, sb), 2))
+            for (a, sa), (b, sb) in itertools.combinations(sets, 2)
+            if sa and sb and jaccard(sa, sb) >= threshold
+        ]
+    vocab: dict[str, int] = {}
+    cols = [vocab.setdefault(w, len(vocab)) for _, s in sets for w in s]
+    sizes = np.array([len(s) for _, s in sets])
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    x = sparse.csr_matrix((np.ones(len(cols), dtype=np.int64), cols, indptr), shape=(len(sets), len(vocab)))
+    shared = sparse.triu(x @ x.T, k=1).tocoo()
+    i, j, both = shared.row, shared.col, shared.data
+    overlap = both / (sizes[i] + sizes[j] - both)
+    keep = np.flatnonzero(overlap >= threshold)
+    keep = keep[np.lexsort((j[keep], i[keep]))]
+    return [(sets[i[k]][0], sets[j[k]][0], round(float(overlap[k]), 2)) for k in keep.tolist()]
 
 
 def suspect_labels(cfg: AuditConfig, corpus: Corpus, questions: list[Question]) -> list[Finding]:
@@ -214,9 +237,11 @@ def answer_outside_label(
         for question in questions
     }
     search = None
-    if any(quotes_of.values()):  # every chunk's text made loose only when some quote is looked for
-        flat = [f" {loose(c.title + chr(10) + c.text)} " for c in corpus.chunks]
-        search = PhraseIndex(flat, [e for quotes in quotes_of.values() for e in quotes])
+    if any(quotes_of.values()):  # every chunk's words made loose only when some quote is looked for
+        chunks = corpus.chunks
+        words = (loose_words(c.title + chr(10) + c.text) for c in chunks)
+        flat = LazyTexts(len(chunks), lambda i: f" {loose(chunks[i].title + chr(10) + chunks[i].text)} ")
+        search = PhraseIndex(flat, [e for quotes in quotes_of.values() for e in quotes], words)
     found: dict[str, dict] = {}
     for q, question in enumerate(questions):
         relevant = {corpus.index[c] for c, g in question.qrels.items() if g > 0}
