@@ -22,23 +22,35 @@ text with a few words dropped. For each size and stage it prints the time and th
 
     python benchmarks/scale/scale.py                      # 10k and 100k chunks, 1,000 questions
     python benchmarks/scale/scale.py --sizes 10000 100000 1000000
-    python benchmarks/scale/scale.py --sizes --no-dense --stage-sizes 100000   # the stage ratio alone
+    python benchmarks/scale/scale.py --sizes --no-dense --stage-sizes 100000 --metric-queries 0   # the stage alone
+
+What it measured is merged into result.json (--result; '-': none): each part it measured (BM25 and
+dense rows by corpus size, embedding, HNSW, metrics, the stage's rows by size) replaces that part,
+with the run's command, date, commit and machine (load average included) under ``runs``; the parts
+it did not measure stay as they were.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
+import platform
 import re
 import resource
+import subprocess
 import sys
 import time
 import warnings
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+RESULT = Path(__file__).with_name("result.json")
+sys.path.insert(0, str(ROOT))
 
 
 def sentences() -> list[str]:
@@ -160,6 +172,14 @@ def bm25_stage(docs, q_tokens, tok, baseline_queries: int) -> dict:
         "vs rank_bm25": f"{t_ref / per_q:.0f}x",
         "identical top10": f"{same}/{m}" + (f" +{ties} tie" if ties else ""),
         "+MB": mem.mb,
+        "_result": {
+            "bm25_build_s": round(t_build, 2),
+            "bm25_ms_per_query": round(per_q * 1000, 2),
+            "rank_bm25_ms_per_query": round(t_ref * 1000, 1),
+            "ratio": round(t_ref / per_q),
+            "top10_identical": f"{same} of {m}" + (f", {ties} tie" + ("s" if ties > 1 else "") if ties else ""),
+            "bm25_mb": round(mem.mb),
+        },
     }
 
 
@@ -242,6 +262,14 @@ def retrieval_stage(chunks: list[dict], questions: list[dict], folder: Path, bas
         "quotes": [{k: v for k, v in q.items() if k != "chunk"} for q in questions],
     }
     row: dict = {"chunks": len(chunks), "questions": len(questions), "rank_bm25 s": baseline}
+    result = {
+        "chunks": len(chunks),
+        "questions": len(questions),
+        "rank_bm25_questions": m,
+        "rank_bm25_build_s": round(build, 1),
+        "rank_bm25_s": round(baseline, 1),
+    }
+    row["_result"] = result
     for name, qs in test_sets.items():
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
         audit = {
@@ -258,6 +286,8 @@ def retrieval_stage(chunks: list[dict], questions: list[dict], folder: Path, bas
         took = time.perf_counter() - t
         row[f"{name} s"] = took
         row[f"{name} ratio"] = f"{took / baseline:.3f}x"
+        result[f"{name}_s"] = round(took, 2)
+        result[f"{name}_ratio"] = round(took / baseline, 3)
         print(f"rag-eval retrieval, test set labelled by {name}: {took:.1f} s, {took / baseline:.3f}x", flush=True)
     return row
 
@@ -335,6 +365,7 @@ def metrics_stage(n_queries: int, n_chunks: int, depth: int = 100) -> dict:
     agree = all(abs(ours[n] - theirs[n]) < 1e-9 for n in names)
     return {
         "queries": n_queries,
+        "_result": {"rag_eval_s": round(t_ours, 2), "ranx_s": round(t_ranx, 1), "ratio": round(t_ours / t_ranx, 2)},
         "rag-eval s": t_ours,
         "ranx s": t_ranx,
         "ratio": f"{t_ours / t_ranx:.2f}",
@@ -343,10 +374,71 @@ def metrics_stage(n_queries: int, n_chunks: int, depth: int = 100) -> dict:
 
 
 def table(rows: list[dict], first: str) -> None:
-    keys = list(rows[0])
+    keys = [k for k in rows[0] if not k.startswith("_")]
     print("  ".join(f"{k:>14}" for k in keys))
     for r in rows:
-        print("  ".join(f"{v:>14.2f}" if isinstance(v, float) else f"{v!s:>14}" for v in r.values()))
+        print("  ".join(f"{r[k]:>14.2f}" if isinstance(r[k], float) else f"{r[k]!s:>14}" for k in keys))
+
+
+def _proc(path: str, key: str) -> str:
+    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
+    file = Path(path)
+    lines = file.read_text().splitlines() if file.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
+
+
+def machine() -> dict:
+    """What the timings were measured on: cores, memory, processor, and how busy it was."""
+    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
+        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
+        "python": platform.python_version(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def commit() -> str:
+    """The repository's commit the script ran at ('' outside a git checkout)."""
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
+def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
+    """The rows of ``old`` with those of ``new`` merged in by chunk count (a measured field replaces
+    the old one, the others stay), in order of chunk count."""
+    by_size = {r["chunks"]: dict(r) for r in old}
+    for r in new:
+        by_size.setdefault(r["chunks"], {}).update(r)
+    return [by_size[n] for n in sorted(by_size)]
+
+
+def write_result(path: Path, parts: dict[str, dict], run: dict) -> None:
+    """Merges what this run measured into the result file: each part it measured (BM25 and dense
+    rows by chunk count, embedding, HNSW, metrics, the stage's rows by chunk count) replaces that
+    part, with this run's command, date, commit and machine under ``runs``; every other part and row
+    stays as the earlier run that measured it left it."""
+    result = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    result["source"] = (
+        "written by benchmarks/scale/scale.py; each part holds the figures of the last run that measured it, "
+        "and runs[part] names that run (command, date, commit, machine); a part without a runs entry is from "
+        "before the script wrote this file (commit 3baaa20, transcribed by hand)"
+    )
+    runs = result.setdefault("runs", {})
+    for part, value in parts.items():
+        if part in ("bm25", "dense"):
+            result["rows"] = merge_rows(result.get("rows", []), value["rows"])
+            if part == "bm25":
+                result["questions"], result["rank_bm25_questions"] = value["questions"], value["rank_bm25_questions"]
+        elif part == "stage":
+            stage = result.setdefault("stage", {})
+            stage["goal_ratio"] = 0.05
+            stage["rows"] = merge_rows(stage.get("rows", []), value["rows"])
+        else:
+            result.setdefault(part, {}).update(value)
+        runs[part] = run
+    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
 
 def growth(rows: list[dict], key: str) -> str:
@@ -366,7 +458,7 @@ def main() -> None:
     ap.add_argument("--baseline-queries", type=int, default=20, help="queries timed with rank-bm25")
     ap.add_argument("--real-embeddings-up-to", type=int, default=10_000, help="larger corpora get random unit vectors")
     ap.add_argument("--hnsw-up-to", type=int, default=100_000)
-    ap.add_argument("--metric-queries", type=int, default=100_000)
+    ap.add_argument("--metric-queries", type=int, default=100_000, help="0: the metrics are not timed")
     ap.add_argument("--no-dense", action="store_true")
     ap.add_argument(
         "--stage-sizes",
@@ -376,7 +468,14 @@ def main() -> None:
         help="chunks of the stdlib's source (8 lines each; 108k at most) on which the whole `rag-eval retrieval` "
         "stage is timed against rank-bm25 (none: skip)",
     )
+    ap.add_argument(
+        "--result",
+        type=Path,
+        default=RESULT,
+        help="the result file the figures are merged into (default: %(default)s); '-' writes none",
+    )
     args = ap.parse_args()
+    started, before = datetime.now(UTC), machine()
 
     import tempfile
 
@@ -391,6 +490,8 @@ def main() -> None:
     qs = queries(sents, args.queries)
     q_tokens = [tok(q) for q in qs]
     bm25_rows, dense_rows = [], []
+    embedded: dict = {}
+    hnsw: dict = {"M": 32, "ef_search": 128}
     work = Path(tempfile.mkdtemp(prefix="rag-eval-scale-"))
     stage_rows = []
     for n in args.stage_sizes:
@@ -412,6 +513,14 @@ def main() -> None:
         row = {"chunks": n, "embeddings": "model" if real else "random", "embed s": t_embed}
         row |= dense_stage(passages, q_emb, work, n <= args.hnsw_up_to)
         dense_rows.append(row)
+        if real:
+            embedded = {"chunks_per_s": round(n / t_embed), "chunks": n, "seconds": round(t_embed)}
+        if "hnsw recall@10" in row:
+            kind = f"{'real' if real else 'random'}_{n // 1000}k"
+            hnsw[f"{kind}_recall_at_10"] = round(row["hnsw recall@10"], 2)
+            if real:
+                hnsw[f"{kind}_ms_per_query"] = round(row["hnsw ms/query"], 2)
+                hnsw[f"{kind}_build_s"] = round(row["hnsw build s"], 2)
         del passages
     if bm25_rows:
         print("\nBM25 (sparse matrix, rank-bm25 the baseline on the first queries; +MB: peak memory above the start)")
@@ -428,8 +537,43 @@ def main() -> None:
             "question, extrapolated) in the same run:"
         )
         table(stage_rows, "chunks")
-    print("\nMetrics (hit@10, MRR, nDCG@10, depth 100): rag-eval against ranx (ratio < 1: rag-eval faster)")
-    table([metrics_stage(args.metric_queries, 1_000_000)], "queries")
+    metrics = None
+    if args.metric_queries:
+        print("\nMetrics (hit@10, MRR, nDCG@10, depth 100): rag-eval against ranx (ratio < 1: rag-eval faster)")
+        metrics = metrics_stage(args.metric_queries, 1_000_000)
+        table([metrics], "queries")
+    if str(args.result) == "-":
+        return
+    parts: dict[str, dict] = {}
+    if bm25_rows:
+        rows = [{"chunks": r["chunks"], **r["_result"]} for r in bm25_rows]
+        parts["bm25"] = {"rows": rows, "questions": args.queries, "rank_bm25_questions": args.baseline_queries}
+    if dense_rows:
+        rows = [
+            {
+                "chunks": r["chunks"],
+                "dense_ms_per_query": round(r["exact ms/query"], 2),
+                "dense_mb": round(r["exact +MB"]),
+            }
+            for r in dense_rows
+        ]
+        parts["dense"] = {"rows": rows}
+    if embedded:
+        parts["embedding"] = embedded
+    if len(hnsw) > 2:
+        parts["hnsw"] = hnsw
+    if metrics is not None:
+        parts[f"metrics_{args.metric_queries // 1000}k_questions"] = metrics["_result"]
+    if stage_rows:
+        parts["stage"] = {"rows": [r["_result"] for r in stage_rows]}
+    run = {
+        "command": "python benchmarks/scale/scale.py " + " ".join(sys.argv[1:]),
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "machine": {**before, "load_average_1m_end": machine()["load_average_1m"]},
+    }
+    write_result(args.result, parts, run)
+    print(f"\nmerged into {args.result}: {', '.join(parts)}")
 
 
 if __name__ == "__main__":
