@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -105,11 +106,12 @@ class MetricSpec:
 
 
 _FUNCTIONS: dict[str, Callable[[RelevanceData, int | None], np.ndarray]] = {
-    "hit": lambda d, k: hit_at_k(d.relevance, k),
+    # parse_metric gives a k to every metric of _NEEDS_K.
+    "hit": lambda d, k: hit_at_k(d.relevance, cast(int, k)),
     "mrr": lambda d, k: reciprocal_rank(d.relevance, k),
-    "ndcg": lambda d, k: ndcg_at_k(d.relevance, d.ideal, k),
-    "precision": lambda d, k: precision_at_k(d.relevance, k),
-    "recall": lambda d, k: recall_at_k(d.relevance, d.n_relevant, k),
+    "ndcg": lambda d, k: ndcg_at_k(d.relevance, d.ideal, cast(int, k)),
+    "precision": lambda d, k: precision_at_k(d.relevance, cast(int, k)),
+    "recall": lambda d, k: recall_at_k(d.relevance, d.n_relevant, cast(int, k)),
     "map": lambda d, k: average_precision(d.relevance, d.n_relevant, k),
 }
 _NEEDS_K = {"hit", "ndcg", "precision", "recall"}
@@ -141,7 +143,7 @@ def default_metrics(ks: list[int]) -> list[str]:
     return names + ["map"]
 
 
-def relevance_data(ranked: list[list[str]], qrels: list[dict[str, int]], depth: int) -> RelevanceData:
+def relevance_data(ranked: list[list[str]], qrels: list[dict[str, float]], depth: int) -> RelevanceData:
     """Build the relevance matrix from ranked chunk ids and per-question labels."""
     n = len(ranked)
     rel = np.zeros((n, depth), dtype=float)

@@ -25,7 +25,8 @@ def split_by_heading(text: str) -> list[Section]:
     """
     lines = text.splitlines()
     sections: list[Section] = []
-    heading, body = "", []
+    heading = ""
+    body: list[str] = []
     in_fence = False
     i = 0
     while i < len(lines):

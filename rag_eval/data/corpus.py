@@ -80,7 +80,9 @@ def _table_records(path: Path) -> list[Record]:
 
 def _chunks_from_records(records: list[Record], cc: CorpusConfig) -> list[Chunk]:
     f = cc.fields
-    chunks, problems, seen = [], [], {}
+    chunks: list[Chunk] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
     known = {f.id, f.text, f.title, f.doc_id, "metadata"}
     for rec in records:
         d = rec.data

@@ -413,7 +413,8 @@ def _as_list(value: Any) -> list:
     return [] if value in (None, "") else value if isinstance(value, list) else [value]
 
 
-def _answer_in(value: Any, corpus: Corpus, label: str, problems: list[Problem]) -> dict[str, int]:
+def _answer_in(value: Any, corpus: Corpus, label: str, problems: list[Problem]) -> dict[str, float]:
+    items: dict[str, float]
     if isinstance(value, (str, int)):
         items = {str(value): 1}
     elif isinstance(value, list):

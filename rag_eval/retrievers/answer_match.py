@@ -28,6 +28,8 @@ least as close to the question and its reference answer as the labelled chunk's 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -130,7 +132,7 @@ class MeaningMatch:
     embedding model: ``embed(texts, kind)`` returns normalised embeddings (kind "query" or
     "passage"). Every text is embedded once, in one call per kind (:meth:`prepare`)."""
 
-    def __init__(self, embed):
+    def __init__(self, embed: Callable[[list[str], str], Any]) -> None:
         self.embed = embed
         self.query: dict[str, np.ndarray] = {}
         self.chunk: dict[str, np.ndarray] = {}

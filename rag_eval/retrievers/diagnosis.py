@@ -61,6 +61,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from statistics import median
+from typing import Any
 
 from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
 from rag_eval.engine import make_engine
@@ -203,7 +204,7 @@ class Diagnoser:
         k = self.res.miss_k
         relevant = [self.corpus.index[c] for c, g in question.qrels.items() if g > 0]
         ranking = [i for i in self.res.retrievers[retriever].rankings.top[q] if i >= 0]
-        found = []
+        found: list[Diagnosis] = []
         rules = [
             self._suspect_label,
             self._generic_label,
@@ -645,7 +646,9 @@ def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) 
         if not isinstance(h, HybridConfig):
             continue
         parts = [results.retrievers[p].rankings for p in h.of]
-        trials = [(f"rrf_k {v:g}", {"rrf_k": v}) for v in (10, 30, 100) if v != h.rrf_k]
+        trials: list[tuple[str, dict[str, Any]]] = [
+            (f"rrf_k {v:g}", {"rrf_k": v}) for v in (10, 30, 100) if v != h.rrf_k
+        ]
         if len(h.of) == 2:
             trials += [(f"weights {w}", {"weights": w}) for w in ([2.0, 1.0], [1.0, 2.0]) if w != h.weights]
         for change, upd in trials:

@@ -6,6 +6,7 @@ way, ``Class(corpus, cfg, name, context)``, so a new kind needs nothing here."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 
 from rag_eval.config import AuditConfig, RetrieverKind
@@ -59,5 +60,6 @@ def run_retrievers(
     depth = cfg.retrieval.depth
     for name in dependency_order(cfg):
         r = cfg.retrieval.retrievers[name]
-        context.rankings[name] = retriever_class(r)(corpus, r, name, context).rank(questions, depth)
+        make: Callable[..., Retriever] = retriever_class(r)  # every kind is built the same way
+        context.rankings[name] = make(corpus, r, name, context).rank(questions, depth)
     return {name: context.rankings[name] for name in cfg.retrieval.retrievers}

@@ -62,8 +62,8 @@ def compare_metrics(cfg: AuditConfig, k: int) -> list[MetricSpec]:
 def first_relevant_rank(rankings: Rankings, q: int, question: Question, corpus: Corpus) -> int | None:
     """Rank of the best-ranked relevant chunk (exact beyond depth when the retriever scores all)."""
     ranks = [rankings.rank_of(q, corpus.index[cid]) for cid, g in question.qrels.items() if g > 0]
-    ranks = [r for r in ranks if r is not None]
-    return min(ranks) if ranks else None
+    found = [r for r in ranks if r is not None]
+    return min(found) if found else None
 
 
 def evaluate(
