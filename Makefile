@@ -35,6 +35,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 # The edit loop: ruff and the tests not marked slow (README, Development). `make test` stays the
