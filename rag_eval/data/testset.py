@@ -21,6 +21,16 @@ _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
 
 
+# ASCII characters that are not word characters, as spaces: an ASCII text's words are then its
+# split() (the regex engine's \w+ is slower, checking each character against Unicode's tables).
+_ASCII_NON_WORD = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")})
+
+
+def words(text: str) -> list[str]:
+    """The words of a text: its runs of word characters (``\\w+``)."""
+    return text.translate(_ASCII_NON_WORD).split() if text.isascii() else _WORD.findall(text)
+
+
 def normalise(text: str) -> str:
     """Whitespace collapsed to single spaces; evidence matching compares these."""
     return _WS.sub(" ", text).strip()
@@ -74,7 +84,7 @@ class PhraseIndex:
     phrases given, the texts holding each. A phrase with none of those words is looked for in every
     text. ``raw``: the texts before whitespace normalisation (default: the
     texts), where every piece of a phrase between its spaces must appear before the text is read;
-    ``words``: each text's words (its runs of word characters; default: read from ``raw``).
+    ``text_words``: each text's words (its runs of word characters; default: read from ``raw``).
     Normalisation leaves the words, and the pieces between spaces, as they are: ``texts`` may make
     each text only when it is read (:class:`LazyTexts`)."""
 
@@ -82,7 +92,7 @@ class PhraseIndex:
         self,
         texts: Sequence[str],
         phrases: Iterable[str] = (),
-        words: Iterable[list[str]] | None = None,
+        text_words: Iterable[list[str]] | None = None,
         raw: Sequence[str] | None = None,
     ):
         self.texts = texts
@@ -93,7 +103,9 @@ class PhraseIndex:
             # Each text's wanted words, then (word, text) pairs grouped by word, texts in order.
             held: list[str] = []
             counts = array("q")
-            for found in map(set(wanted).intersection, map(_WORD.findall, self.raw) if words is None else words):
+            for found in map(
+                set(wanted).intersection, map(_WORD.findall, self.raw) if text_words is None else text_words
+            ):
                 counts.append(len(found))
                 held.extend(found)
             ids = {w: i for i, w in enumerate(wanted)}
@@ -163,7 +175,7 @@ class EvidenceIndex:
     @property
     def search(self) -> PhraseIndex:
         if self._search is None:
-            self._search = PhraseIndex(self.texts, self.quotes, raw=self.raw)
+            self._search = PhraseIndex(self.texts, self.quotes, map(words, self.raw), self.raw)
         return self._search
 
     def find(self, quote: str, doc_id: str | None = None) -> list[str]:
