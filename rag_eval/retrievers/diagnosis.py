@@ -60,6 +60,7 @@ hybrid fixes on every question (misses and hits); ``rechunk.py`` the other chunk
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from statistics import median
 from typing import Any
 
@@ -159,7 +160,6 @@ class Diagnoser:
         self, cfg: AuditConfig, corpus: Corpus, results: RetrievalResults, meaning: MeaningMatch | None = None
     ):
         self.cfg, self.dc, self.corpus, self.res, self.meaning = cfg, cfg.diagnosis, corpus, results, meaning
-        self.median_len = median(len(c.text) for c in corpus.chunks)
         types = cfg.retrieval.retrievers
         self.keyword = [n for n, r in types.items() if isinstance(r, Bm25Config)]
         self.embedding = [n for n, r in types.items() if isinstance(r, DenseConfig)]
@@ -183,6 +183,11 @@ class Diagnoser:
                 ids += [self.corpus.index[c] for c, g in question.qrels.items() if g > 0]
                 chunks.update({self.corpus.chunks[i].id: self.corpus.chunks[i].passage for i in ids})
         self.meaning.prepare(queries, chunks)
+
+    @cached_property
+    def median_len(self) -> float:
+        """The median chunk length in characters (made when a rule first needs it)."""
+        return median(len(c.text) for c in self.corpus.chunks)
 
     def chunk_tokens(self, i: int) -> set[str]:
         if i not in self._tokens:

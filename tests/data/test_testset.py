@@ -100,3 +100,39 @@ def test_a_missing_test_set_names_the_config_line_and_the_folder(tmp_path, capsy
     assert f"looked for {tmp_path / 'qs' / 'missing.jsonl'}" in err
     assert f"relative paths start at the config's folder ({tmp_path.resolve()}" in err
     assert "relative to the working folder" not in err
+
+
+def test_quotes_are_found_from_postings_as_by_reading_every_chunk():
+    """On a corpus above SCAN_TEXTS a quote is looked for only in the chunks holding its inner words
+    (texts normalised when read): the same chunks as a scan of every normalised chunk, with
+    whitespace that differs, quotes that start or end with punctuation, repeated common words,
+    non-ASCII words and a quote of one word."""
+    import random
+
+    from rag_eval.data.testset import SCAN_TEXTS, EvidenceIndex, PhraseIndex, words
+    from rag_eval.types import Chunk, Corpus
+
+    rng = random.Random(5)
+    vocab = ["self", "x", "return", "foo_bar", "Zoë", "déjà", "(a)", "b,", "=", "the", "if", "y[0]"]
+    chunks = [
+        Chunk(f"c{i}", "\n    ".join(" ".join(rng.choices(vocab, k=6)) for _ in range(3)), "T" if i % 7 else "")
+        for i in range(SCAN_TEXTS + 500)
+    ]
+    corpus = Corpus(chunks, "t")
+    texts = [normalise(f"{c.title}\n{c.text}") for c in chunks]
+    quotes = [" ".join(rng.choices(vocab, k=rng.randint(1, 5))) for _ in range(60)]
+    quotes += ["(a) self", "self x (a)", "return\n  foo_bar x", "Zoë déjà", "T self"]
+    index = EvidenceIndex(corpus, quotes)
+    for q in quotes:
+        want = [c.id for c, t in zip(chunks, texts) if normalise(q) in t]
+        assert index.find(q) == want, q
+    # A quote with a rare inner word reads only the chunks that hold it.
+    rare = EvidenceIndex(Corpus([*chunks, Chunk("r", "x = alpha(beta)")], "t"), ["= alpha(beta"])
+    assert rare.find("=  alpha(beta") == ["r"]
+    assert [i for i, t in enumerate(rare.texts.made) if t is not None] == [len(chunks)]
+    # Words as the regex reads them, ASCII or not.
+    for t in ["a_b c-d", "Zoë déjà-vu x1", "\x1c\x7fA\tb", ""]:
+        assert words(t) == __import__("re").findall(r"\w+", t)
+    # A phrase none of whose words has a character on both sides is looked for in every text.
+    flat = PhraseIndex(texts, ["self"])
+    assert flat.find("self") == [i for i, t in enumerate(texts) if "self" in t]

@@ -199,3 +199,32 @@ def test_answer_outside_label_from_a_retrieved_chunk_holding_the_reference():
     assert found["reference_share"] >= found["label_share"] + cfg().diagnosis.reference_margin
     # Without the retrieval run nothing points at the sets chunk (no quote matches it).
     assert "answer_outside_label" not in codes(lint(cfg(), CORPUS, qs))
+
+
+def test_loose_text_and_near_duplicates_equal_their_plain_definitions():
+    """loose() (translate + split for ASCII) equals markup stripped, lower-cased, non-words
+    dropped; near_duplicates (one sparse product) equals the Jaccard overlap of every pair."""
+    import itertools
+    import random
+    import re
+
+    from rag_eval.data.testset import strip_markup
+    from rag_eval.retrievers.answer_match import loose
+    from rag_eval.retrievers.lint import near_duplicates
+    from rag_eval.text import jaccard
+
+    rng = random.Random(2)
+    alphabet = list("aZ09_*`#>[]|-., \t\n\x0b\x1c") + ["İ", "Σ", "K", "ß", "É", "é"]
+    for _ in range(3000):
+        t = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        assert loose(t) == " ".join(re.sub(r"[^a-z0-9]+", " ", strip_markup(t).lower()).split()), repr(t)
+    for _ in range(200):
+        pool = [f"w{k}" for k in range(rng.randint(1, 8))]
+        sets = [(f"q{n}", set(rng.sample(pool, rng.randint(0, min(4, len(pool)))))) for n in range(rng.randint(0, 20))]
+        t = rng.choice([0.0, 0.3, 0.5, 0.8, 1.0])
+        want = [
+            (a, b, round(jaccard(sa, sb), 2))
+            for (a, sa), (b, sb) in itertools.combinations(sets, 2)
+            if sa and sb and jaccard(sa, sb) >= t
+        ]
+        assert near_duplicates(sets, t) == want
