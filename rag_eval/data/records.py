@@ -23,9 +23,11 @@ class Record:
 
 @contextmanager
 def collection_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused over a block that makes many long-lived objects and no
-    cycles (the records and chunks of a large corpus): each collection would walk every object made
-    so far, about a second of a 100,000-chunk load. Objects are still freed as they go."""
+    """The cyclic garbage collector paused over a block (or, as a decorator, a function) that makes
+    many objects and no cycles (the records and chunks of a large corpus, a retrieval stage's
+    rankings, records and findings): each collection walks every object alive, the corpus's
+    included, about a second of a 100,000-chunk stage. Objects are still freed as they go; a cycle
+    made meanwhile is collected after."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -65,6 +65,7 @@ from statistics import median
 from typing import Any
 
 from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
+from rag_eval.data.records import collection_paused
 from rag_eval.engine import make_engine
 from rag_eval.retrievers.answer_match import (
     MIN_WORDS,
@@ -584,6 +585,7 @@ def diagnose_misses(
     }
 
 
+@collection_paused()
 def diagnose_with_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults, cache_dir) -> dict:
     """The retrieval stage's diagnosis: causes proposed, fixes simulated (fusion and hybrid on every
     question, re-chunking where a chunking cause is proposed), then causes decided by those fixes.

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_eval.config import AuditConfig, RetrieverKind
+from rag_eval.data.records import collection_paused
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.rankings import Rankings, Retriever, RetrieverContext
@@ -50,6 +51,7 @@ def retriever_class(kind: RetrieverKind) -> type[Retriever]:
     return target
 
 
+@collection_paused()
 def run_retrievers(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], cache_dir: Path, given: dict | None = None
 ) -> dict[str, Rankings]:

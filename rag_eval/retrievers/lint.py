@@ -14,6 +14,7 @@ import numpy as np
 from scipy import sparse
 
 from rag_eval.config import AuditConfig
+from rag_eval.data.records import collection_paused
 from rag_eval.data.testset import LazyTexts, PhraseIndex, normalise
 from rag_eval.retrievers.answer_match import answer_in_chunk, loose, loose_words
 from rag_eval.retrievers.stage import RetrievalResults
@@ -392,6 +393,7 @@ def split_evidence(questions: list[Question]) -> list[Finding]:
     ]
 
 
+@collection_paused()
 def lint(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], results: RetrievalResults | None = None
 ) -> list[Finding]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.config import AuditConfig
+from rag_eval.data.records import collection_paused
 from rag_eval.data.testset import label_provenance
 from rag_eval.metrics import MetricSpec, default_metrics, parse_metric, relevance_data
 from rag_eval.retrievers.rankings import Rankings
@@ -66,6 +67,7 @@ def first_relevant_rank(rankings: Rankings, q: int, question: Question, corpus: 
     return min(found) if found else None
 
 
+@collection_paused()
 def evaluate(
     cfg: AuditConfig, corpus: Corpus, questions: list[Question], rankings: dict[str, Rankings]
 ) -> RetrievalResults:
@@ -110,6 +112,7 @@ def evaluate(
     return RetrievalResults(questions, answerable, specs, mk, results, comparisons)
 
 
+@collection_paused()
 def question_records(
     res: RetrievalResults, corpus: Corpus, show: int, diagnoses: dict[str, dict] | None = None
 ) -> list[dict]:
