@@ -31,8 +31,8 @@ from real_variants import _auc, _mean_logodds
 
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
+from rag_eval.calibration.cutoffs import fit_cutoff
 from rag_eval.config import LLMConfig
-from rag_eval.judges.calibration import fit_cutoff
 from rag_eval.judges.judge_check import load_cases
 from rag_eval.judges.lexical import content_words, fit_blend, stem, support
 from rag_eval.judges.scored import ScoredJudges, split_statements

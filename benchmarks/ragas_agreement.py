@@ -33,8 +33,8 @@ import numpy as np
 
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
+from rag_eval.calibration.cutoffs import SHIPPED, blends_for, cutoffs_for, ragas_key, save_entry
 from rag_eval.config import LLMConfig
-from rag_eval.judges.calibration import SHIPPED, blends_for, cutoffs_for, ragas_key, save_entry
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, Families, Inputs
 from rag_eval.judges.scored import ScoredJudges, average_precision

@@ -29,8 +29,8 @@ import numpy as np
 
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
+from rag_eval.calibration.cutoffs import model_identity
 from rag_eval.config import LLMConfig
-from rag_eval.judges.calibration import model_identity
 from rag_eval.judges.judge_check import (
     Prediction,
     cutoff_fitter,
@@ -247,7 +247,7 @@ def main() -> None:
     }
     fit_blended = {n: [x for p in fit_parts + (["hand"] if hand else []) for x in with_blend[p][n]] for n in JUDGES_RUN}
     out = {"model": identity, "fitted_on": fitted_on, "blends": {n: b.to_dict() for n, b in blends.items()}, "rows": []}
-    shipped_file = json.loads((ROOT / "rag_eval" / "judges" / "calibration_embedded.json").read_text())
+    shipped_file = json.loads((ROOT / "rag_eval" / "calibration" / "calibration_embedded.json").read_text())
     # The cut-offs shipped before this run (for comparison), on the scale they were fitted on.
     shipped = {
         k.split("|")[1]: v
@@ -298,7 +298,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     if args.write_calibration:
-        from rag_eval.judges.calibration import SHIPPED, save  # noqa: PLC0415 - writing is rare
+        from rag_eval.calibration.cutoffs import SHIPPED, save  # noqa: PLC0415 - writing is rare
 
         path = ROOT / "rag_eval" / "judges" / SHIPPED
         for name, (cuts, bands, overall) in fitted_by["blend"].items():

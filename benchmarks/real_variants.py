@@ -32,8 +32,8 @@ import numpy as np
 
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
+from rag_eval.calibration.cutoffs import fit_cutoff
 from rag_eval.config import LLMConfig
-from rag_eval.judges.calibration import fit_cutoff
 from rag_eval.judges.judge_check import load_cases
 from rag_eval.judges.lexical import coverage, fit_blend, logit
 from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_statements

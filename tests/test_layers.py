@@ -1,4 +1,4 @@
-"""Imports follow the flow: config -> data -> retrieval -> answers -> judges -> attribution -> report
+"""Imports follow the flow: config -> data -> retrieval -> answers -> judges -> attribution -> labels -> report
 -> orchestration -> api/cli. Every module of the package belongs to a layer; an import from a lower
 layer to a higher one is allowed only where ``UPWARD`` lists it, and no import cycle exists.
 
@@ -20,6 +20,7 @@ LAYERS = (
     "answers",  # generated, a deployed system's, supplied, traced
     "judges",
     "attribution",
+    "labels",  # people's labels: figures and outcome shares re-estimated with them
     "report",
     "orchestration",
     "api",
@@ -51,8 +52,10 @@ MODULES = {
     "answers": "answers",
     "system": "answers",
     "judges": "judges",
+    "calibration": "judges",  # how a judge decides: cut-offs, bands, blends, adapted to a corpus
     "testgen": "judges",  # writes a test set with the model and the judges' scoring
     "attribution": "attribution",
+    "labels": "labels",
     "report": "report",
     "orchestration": "orchestration",
     "preflight": "orchestration",  # every check a run makes before its first model call
@@ -66,10 +69,8 @@ MODULES = {
 UPWARD = {
     # The config validates judge names and roles against the judge registry as it loads.
     ("config", "judges.registry"),
-    # Human labels re-attribute outcomes with the labels in place of the judges' verdicts, and
-    # add their section to the report (moves with labels/ above attribution).
-    ("judges.labels", "attribution"),
-    ("judges.labels", "report.report_records"),
+    # Human labels add their section to the report's records (the report renders it).
+    ("labels.human", "report.report_records"),
 }
 MAX_UPWARD = 4
 

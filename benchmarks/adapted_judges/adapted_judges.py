@@ -15,7 +15,7 @@ runs without a model.
 draws of the corpus' questions as ``rag-eval label --n`` draws them (the active draw: inclusion
 probabilities that favour uncertain, outcome-deciding verdicts of the shipped judges; every prompt's
 answer to a drawn question is labelled), each judge adapted on the drawn answers'
-labels (``rag_eval/judges/adaptation.py``: (a) cut-off and band, (b) blend weights, both), and the
+labels (``rag_eval/calibration/adaptation.py``: (a) cut-off and band, (b) blend weights, both), and the
 decided accuracy and uncertain share measured on the corpus' OTHER answers. Targets (issue 41): with
 at most 30 labels, decided >= 0.90 right for correctness and faithfulness and >= 0.95 for refusal,
 each with <= 25% uncertain, median over the corpora and on the blind part alone.
@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from real_judges import word_features  # noqa: E402
 
-from rag_eval.judges.active import inclusion_probabilities, systematic_draw  # noqa: E402
-from rag_eval.judges.adaptation import HOW, Decider, Item, adapt  # noqa: E402
+from rag_eval.calibration.adaptation import HOW, Decider, Item, adapt  # noqa: E402
 from rag_eval.judges.lexical import Blend  # noqa: E402
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES  # noqa: E402
+from rag_eval.labels.active import inclusion_probabilities, systematic_draw  # noqa: E402
 from rag_eval.stats import wilson_interval  # noqa: E402
 
 REAL = ROOT / "data" / "real-answers"
@@ -196,8 +196,8 @@ def load_inputs() -> list[dict]:
 
 
 def shipped_deciders() -> dict[str, Decider]:
-    """Each prompt variant's decider as shipped (``rag_eval/judges/calibration_embedded.json``)."""
-    table = json.loads((ROOT / "rag_eval" / "judges" / "calibration_embedded.json").read_text())
+    """Each prompt variant's decider as shipped (``rag_eval/calibration/calibration_embedded.json``)."""
+    table = json.loads((ROOT / "rag_eval" / "calibration" / "calibration_embedded.json").read_text())
     out = {}
     for key, e in table.items():
         variant = key.split("|")[1]
@@ -651,7 +651,7 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None, halueva
         "Measured as a user meets it: for each labelled corpus of `data/real-answers` and n labelled answers, "
         "seeded draws of the corpus' questions as `rag-eval label` draws them (the active draw; every prompt's "
         "answer to a drawn question labelled), each judge adapted on the drawn answers' labels "
-        "(`rag_eval/judges/adaptation.py`) and measured on the corpus' **other** answers: decided verdicts right "
+        "(`rag_eval/calibration/adaptation.py`) and measured on the corpus' **other** answers: decided verdicts right "
         "(uncertain ones set aside) and the share left uncertain. `shipped`: no label, every answer; `unadapted`: the "
         "shipped judge on the same draws' other answers (the fair comparison: the active draw takes the unsure "
         "answers, so the rest is easier than the whole corpus). `cutoff`: (a) the cut-off "

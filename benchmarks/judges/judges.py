@@ -174,7 +174,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"cutoffs": cutoffs, "rows": [r.to_dict() for r in rows]}, indent=2))
     if args.write_calibration:
-        from rag_eval.judges.calibration import SHIPPED, save
+        from rag_eval.calibration.cutoffs import SHIPPED, save
         from rag_eval.judges.judge_check import saved_band
 
         def band(name, variant, cut):

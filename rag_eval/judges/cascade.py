@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_eval.calibration.cutoffs import blends_for, cutoffs_for, out_of_fold
 from rag_eval.config import LLMConfig
-from rag_eval.judges.calibration import blends_for, cutoffs_for, out_of_fold
 from rag_eval.judges.escalation import Opinion, second_opinion
 from rag_eval.judges.judge_check import cutoff_fitter, kind_of
 from rag_eval.judges.registry import CASE_KINDS, JUDGES, judges_for

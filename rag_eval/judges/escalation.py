@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rag_eval.judges.calibration import blends_for, cutoffs_for
+from rag_eval.calibration.cutoffs import blends_for, cutoffs_for
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_eval.judges import calibration
-from rag_eval.judges.calibration import fold_assignment, key
+from rag_eval.calibration import cutoffs as calibration
+from rag_eval.calibration.cutoffs import fold_assignment, key
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import band_targets, banded, variants
 

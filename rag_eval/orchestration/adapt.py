@@ -2,7 +2,7 @@
 figures kept honest afterwards (``rag-eval report RUN --labels F --adapt``).
 
 1. Each adaptable judge (a cut-off on a probability, with a band: refusal, correctness,
-   faithfulness_yesno) is adapted on every labelled answer (``judges/adaptation.py``), every
+   faithfulness_yesno) is adapted on every labelled answer (``calibration/adaptation.py``), every
    verdict of the run is re-decided from what it was made of (no model call), and the judged
    figures and outcomes are recomputed from them.
 2. The labels that adapted the judge must not also grade it: the prediction-powered figures are
@@ -11,7 +11,7 @@ figures kept honest afterwards (``rag-eval report RUN --labels F --adapt``).
    the judges that never saw its labels, and an unlabelled answer counts with the mean over the
    fold judges. The labels-only figures are unchanged (they never depend on a judge).
 3. The adaptation is saved under the corpus fingerprint, the judge model and the judge prompt, so
-   a later audit of the same documents decides with it (``judges/adapted.py``).
+   a later audit of the same documents decides with it (``calibration/adapted.py``).
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ import yaml
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
+from rag_eval.calibration.adaptation import HOW, Decider, adapt, cross_ppi_mean
+from rag_eval.calibration.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
 from rag_eval.config import StatsConfig
-from rag_eval.judges.adaptation import HOW, Decider, adapt, cross_ppi_mean
-from rag_eval.judges.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
-from rag_eval.judges.labels import Label, apply_labels, human_outcomes
-from rag_eval.judges.ppi import PPIEstimate, at_least_exact, human_mean
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
+from rag_eval.labels.human import Label, apply_labels, human_outcomes
+from rag_eval.labels.ppi import PPIEstimate, at_least_exact, human_mean
 from rag_eval.report.assemble import judge_brief, outcome_shares
 from rag_eval.report.report_records import AdaptationSection, AdaptedJudge, Report
 from rag_eval.types import Question
@@ -330,7 +330,7 @@ def _estimate(
 ) -> LabelledEstimate:
     """The cross-fitted estimate as the report keeps it; a share from few labels (or all on one
     side) widened to contain the labels' exact interval, as every prediction-powered share is
-    (``judges/ppi.py``: a normal interval is not to be trusted there)."""
+    (``labels/ppi.py``: a normal interval is not to be trusted there)."""
     ya, wa = np.array(y), np.array(w)
     est = cross_ppi_mean(
         ya,

@@ -22,9 +22,9 @@ from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.engine import make_engine
 from rag_eval.errors import RagEvalError
 from rag_eval.judges.judging import run_judging
-from rag_eval.judges.labels import label_run
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import split_statements
+from rag_eval.labels.human import label_run
 from rag_eval.llm.session import LLMSession
 from rag_eval.progress import say
 from rag_eval.report.assemble import Retrieved, add_judging, retrieved_by_recall

@@ -16,7 +16,7 @@ from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.labels import DrawnAnswer, draw, write_csv, write_html
+from rag_eval.labels.human import DrawnAnswer, draw, write_csv, write_html
 from rag_eval.llm.client import Usage
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit, eta
 from rag_eval.progress import say

@@ -8,9 +8,9 @@ from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.base_records import Num, PairedComparison, StageReuse, required
 from rag_eval.judges.judge_records import JudgedFigure, JudgesSection
-from rag_eval.judges.ppi import labels_needed
 from rag_eval.judges.ragas_judges import describe_requests
 from rag_eval.judges.registry import JUDGES
+from rag_eval.labels.ppi import labels_needed
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.quotes import markdown_quotes
 from rag_eval.report.report_records import ComparisonSection, Report

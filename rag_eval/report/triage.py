@@ -9,10 +9,10 @@ import html as html_lib
 from dataclasses import dataclass
 
 from rag_eval.base_records import Figure, required
-from rag_eval.judges.active import decision_uncertainty, labels_for_width
 from rag_eval.judges.judge_records import UncertainDetails
-from rag_eval.judges.labels import figure_records
 from rag_eval.judges.registry import figures
+from rag_eval.labels.active import decision_uncertainty, labels_for_width
+from rag_eval.labels.human import figure_records
 from rag_eval.report.formatting import _table, fmt, text
 from rag_eval.report.report_records import Report
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from rag_eval.base_records import Model, Num, required
 from rag_eval.cache_dirs import cache_root
+from rag_eval.calibration.cutoffs import blends_for, cutoffs_for
 from rag_eval.config import AuditConfig, TestSetConfig
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.inputs import Inputs
@@ -36,7 +37,6 @@ from rag_eval.data.testset import EvidenceIndex, load_test_set, normalise, stabl
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.hashing import text_hash
-from rag_eval.judges.calibration import blends_for, cutoffs_for
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.yesno import load_prompt
 from rag_eval.llm.session import LLMSession

@@ -1,6 +1,6 @@
 """The figures the run and labelling pages show with the labels given so far: each judged figure
-with a human label column, the judge alone and prediction-powered (``judges/ppi.py``,
-``judges/active.py`` through ``judges/labels.py``), and the labels still needed for ±0.05 and
+with a human label column, the judge alone and prediction-powered (``labels/ppi.py``,
+``labels/active.py`` through ``labels/human.py``), and the labels still needed for ±0.05 and
 ±0.10. One function, ``label_figures``, so other label-driven figures join it in one place."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from rag_eval.base_records import Figure
 from rag_eval.errors import DataError
 from rag_eval.judges.judge_records import LabelledEstimate
-from rag_eval.judges.labels import apply_labels, known_answers, read_labels, weights_of
+from rag_eval.labels.human import apply_labels, known_answers, read_labels, weights_of
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import WIDTHS, labels_plan

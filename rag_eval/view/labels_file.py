@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rag_eval.judges.labels import COLUMNS
 from rag_eval.judges.registry import HUMAN_LABELS
+from rag_eval.labels.human import COLUMNS
 
 LABELS_FILE = Path("labels") / "labels.csv"
 

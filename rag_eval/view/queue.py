@@ -1,5 +1,5 @@
 """What the labelling page shows, in order: the answers of the run's labels file (``rag-eval
-label``'s draw) or, before there is one, the same active draw (``judges/active.py``: exactly
+label``'s draw) or, before there is one, the same active draw (``labels/active.py``: exactly
 ``DRAW_N`` questions, favouring uncertain and outcome-deciding verdicts, each with its inclusion
 probability); then the answers with an uncertain verdict outside the draw, the most unsure first.
 Those are labelled because they are uncertain, not drawn: once one is labelled, every labelled
@@ -18,8 +18,8 @@ from rag_eval.config import load_config
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.testset import stable_id
 from rag_eval.errors import RagEvalError
-from rag_eval.judges.labels import DrawnAnswer, draw
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES
+from rag_eval.labels.human import DrawnAnswer, draw
 from rag_eval.report.quotes import highlight
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import uncertain_answers

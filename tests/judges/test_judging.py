@@ -174,8 +174,8 @@ def test_kappa_known_values():
 
 
 def test_judge_check_reports_out_of_fold_figures_per_source_and_saves_cutoffs(tmp_path, capsys):
+    from rag_eval.calibration.cutoffs import user_path
     from rag_eval.cli import main
-    from rag_eval.judges.calibration import user_path
 
     out = tmp_path / "check.json"
     with ScriptedServer(reply=structured_reply) as s:

@@ -75,7 +75,7 @@ def test_mark_records_the_uncertain_decision_with_its_probability_and_leaning():
 
 
 def test_bands_come_from_the_calibration_or_the_config_or_say_why_not(monkeypatch, tmp_path):
-    from rag_eval.judges import calibration
+    from rag_eval.calibration import cutoffs as calibration
 
     class Scored:
         def prompt_hash(self, judge):

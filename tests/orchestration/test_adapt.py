@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
+from rag_eval.calibration import adaptation as adaptation_module
 from rag_eval.cli import main
-from rag_eval.judges import adaptation as adaptation_module
 from rag_eval.orchestration.diff import diff_runs
 
 from ..conftest import ROOT, write_jsonl

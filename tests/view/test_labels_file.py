@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from rag_eval.judges.labels import COLUMNS, read_labels
+from rag_eval.labels.human import COLUMNS, read_labels
 from rag_eval.view import labels_file
 
 

@@ -39,7 +39,7 @@ def main() -> None:
     import rag_eval
     from rag_eval import progress
     from rag_eval.config import load_config
-    from rag_eval.judges.labels import label_run
+    from rag_eval.labels.human import label_run
     from rag_eval.orchestration.runner import run_compare, run_retrieval
     from rag_eval.report.files import write_report
     from tests.conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl

@@ -53,7 +53,7 @@ def _read(path) -> dict:
 
 def saved() -> dict:
     """Every saved calibration: the shipped ones, overridden by the user's."""
-    return {**_read(files("rag_eval.judges").joinpath(SHIPPED)), **_read(user_path())}
+    return {**_read(files("rag_eval.calibration").joinpath(SHIPPED)), **_read(user_path())}
 
 
 def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dict[str, float], dict[str, bool]]:

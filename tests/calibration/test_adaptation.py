@@ -1,4 +1,4 @@
-"""Judges adapted to a corpus from a few labels (rag_eval/judges/adaptation.py)."""
+"""Judges adapted to a corpus from a few labels (rag_eval/calibration/adaptation.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rag_eval.judges.active import inclusion_probabilities, systematic_draw
-from rag_eval.judges.adaptation import (
+from rag_eval.calibration.adaptation import (
     Decider,
     Item,
     adapt,
@@ -20,6 +19,7 @@ from rag_eval.judges.adaptation import (
 )
 from rag_eval.judges.lexical import Blend
 from rag_eval.judges.uncertain import case_status
+from rag_eval.labels.active import inclusion_probabilities, systematic_draw
 
 
 def _sig(z):

@@ -21,12 +21,12 @@ from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD, AttributionR
 from rag_eval.base_records import Model, Num, required
 from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.active import active_mean, draw_questions
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
+from rag_eval.labels.active import active_mean, draw_questions
+from rag_eval.labels.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
 from rag_eval.types import Question
 
@@ -81,7 +81,7 @@ def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[Dra
     """A seeded random sample of ``n`` questions of the run (every prompt's answer to each), drawn
     within the audit's strata in proportion to their size; each row keeps its audit weight and its
     inclusion probability. ``active``: drawn with probabilities that favour uncertain and
-    outcome-deciding decisions instead (``rag_eval/judges/active.py``)."""
+    outcome-deciding decisions instead (``rag_eval/labels/active.py``)."""
     gens = [g for g in _answers(run_dir) if not g.failed]
     if not gens:
         raise DataError(

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root
-from rag_eval.judges.adaptation import Decider, Item, adapt
-from rag_eval.judges.calibration import key, model_identity, saved
+from rag_eval.calibration.adaptation import Decider, Item, adapt
+from rag_eval.calibration.cutoffs import key, model_identity, saved
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.lexical import Blend
 from rag_eval.judges.registry import JUDGES, banded

@@ -1,5 +1,5 @@
 """A run's judgements re-decided by adapted judges, adaptations saved per corpus, and judge-check
-measuring the adapted judges beside the saved ones (rag_eval/judges/adapted.py)."""
+measuring the adapted judges beside the saved ones (rag_eval/calibration/adapted.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from rag_eval.cli import main
-from rag_eval.judges import adaptation
-from rag_eval.judges.adaptation import Decider
-from rag_eval.judges.adapted import (
+from rag_eval.calibration import adaptation
+from rag_eval.calibration.adaptation import Decider
+from rag_eval.calibration.adapted import (
     deciders_of,
     item_of,
     redecide,
     save_adaptation,
     saved_adaptation,
 )
+from rag_eval.cli import main
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.lexical import Blend
 

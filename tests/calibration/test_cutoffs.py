@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from rag_eval.judges.calibration import balanced_accuracy, fit_cutoff, out_of_fold
+from rag_eval.calibration.cutoffs import balanced_accuracy, fit_cutoff, out_of_fold
 
 
 def test_fit_cutoff_separates_and_prefers_the_middle_on_ties():
@@ -67,7 +67,7 @@ def test_folds_are_stratified_and_seeded():
 def test_config_cutoff_for_a_judge_sets_every_variant_unless_named():
     from types import SimpleNamespace
 
-    from rag_eval.judges.calibration import cutoffs_for
+    from rag_eval.calibration.cutoffs import cutoffs_for
 
     scored = SimpleNamespace(prompt_hash=lambda judge: "no-saved-calibration")
     cuts, calibrated = cutoffs_for("nobody", scored, {"correctness": 0.6})
@@ -78,8 +78,8 @@ def test_config_cutoff_for_a_judge_sets_every_variant_unless_named():
 
 def test_the_shipped_calibration_is_found_for_the_embedded_model_whatever_the_server_build(tmp_path):
     """The cache identity names the server build and flags; the calibration belongs to the model."""
+    from rag_eval.calibration.cutoffs import key, model_identity, saved
     from rag_eval.config import LLMConfig
-    from rag_eval.judges.calibration import key, model_identity, saved
     from rag_eval.llm.session import LLMSession
 
     identity = LLMSession.identity(LLMConfig(provider="local", parallel=2, flash_attn="off"))
@@ -96,8 +96,8 @@ def test_the_shipped_calibration_is_found_for_the_embedded_model_whatever_the_se
 def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
+    from rag_eval.calibration.cutoffs import blends_for, ragas_agreement_for, ragas_key, save_entry
     from rag_eval.config import LLMConfig
-    from rag_eval.judges.calibration import blends_for, ragas_agreement_for, ragas_key, save_entry
     from rag_eval.judges.scored import ScoredJudges
     from rag_eval.llm.session import LLMSession
 

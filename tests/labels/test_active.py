@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from rag_eval.judges.active import (
+from rag_eval.labels.active import (
     active_mean,
     decision_uncertainty,
     inclusion_probabilities,
     labels_for_width,
     systematic_draw,
 )
-from rag_eval.judges.ppi import ppi_mean
+from rag_eval.labels.ppi import ppi_mean
 
 UNSURE = 0.15  # share of answers the judge is unsure of
 
@@ -105,8 +105,8 @@ def test_label_draws_uncertain_answers_first_and_the_figures_use_their_probabili
     from rag_eval.cli import main
     from rag_eval.orchestration.runner import run_audit
 
+    from ..judges.test_uncertain import _project, unsure_reply
     from ..scripted_server import ScriptedServer
-    from .test_uncertain import _project, unsure_reply
 
     with ScriptedServer(reply=unsure_reply) as s:
         run_dir = run_audit(_project(small_project, s.base_url, "  uncertain: {correctness: [0.85, 0.95]}\n"))
@@ -115,7 +115,7 @@ def test_label_draws_uncertain_answers_first_and_the_figures_use_their_probabili
     pi = {r["question_id"]: float(r["inclusion_probability"]) for r in rows}
     assert len(rows) == 2
     report = json.loads((run_dir / "report.json").read_text())
-    from rag_eval.judges.active import draw_questions
+    from rag_eval.labels.active import draw_questions
 
     _, all_pi = draw_questions(report, ["q1", "q2", "q3", "q4"], 2, 0)
     assert all_pi["q1"] == max(all_pi.values())  # q1's correctness is uncertain
@@ -147,8 +147,8 @@ def test_uniform_keeps_the_plain_draw(small_project):
     from rag_eval.cli import main
     from rag_eval.orchestration.runner import run_audit
 
+    from ..judges.test_uncertain import _project, unsure_reply
     from ..scripted_server import ScriptedServer
-    from .test_uncertain import _project, unsure_reply
 
     with ScriptedServer(reply=unsure_reply) as s:
         run_dir = run_audit(_project(small_project, s.base_url, "  uncertain: {correctness: [0.85, 0.95]}\n"))
@@ -158,7 +158,7 @@ def test_uniform_keeps_the_plain_draw(small_project):
 
 
 def test_labels_drawn_with_unequal_probabilities_are_weighted_by_their_inverse():
-    from rag_eval.judges.labels import estimates
+    from rag_eval.labels.human import estimates
 
     y, yh, yu = np.array([1.0, 0.0, 1.0]), np.array([1.0, 1.0, 1.0]), np.array([1.0, 0.0, 1.0, 1.0])
     est, human = estimates(y, yh, yu, [0.5, 0.25, 0.5], confidence=0.95)
@@ -166,7 +166,7 @@ def test_labels_drawn_with_unequal_probabilities_are_weighted_by_their_inverse()
     # The labels alone, weighted by 1 / pi: (2 + 0 + 2) / (2 + 4 + 2)
     assert human.value == pytest.approx(0.5)
     plain, plain_human = estimates(y, yh, yu, [0.5, 0.5, 0.5], confidence=0.95)
-    # Three labels: PPI's interval widened to the labels' exact one (judges/ppi.py says why).
+    # Three labels: PPI's interval widened to the labels' exact one (labels/ppi.py says why).
     assert plain.method.startswith(("ppi++", "ppi")) and plain_human.value == pytest.approx(2 / 3)
     hand_made, _ = estimates(y, yh, yu, [None, None, None], confidence=0.95)
     assert hand_made.method.startswith(("ppi++", "ppi"))

@@ -11,7 +11,7 @@ import yaml
 from scipy.stats import binomtest
 
 from rag_eval.cli import main
-from rag_eval.judges.ppi import human_mean, labels_needed, ppi_mean
+from rag_eval.labels.ppi import human_mean, labels_needed, ppi_mean
 from rag_eval.stats import weighted_share
 
 from ..scripted_server import ScriptedServer, structured_reply

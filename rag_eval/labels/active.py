@@ -23,8 +23,8 @@ from collections.abc import Sequence, Set
 import numpy as np
 from scipy.stats import norm
 
-from rag_eval.judges.ppi import PPIEstimate, human_mean
 from rag_eval.judges.registry import of_role
+from rag_eval.labels.ppi import PPIEstimate, human_mean
 
 # The share of each inclusion probability that is uniform: a floor that keeps every pi > 0 and
 # the estimate's variance bounded when the judge's uncertainty misleads.

@@ -125,7 +125,7 @@ def test_labels_in_the_config_feed_the_audit(small_project):
 
 def test_paired_ppi_difference_between_prompts():
     """Two prompts judged on the same 6 questions; labels on 4 of them for both prompts."""
-    from rag_eval.judges.labels import Label, paired_differences
+    from rag_eval.labels.human import Label, paired_differences
 
     records, rows = [], []
     judge_says = {"a": [1, 1, 1, 1, 0, 1], "b": [1, 0, 1, 0, 0, 0]}
@@ -165,7 +165,7 @@ def test_the_labelling_page_hides_verdicts_until_labelled_and_saves_the_csv(tmp_
     import shutil
     import subprocess
 
-    from rag_eval.judges.labels import read_labels, write_html
+    from rag_eval.labels.human import read_labels, write_html
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
