@@ -43,6 +43,8 @@ def bootstrap_mean(
     weights: np.ndarray | None = None,
 ) -> Estimate:
     """Mean with a percentile bootstrap interval; NaN never enters (it is an error to pass one).
+    Where every value is the same and lies in [0, 1] (all misses, all hits), the interval is the
+    exact one of a proportion of n, never zero-width.
 
     ``weights`` (sampling weights, e.g. stratum size over stratum sample size) give the weighted
     mean, resampled the same way; equal weights give exactly the unweighted figures.
@@ -63,6 +65,12 @@ def bootstrap_mean(
     means = np.concatenate(draws)
     lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
     point = values.mean() if w is None else (values * w).sum() / w.sum()
+    if hi - lo <= 1e-12 and values.min() >= 0.0 and values.max() <= 1.0:
+        # Identical values resample to one mean: the percentile interval has zero width, as if n
+        # values settled the figure. A mean of values in [0, 1] then gets the exact interval of a
+        # proportion of its size (a 0/1 variable spreads the most a [0, 1] one can).
+        n_eff = float(n) if w is None else float(w.sum() ** 2 / (w**2).sum())
+        lo, hi = exact_interval(float(point) * n_eff, n_eff, confidence=confidence)
     return Estimate(float(point), float(lo), float(hi), n)
 
 

@@ -35,9 +35,20 @@ def test_bootstrap_refuses_nan():
         bootstrap_mean(np.array([1.0, np.nan]))
 
 
-def test_bootstrap_of_constant_has_zero_width():
+def test_bootstrap_of_all_hits_or_all_misses_is_never_zero_width():
+    # Every resample of identical values has the same mean; a [0, 1] figure then gets the exact
+    # interval of a proportion of n (checked against scipy's beta quantiles directly).
     e = bootstrap_mean(np.ones(10))
-    assert (e.value, e.ci_low, e.ci_high) == (1.0, 1.0, 1.0)
+    assert (e.value, e.ci_high) == (1.0, 1.0)
+    assert e.ci_low == pytest.approx(sps.beta.ppf(0.025, 10, 1)) == pytest.approx(0.025 ** (1 / 10))
+    z = bootstrap_mean(np.zeros(6))
+    assert (z.value, z.ci_low) == (0.0, 0.0)
+    assert z.ci_high == pytest.approx(1 - 0.025 ** (1 / 6))  # 0.459, where the bootstrap said 0.0
+    half = bootstrap_mean(np.full(8, 0.5))
+    assert (half.ci_low, half.ci_high) == pytest.approx((sps.beta.ppf(0.025, 4, 5), sps.beta.ppf(0.975, 5, 4)))
+    # Outside [0, 1] there is no bounded scale to appeal to: the bootstrap's own interval stays.
+    c = bootstrap_mean(np.full(5, 2.0))
+    assert (c.value, c.ci_low, c.ci_high) == (2.0, 2.0, 2.0)
 
 
 def test_wilson_matches_the_formula():
