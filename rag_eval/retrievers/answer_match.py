@@ -42,9 +42,11 @@ MIN_WORDS = 3  # reference words a passage must hold, whatever the share
 MEANING_WINDOW, MEANING_STEP = 40, 20  # words of one passage compared by meaning, and the stride
 _LOOSE_WORD = re.compile(r"[a-z0-9]+")
 _NO_MARKUP = str.maketrans("", "", MARKUP_CHARS)
-# An ASCII text's markup deleted and every other character but letters and digits a space.
+# An ASCII text's markup deleted, its capitals made small and every other character but letters
+# and digits a space, in one pass.
 _ASCII_LOOSE = str.maketrans(
     {chr(c): None if chr(c) in MARKUP_CHARS else " " for c in range(128) if not chr(c).isalnum()}
+    | {chr(c): chr(c).lower() for c in range(128) if chr(c).isupper()}
 )
 
 
@@ -58,7 +60,7 @@ def loose_words(text: str) -> list[str]:
     characters of ``strip_markup`` are deleted (whitespace needs no collapsing: it separates words
     either way)."""
     if text.isascii():  # split() where the regex engine is slower: the same words
-        return text.translate(_ASCII_LOOSE).lower().split()
+        return text.translate(_ASCII_LOOSE).split()
     return _LOOSE_WORD.findall(text.translate(_NO_MARKUP).lower())
 
 
