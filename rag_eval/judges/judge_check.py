@@ -101,8 +101,25 @@ def halueval_cases(path: Path, start: int = 0, stop: int | None = None) -> list[
     """Cases from HaluEval QA items (``knowledge, question, right_answer, hallucinated_answer``):
     faithfulness with the knowledge as context (right answer faithful, hallucinated one not) and
     correctness with the right answer as reference (a knowledge sentence stating it is correct,
-    the hallucinated answer incorrect)."""
-    lines = path.read_text(encoding="utf-8").splitlines()[start:stop]
+    the hallucinated answer incorrect). A span that holds no item is a DataError saying how many
+    the file has (an empty span would otherwise measure nothing and print figures of other cases)."""
+    try:
+        every = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(
+            Problem(
+                str(path), f"cannot read the HaluEval file: {exc.strerror or exc}", "give --halueval PATH[:START-STOP]"
+            )
+        ) from None
+    lines = every[start:stop]
+    if not lines:
+        raise DataError(
+            Problem(
+                f"{path}:{start}-{'' if stop is None else stop}",
+                f"no HaluEval item in this span: the file has {len(every)} items (0-{len(every) - 1})",
+                f"give a span within 0-{len(every)}, e.g. {path}:0-{min(40, len(every))}",
+            )
+        )
     cases = []
     for i, line in enumerate(lines, start=start):
         item = json.loads(line)
