@@ -246,8 +246,7 @@ def retrieval_stage(chunks: list[dict], questions: list[dict], folder: Path, bas
     build = time.perf_counter() - t
     m = min(baseline_queries, len(questions))
     t = time.perf_counter()
-    for q in questions[:m]:
-        ref.get_scores(tok(q["question"]))
+    ref_scores = {q["id"]: ref.get_scores(tok(q["question"])) for q in questions[:m]}
     per_query = (time.perf_counter() - t) / m
     baseline = build + per_query * len(questions)
     del ref
@@ -282,13 +281,34 @@ def retrieval_stage(chunks: list[dict], questions: list[dict], folder: Path, bas
         }
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(audit))
         t = time.perf_counter()
-        api.retrieval(str(folder / f"{name}.yaml"))
+        run = api.retrieval(str(folder / f"{name}.yaml"))
         took = time.perf_counter() - t
+        # The stage's top 10 against rank-bm25's for the questions it ran (two chunks whose scores
+        # are equal to 1e-9 may come out in the other order: the two sum in a different order).
+        same = ties = 0
+        for line in (run.run_dir / "retrieval.jsonl").open(encoding="utf-8"):
+            rec = json.loads(line)
+            if rec["question_id"] not in ref_scores:
+                continue
+            scores = ref_scores[rec["question_id"]]
+            want = [chunks[i]["id"] for i in np.argsort(-scores, kind="stable")[:10]]
+            got = [r["id"] for r in rec["retrieved"][:10]]
+            same += got == want
+            ties += got != want and np.allclose(
+                sorted(scores, reverse=True)[:10], [r["score"] for r in rec["retrieved"][:10]], rtol=0, atol=1e-9
+            )
+        result[f"{name}_top10_identical"] = f"{same} of {m}" + (
+            f", {ties} tie" + ("s" if ties > 1 else "") if ties else ""
+        )
         row[f"{name} s"] = took
         row[f"{name} ratio"] = f"{took / baseline:.3f}x"
         result[f"{name}_s"] = round(took, 2)
         result[f"{name}_ratio"] = round(took / baseline, 3)
-        print(f"rag-eval retrieval, test set labelled by {name}: {took:.1f} s, {took / baseline:.3f}x", flush=True)
+        print(
+            f"rag-eval retrieval, test set labelled by {name}: {took:.1f} s, {took / baseline:.3f}x; top 10 as "
+            f"rank-bm25's: {result[f'{name}_top10_identical']}",
+            flush=True,
+        )
     return row
 
 
