@@ -35,7 +35,7 @@ from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.rundir import RunStatus, read_finished, read_status
 from rag_eval.system.trace_audit import traces_config
-from rag_eval.testgen.generator import run_generate
+from rag_eval.testgen.question_writer import run_generate
 
 ConfigLike = str | Path | dict | AuditConfig
 

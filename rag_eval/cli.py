@@ -44,7 +44,7 @@ from rag_eval.retrievers.lint import fails, generic_labels, split_evidence
 from rag_eval.rundir import write_json, write_text
 from rag_eval.system.replies import failure_lines
 from rag_eval.system.trial import describe, try_system
-from rag_eval.testgen.generator import GenerationReport
+from rag_eval.testgen.question_writer import GenerationReport
 from rag_eval.version import __version__
 from rag_eval.view.serve import DEFAULT_HOST, DEFAULT_PORT, serve
 

@@ -9,7 +9,7 @@ import pytest
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.data.testset import load_test_set
-from rag_eval.testgen.generator import allocate, draw_chunks
+from rag_eval.testgen.question_writer import allocate, draw_chunks
 from rag_eval.types import Chunk, Corpus
 
 from ..conftest import write_jsonl
@@ -154,7 +154,7 @@ def test_generation_is_cached_across_runs(project):
 
 
 def test_a_loosely_copied_quote_snaps_to_the_passage_words():
-    from rag_eval.testgen.generator import snap_quote
+    from rag_eval.testgen.question_writer import snap_quote
 
     passage = (
         'An object is true unless its class defines a "__bool__()" method that returns "False". '
