@@ -225,6 +225,10 @@ async def generate(
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             fh.flush()
             records.append(record)
+    # Answers complete in any order (a cached one at once): the records keep the selection's
+    # question order and the config's prompt order, so a rerun's report is the same.
+    order = {(res.questions[q].id, name): i for i, (q, name) in enumerate((q, n) for q in selected for n in prompts)}
+    records.sort(key=lambda r: order.get((r["question_id"], r["prompt"]), len(order)))
     write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return records, {"reused": reused, "redone": redone}
 

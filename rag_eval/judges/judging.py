@@ -210,6 +210,11 @@ async def judge_all(
         jobs = [one(g) for g in generations if g.question_id in by_id]
         async for batch in track_async(jobs, "judging answers"):
             records += batch
+    # Answers' verdicts complete in any order (cached ones at once): the records keep the
+    # generations' order (each answer's verdicts in the registry's order), so the figures'
+    # bootstrap draws and the report's lists are the same on a rerun.
+    order = {(g.question_id, g.prompt): i for i, g in enumerate(generations)}
+    records.sort(key=lambda j: order.get((j.question_id, j.prompt), len(order)))
     escalation = None
     if second is not None:
         gens = {(g.question_id, g.prompt): g.dump() for g in generations}
