@@ -703,8 +703,9 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None, halueva
             "correctness judge equals the shipped one. The shipped calibration was fitted on pooled data that "
             "includes most earlier corpora (python and attrs are its tuning part, so their rows flatter the "
             "shipped judge), and 10-30 labels measure a corpus' own shift with an error larger than the shift. "
-            "Where a judge is far off on a corpus (every label against it), the same method moves it (tested: "
-            "`tests/orchestration/test_adapt.py`, weaker priors).",
+            "With these priors even 30 labels all against a correctness judge move its cut-off from 0.50 to about "
+            "0.52; with weaker priors the same method moves a judge that is far off (tested: "
+            "`tests/orchestration/test_adapt.py`).",
         ]
         if examples and examples.get("pooled"):
             ex, sh = "pooled.examples", "pooled.shipped"

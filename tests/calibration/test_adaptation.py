@@ -157,3 +157,15 @@ def test_cross_ppi_without_judge_error_is_the_judges_share():
     est = cross_ppi_mean(y, y, np.array([1, 0, 0, 1, 1, 0.0]))
     assert est.value == pytest.approx(0.6)
     assert est.n_labels == 4 and est.n_unlabelled == 6
+
+
+def test_the_default_priors_move_a_judge_little_even_against_every_label():
+    # What the guide says: 30 labels all against a correctness judge move a 0.50 cut-off to about
+    # 0.52 with the shipped priors; weaker priors move it past the answers' probability.
+    shipped = Decider(None, 0.5, (0.4, 0.6), None)
+    against = [Item((0.8,), ({},), False) for _ in range(30)]
+    default = adapt(shipped, against, "cutoff", judge="correctness")
+    assert 0.5 < default.cutoff < 0.53
+    assert default.decide(Item((0.8,), ({},))) == (False, True)  # still decided positive
+    weak = adapt(shipped, against, "cutoff", prior_cutoff=2.0)
+    assert weak.cutoff > 0.8 and weak.decide(Item((0.8,), ({},)))[1] is False
