@@ -26,7 +26,7 @@ from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.rundir import read_jsonl, write_text
-from rag_eval.types import Chunk, Corpus
+from rag_eval.types import Chunk, Corpus, Question
 
 PLACEHOLDERS = ("{question}", "{contexts}")
 
@@ -181,8 +181,11 @@ async def generate(
     g = required(cfg.generation, "the config's generation section")
     done = read_done(out)
     weights = weights or {}
-    records: list[dict] = []
-    jobs = []
+    # (position in the selection's question order and the config's prompt order, record): answers
+    # complete in any order (a cached one at once), the records keep this one, so a rerun's report
+    # is the same.
+    placed: list[tuple[int, dict]] = []
+    jobs: list[tuple[int, Question, str, list[Chunk], str, str]] = []
     redone: dict[str, int] = {}
     for q in selected:
         question = res.questions[q]
@@ -192,16 +195,16 @@ async def generate(
             key = inputs_hash(content, llm.identity, llm.model, llm.cfg.temperature, llm.cfg.max_tokens, llm.cfg.seed)
             old = done.get((question.id, name))
             if old is not None and old.get("input_hash") == key:
-                records.append({**old, **weights.get(question.id, {})})
+                placed.append((len(placed) + len(jobs), {**old, **weights.get(question.id, {})}))
                 continue
             if old is not None:
                 why = why_changed(old, prompt, [c.id for c in chunks])
                 redone[why] = redone.get(why, 0) + 1
-            jobs.append((question, name, chunks, content, key))
+            jobs.append((len(placed) + len(jobs), question, name, chunks, content, key))
 
-    async def one(question, name: str, chunks: list[Chunk], content: str, key: str) -> dict:
+    async def one(pos: int, question, name: str, chunks: list[Chunk], content: str, key: str) -> tuple[int, dict]:
         result = await llm.chat([{"role": "user", "content": content}])
-        return {
+        return pos, {
             "question_id": question.id,
             "prompt": name,
             "prompt_hash": prompts[name].hash,
@@ -219,16 +222,13 @@ async def generate(
             **weights.get(question.id, {}),
         }
 
-    reused = len(records)
+    reused = len(placed)
     with out.open("a", encoding="utf-8") as fh:
-        async for record in track_async([one(*job) for job in jobs], "generating answers"):
+        async for pos, record in track_async([one(*job) for job in jobs], "generating answers"):
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             fh.flush()
-            records.append(record)
-    # Answers complete in any order (a cached one at once): the records keep the selection's
-    # question order and the config's prompt order, so a rerun's report is the same.
-    order = {(res.questions[q].id, name): i for i, (q, name) in enumerate((q, n) for q in selected for n in prompts)}
-    records.sort(key=lambda r: order.get((r["question_id"], r["prompt"]), len(order)))
+            placed.append((pos, record))
+    records = [record for _, record in sorted(placed, key=lambda pr: pr[0])]
     write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return records, {"reused": reused, "redone": redone}
 
