@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sqlite3
 import subprocess
 import sys
@@ -39,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from run_info import commit, machine  # noqa: E402
+
 RESULT = Path(__file__).resolve().parent / "result.json"
 PREVIOUS_RELEASE_COMPLETION_TOKENS_PER_ANSWER = 515  # the issue's baseline, same demo
 # Kinds of request (by_kind) and the result's names for them.
@@ -58,31 +60,6 @@ USAGE_KEYS = (
     "prompt_reused",
     "model_ms",
 )
-
-
-def _proc(path: str, key: str) -> str:
-    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
-    file = Path(path)
-    lines = file.read_text().splitlines() if file.exists() else []
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
-
-
-def machine() -> dict:
-    """What the figures were measured on: cores, memory, processor, and how busy it was."""
-    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
-    return {
-        "cores": os.cpu_count(),
-        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
-        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
-        "python": platform.python_version(),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-    }
-
-
-def commit(folder: Path = ROOT) -> str:
-    """The commit of a checkout ('' outside a git checkout)."""
-    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, capture_output=True, text=True)
-    return proc.stdout.strip()
 
 
 def write_section(name: str, figures: dict, command: str, started: datetime, out: Path) -> None:

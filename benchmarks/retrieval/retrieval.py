@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -28,6 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from run_info import commit, machine  # noqa: E402
+
 SECTIONS = ROOT.parent / "shared" / "benchmarks" / "pep" / "sections.json"
 RESULT = Path(__file__).resolve().parent / "result.json"
 
@@ -67,31 +69,6 @@ def make_questions(sections: list[dict]) -> list[dict]:
         words = re.findall(r"[A-Za-z]+", s["text"])[5:14]
         out.append({"question": f"what about {' '.join(words).lower()}?", "answer_in": s["id"]})
     return out
-
-
-def _proc(path: str, key: str) -> str:
-    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
-    file = Path(path)
-    lines = file.read_text().splitlines() if file.exists() else []
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
-
-
-def machine() -> dict:
-    """What the timings were measured on: cores, memory, processor, and how busy it was."""
-    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
-    return {
-        "cores": os.cpu_count(),
-        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
-        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
-        "python": platform.python_version(),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-    }
-
-
-def commit() -> str:
-    """The repository's commit the script ran at ('' outside a git checkout)."""
-    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return proc.stdout.strip()
 
 
 def timed(cmd: list[str], env: dict) -> tuple[float, str]:

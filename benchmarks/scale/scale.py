@@ -35,11 +35,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
-import platform
 import re
 import resource
-import subprocess
 import sys
 import time
 import warnings
@@ -49,6 +46,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from run_info import commit, machine  # noqa: E402
+
 RESULT = Path(__file__).with_name("result.json")
 sys.path.insert(0, str(ROOT))
 
@@ -398,31 +398,6 @@ def table(rows: list[dict], first: str) -> None:
     print("  ".join(f"{k:>14}" for k in keys))
     for r in rows:
         print("  ".join(f"{r[k]:>14.2f}" if isinstance(r[k], float) else f"{r[k]!s:>14}" for k in keys))
-
-
-def _proc(path: str, key: str) -> str:
-    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
-    file = Path(path)
-    lines = file.read_text().splitlines() if file.exists() else []
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
-
-
-def machine() -> dict:
-    """What the timings were measured on: cores, memory, processor, and how busy it was."""
-    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
-    return {
-        "cores": os.cpu_count(),
-        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
-        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
-        "python": platform.python_version(),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-    }
-
-
-def commit() -> str:
-    """The repository's commit the script ran at ('' outside a git checkout)."""
-    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return proc.stdout.strip()
 
 
 def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:

@@ -36,9 +36,6 @@ import asyncio
 import gzip
 import http.server
 import json
-import os
-import platform
-import subprocess
 import sys
 import tempfile
 import threading
@@ -52,6 +49,9 @@ import httpx
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from run_info import commit, machine  # noqa: E402
+
 REQUESTS = ROOT / "benchmarks" / "server_flags" / "demo-requests.jsonl.gz"
 RESULT = ROOT / "benchmarks" / "server_flags" / "result.json"
 # The docs page's names for the settings of a --base-binary run.
@@ -174,31 +174,6 @@ def measure(name: str, binary: Path, settings: ServerSettings, requests: list[di
         asyncio.run(_replay(f"http://127.0.0.1:{server.port}/v1", requests, settings.parallel, out))
         out.wall_s = time.perf_counter() - start
     return out
-
-
-def _proc(path: str, key: str) -> str:
-    """The value of one ``key: value`` line of a /proc file ('' where there is none)."""
-    file = Path(path)
-    lines = file.read_text().splitlines() if file.exists() else []
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(key)), "")
-
-
-def machine() -> dict:
-    """What the timings were measured on: cores, memory, processor, and how busy it was."""
-    memory_kb = _proc("/proc/meminfo", "MemTotal").split()
-    return {
-        "cores": os.cpu_count(),
-        "memory_gb": round(int(memory_kb[0]) / 2**20, 1) if memory_kb else None,
-        "processor": _proc("/proc/cpuinfo", "model name") or platform.machine(),
-        "python": platform.python_version(),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-    }
-
-
-def commit() -> str:
-    """The repository's commit the script ran at ('' outside a git checkout)."""
-    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return proc.stdout.strip()
 
 
 def row(o: Outcome, base: Outcome, name: str, against: str) -> dict:
