@@ -137,10 +137,10 @@ def test_a_count_pair_is_written_as_a_share_a_fraction_or_a_wilson_interval():
     # The real-answers studies store k of n as [k, n]; the page writes the share, k/n, or the share
     # with its 95% Wilson interval, as the studies report it.
     row = "rows[part=reporting,decider=model,cutoffs=fitted,judge=faithfulness_yesno].accuracy_at_cutoff"
-    assert figures.lookup(figures._load("benchmarks/real-judges-result.json"), row) == [21, 28]
+    assert figures.lookup(figures._load("benchmarks/real_answers/results/real-judges-result.json"), row) == [21, 28]
 
     def fill(fmt: str) -> str:
-        return figures.fill(f"{{{{ fig benchmarks/real-judges-result.json {row} {fmt} }}}}")
+        return figures.fill(f"{{{{ fig benchmarks/real_answers/results/real-judges-result.json {row} {fmt} }}}}")
 
     assert fill("frac") == "21/28"
     assert fill(".2f") == "0.75"
@@ -153,12 +153,28 @@ def test_a_count_pair_is_written_as_a_share_a_fraction_or_a_wilson_interval():
         figures.render([21, 28], None)  # a pair needs a format: the page says how to write it
 
 
+def test_len_writes_how_many_items_a_list_holds():
+    assert figures.render(["c14", "sl-043", "sl-044"], "len") == "3"
+    assert figures.render([21, 28], "len") == "2"  # a count pair is a list too
+    with pytest.raises(figures.FigureError, match="format len needs a list"):
+        figures.render(0.5, "len")
+
+
 def test_a_key_with_a_dot_is_addressed_in_quotes():
     data = {"figures": {"faithfulness": {"agreement_at_0.5": [5, 10], "agreement": [6, 10]}}}
     assert figures.lookup(data, "figures.faithfulness['agreement_at_0.5']") == [5, 10]
     assert figures.lookup(data, 'figures.faithfulness["agreement_at_0.5"]') == [5, 10]
     with pytest.raises(figures.FigureError, match="no key 'agreement_at_0'"):
         figures.lookup(data, "figures.faithfulness.agreement_at_0.5")
+
+
+def test_the_figures_the_readme_states_are_those_of_their_result_files():
+    # The README is read on GitHub, not built by the site's hook, so its few figures are checked here.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    held_out = figures.lookup(figures._load("benchmarks/diagnosis/result.json"), "[-1].primary")
+    assert f"names for {held_out['value']:.0%} of the misses of a\n  held-out corpus" in readme
+    ms = figures.lookup(figures._load("benchmarks/scale/result.json"), "rows[chunks=1000000].bm25_ms_per_query")
+    assert f"{round(ms)} ms a question" in readme
 
 
 def test_the_readme_is_a_short_guide_whose_links_exist():

@@ -11,7 +11,7 @@ model's own probability of each decision, and writes it with the word evidence a
 label to ``benchmarks/adapted_judges/inputs-<part>.json``: everything the simulation needs, so it
 runs without a model.
 
-``simulate``: for each corpus of ``data/real-answers`` and each n in 0, 10, 20, 30, 50 labels, seeded
+``simulate``: for each corpus of ``benchmarks/real_answers/data`` and each n in 0, 10, 20, 30, 50 labels, seeded
 draws of the corpus' questions as ``rag-eval label --n`` draws them (the active draw: inclusion
 probabilities that favour uncertain, outcome-deciding verdicts of the shipped judges; every prompt's
 answer to a drawn question is labelled), each judge adapted on the drawn answers'
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "real_answers"))
 
 from real_judges import word_features  # noqa: E402
 
@@ -43,7 +43,7 @@ from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES  # noqa: E402
 from rag_eval.labels.active import inclusion_probabilities, systematic_draw  # noqa: E402
 from rag_eval.stats import wilson_interval  # noqa: E402
 
-REAL = ROOT / "data" / "real-answers"
+REAL = ROOT / "benchmarks" / "real_answers" / "data"
 OUT = ROOT / "benchmarks" / "adapted_judges"
 JUDGES_RUN = ("refusal", "correctness", "faithfulness_yesno")
 KIND = {"refusal": "refusal", "correctness": "correctness", "faithfulness_yesno": "faithfulness"}
@@ -56,7 +56,7 @@ BLIND = ("parse", "xmltodict")
 
 
 # The faithfulness statements' model P(supported) with the full contexts, as asked by the shipped
-# prompt, kept per statement by benchmarks/faithfulness_variants.py (the "shipped" variant) for the
+# prompt, kept per statement by benchmarks/real_answers/faithfulness_variants.py (the "shipped" variant) for the
 # tuning, reporting and holdout parts: read from there instead of asked again (about 500 requests
 # with 2,100 characters of contexts each, an hour of this 2-core machine).
 STORED_FAITHFULNESS = ROOT / "benchmarks" / "faithfulness-variants-result.json"
@@ -648,7 +648,7 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None, halueva
         "<!-- Laid out by `python benchmarks/adapted_judges/adapted_judges.py docs`; the figures are read from "
         f"{RESULT} when the site is built. -->",
         "",
-        "Measured as a user meets it: for each labelled corpus of `data/real-answers` and n labelled answers, "
+        "Measured as a user meets it: for each labelled corpus of `benchmarks/real_answers/data` and n labelled answers, "
         "seeded draws of the corpus' questions as `rag-eval label` draws them (the active draw; every prompt's "
         "answer to a drawn question labelled), each judge adapted on the drawn answers' labels "
         "(`rag_eval/calibration/adaptation.py`) and measured on the corpus' **other** answers: decided verdicts right "
@@ -670,7 +670,7 @@ def write_docs(result: dict, examples: dict | None, choice: dict | None, halueva
         "against the shipped judges.",
         "",
         "The faithfulness statements' model probabilities of the tuning, reporting and holdout parts are the "
-        "ones `benchmarks/faithfulness_variants.py` stored (`faithfulness-variants-result.json`, the shipped "
+        "ones `benchmarks/real_answers/faithfulness_variants.py` stored (`faithfulness-variants-result.json`, the shipped "
         "prompt with the full contexts), not asked again.",
         "",
     ]

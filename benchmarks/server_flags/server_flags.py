@@ -192,6 +192,19 @@ def row(o: Outcome, base: Outcome, name: str, against: str) -> dict:
     }
 
 
+def drift(rows: list[dict]) -> dict:
+    """How far the machine drifted while the settings ran: the baseline measured again at the end
+    against the first (``drift``), and each setting's wall time against the mean of the two
+    (``vs_baselines_mean``, written into each row). Nothing where the baseline ran only once."""
+    first, end = rows[0], next((r for r in rows if r["setting"] == "baseline-end"), None)
+    if end is None:
+        return {}
+    mean = (first["wall_s"] + end["wall_s"]) / 2
+    for r in rows:
+        r["vs_baselines_mean"] = round(r["wall_s"] / mean, 2)
+    return {"drift": round(end["wall_s"] / first["wall_s"], 2), "baselines_mean_s": round(mean, 1)}
+
+
 def write_result(section: str | None, rows: list[dict], n_requests: int, started: datetime) -> None:
     """The rows into result.json: at its top level (``section`` None) or under ``section``."""
     result = json.loads(RESULT.read_text(encoding="utf-8")) if RESULT.exists() else {}
@@ -206,6 +219,7 @@ def write_result(section: str | None, rows: list[dict], n_requests: int, started
         "machine": machine(),
         "requests": n_requests,
         "rows": rows,
+        **drift(rows),
     }
     if section is None:
         result.update(figures)

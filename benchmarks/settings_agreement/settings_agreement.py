@@ -32,8 +32,8 @@ from rag_eval.judges.uncertain import bands_for, case_status
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     "hand": ROOT / "data" / "judge-check" / "cases.jsonl",
-    "reporting": ROOT / "data" / "real-answers" / "cases-reporting.jsonl",
-    "tuning": ROOT / "data" / "real-answers" / "cases-tuning.jsonl",
+    "reporting": ROOT / "benchmarks" / "real_answers" / "data" / "cases-reporting.jsonl",
+    "tuning": ROOT / "benchmarks" / "real_answers" / "data" / "cases-tuning.jsonl",
 }
 OWN = ("refusal", "correctness", "faithfulness_yesno")
 

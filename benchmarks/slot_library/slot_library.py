@@ -22,10 +22,14 @@ import json
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUESTS = ROOT / "benchmarks" / "server_flags" / "demo-requests.jsonl.gz"
+RESULT = Path(__file__).resolve().parent / "result.json"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from run_info import commit, machine  # noqa: E402
 
 from rag_eval.config import LLMConfig  # noqa: E402
 from rag_eval.llm.schedule import prompt_text  # noqa: E402
@@ -73,6 +77,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, help="measure only the first N requests of the later run")
     ap.add_argument("--base-binary", type=Path, help="also the later run on this llama-server, cold, as the baseline")
+    ap.add_argument("--out", type=Path, default=RESULT, help="where the result goes (default: %(default)s)")
     args = ap.parse_args()
     with gzip.open(REQUESTS, "rt", encoding="utf-8") as fh:
         requests = [json.loads(line) for line in fh]
@@ -110,17 +115,40 @@ def main() -> None:
             + ", ".join(f"{n} {rows[n][0]['model_ms'] / bu['model_ms']:.2f}x" for n in ("base", "cold", "warm"))
             + f" model time; evaluated tokens {bu['prompt_evaluated']} / {cu['prompt_evaluated']} / {wu['prompt_evaluated']}"
         )
-    print(
-        json.dumps(
-            {
-                n: {
-                    k: u[k]
-                    for k in ("calls", "wall_s", "model_ms", "prompt_evaluated", "prefix_restored", "prefix_saved")
-                }
-                for n, (u, _) in rows.items()
-            }
-        )
-    )
+    out = {
+        "command": "python benchmarks/slot_library/slot_library.py"
+        + (" --base-binary PORTABLE/llama-server" if args.base_binary else "")
+        + (f" --limit {args.limit}" if args.limit else ""),
+        "earlier_run": {"requests": len(earlier), "slots_saved": filled["prefix_saved"]},
+        "later_run_requests": len(later),
+        "identical_replies_warm_vs_cold": f"{same}/{len(later)}",
+        "rows": {
+            n: {k: u[k] for k in ("calls", "wall_s", "model_ms", "prompt_evaluated", "prefix_restored", "prefix_saved")}
+            for n, (u, _) in rows.items()
+        },
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
+    }
+    out["ratios"] = ratios(out["rows"])
+    args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"written to {args.out}")
+
+
+def ratios(rows: dict[str, dict]) -> dict[str, float]:
+    """The later run's model time, wall time and evaluated tokens against the cold run (the library
+    alone) and, where the base binary ran, each row's model time against the base binary's."""
+    cold, warm = rows["cold"], rows["warm"]
+    out = {
+        "warm_vs_cold_model": round(warm["model_ms"] / cold["model_ms"], 3),
+        "warm_vs_cold_wall": round(warm["wall_s"] / cold["wall_s"], 3),
+        "warm_vs_cold_evaluated": round(warm["prompt_evaluated"] / cold["prompt_evaluated"], 3),
+    }
+    if "base" in rows:
+        out |= {
+            f"{n}_vs_base_model": round(rows[n]["model_ms"] / rows["base"]["model_ms"], 3) for n in ("cold", "warm")
+        }
+    return out
 
 
 if __name__ == "__main__":

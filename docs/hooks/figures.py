@@ -7,7 +7,7 @@ field that starts with v, ``['a.b']`` a key that holds a dot), FORMAT how the va
 
 - a Python format spec (``.2f``, ``.0%``, ``,``, ``d``); by default a float as written in the file
   when it has at most three decimals, else ``.2f``; anything else as is;
-- ``yesno``: ``yes`` or ``no`` for a true or false value;
+- ``yesno``: ``yes`` or ``no`` for a true or false value; ``len``: how many items a list holds;
 - ``ci``: ``0.96 [0.90, 0.98]`` from ``{value, ci_low, ci_high}``; ``ci%``: ``86% [69%, 94%]``;
 - ``frac``: ``24/28`` from ``{value, n}`` or from a count pair ``[24, 28]``; ``ms-as-s``: milliseconds
   written as seconds (``122.7``);
@@ -95,6 +95,10 @@ def _count_pair(value: Any) -> bool:
 
 def render(value: Any, fmt: str | None) -> str:
     """One figure as the page writes it."""
+    if fmt == "len":
+        if not isinstance(value, list | dict):
+            raise FigureError(f"format len needs a list or a mapping, got {value!r}")
+        return str(len(value))
     if _count_pair(value) and fmt:
         k, n = value
         if fmt == "frac":

@@ -38,7 +38,7 @@ from rag_eval.judges.lexical import Blend
 
 HOW = ("cutoff", "weights", "both")
 # Prior standard deviations, in log-odds: (cut-off shift, blend weights) per judge, chosen on the
-# earlier corpora of data/real-answers before the blind part was measured
+# earlier corpora of benchmarks/real_answers/data before the blind part was measured
 # (``python benchmarks/adapted_judges/adapted_judges.py choose``; docs/validation/adapted-judges.md).
 # On the corpora measured so far (tenacity, tabulate, python-dotenv, tinytag) no prior that lets 10-30
 # labels move a judge did better than the shipped judge on the corpus' other answers: the best were

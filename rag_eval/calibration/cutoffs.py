@@ -125,7 +125,7 @@ def ragas_key(identity: str, metric: str, requests: str) -> str:
 
 def ragas_agreement_for(identity: str, metrics: list[str], requests: str) -> dict[str, dict]:
     """The measured agreement with people of each Ragas metric among ``metrics`` for this model and
-    way of sending (``benchmarks/ragas_agreement.py --save``)."""
+    way of sending (``benchmarks/real_answers/ragas_agreement.py --save``)."""
     table = saved()
     out = {}
     for m in metrics:

@@ -2,7 +2,7 @@
 words of the reference the answer lacks, and a fitted blend of that evidence with the model's
 probability.
 
-Measured on real RAG answers (``benchmarks/real_judges.py``), the embedded 1.5B model's "is this
+Measured on real RAG answers (``benchmarks/real_answers/real_judges.py``), the embedded 1.5B model's "is this
 statement supported by the context?" probability separates faithful from unfaithful answers no
 better than chance (AUC 0.58 on the tuning part), while the share of a statement's words that the
 contexts contain separates them well (0.80 tuning, 0.95 on the held-out structlog part); the

@@ -112,7 +112,7 @@ def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(t
     assert blends["faithfulness_yesno"].weights["word_share"] > 0
     assert blends_for("another-model", scored) == {}
     shipped = ragas_agreement_for(identity, ["faithfulness", "context_recall", "context_precision"], "guided")
-    # Measured by benchmarks/ragas_agreement.py --save on the real reporting answers.
+    # Measured by benchmarks/real_answers/ragas_agreement.py --save on the real reporting answers.
     assert sorted(shipped) == ["context_precision", "context_recall", "faithfulness"]
     assert all(
         0 <= a["accuracy"] <= 1 and a["n"] > 0 and "ragas_agreement.py" in a["measured_on"] for a in shipped.values()

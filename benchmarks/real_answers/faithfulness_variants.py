@@ -1,7 +1,7 @@
 """Find the claim in the contexts first, then ask whether it is supported (issue 28 item 3), on the
 real faithfulness cases, with the embedded model.
 
-    python benchmarks/faithfulness_variants.py [--parts tuning,reporting,holdout] [--json F]
+    python benchmarks/real_answers/faithfulness_variants.py [--parts tuning,reporting,holdout] [--json F]
 
 The shipped faithfulness_yesno asks, for each statement of the answer, "is everything it states
 supported by the context?" with all the contexts (about 2 100 characters) in the prompt; on real
@@ -39,8 +39,8 @@ from rag_eval.judges.scored import ScoredJudges, split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
 from rag_eval.llm.session import LLMSession
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "data" / "real-answers"
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "benchmarks" / "real_answers" / "data"
 HAND = ROOT / "data" / "judge-check" / "cases.jsonl"
 VARIANTS = ("shipped", "focused", "averaged")
 PASSAGE_CHARS = 400

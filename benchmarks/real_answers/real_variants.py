@@ -1,8 +1,8 @@
 """Ways to ask the same embedded model for correctness, tried on the real cases (issue 28 item 3).
 
-    python benchmarks/real_variants.py [--variants a,b] [--json F]
+    python benchmarks/real_answers/real_variants.py [--variants a,b] [--json F]
 
-Cases: the correctness cases of ``data/real-answers/cases-tuning.jsonl`` with the hand-written
+Cases: the correctness cases of ``benchmarks/real_answers/data/cases-tuning.jsonl`` with the hand-written
 ``data/judge-check`` ones (fit: cut-offs and blends) and ``cases-reporting.jsonl`` (held out: the
 structlog docs). Each variant gives every case one P(correct); its cut-off is fitted on the tuning
 cases (balanced accuracy, as ``judge-check --save``) and applied to the reporting ones. Printed per
@@ -14,7 +14,7 @@ Variants (the model and the cases stay the same):
 - ``averaged``: the two wordings averaged in log-odds.
 - ``key_facts``: the reference split into its sentences and clauses, each asked by name; the least likely fact decides.
 - ``reason_first``: a short comparison written first, then P(Yes) of the verdict word read after it
-  (``benchmarks/prompts/correctness_reason_first.md``; two requests, the second continues the first).
+  (``benchmarks/real_answers/prompts/correctness_reason_first.md``; two requests, the second continues the first).
 - ``+words``: each of the above blended with word evidence (``rag_eval/judges/lexical.py``), fitted on tuning.
 """
 
@@ -41,10 +41,10 @@ from rag_eval.judges.yesno import TOP_LOGPROBS, YES_NO, label_probabilities, loa
 from rag_eval.llm.session import LLMSession
 from rag_eval.stats import wilson_interval
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "data" / "real-answers"
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "benchmarks" / "real_answers" / "data"
 HAND = ROOT / "data" / "judge-check" / "cases.jsonl"
-REASON_FIRST = ROOT / "benchmarks" / "prompts" / "correctness_reason_first.md"
+REASON_FIRST = ROOT / "benchmarks" / "real_answers" / "prompts" / "correctness_reason_first.md"
 VARIANTS = ("shipped", "statement", "by_name", "averaged", "key_facts", "reason_first")
 
 

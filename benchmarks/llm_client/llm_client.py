@@ -1,8 +1,9 @@
 """Throughput of the client layer against a scripted server with a fixed 300 ms latency.
 
-    python benchmarks/llm_client.py
+    python benchmarks/llm_client/llm_client.py [--out FILE]
 
-Baseline: the ideal time, 200 calls x 0.3 s / concurrency 16 = 3.75 s. Goal: within 1.15x.
+Writes the figures to ``result.json`` beside this script (the file the docs page reads), with the
+command, date, commit and machine. Baseline: the ideal time, 200 calls x 0.3 s / concurrency 16 = 3.75 s. Goal: within 1.15x.
 Then the same 200 requests again through the disk cache: goal under 1 s with zero calls.
 One warm-up call first loads the openai package's lazily built types (about 1.5 s, once per
 process); it is timed and printed apart.
@@ -10,19 +11,26 @@ process); it is timed and printed apart.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+RESULT = Path(__file__).resolve().parent / "result.json"
 # The scripted server is test support (tests/), beside the package in a checkout.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from run_info import commit, machine  # noqa: E402
 
-from rag_eval.config import LLMConfig
-from rag_eval.llm.client import LLM
-from rag_eval.llm.response_cache import ResponseCache
-from tests.scripted_server import ScriptedServer
+from rag_eval.config import LLMConfig  # noqa: E402
+from rag_eval.llm.client import LLM  # noqa: E402
+from rag_eval.llm.response_cache import ResponseCache  # noqa: E402
+from tests.scripted_server import ScriptedServer  # noqa: E402
 
 CALLS, CONCURRENCY, LATENCY = 200, 16, 0.3
 
@@ -40,6 +48,9 @@ async def batch(base_url: str, cache: ResponseCache | None, calls: int = CALLS) 
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=RESULT, help="where the result goes (default: %(default)s)")
+    args = parser.parse_args()
     cache = ResponseCache(Path(tempfile.mkdtemp()) / "bench.sqlite3")
     ideal = CALLS * LATENCY / CONCURRENCY
     with ScriptedServer(latency_s=LATENCY) as server:
@@ -54,6 +65,21 @@ def main() -> None:
         f"rerun from cache:   {warm:.3f}s ({warm_calls} calls, {hits} cache hits)  "
         f"ratio {warm / ideal:.3f}x of the baseline (goal < 1 s, 0 calls)"
     )
+    result = {
+        "calls": CALLS,
+        "concurrency": CONCURRENCY,
+        "latency_s": LATENCY,
+        "warmup_s": round(warmup, 3),
+        "ideal_s": ideal,
+        "cold": {"seconds": round(cold, 3), "calls": calls, "ratio": round(cold / ideal, 3)},
+        "cached": {"seconds": round(warm, 3), "calls": warm_calls, "cache_hits": hits},
+        "command": "python benchmarks/llm_client/llm_client.py",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
+    }
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"written to {args.out}")
 
 
 if __name__ == "__main__":

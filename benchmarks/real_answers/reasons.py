@@ -1,9 +1,9 @@
 """Are the own judges' reasons evidence for their decisions? Labelled cases judged with quoted reasons.
 
-    python benchmarks/reasons.py [--per-judge 6] [--source real|holdout|fresh|hand] [--budget-s 1500]
-                                 [--out benchmarks/reasons-result.json]
+    python benchmarks/real_answers/reasons.py [--per-judge 6] [--source real|holdout|fresh|hand] [--budget-s 1500]
+                                 [--out benchmarks/real_answers/results/reasons-result.json]
 
-Judges labelled cases (``real``: the real answers of data/real-answers/cases-reporting.jsonl, the
+Judges labelled cases (``real``: the real answers of benchmarks/real_answers/data/cases-reporting.jsonl, the
 structlog docs; ``holdout``: those of cases-holdout.jsonl, the python-dotenv and tinytag READMEs; ``fresh``:
 cases-fresh.jsonl, the tenacity and tabulate READMEs;
 ``hand``: the python-docs ones of data/judge-check/cases.jsonl) of each kind
@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OWN = ["refusal", "correctness", "faithfulness_yesno"]
 DECIDED_WORD = {"answered": "Yes", "refused": "No", "correct": "Yes", "incorrect": "No"}
 
@@ -143,9 +143,9 @@ def summarise(rows: list[dict], stats: dict, n_records: int) -> dict:
 
 
 SOURCES = {
-    "real": ROOT / "data" / "real-answers" / "cases-reporting.jsonl",
-    "holdout": ROOT / "data" / "real-answers" / "cases-holdout.jsonl",
-    "fresh": ROOT / "data" / "real-answers" / "cases-fresh.jsonl",
+    "real": ROOT / "benchmarks" / "real_answers" / "data" / "cases-reporting.jsonl",
+    "holdout": ROOT / "benchmarks" / "real_answers" / "data" / "cases-holdout.jsonl",
+    "fresh": ROOT / "benchmarks" / "real_answers" / "data" / "cases-fresh.jsonl",
     "hand": ROOT / "data" / "judge-check" / "cases.jsonl",
 }
 
@@ -193,7 +193,7 @@ async def judge_cases(cases: list[dict], budget_s: float, out: Path) -> dict:
     stats: dict = {}
     _timed_chat(stats)
     session = LLMSession(Path(os.environ["RAG_EVAL_CACHE_DIR"]))
-    llm = session.llm(LLMConfig(provider="local"), "benchmarks/reasons.py")
+    llm = session.llm(LLMConfig(provider="local"), "benchmarks/real_answers/reasons.py")
     records, started, result = [], time.perf_counter(), {}
     try:
         scored = ScoredJudges.load(llm, None)
@@ -224,7 +224,7 @@ def main() -> None:
     ap.add_argument("--per-judge", type=int, default=6)
     ap.add_argument("--source", choices=sorted(SOURCES), default="real")
     ap.add_argument("--budget-s", type=float, default=1500, help="start no case after this much model time")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "reasons-result.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "real_answers" / "results" / "reasons-result.json"))
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rag-eval-reasons-"))
     os.environ["RAG_EVAL_CACHE_DIR"] = str(work / "cache")  # every request really sent

@@ -1,8 +1,8 @@
 """The named Ragas metrics against people's labels, on the real RAG answers (issue 28 item 5).
 
-    python benchmarks/ragas_agreement.py [--part reporting] [--questions N] [--json F] [--save]
+    python benchmarks/real_answers/ragas_agreement.py [--part reporting] [--questions N] [--json F] [--save]
 
-Rows: ``data/real-answers/ragas-labels.jsonl`` (``benchmarks/real_cases.py`` writes it from the
+Rows: ``benchmarks/real_answers/data/ragas-labels.jsonl`` (``benchmarks/real_answers/real_cases.py`` writes it from the
 blind readers' labels): each answer's ``faithful`` label, whether each of its three contexts helps
 answer the question (``contexts_help``), and whether each reference statement is in the contexts
 (``reference_statements``). With the embedded model, the shipped calibration and the response cache:
@@ -41,8 +41,8 @@ from rag_eval.judges.scored import ScoredJudges, average_precision
 from rag_eval.llm.session import LLMSession
 from rag_eval.stats import wilson_interval
 
-ROOT = Path(__file__).resolve().parents[1]
-LABELS = ROOT / "data" / "real-answers" / "ragas-labels.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+LABELS = ROOT / "benchmarks" / "real_answers" / "data" / "ragas-labels.jsonl"
 PARTS = {
     "reporting": "real answers over the structlog docs (reporting part)",
     "tuning": "real answers over the Python topics and attrs docs (tuning part)",
@@ -213,7 +213,7 @@ def main() -> None:
             json.dumps({"part": args.part, "figures": res, "judged": judged}, indent=1, default=str)
         )
     if args.save:
-        path = ROOT / "rag_eval" / "judges" / SHIPPED
+        path = ROOT / "rag_eval" / "calibration" / SHIPPED
         for name in ("faithfulness", "context_precision", "context_recall"):
             k, n = res[name]["agreement"]
             save_entry(
@@ -224,7 +224,7 @@ def main() -> None:
                         "n": n,
                         "measured_on": f"{PARTS.get(args.part, args.part)}, per "
                         f"{res[name].get('what', 'answer (faithful = every statement supported)')}, "
-                        f"judges.ragas_requests {args.ragas_requests}, benchmarks/ragas_agreement.py",
+                        f"judges.ragas_requests {args.ragas_requests}, benchmarks/real_answers/ragas_agreement.py",
                     }
                 },
                 path,

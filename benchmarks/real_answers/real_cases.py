@@ -1,12 +1,12 @@
 """Real RAG answers, labelled blind, as judge-check cases (issue 28).
 
 The embedded model answered questions over three documentation corpora with three prompts
-(``data/real-answers/*.yaml``: the shipped ``answer.md`` and ``answer_strict.md``, and ``loose.md``,
+(``benchmarks/real_answers/data/*.yaml``: the shipped ``answer.md`` and ``answer_strict.md``, and ``loose.md``,
 which invites the model's own knowledge). Readers who saw only the question, the reference answer,
 the contexts exactly as the model saw them and the answer labelled each one before any judge ran.
 
-    python benchmarks/real_cases.py packets RUN_DIR...   # blind packets (no prompt name, shuffled)
-    python benchmarks/real_cases.py cases                # labels -> judge-check cases, per part
+    python benchmarks/real_answers/real_cases.py packets RUN_DIR...   # blind packets (no prompt name, shuffled)
+    python benchmarks/real_answers/real_cases.py cases                # labels -> judge-check cases, per part
 
 Parts are fixed by corpus before any judge ran on them: the Python reference topics and the attrs
 docs tune (calibration, uncertain bands, prompt variants); the structlog docs report; the
@@ -20,8 +20,8 @@ import json
 import random
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "data" / "real-answers"
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "benchmarks" / "real_answers" / "data"
 PACKETS = REAL / "packets"
 LABELS = REAL / "labels"
 # dotenv and tinytag (their PyPI READMEs, licences beside them) came later, from docs in neither

@@ -1,10 +1,10 @@
 """The own judges on real RAG answers, labelled blind (issue 28), with the embedded model.
 
-    python benchmarks/real_judges.py [--parts tuning,reporting] [--fit-parts tuning] [--threads N]
+    python benchmarks/real_answers/real_judges.py [--parts tuning,reporting] [--fit-parts tuning] [--threads N]
                                      [--json F] [--write-calibration [--write-judges a,b]
                                      [--report-part P]]
 
-Cases: ``data/real-answers/cases-<part>.jsonl`` (``benchmarks/real_cases.py`` writes them from the
+Cases: ``benchmarks/real_answers/data/cases-<part>.jsonl`` (``benchmarks/real_answers/real_cases.py`` writes them from the
 readers' labels). Each probability-scored judge's blend, cut-off and band of uncertain decisions are
 fitted on the ``--fit-parts`` (default the TUNING part: real answers over the Python reference
 topics and the attrs docs) plus the hand-written data/judge-check cases, and applied unchanged to
@@ -48,8 +48,8 @@ from rag_eval.judges.uncertain import case_status, fit_band
 from rag_eval.judges.uncertain import target as target_of
 from rag_eval.stats import wilson_interval
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "data" / "real-answers"
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "benchmarks" / "real_answers" / "data"
 HAND = ROOT / "data" / "judge-check" / "cases.jsonl"
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"
 JUDGES_RUN = ("refusal", "correctness", "faithfulness_yesno")
@@ -300,7 +300,7 @@ def main() -> None:
     if args.write_calibration:
         from rag_eval.calibration.cutoffs import SHIPPED, save  # noqa: PLC0415 - writing is rare
 
-        path = ROOT / "rag_eval" / "judges" / SHIPPED
+        path = ROOT / "rag_eval" / "calibration" / SHIPPED
         for name, (cuts, bands, overall) in fitted_by["blend"].items():
             if name not in args.write_judges.split(","):
                 continue
@@ -331,7 +331,7 @@ def main() -> None:
                             "n": n,
                             "measured_on": f"real answers over {PART_DOCS.get(args.report_part, args.report_part)} "
                             f"({args.report_part} part, decided verdicts), "
-                            "benchmarks/real_judges.py",
+                            "benchmarks/real_answers/real_judges.py",
                         },
                         **saved_band(
                             {
