@@ -715,7 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Draw chunks of the config's corpus (seeded, spread over documents), have the model (testgen.llm) write "
         "a question, a reference and an evidence quote for each, keep only questions whose quote is in the chunk, "
         "whose wording is not copied, whose reference the quote supports; unanswerable questions are kept when no "
-        "top chunk answers them. Writes a JSONL test set and OUT.report.json.",
+        "top chunk answers them. Writes a JSONL test set (OUT) and its report beside it (questions.jsonl: questions.report.json).",
     )
     p.add_argument("--n", type=int, help="questions to keep (default: testgen.n, 50)")
     p.add_argument("--out", default="questions.generated.jsonl", help="the test set to write (JSONL)")

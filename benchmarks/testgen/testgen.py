@@ -60,13 +60,23 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20, help="questions to keep (default: %(default)s)")
     parser.add_argument("--config", default="configs/demo.yaml")
     parser.add_argument("--out", type=Path, default=RESULT, help="where the result goes (default: %(default)s)")
+    parser.add_argument(
+        "--generated",
+        type=Path,
+        help="a test set an earlier run of this script generated (its report beside it): measure the rest on it",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="testgen-"))
-    generated = work / f"demo{args.n}.jsonl"
-    start = time.perf_counter()
-    rag_eval("generate", args.config, "--n", str(args.n), "--no-cache", "--out", str(generated))
-    wall = time.perf_counter() - start
-    report = json.loads(generated.with_name(generated.name + ".report.json").read_text(encoding="utf-8"))
+    wall = None
+    if args.generated:
+        generated = args.generated.resolve()
+    else:
+        generated = work / f"demo{args.n}.jsonl"
+        start = time.perf_counter()
+        rag_eval("generate", args.config, "--n", str(args.n), "--no-cache", "--out", str(generated))
+        wall = round(time.perf_counter() - start, 1)
+    # rag-eval generate writes its report beside the test set: demo20.jsonl -> demo20.report.json
+    report = json.loads(generated.with_suffix(".report.json").read_text(encoding="utf-8"))
     calls = sum(u.get("calls", 0) for u in report.get("usage", []))
     result = {
         "generate": {
@@ -79,7 +89,7 @@ def main() -> None:
             "quotes": report["quotes"],
             "seconds": report["seconds"],
             "seconds_per_kept": report["seconds_per_kept"],
-            "wall_s": round(wall, 1),
+            "wall_s": wall,
             "model_calls": calls,
             "lint": {f["code"]: f for f in report["lint"]},
         },
@@ -87,14 +97,16 @@ def main() -> None:
             "generated": retrieval_figures(args.config, work / "runs-generated", generated),
             "hand_written": retrieval_figures(args.config, work / "runs-hand", None),
         },
-        "command": f"python benchmarks/testgen/testgen.py --n {args.n} --config {args.config}",
+        "command": f"python benchmarks/testgen/testgen.py --n {args.n} --config {args.config}"
+        + (" --generated <the test set the previous command of this script generated>" if args.generated else ""),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": machine(),
     }
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    (args.out.parent / generated.name).write_text(generated.read_text(encoding="utf-8"), encoding="utf-8")
-    print(f"written to {args.out} (and the generated set beside it, {generated.name})")
+    for path in (generated, generated.with_suffix(".report.json")):
+        (args.out.parent / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    print(f"written to {args.out} (and the generated set and its report beside it, {generated.name})")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ class Job:
 
 
 class GenerationReport(Model):
-    """``rag-eval generate``'s report (``<out>.report.json``): questions asked, drafted, kept and
+    """``rag-eval generate``'s report (``OUT`` with the suffix ``.report.json``): questions asked, drafted, kept and
     dropped (and why), the kinds kept, the model and its usage, the lint findings on the result."""
 
     out: str = ""
@@ -544,7 +544,7 @@ def _top_chunks(cfg: AuditConfig, corpus: Corpus, questions: list[str], retrieve
 
 def run_generate(cfg: AuditConfig, out: Path, *, use_cache: bool = True, corpus=None) -> dict:
     """``rag-eval generate``: the test set at ``out``, its generation report beside it
-    (``<out>.report.json``, with the lint findings on the result)."""
+    (``OUT`` with the suffix ``.report.json``, with the lint findings on the result)."""
     corpus = load_corpus(cfg, corpus)
     out.parent.mkdir(parents=True, exist_ok=True)
 
