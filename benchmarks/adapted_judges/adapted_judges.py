@@ -59,12 +59,15 @@ BLIND = ("parse", "xmltodict")
 # prompt, kept per statement by benchmarks/real_answers/faithfulness_variants.py (the "shipped" variant) for the
 # tuning, reporting and holdout parts: read from there instead of asked again (about 500 requests
 # with 2,100 characters of contexts each, an hour of this 2-core machine).
-STORED_FAITHFULNESS = ROOT / "benchmarks" / "faithfulness-variants-result.json"
+STORED_FAITHFULNESS = ROOT / "benchmarks" / "real_answers" / "results" / "faithfulness-variants-result.json"
 
 
 def _stored_faithfulness() -> dict[str, list[float]]:
     if not STORED_FAITHFULNESS.exists():
-        return {}
+        # Asking the ~500 statements again would take an hour and could change the figures.
+        raise SystemExit(
+            f"{STORED_FAITHFULNESS} is missing: run benchmarks/real_answers/faithfulness_variants.py first"
+        )
     data = json.loads(STORED_FAITHFULNESS.read_text())
     return dict(zip(data["ids"], data["probs"]["shipped"], strict=True))
 

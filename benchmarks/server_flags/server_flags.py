@@ -210,7 +210,8 @@ def write_result(section: str | None, rows: list[dict], n_requests: int, started
     result = json.loads(RESULT.read_text(encoding="utf-8")) if RESULT.exists() else {}
     result["source"] = (
         "written by benchmarks/server_flags/server_flags.py: the top level by a plain run, against_portable by "
-        "--base-binary, first_N_requests by --limit N; each names its command, date, commit and machine"
+        "--base-binary, first_N_requests by --limit N; each names its command, date, commit and machine, except a "
+        "section with a source of its own, transcribed from a run made before the script wrote this file"
     )
     figures = {
         "command": "python " + " ".join([str(Path(sys.argv[0]).resolve().relative_to(ROOT)), *sys.argv[1:]]),
@@ -222,6 +223,8 @@ def write_result(section: str | None, rows: list[dict], n_requests: int, started
         **drift(rows),
     }
     if section is None:
+        for stale in ("drift", "baselines_mean_s"):  # a run without baseline-end has no drift of its own
+            result.pop(stale, None)
         result.update(figures)
     else:
         result[section] = figures

@@ -131,6 +131,10 @@ def main() -> None:
         "machine": machine(),
     }
     out["ratios"] = ratios(out["rows"])
+    if (args.limit or not args.base_binary) and args.out == RESULT:
+        # The docs page reads the base row and the full later run: a partial run goes elsewhere.
+        print(f"not written to {RESULT}: a run with --limit or without --base-binary needs --out FILE")
+        return
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"written to {args.out}")
 
