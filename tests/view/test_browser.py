@@ -6,6 +6,7 @@ docs/guides/img/ when RAG_EVAL_VIEW_SCREENSHOTS is set (so a test run leaves the
 
 import csv
 import os
+import re
 import signal
 import threading
 import time
@@ -103,7 +104,8 @@ def test_label_three_answers_with_the_keyboard_and_find_them_after_a_reload(serv
     page.goto(base + "/")
     assert page.locator("a.run-link").count() == 2
     _shot(page, tmp_path, "runs")
-    page.locator("a.run-link", has_text=first).click()
+    # Exact: two runs made within one second are named X and X-2, and X is a substring of X-2.
+    page.locator("a.run-link").filter(has_text=re.compile(rf"^\s*{re.escape(first)}\s*$")).click()
     page.wait_for_url(f"**/runs/{first}")
     assert _ppi_cell(page) == "–"
     judged = page.locator('#figures tr[data-figure="correctness"] td.num').first.inner_text()
