@@ -27,17 +27,38 @@ from rag_eval.errors import ConfigError, DataError, Problem
 Status = Literal["started", "finished", "failed", "interrupted"]
 
 
+class RunFailures(Model):
+    """What failed in a run that still finished: answers or judgements whose every model call
+    failed, and the first error, word for word (``status.json``'s ``failures``)."""
+
+    answers: int = 0
+    judgements: int = 0
+    first_error: str = ""
+
+    @property
+    def any(self) -> bool:
+        return bool(self.answers or self.judgements)
+
+
 class RunStatus(Model):
-    """``status.json``: where the run stands, since when, and why it stopped when it failed."""
+    """``status.json``: where the run stands, since when, and why it stopped when it failed.
+
+    A run that finished with failed answers or judgements has status ``finished`` and a
+    ``failures`` record (``finished_with_failures``): its figures exist but miss those answers."""
 
     status: str = ""
     at: str = ""
     reason: str | None = None
     opened: str | None = None  # how the folder was opened: new, resumed, or --resume finding nothing
+    failures: RunFailures | None = None
 
     @property
     def finished(self) -> bool:
         return self.status == "finished"
+
+    @property
+    def finished_with_failures(self) -> bool:
+        return self.finished and self.failures is not None and self.failures.any
 
     def unfinished_why(self) -> str:
         """Why the run has no finished results, in words: ``failed: <its reason>``, ``was
@@ -251,11 +272,14 @@ class RunFolder:
     def status(self) -> RunStatus | None:
         return read_status(self.path)
 
-    def set_status(self, status: Status, reason: str | None = None) -> None:
-        """Write ``status.json``: the status, the time, and for a failure its reason."""
+    def set_status(self, status: Status, reason: str | None = None, failures: RunFailures | None = None) -> None:
+        """Write ``status.json``: the status, the time, for a failure its reason, and for a run that
+        finished with failed answers or judgements what failed."""
         record: dict[str, Any] = {"status": status, "at": datetime.now(UTC).isoformat(timespec="seconds")}
         if reason is not None:
             record["reason"] = reason
+        if failures is not None and failures.any:
+            record["failures"] = failures.model_dump()
         if self.opened:
             record["opened"] = self.opened
         write_json(self.path / "status.json", record)
