@@ -33,7 +33,7 @@ from rag_eval.orchestration.sources import LABELS_DRAWN
 from rag_eval.preflight import preflight
 from rag_eval.report.ci_outputs import write_ci_outputs
 from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
-from rag_eval.report.files import write_report
+from rag_eval.report.files import ADAPTED, LABELLED, write_report
 from rag_eval.report.gates import describe_failure
 from rag_eval.report.history_html import render_history_html
 from rag_eval.report.markdown import fmt
@@ -348,7 +348,12 @@ def _report(args: argparse.Namespace) -> int:
     report = read_run(run_dir).report
     if args.adapt and not args.labels:
         raise DataError(Problem("--adapt", "adapting the judges needs the run's labels", "add --labels FILE"))
-    if args.labels and args.adapt:
+    if not args.labels:
+        written = write_report(run_dir, report)
+        print("re-rendered the audit's report: " + ", ".join(str(p) for p in written))
+        return 0
+    kind = LABELLED
+    if args.adapt:
         labels = read_labels(Path(args.labels), known_answers(run_dir))
         report = adapt_run(
             report,
@@ -360,24 +365,31 @@ def _report(args: argparse.Namespace) -> int:
             source=args.labels,
             save=not args.no_save,
         )
-        if report.adaptation is not None:
+        if report.adaptation is None:
+            print("no judge of this run decides at a cut-off on a probability: nothing adapted, the labels alone count")
+        else:
+            kind = ADAPTED
             print(report.adaptation.note)
             for a in report.adaptation.judges:
                 print(
                     f"  {a.variant}: {a.labels} labels, cut-off {a.cutoff_before:.3f} -> {a.cutoff_after:.3f}, "
                     f"{a.changed} verdicts changed, uncertain {a.uncertain_before} -> {a.uncertain_after}"
                 )
-    elif args.labels:
+            if args.no_save:
+                print("--no-save: the adaptation is not kept for later audits")
+    else:
         report = label_run(report, run_dir, Path(args.labels), args.confidence)
-    if args.labels:
-        lab = required(report.labels, "the report's labels section")
-        print(
-            f"labels: {lab.answers_labelled} answers ("
-            + ", ".join(f"{c} {n}" for c, n in lab.per_column.items())
-            + "); prediction-powered figures added"
-        )
-    write_report(run_dir, report)
-    print(f"re-rendered {run_dir}/report.md, report.html and summary.json")
+    lab = required(report.labels, "the report's labels section")
+    print(
+        f"labels: {lab.answers_labelled} answers ("
+        + ", ".join(f"{c} {n}" for c, n in lab.per_column.items())
+        + "); prediction-powered figures added"
+    )
+    # The audit's own report is the run's record: a re-decision is written beside it, never over it.
+    written = write_report(run_dir, report, kind)
+    print("wrote, beside the audit's own report (left as it was):")
+    for path in written:
+        print(f"  {path}")
     return 0
 
 
@@ -613,12 +625,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "report",
-        "re-render a finished run's report (no model call)",
-        "Re-render summary.json, report.md and report.html from a run folder's report.json.",
+        "re-render a finished run's report, or re-decide it with labels beside it (no model call)",
+        "Re-render summary.json, report.md and report.html from a run folder's report.json (the audit's own "
+        "record). With --labels (and --adapt) the re-decided report is written beside it as report.labelled.json, "
+        "summary.labelled.json, report.labelled.md and report.labelled.html (report.adapted.* with --adapt); the "
+        "audit's own files are never rewritten by it.",
         config=False,
     )
     p.add_argument("run_dir", help="a run folder (runs/<name>-<time>/)")
-    p.add_argument("--labels", help="a filled-in labels file (rag-eval label): adds prediction-powered figures")
+    p.add_argument(
+        "--labels",
+        help="a filled-in labels file (rag-eval label): the report with prediction-powered figures, written beside "
+        "the audit's own as report.labelled.{json,md,html} and summary.labelled.json",
+    )
     p.add_argument("--confidence", type=float, default=0.95, help="interval level of the labelled figures")
     p.add_argument(
         "--adapt",
@@ -626,10 +645,15 @@ def build_parser() -> argparse.ArgumentParser:
         const="both",
         choices=["both", "cutoff", "weights"],
         help="with --labels: adapt the judges to this corpus with the labels (cut-off and band, blend weights, "
-        "or both: the default), re-decide every verdict, cross-fit the prediction-powered figures, and save the "
+        "or both: the default), re-decide every verdict, cross-fit the prediction-powered figures, write the "
+        "report beside the audit's own as report.adapted.{json,md,html} and summary.adapted.json, and save the "
         "adaptation for later audits of the same documents",
     )
-    p.add_argument("--no-save", action="store_true", help="with --adapt: do not keep the adaptation for later audits")
+    p.add_argument(
+        "--no-save",
+        action="store_true",
+        help="with --adapt: do not keep the adaptation for later audits (only the report.adapted.* files are written)",
+    )
     p.set_defaults(func=_report)
 
     p = add(

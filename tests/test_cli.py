@@ -259,3 +259,37 @@ def test_a_test_set_without_answerable_questions_is_an_error(small_project, caps
     (small_project / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["validate", str(small_project / "audit.yaml")]) == 2
     assert "none of the 1 questions is answerable" in capsys.readouterr().err
+
+
+def test_report_with_labels_writes_beside_the_run_and_a_plain_report_gives_the_audits_own(tmp_path, capsys):
+    """`rag-eval report RUN --labels F` writes report.labelled.{json,md,html} and
+    summary.labelled.json beside the run's record and changes nothing else in the run; a plain
+    `rag-eval report RUN` afterwards re-renders the audit's own report."""
+    import hashlib
+    import shutil
+
+    from .conftest import ROOT
+
+    def files(folder):
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "old_runs" / "compare-labelled", run)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("question_id,prompt,correct,faithful,refused\nq1,a,no,yes,no\nq1,b,no,yes,no\nq2,b,yes,yes,no\n")
+    before = files(run)
+    original_md = (run / "report.md").read_text()
+    code, out, _ = run_cli(capsys, "report", str(run), "--labels", str(labels))
+    assert code == 0
+    after = files(run)
+    new = {"report.labelled.json", "summary.labelled.json", "report.labelled.md", "report.labelled.html"}
+    assert {k: after[k] for k in before} == before  # the run's record as it was
+    assert set(after) - set(before) == new
+    assert all(f"  {run / name}\n" in out for name in new)
+    labelled = json.loads((run / "report.labelled.json").read_text())
+    assert labelled["labels"]["answers_labelled"] == 3 and labelled["labels"]["source"] == str(labels)
+    assert "## With human labels (3 answers" in (run / "report.labelled.md").read_text()
+    code, out, _ = run_cli(capsys, "report", str(run))
+    assert code == 0 and "re-rendered the audit's report" in out
+    assert (run / "report.md").read_text() == original_md
+    assert json.loads((run / "report.json").read_text())["labels"]["source"] != str(labels)

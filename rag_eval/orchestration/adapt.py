@@ -80,7 +80,7 @@ def fit_deciders(
             it = item_of(r, y) if y is not None else None
             if it is not None:
                 items.append(it)
-        if d.blend is not None and not all(all(f) for it in items for f in it.features):
+        if d.blend is not None and not all(f for it in items for f in it.features):
             d = dataclasses.replace(d, blend=None)  # decided without word evidence: the model's P alone
         judge = next((r.judge for r in records if variant_of(r) == variant), None)
         out[variant] = adapt(d, items, how, judge=judge)

@@ -1,4 +1,6 @@
-"""The report's files in the run folder: report.json, summary.json, report.md and report.html."""
+"""The report's files in the run folder: report.json, summary.json, report.md and report.html (the
+audit's own record), and a re-decision with people's labels or adapted judges beside them under its
+own names (``report.labelled.json``, ``report.adapted.md``, ...), never over them."""
 
 from __future__ import annotations
 
@@ -10,16 +12,42 @@ from rag_eval.report.markdown import render_markdown, render_traces_markdown
 from rag_eval.report.report_records import Report
 from rag_eval.rundir import write_json, write_text
 
+# A re-decision of a finished run (``rag-eval report RUN --labels F [--adapt]``), by its name in
+# the files it writes.
+LABELLED = "labelled"
+ADAPTED = "adapted"
+KINDS = (LABELLED, ADAPTED)
 
-def write_report(run_dir: Path, report: Report | dict) -> None:
+
+def report_file(run_dir: Path, base: str, kind: str | None = None) -> Path:
+    """Where one of the report's files is: ``base`` (report.json, summary.json, report.md,
+    report.html) for the audit's own record, ``report.<kind>.json``-style beside it for a
+    re-decision of ``kind`` (labelled, adapted)."""
+    if kind is None:
+        return run_dir / base
+    if kind not in KINDS:
+        raise ValueError(f"a re-decision is one of {', '.join(KINDS)}, not {kind!r}")
+    stem, ext = base.rsplit(".", 1)
+    return run_dir / f"{stem}.{kind}.{ext}"
+
+
+def write_report(run_dir: Path, report: Report | dict, kind: str | None = None) -> list[Path]:
     """report.json, summary.json, report.md and report.html from the report (a dict is read as an
-    old run folder's report.json). A report without retrieval (supplied answers, traces judged
-    without labels) has Markdown only for traces."""
+    old run folder's report.json); with ``kind`` (labelled, adapted) the same files under the
+    re-decision's names beside them, the audit's own left as they are. A report without retrieval
+    (supplied answers, traces judged without labels) has Markdown only for traces. Returns the
+    paths written."""
     report = Report.load(report)
-    write_json(run_dir / "report.json", report.dump())
-    write_json(run_dir / "summary.json", summary(report))
+    json_files = [(report_file(run_dir, "report.json", kind), report.dump())]
+    json_files.append((report_file(run_dir, "summary.json", kind), summary(report)))
+    for path, data in json_files:
+        write_json(path, data)
+    text_files = []
     if report.retrieval is not None:
-        write_text(run_dir / "report.md", render_markdown(report))
+        text_files.append((report_file(run_dir, "report.md", kind), render_markdown(report)))
     elif report.traces is not None:
-        write_text(run_dir / "report.md", render_traces_markdown(report))
-    write_text(run_dir / "report.html", render_html(report))
+        text_files.append((report_file(run_dir, "report.md", kind), render_traces_markdown(report)))
+    text_files.append((report_file(run_dir, "report.html", kind), render_html(report)))
+    for path, text in text_files:
+        write_text(path, text)
+    return [path for path, _ in json_files] + [path for path, _ in text_files]

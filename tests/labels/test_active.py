@@ -131,15 +131,15 @@ def test_label_draws_uncertain_answers_first_and_the_figures_use_their_probabili
         w.writeheader()
         w.writerows(rows)
     assert main(["report", str(run_dir), "--labels", str(run_dir / "labels" / "labels.csv")]) == 0
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((run_dir / "summary.labelled.json").read_text())
     ok = summary["attribution"]["base"]["ok"]["ppi"]
     assert ok["n_labels"] == 2 and ok["ci_low"] is not None and ok["ci_high"] is not None
     methods = {
         e["ppi"]["method"]
-        for e in json.loads((run_dir / "report.json").read_text())["labels"]["figures"]["base"].values()
+        for e in json.loads((run_dir / "report.labelled.json").read_text())["labels"]["figures"]["base"].values()
     }
     assert any(m.startswith("active") or m == "human only" for m in methods)
-    md = (run_dir / "report.md").read_text()
+    md = (run_dir / "report.labelled.md").read_text()
     assert "### Labels needed for a prediction-powered interval" in md
 
 

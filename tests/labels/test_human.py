@@ -73,7 +73,7 @@ def test_label_draw_fill_and_report_with_ppi(small_project, capsys):
     }
     _fill(csv_path, truth)
     assert main(["report", str(run_dir), "--labels", str(csv_path)]) == 0
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((run_dir / "summary.labelled.json").read_text())
     corr = summary["generation"]["base"]["correctness"]
     assert corr["value"] == pytest.approx(0.5)  # the judge called q2's answer incorrect
     if "q2" in drawn and "q1" in drawn:
@@ -84,9 +84,9 @@ def test_label_draw_fill_and_report_with_ppi(small_project, capsys):
     assert summary["attribution"]["base"]["ok"]["ppi"]["n_labels"] == 3
     [gate] = check_gates({"generation.base.correctness.ppi": ">= 0.9"}, summary)
     assert gate.passed
-    md = (run_dir / "report.md").read_text()
+    md = (run_dir / "report.labelled.md").read_text()
     assert "## With human labels (3 answers" in md and "prediction-powered" in md
-    assert "With human labels" in (run_dir / "report.html").read_text()
+    assert "With human labels" in (run_dir / "report.labelled.html").read_text()
 
 
 def test_bad_labels_name_the_line_and_the_column(small_project, capsys):

@@ -195,10 +195,10 @@ def test_six_labels_all_no_through_the_cli(tmp_path, monkeypatch):
             writer.writeheader()
             writer.writerows(rows)
         assert main(["-q", "report", str(run), "--labels", str(tmp_path / "filled.csv")]) == 0
-    fig = json.loads((run / "summary.json").read_text())["labels"]["figures"]["system"]["faithfulness_yesno"]
+    fig = json.loads((run / "summary.labelled.json").read_text())["labels"]["figures"]["system"]["faithfulness_yesno"]
     upper = 1 - 0.025 ** (1 / 6)  # 0.459
     assert fig["human"]["value"] == 0.0 and fig["human"]["n_labels"] == 6
     assert (fig["human"]["ci_low"], fig["human"]["ci_high"]) == pytest.approx((0.0, upper))
     assert fig["ppi"]["value"] == pytest.approx(0.0) and fig["ppi"]["n_unlabelled"] == 10
     assert fig["ppi"]["ci_low"] == 0.0 and fig["ppi"]["ci_high"] >= upper - 1e-9
-    assert "0.00 [0.00, 0.00]" not in (run / "report.md").read_text()
+    assert "0.00 [0.00, 0.00]" not in (run / "report.labelled.md").read_text()

@@ -5,11 +5,13 @@ reused by a later audit of the same documents in another process."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -92,6 +94,71 @@ def _label(run_dir, n):
     return path, {r["question_id"] for r in rows}
 
 
+def _files(folder: Path) -> dict[str, str]:
+    """Every file under ``folder``, by its path there, with the hash of its bytes."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _beside(run_dir: Path, kind: str) -> set[str]:
+    return {
+        f"{run_dir.name}/{base}.{kind}.{ext}"
+        for base, ext in (("report", "json"), ("summary", "json"), ("report", "md"), ("report", "html"))
+    }
+
+
+def test_a_re_decision_is_written_beside_the_run_and_changes_nothing_else(tmp_path, capsys):
+    """`report --labels F --adapt --no-save` and `report --labels F`: the run's record (report.json,
+    report.md, report.html, summary.json, the judge records) and the per-corpus adaptation store
+    stay byte for byte as they were; each re-decision is in its own named files beside the record,
+    and a plain `report` re-renders the audit's own report again."""
+    project = _project(tmp_path)
+    with _server() as server:
+        assert main(["run", str(_config(project, server))]) == 0
+    runs = project / "runs"
+    run_dir = next(runs.iterdir())
+    labels, _ = _label(run_dir, 10)
+    cache = Path(os.environ["RAG_EVAL_CACHE_DIR"])
+    before, cache_before = _files(runs), _files(cache)
+    original_md = (run_dir / "report.md").read_text()
+    assert "Judges adapted" not in original_md and "With human labels" not in original_md
+    capsys.readouterr()
+
+    assert main(["report", str(run_dir), "--labels", str(labels), "--adapt", "--no-save"]) == 0
+    out = capsys.readouterr().out
+    adapted = _files(runs)
+    assert {k: adapted[k] for k in before} == before  # nothing of the run changed
+    assert set(adapted) - set(before) == _beside(run_dir, "adapted")
+    assert _files(cache) == cache_before  # no adaptation kept for the corpus (adaptations.json)
+    for name in sorted(_beside(run_dir, "adapted")):
+        assert f"  {runs / name}\n" in out  # each file written, named
+    report = json.loads((run_dir / "report.adapted.json").read_text())
+    assert report["adaptation"]["answers_labelled"] == 10 and "saved" not in report["adaptation"]
+    correctness = [r for r in report["judges"]["records"] if r["judge"] == "correctness"]
+    assert len(correctness) == N and all(r["details"]["adapted"]["labels"] == 10 for r in correctness)
+    assert report["labels"]["answers_labelled"] == 10
+    assert "## Judges adapted to this corpus (10 labelled answers)" in (run_dir / "report.adapted.md").read_text()
+
+    assert main(["report", str(run_dir), "--labels", str(labels)]) == 0
+    out = capsys.readouterr().out
+    labelled = _files(runs)
+    assert {k: labelled[k] for k in adapted} == adapted
+    assert set(labelled) - set(adapted) == _beside(run_dir, "labelled")
+    assert _files(cache) == cache_before
+    for name in sorted(_beside(run_dir, "labelled")):
+        assert f"  {runs / name}\n" in out
+    md = (run_dir / "report.labelled.md").read_text()
+    assert "## With human labels (10 answers" in md and "Judges adapted" not in md
+
+    # A plain re-render gives the audit's own report again.
+    assert main(["report", str(run_dir)]) == 0
+    assert (run_dir / "report.md").read_text() == original_md
+    assert _files(runs) == labelled
+
+
 @pytest.mark.slow
 def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, capsys, monkeypatch):
     # A corpus where the judge is far off: priors weak enough for 10 labels to move it (the shipped
@@ -112,13 +179,15 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         assert main(["report", str(run_dir), "--labels", str(labels), "--adapt"]) == 0
         out = capsys.readouterr().out
         assert "verdicts adapted to this corpus with 10 labelled answers" in out
-        report = json.loads((run_dir / "report.json").read_text())
+        # The re-decision is written beside the audit's own report, which stays the run's record.
+        assert (run_dir / "report.json").read_bytes() == (shipped_run / "report.json").read_bytes()
+        report = json.loads((run_dir / "report.adapted.json").read_text())
         records = [r for r in report["judges"]["records"] if r["judge"] == "correctness"]
         # Every verdict re-decided from its recorded probability, the adapted cut-off between the
         # judge's 0.1 for wrong answers and 0.4 for right ones: each now agrees with the truth.
         assert {r["question_id"] for r in records if r["verdict"] == "correct"} == GOOD
         assert all(r["details"]["adapted"]["labels"] == 10 for r in records)
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = json.loads((run_dir / "summary.adapted.json").read_text())
         corr = summary["generation"]["base"]["correctness"]
         assert corr["value"] == pytest.approx(0.5)
         # Cross-fitted: the label-corrected figure says so, and covers the truth (0.5).
@@ -129,9 +198,10 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         [a] = [a for a in adaptation["judges"] if a["judge"] == "correctness"]
         assert a["labels"] == 10 and a["changed"] == len(GOOD) and 0.1 < a["cutoff_after"] < 0.4
         assert adaptation["saved"] and os.path.exists(adaptation["saved"])
-        md = (run_dir / "report.md").read_text()
+        md = (run_dir / "report.adapted.md").read_text()
         assert "## Judges adapted to this corpus (10 labelled answers)" in md
-        assert "Judges adapted to this corpus" in (run_dir / "report.html").read_text()
+        assert "Judges adapted to this corpus" in (run_dir / "report.adapted.html").read_text()
+        assert "Judges adapted to this corpus" not in (run_dir / "report.md").read_text()
 
         # A later audit of the same documents, in another process and from another folder, decides
         # with the saved adaptation (no label given to it).
@@ -155,10 +225,11 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         r["question_id"] for r in rep["judges"]["records"] if r["judge"] == "correctness" and r["verdict"] == "correct"
     }
     assert got == GOOD
-    # A diff of the run as shipped against the later, adapted one says the judges differ too.
-    warnings = " ".join(diff_runs(shipped_run, later).warnings)
-    assert "adapted differently to the corpus" in warnings and "as shipped" in warnings
-    assert "adapted differently" not in " ".join(diff_runs(run_dir, later).warnings)
+    # A diff of the run (its record decided as shipped) against the later, adapted one says the
+    # judges differ too.
+    for run in (shipped_run, run_dir):
+        warnings = " ".join(diff_runs(run, later).warnings)
+        assert "adapted differently to the corpus" in warnings and "as shipped" in warnings
 
 
 def test_adapt_needs_labels(small_project, capsys):
@@ -167,3 +238,22 @@ def test_adapt_needs_labels(small_project, capsys):
     (run / "report.json").write_text(json.dumps({"name": "x"}))
     assert main(["report", str(run), "--adapt"]) == 2
     assert "add --labels FILE" in capsys.readouterr().err
+
+
+def test_a_run_whose_judgements_kept_no_word_evidence_adapts_on_the_models_probability(tmp_path, capsys):
+    """A run written before judgements kept their word evidence (tests/data/old_runs) decides with
+    the model's probability alone: adapting it refits no word weight it never recorded (it stopped
+    with an internal error, KeyError 'new_words'), and writes the adapted report beside the run."""
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "old_runs" / "compare-labelled", run)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("question_id,prompt,correct,faithful,refused\nq1,a,no,yes,no\nq1,b,no,yes,no\nq2,b,yes,yes,no\n")
+    before = _files(run)
+    assert main(["report", str(run), "--labels", str(labels), "--adapt", "--no-save"]) == 0
+    assert "refusal: 3 labels" in capsys.readouterr().out
+    after = _files(run)
+    assert {k: after[k] for k in before} == before
+    assert {f"run/{k}" for k in set(after) - set(before)} == _beside(run, "adapted")
+    judges = {a["variant"]: a for a in json.loads((run / "report.adapted.json").read_text())["adaptation"]["judges"]}
+    assert "new_words" in judges["refusal"]["blend_before"]
+    assert judges["refusal"]["blend_after"].endswith("x model log-odds)") and judges["refusal"]["labels"] == 3

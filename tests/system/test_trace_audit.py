@@ -76,10 +76,10 @@ def test_traces_judged_without_labels(tmp_path, monkeypatch, capsys):
         writer.writeheader()
         writer.writerows(rows)
     assert main(["-q", "report", str(run), "--labels", str(tmp_path / "filled.csv")]) == 0
-    labelled = json.loads((run / "summary.json").read_text())["labels"]
+    labelled = json.loads((run / "summary.labelled.json").read_text())["labels"]
     assert labelled["answers_labelled"] == 2
     assert labelled["figures"]["system"]["faithfulness_yesno"]["human"]["value"] == 1.0
-    assert "Skipped traces" in (run / "report.md").read_text()
+    assert "Skipped traces" in (run / "report.labelled.md").read_text()
 
 
 def test_traces_matched_to_a_labelled_test_set(tmp_path):

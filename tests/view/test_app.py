@@ -121,7 +121,7 @@ def test_a_label_is_written_at_once_in_the_labels_file_and_moves_the_figure(clie
     assert "labels: 24 answers (correct 2, faithful 3, refused 3)" in capsys.readouterr().out
     import json
 
-    corr = json.loads((copy / "summary.json").read_text())["generation"]["base"]["correctness"]["ppi"]
+    corr = json.loads((copy / "summary.labelled.json").read_text())["generation"]["base"]["correctness"]["ppi"]
     assert f"{corr['value']:.2f} [{corr['ci_low']:.2f}, {corr['ci_high']:.2f}]" == ppi_cell
 
 
@@ -268,7 +268,7 @@ def test_with_adapt_the_labelling_page_figures_are_the_adapted_cross_fitted_ones
     assert main(["report", str(copy), "--labels", str(labels), "--adapt", "--no-save"]) == 0
     import json
 
-    corr = json.loads((copy / "summary.json").read_text())["generation"]["base"]["correctness"]["ppi"]
+    corr = json.loads((copy / "summary.adapted.json").read_text())["generation"]["base"]["correctness"]["ppi"]
     assert corr["value"] == pytest.approx(line["ppi"]["value"])
     import os
     from pathlib import Path
