@@ -177,6 +177,14 @@ def _finish(result, args: argparse.Namespace, suite: str) -> int:
 
 
 def _judge_check(args: argparse.Namespace) -> int:
+    if args.criteria:  # the config's own criteria become judges, measured on cases labelled for them
+        criteria_cfg = load_config(args.criteria)
+        if criteria_cfg.judges is None or not criteria_cfg.judges.criteria:
+            raise ConfigError(
+                Problem(args.criteria, "the config has no judges.criteria", "add criteria, or leave out --criteria")
+            )
+        if not args.prompts_dir and criteria_cfg.judges.prompts_dir:
+            args.prompts_dir = str(criteria_cfg.resolve_path(criteria_cfg.judges.prompts_dir))
     cases = read_case_files(args.cases)
     for spec in args.halueval or []:
         path, _, span = spec.partition(":")
@@ -701,6 +709,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="an OpenAI-compatible endpoint")
     p.add_argument("--api-key-env", help="environment variable holding the API key")
     p.add_argument("--prompts-dir", help="folder of the own judges' prompts (default: the shipped ones)")
+    p.add_argument(
+        "--criteria",
+        metavar="CONFIG",
+        help="a config whose judges.criteria are measured too, on cases labelled for them (judge: the criterion's "
+        "name, label: pass or fail)",
+    )
     p.add_argument(
         "--threshold",
         type=float,

@@ -152,7 +152,7 @@ def config_reference() -> str:
             if info.exclude:
                 continue
             lines.append(
-                f"| `{name}` | {_type_name(info.annotation)} | {_default(info)} | {_cell(describe(name, info))} |"
+                f"| `{info.alias or name}` | {_type_name(info.annotation)} | {_default(info)} | {_cell(describe(name, info))} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from rag_eval.attribution.outcomes import (
     UNRECORDED_FAITHFULNESS_THRESHOLD,
     Verdict,
     attribute,
+    failed_criteria,
 )
 from rag_eval.attribution.records import (
     AttributionRow,
@@ -37,4 +38,5 @@ __all__ = [
     "ReasonEvidence",
     "Verdict",
     "attribute",
+    "failed_criteria",
 ]

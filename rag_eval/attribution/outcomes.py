@@ -8,6 +8,12 @@ was there), ``incorrect`` (the correctness judge did not say correct), ``unfaith
 decides the outcome failed, or the answer itself failed; ``uncertain`` where such a judge's
 decision lay in the band around its cut-off (see ``judges/uncertain.py``).
 
+The user's own criteria (``judges.criteria``) do not change these outcomes: a failed criterion is a
+flag beside the outcome (``failed_criteria``). Only a criterion declared ``counts_as_failure``
+decides one: an answer that would be ``ok`` or ``correct_refusal`` and fails it is
+``failed_criterion`` (a generation failure); ``uncertain`` or ``not_judged`` where that criterion's
+decision is.
+
 Which judge decides each step is its ``role`` in the judge registry: among the judges with a
 record for the answer, the one of highest precedence (faithfulness: the one the config names).
 """
@@ -29,11 +35,15 @@ OUTCOMES = (
     "unfaithful",
     "correct_refusal",
     "answered_unanswerable",
+    "failed_criterion",
     "not_judged",
     "uncertain",
 )
 RETRIEVAL_FAILURES = ("retrieval_miss",)
-GENERATION_FAILURES = ("refused", "incorrect", "unfaithful", "answered_unanswerable")
+GENERATION_FAILURES = ("refused", "incorrect", "unfaithful", "answered_unanswerable", "failed_criterion")
+# The outcomes where nothing went wrong: a criterion declared ``counts_as_failure`` that fails turns
+# them into ``failed_criterion``.
+GOOD = ("ok", "correct_refusal")
 # The threshold of a report that recorded none: written before the setting existed, under the
 # majority rule of those versions (the config's default is ``judges.registry.FAITHFUL_SHARE``).
 UNRECORDED_FAITHFULNESS_THRESHOLD = 0.5
@@ -67,6 +77,52 @@ def attribute(
 ) -> tuple[str, str]:
     """(outcome, why) for one question and prompt; ``judgements`` maps judge name to its record;
     ``faithfulness_judge`` names the faithfulness figure that decides ``unfaithful``."""
+    outcome, why = _builtin(
+        question,
+        retrieved,
+        generation,
+        judgements,
+        faithfulness_threshold=faithfulness_threshold,
+        faithfulness_judge=faithfulness_judge,
+    )
+    if outcome not in GOOD:
+        return outcome, why
+    for name, j in judgements.items():
+        spec = JUDGES.get(name)
+        if spec is None or spec.criterion is None or not spec.criterion.counts_as_failure or j.status == "skipped":
+            continue
+        if j.status == "not_judged":
+            return "not_judged", f"{name} judge failed: {j.error}"
+        if j.status == "uncertain":
+            return "uncertain", _unsure(name, j)
+        if j.verdict == "fail":
+            return "failed_criterion", f"{name} failed: {j.reason or spec.criterion.question}"
+    return outcome, why
+
+
+def failed_criteria(judgements: Mapping[str, Verdict]) -> list[str]:
+    """The criteria this answer failed that show beside its outcome (not the ``gate_only`` ones)."""
+    return [
+        name
+        for name, j in judgements.items()
+        if (spec := JUDGES.get(name)) is not None
+        and spec.criterion is not None
+        and not spec.criterion.gate_only
+        and j.status == "judged"
+        and j.verdict == "fail"
+    ]
+
+
+def _builtin(
+    question: Question,
+    retrieved: bool,
+    generation: Answer | None,
+    judgements: Mapping[str, Verdict],
+    *,
+    faithfulness_threshold: float,
+    faithfulness_judge: str | None,
+) -> tuple[str, str]:
+    """The outcome the built-in judges decide (``attribute`` without the criteria)."""
 
     def considered(name: str | None) -> Verdict | None:
         j = judgements.get(name) if name else None

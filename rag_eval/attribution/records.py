@@ -77,6 +77,8 @@ class AttributionRow(Model):
     contexts: list[ContextMark] = []
     answer: str | None = None
     judges: dict[str, JudgeBrief] = {}
+    # The user's criteria this answer failed, shown beside its outcome (``attribution.failed_criteria``).
+    failed_criteria: list[str] = []
 
     @property
     def failed(self) -> bool:

@@ -77,6 +77,9 @@ LEADS: dict[str, dict[str, tuple[Lead, ...]]] = {
         "yes": (Lead("the passage", "says", ("context",)),),
         "no": (Lead("the passage", "is about", ("context",)),),
     },
+    # A user's yes/no criterion (``judges/criteria.py``): the answer's words either way; a quote found
+    # in a context or the reference it sees is still verified, and shown as from there.
+    "criterion": {"yes": (_ANSWER,), "no": (_ANSWER,)},
 }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from rag_eval.answers.answer_records import Usage
 from rag_eval.base_records import Figure, Model, Num, StageReuse
 from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.registry import Criterion
 
 
 class OutcomeCount(Figure):
@@ -161,6 +162,41 @@ class UncertainDetails(Model):
         return len(self.uncertain_statements or []) if "statements" in self.model_fields_set else 1
 
 
+class CriterionSection(Model):
+    """One of the user's criteria in the report: its definition, its figure per prompt (the share
+    passing), a rubric's mean level, and how it decided (calibrated or not, and how many labels
+    would calibrate it). The answers that failed it are the attribution rows whose judge failed it."""
+
+    question: str = ""
+    sees: list[str] = []
+    applies: str = "answered"
+    passes: str = "yes"
+    levels: list[str] = []
+    pass_level: int | None = None
+    steps: list[str] = []
+    gate_only: bool = False
+    counts_as_failure: bool = False
+    figures: dict[str, JudgedFigure] = {}
+    mean_level: dict[str, Figure] = {}  # a rubric: the probability-weighted mean level per prompt
+    calibrated: bool = False
+    calibration: str = ""  # in words: how its cut-off and band came about
+    labels_needed: int | None = None  # labelled answers for ±0.10 on its figure where not calibrated
+
+    def criterion(self) -> Criterion:
+        """The criterion as the judge registry declares it (a finished run's, read back from its report)."""
+        return Criterion(
+            question=self.question,
+            sees=tuple(self.sees),
+            applies=self.applies,  # type: ignore[arg-type]  # written from the config's Literal
+            passes=self.passes,  # type: ignore[arg-type]
+            levels=tuple(self.levels),
+            pass_level=self.pass_level,
+            steps=tuple(self.steps),
+            gate_only=self.gate_only,
+            counts_as_failure=self.counts_as_failure,
+        )
+
+
 class JudgesSection(Model):
     """The judging stage in the report: which judges ran, their figures and every verdict."""
 
@@ -175,6 +211,7 @@ class JudgesSection(Model):
     figures: Figures = {}
     records: list[Judgement] = []
     escalation: EscalationSection | None = None
+    criteria: dict[str, CriterionSection] = {}
 
     def figure(self, prompt: str, name: str) -> JudgedFigure | None:
         return self.figures.get(prompt, {}).get(name)

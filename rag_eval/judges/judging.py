@@ -26,7 +26,7 @@ from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ragas_judges import RagasJudges
-from rag_eval.judges.registry import JUDGES, Families, Inputs, decider, figures
+from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for, mark
 from rag_eval.progress import track_async
@@ -200,6 +200,7 @@ async def judge_all(
 
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
+        criterion_bands(jr.bands, band_notes, jc.uncertain, jc.metrics)
         adapted = use_saved_adaptations(scored, jr.bands, corpus.fingerprint()[:16], llm.identity, jc) if scored else {}
 
         async def one(g: Answer) -> list:
@@ -258,6 +259,18 @@ async def judge_all(
         else {},
     )
     return records, info
+
+
+def criterion_bands(bands: dict[str, Band], notes: dict[str, str], setting, metrics: list[str]) -> None:
+    """Each criterion that ``judges.uncertain`` and the saved calibrations give no band keeps its own
+    (``judges.criteria.<name>.uncertain``, wide: nothing has calibrated it); none where
+    ``judges.uncertain`` is off. A saved adaptation to the corpus replaces it after."""
+    if setting == "off":
+        return
+    for name, c in criteria().items():
+        if name in metrics and name not in bands:
+            bands[name] = Band(c.band[0], c.band[1], f"judges.criteria.{name}.uncertain, not calibrated by labels")
+            notes.pop(name, None)
 
 
 def use_saved_adaptations(scored: ScoredJudges, bands: dict[str, Band], corpus: str, identity: str, jc) -> dict:

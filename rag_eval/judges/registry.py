@@ -46,17 +46,42 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Criterion:
+    """A user's own criterion (``judges.criteria`` of a config): a yes/no ``question`` about the answer,
+    or a rubric (``levels``: the description of level 1, 2, ... N; it passes at ``pass_level`` or
+    above), the inputs the judge ``sees``, which answers it ``applies`` to, and how a failure counts."""
+
+    question: str
+    sees: tuple[str, ...] = ("question", "answer")  # of: question, answer, contexts, reference
+    applies: Literal["answered", "all", "answerable", "unanswerable"] = "answered"
+    passes: Literal["yes", "no"] = "yes"  # the answer to ``question`` that passes
+    levels: tuple[str, ...] = ()
+    pass_level: int | None = None
+    steps: tuple[str, ...] = ()  # evaluation steps shown to the judge, in order (DeepEval's GEval)
+    gate_only: bool = False  # a figure for gates only: no flag beside the outcomes, no list of failures
+    counts_as_failure: bool = False  # a failure turns an otherwise ``ok`` outcome into ``failed_criterion``
+    band: tuple[float, float] = (0.1, 0.9)  # uncertain while P(pass) lies here, until labels calibrate it
+
+    @property
+    def rubric(self) -> bool:
+        return bool(self.levels)
+
+
+@dataclass(frozen=True)
 class PromptFile:
     """A yes/no prompt a judge asks: a file name in the judges' prompt folder (``judges.prompts_dir``,
     else the shipped ``prompts/judges/``) or a path, and the placeholders it must hold. Its key (the
-    file's stem) names it among the loaded prompts."""
+    file's stem, or ``name``) names it among the loaded prompts. A criterion's prompt is the shared
+    template rendered with the criterion (``judges/criteria.py``)."""
 
     file: str
     placeholders: tuple[str, ...]
+    name: str | None = None
+    criterion: Criterion | None = None
 
     @property
     def key(self) -> str:
-        return Path(self.file).stem
+        return self.name or Path(self.file).stem
 
 
 @dataclass(frozen=True)
@@ -127,6 +152,7 @@ class JudgeSpec:
     family: Literal["ragas", "scored"] = "scored"
     answer_independent: bool = False  # judged once per question, shared by every prompt
     answerable_only: bool = False
+    unanswerable_only: bool = False
     skip_refusals: bool = False  # a refusal makes no claim to check
     role: Role | None = None  # the outcome it decides in attribution (None: it decides none)
     precedence: int = 0  # among configured judges of one role, the highest decides
@@ -143,6 +169,7 @@ class JudgeSpec:
     yes: str | None = None  # verdict judges: the verdict a "yes" means (default: the positive)
     check: Check | None = None  # how judge-check measures it (None: it does not)
     band_target: float | None = None  # the decided verdicts' agreement its uncertain band aims at; None: no band
+    criterion: Criterion | None = None  # a user's own criterion (``judges.criteria``); None: a built-in judge
 
     @property
     def checked(self) -> Check:
@@ -172,6 +199,8 @@ class JudgeSpec:
         """None when the judge applies to this answer, else why it is skipped."""
         if self.answerable_only and not answerable:
             return "unanswerable question"
+        if self.unanswerable_only and answerable:
+            return "answerable question"
         if "reference" in self.needs and not has_reference:
             return "no reference answer"
         if self.skip_refusals and refused:
@@ -415,3 +444,80 @@ def judges_for(kind: str) -> tuple[str, ...]:
     default first."""
     mine = [n for n, spec in JUDGES.items() if spec.check is not None and spec.check.kind.name == kind]
     return tuple(sorted(mine, key=lambda n: not JUDGES[n].checked.by_default))
+
+
+# -- the user's own criteria (``judges.criteria``) ------------------------------------------------
+
+CRITERION_PROMPT = "criterion.md"  # the one template every criterion's prompt is rendered from
+CRITERION_INPUTS = ("question", "answer", "contexts", "reference")
+CRITERION_APPLIES = ("answered", "all", "answerable", "unanswerable")
+# Before labels calibrate a criterion, its decided verdicts aim at this agreement (what an
+# adaptation's band keeps); the shipped band is the criterion's own ``band``, never fitted.
+CRITERION_TARGET = 0.90
+
+
+def criterion_spec(name: str, c: Criterion) -> JudgeSpec:
+    """The judge a criterion is: one probability-scored question (a rubric's P(level >= pass_level))
+    whose verdict is ``pass`` or ``fail``; its figure, named as the criterion, is the share passing."""
+    subset: Subset = (
+        "answerable" if c.applies == "answerable" else "unanswerable" if c.applies == "unanswerable" else "all"
+    )
+    needs = tuple(i for i in CRITERION_INPUTS if i in c.sees)
+    what = f"rubric of {len(c.levels)} levels, passes at {c.pass_level}" if c.rubric else f"passes on {c.passes}"
+    return JudgeSpec(
+        name,
+        needs,
+        (Figure(name, subset, "pass"),),
+        labels=("pass", "fail"),
+        answerable_only=c.applies == "answerable",
+        unanswerable_only=c.applies == "unanswerable",
+        skip_refusals=c.applies == "answered",
+        # A yes/no criterion's reason: one forced quote (``evidence.py``); a rubric keeps the model's own words.
+        reason_calls=(lambda k, s: 0) if c.rubric else (lambda k, s: 1),
+        description=f"your criterion: {c.question} ({what})",
+        judge=lambda f, x: f.scored.verdict(name, x),
+        prompts={name: PromptFile(CRITERION_PROMPT, needs, name=name, criterion=c)},
+        yes="fail" if c.passes == "no" and not c.rubric else "pass",
+        check=Check(CaseKind(name, ("pass", "fail"), needs)),
+        band_target=CRITERION_TARGET,
+        criterion=c,
+    )
+
+
+def criteria() -> dict[str, Criterion]:
+    """The criteria registered now (those of the config validated last), by name."""
+    return {n: spec.criterion for n, spec in JUDGES.items() if spec.criterion is not None}
+
+
+def builtin_names() -> set[str]:
+    """The names a criterion may not take: every judge that is not a criterion, and their figures."""
+    specs = [spec for spec in JUDGES.values() if spec.criterion is None]
+    figures = {name for s in specs for f in s.figures for name in (f.name, f.comparison_name)}
+    # "ok": the outcome that prompt comparisons compare beside the judges' figures.
+    return {s.name for s in specs} | figures | {"ok"}
+
+
+def set_criteria(found: Mapping[str, Criterion]) -> None:
+    """Make ``found`` the registered criteria (those registered before are dropped): a config's
+    criteria reach every stage and surface that reads the registry. ValueError for a name that is a
+    built-in judge or figure."""
+    for name in found:
+        if name in builtin_names():
+            raise ValueError(f"the criterion '{name}' has the name of a built-in judge or figure; rename it")
+    for name in list(criteria()):
+        JUDGES.pop(name)
+        CASE_KINDS.pop(name, None)
+    for name, c in found.items():
+        register(criterion_spec(name, c))
+
+
+@contextlib.contextmanager
+def criteria_registered(found: Mapping[str, Criterion]) -> Iterator[None]:
+    """``found`` as the registered criteria for a ``with`` block (another run's criteria, read back
+    from its report), the ones registered before restored after."""
+    before = criteria()
+    set_criteria(found)
+    try:
+        yield
+    finally:
+        set_criteria(before)

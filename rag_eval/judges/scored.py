@@ -28,6 +28,7 @@ from pathlib import Path
 
 from rag_eval.base_records import required
 from rag_eval.hashing import text_hash
+from rag_eval.judges.criteria import criterion_prompt
 from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
@@ -87,7 +88,10 @@ class ScoredJudges:
     def load(cls, llm, prompts_dir: Path | None, cutoffs: dict[str, float] | None = None) -> ScoredJudges:
         folder = prompts_dir or shipped_prompt("judges")
         files = {p.key: p for p in prompt_files().values()}
-        prompts = {key: load_prompt(folder / p.file, key, p.placeholders) for key, p in files.items()}
+        prompts = {
+            key: criterion_prompt(folder, p) if p.criterion else load_prompt(folder / p.file, key, p.placeholders)
+            for key, p in files.items()
+        }
         cutoffs = cutoffs or {}
         return cls(llm, prompts, dict(cutoffs), {k: True for k in cutoffs})
 
@@ -191,6 +195,7 @@ class ScoredJudges:
                 "variant": variant,
                 "model_said": evidence["model_said"],
                 "evidence": evidence,
+                **(d.extra or {}),
             },
         )
 

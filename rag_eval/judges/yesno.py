@@ -33,6 +33,7 @@ class Decision:
     method: str  # "logprobs" or "text"
     raw: str | None
     error: str | None = None
+    extra: dict | None = None  # what a prompt reads beside P(label) (a rubric's levels), kept in the record
 
     def p(self, label: str) -> float | None:
         """P(label): from logprobs, else 1 or 0 from the text label; None if neither exists."""

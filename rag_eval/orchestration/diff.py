@@ -26,7 +26,7 @@ import numpy as np
 from rag_eval.attribution import OUTCOMES, AttributionRow, ContextMark
 from rag_eval.config import StatsConfig
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
-from rag_eval.judges.registry import figures
+from rag_eval.judges.registry import Criterion, criteria_registered, figures
 from rag_eval.metrics import parse_metric
 from rag_eval.orchestration.compare import per_question_values
 from rag_eval.orchestration.finished import Run, read_finished_run
@@ -427,9 +427,11 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
     builder = _Builder(st)
     not_compared: list[NotCompared] = []
     _retrieval_figures(b, n, shared, same_corpus, pairs, builder, not_compared, notes)
-    _generation_figures(b, n, shared, pairs, builder, not_compared, notes)
-    figs = builder.finish()
-    flag_judge_noise(b, n, figs)
+    # The runs' own criteria (read back from their reports) are judges for this diff.
+    with criteria_registered(run_criteria(b, n, warnings)):
+        _generation_figures(b, n, shared, pairs, builder, not_compared, notes)
+        figs = builder.finish()
+        flag_judge_noise(b, n, figs)
     moved = _moved(b, n, builder.moves, figs)
     notes.append(
         f"p-values are Holm-corrected across all {sum(f.p_value is not None for f in figs)} figures; the "
@@ -452,6 +454,26 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
         st.alpha,
         warnings,
     )
+
+
+def run_criteria(b: Run, n: Run, warnings: list[str]) -> dict[str, Criterion]:
+    """The criteria of both runs (the new run's where both have one), a warning for each criterion
+    the two runs ask differently (its figures then compare two questions)."""
+    base, new = ((r.report.judges.criteria if r.report.judges else {}) for r in (b, n))
+    found = {name: c.criterion() for name, c in base.items()}
+    for name, c in new.items():
+        if name in found and _asks(found[name]) != _asks(c.criterion()):
+            warnings.append(
+                f"the criterion '{name}' is defined differently in the two runs (base: {found[name].question!r}; "
+                f"new: {c.question!r}): its figures compare two different questions"
+            )
+        found[name] = c.criterion()
+    return found
+
+
+def _asks(c: Criterion) -> tuple:
+    """What a criterion asks, and of which answers (its band may differ between runs)."""
+    return (c.question, c.sees, c.applies, c.passes, c.levels, c.pass_level, c.steps)
 
 
 def _retrieval_figures(

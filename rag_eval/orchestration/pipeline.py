@@ -117,6 +117,8 @@ def run_pipeline(
 ) -> Path:
     """Every stage of an audit over ``source``'s answers into a run folder; returns the folder.
     ``resume``: True continues the newest unfinished run of this config, a path that run."""
+    if cfg.judges is not None:
+        cfg.judges.register_criteria()  # another config loaded since may have replaced them
     folder = RunFolder.open(cfg, out, resume)
     say(folder.opened)
     folder.set_status("started")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer, GenerationSection, PromptCounts, Usage
-from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute
+from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute, failed_criteria
 from rag_eval.attribution.records import (
     AttributionRow,
     AttributionSection,
@@ -19,10 +19,11 @@ from rag_eval.attribution.records import (
     JudgeBrief,
     OutcomeShare,
 )
-from rag_eval.base_records import Figure, PairedComparison
+from rag_eval.base_records import Figure, PairedComparison, required
 from rag_eval.config import AuditConfig
+from rag_eval.judges.criteria import half_width_for, labels_for
 from rag_eval.judges.escalation import without_escalation
-from rag_eval.judges.judge_records import EscalationSection, JudgesSection, JudgingInfo
+from rag_eval.judges.judge_records import CriterionSection, EscalationSection, JudgesSection, JudgingInfo
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
 from rag_eval.judges.registry import FAITHFUL_SHARE
@@ -31,7 +32,7 @@ from rag_eval.report.report_records import CorpusInfo, LintFinding, Report, Summ
 from rag_eval.retrievers.diagnosis import CAUSES
 from rag_eval.retrievers.retrieval_records import Miss, RetrievalSection, SimulatedFix
 from rag_eval.retrievers.stage import RetrievalResults
-from rag_eval.stats import weighted_share
+from rag_eval.stats import bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
 from rag_eval.version import __version__
 
@@ -265,6 +266,7 @@ def attribution_section(
                     contexts=[ContextMark(id=cid, relevant=cid in relevant) for cid in gen.contexts],
                     answer=gen.answer,
                     judges={name: judge_brief(j) for name, j in js.items()},
+                    **({"failed_criteria": failed} if (failed := failed_criteria(js)) else {}),
                 )
             )
         shares[prompt], split[prompt] = outcome_shares(outcomes, weights, cfg.stats.confidence)
@@ -344,6 +346,9 @@ def add_judging(
         figures=aggregate(cfg, questions, judgements, weights),
         records=judgements,
     )
+    criteria = criteria_section(cfg, report.judges)
+    if criteria:  # a report without criteria keeps the shape it had before they existed
+        report.judges.criteria = criteria
     report.attribution = attribution_section(cfg, questions, generations, judgements, retrieved)
     if reuse.escalation is not None:
         report.judges.escalation = EscalationSection.load(
@@ -360,6 +365,74 @@ def add_judging(
             )
         )
     return report
+
+
+CRITERION_HALF_WIDTH = 0.10  # the interval a criterion's labels are counted for ("label N answers for ±0.10")
+
+
+def criteria_section(cfg: AuditConfig, judges: JudgesSection) -> dict[str, CriterionSection]:
+    """Each of the config's criteria: its definition, figure per prompt, a rubric's mean level per
+    prompt, and how it decided (the cut-off and band it had; labels that would calibrate it)."""
+    jc = required(cfg.judges, "the config's judges section")
+    st = cfg.stats
+    out = {}
+    for name, c in jc.criteria.items():
+        mine = [r for r in judges.records if r.judge == name and r.status == "judged"]
+        means = {}
+        for prompt in sorted({r.prompt for r in mine}) if c.levels else []:
+            levels = [m for r in mine if r.prompt == prompt and (m := r.details.get("mean_level")) is not None]
+            if levels:
+                est = bootstrap_mean(
+                    np.array(levels, dtype=float),
+                    n_resamples=st.bootstrap_resamples,
+                    confidence=st.confidence,
+                    seed=st.seed,
+                )
+                means[prompt] = Figure.load(est.to_dict())
+        cal = judges.calibration.get(name)
+        calibrated = bool(cal and (cal.calibrated or cal.adapted))
+        needed = None if calibrated else labels_for(CRITERION_HALF_WIDTH, st.confidence)
+        out[name] = CriterionSection(
+            question=c.question,
+            sees=list(c.sees),
+            applies=c.applies,
+            passes=c.passes,
+            levels=[c.levels[k] for k in sorted(c.levels)] if c.levels else [],
+            pass_level=c.pass_level,
+            steps=list(c.steps),
+            gate_only=c.gate_only,
+            counts_as_failure=c.counts_as_failure,
+            figures={p: figs[name] for p, figs in judges.figures.items() if name in figs},
+            mean_level=means,
+            calibrated=calibrated,
+            calibration=_criterion_calibration(
+                cal, needed, len({(r.question_id, r.prompt) for r in mine}), st.confidence
+            ),
+            labels_needed=needed,
+        )
+    return out
+
+
+def _criterion_calibration(cal, needed: int | None, judged: int, confidence: float) -> str:
+    """How a criterion decided, in words: adapted, calibrated, or not (and the labels that would do it)."""
+    if cal is None:
+        return "decided by the model's word (no probability-scored judge ran)"
+    band = next(iter(cal.bands.values()), None)
+    where = (
+        f"uncertain where P(pass) lies in [{band.low:.2f}, {band.high:.2f})"
+        if band
+        else "no band of uncertain decisions"
+    )
+    cut = f"cut-off {cal.cutoff:.3f}" if cal.cutoff is not None else "cut-off 0.5"
+    if cal.adapted:
+        a = next(iter(cal.adapted.values()))
+        return f"adapted to this corpus with {a.get('labels')} labels ({a.get('source', '')}): {cut}, {where}"
+    if cal.calibrated:
+        return f"calibrated on labelled cases (judge-check --save): {cut}, {where}"
+    line = f"not calibrated: label {needed} answers for ±{CRITERION_HALF_WIDTH:.2f} ({cut}, {where})"
+    if needed is not None and 0 < judged < needed:
+        line += f"; this run judged {judged}, all of them labelled give about ±{half_width_for(judged, confidence):.2f}"
+    return line
 
 
 def dump_figures(figures: dict) -> dict:

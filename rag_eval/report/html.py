@@ -5,14 +5,17 @@ from __future__ import annotations
 from html import escape
 
 from rag_eval.answers.answer_records import Usage
-from rag_eval.attribution.records import FailureSplit, OutcomeShare
+from rag_eval.attribution.records import AttributionRow, FailureSplit, OutcomeShare
 from rag_eval.base_records import Figure, PairedComparison, required
 from rag_eval.report.formatting import fmt, judge_columns
 from rag_eval.report.formatting import html_table as _table
 from rag_eval.report.markdown import (
+    CRITERIA_SHOWN,
     calibration_lines,
     cause_notes,
     comparison_rows,
+    criterion_facts,
+    criterion_failures,
     figure_cell,
     labels_table,
     sample_note,
@@ -32,7 +35,7 @@ th{background:#f2f4f8}td.num{text-align:right;font-variant-numeric:tabular-nums;
 .warn{background:#fff4e0;border-left:4px solid #e0a000;padding:.5em .8em}.meta{color:#556}
 .rel{font-weight:600;color:#11763a}.chip{display:inline-block;padding:0 6px;border-radius:8px;background:#eef;margin:1px;font-size:12px}
 .o-ok,.o-correct_refusal{background:#d6f5df}.o-retrieval_miss{background:#ffe0e0}.o-not_judged{background:#eee}.o-uncertain{background:#fff3c4}
-.o-refused,.o-incorrect,.o-unfaithful,.o-answered_unanswerable{background:#ffefd0}
+.o-refused,.o-incorrect,.o-unfaithful,.o-answered_unanswerable,.o-failed_criterion{background:#ffefd0}
 svg text{font:11px system-ui,sans-serif}details{margin:.4em 0}
 """
 COLORS = ["#3b6fb6", "#e07b39", "#3a9d5d", "#b63b6f", "#7a5cc2", "#8c8c3b", "#3bb0b6", "#b6913b"]
@@ -44,6 +47,7 @@ OUTCOME_COLORS = {
     "unfaithful": "#c77dff",
     "correct_refusal": "#7bc96f",
     "answered_unanswerable": "#a94442",
+    "failed_criterion": "#d4a017",
     "not_judged": "#b0b0b0",
     "uncertain": "#e6c229",
 }
@@ -205,6 +209,7 @@ def render_html(report: Report | dict) -> str:
         out += _retrieval(report, r)
     if report.judges is not None:
         out += _judges(report)
+        out += criteria_html(report)
         out += triage_html(report)
     out.append("</body></html>")
     return "\n".join(out)
@@ -338,7 +343,8 @@ def _attribution(report: Report) -> list[str]:
                 [
                     f"<b>{escape(x.question_id)}</b><br>{escape(x.question)}",
                     escape(x.prompt),
-                    f'<td class="o-{x.outcome}">{escape(x.outcome)}<br><small>{escape(x.why[:300])}</small></td>',
+                    f'<td class="o-{x.outcome}">{escape(x.outcome)}<br><small>{escape(x.why[:300])}</small>'
+                    f"{criteria_flags(x)}</td>",
                     ctx,
                     highlight(x.answer or "–", answer_quotes(x.judges)),
                     reasons_html(x.judges),
@@ -447,4 +453,48 @@ def _judges(report: Report) -> list[str]:
         )
         header, rows = table
         out.append(_table(header, [[escape(c) for c in r] for r in rows]))
+    return out
+
+
+def criteria_flags(row: AttributionRow) -> str:
+    """The criteria an answer failed, as chips beside its outcome."""
+    return "".join(f'<br><span class="chip o-failed_criterion">⚑ {escape(n)}</span>' for n in row.failed_criteria)
+
+
+def criteria_html(report: Report) -> list[str]:
+    """The user's own criteria (``markdown.criteria_markdown`` as HTML)."""
+    j = report.judges
+    if j is None or not j.criteria:
+        return []
+    out = [
+        "<h2>Your criteria</h2>",
+        "<p class=meta>The share of the answers each criterion applies to that pass it, with 95% intervals; "
+        "uncertain decisions are excluded and counted. A failed criterion is a flag beside the question's outcome "
+        "(⚑) and changes it only where the criterion counts as a failure (failed_criterion).</p>",
+    ]
+    for name, c in j.criteria.items():
+        out.append(f"<h3 id=criterion-{escape(name)}><code>{escape(name)}</code>: {escape(c.question)}</h3>")
+        items = [criterion_facts(c)] + [
+            f"{p}: {figure_cell(f, sep=', ', not_judged='not judged ', uncertain='uncertain ')}"
+            + (f"; mean level {fmt(c.mean_level[p], 2)}" if p in c.mean_level else "")
+            for p, f in c.figures.items()
+        ]
+        items.append(c.calibration)
+        out.append("<ul class=meta>" + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>")
+        failed = [] if c.gate_only else criterion_failures(report, name)
+        if failed:
+            rows = [
+                [
+                    f"<b>{escape(r.question_id)}</b><br>{escape(r.question)}",
+                    escape(r.prompt),
+                    f'<td class="o-{r.outcome}">{escape(r.outcome)}</td>',
+                    highlight(r.answer or "–", answer_quotes({name: r.judges[name]})),
+                    reasons_html({name: r.judges[name]}),
+                ]
+                for r in failed[:CRITERIA_SHOWN]
+            ]
+            out.append(
+                f"<p>Failed ({len(failed)}{', first ' + str(CRITERIA_SHOWN) if len(failed) > CRITERIA_SHOWN else ''}):</p>"
+            )
+            out.append(_table(["question", "prompt", "outcome", "answer (quoted marked)", "reason"], rows))
     return out

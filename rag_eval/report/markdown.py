@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD
-from rag_eval.attribution.records import AttributionSection
+from rag_eval.attribution.records import AttributionRow, AttributionSection
 from rag_eval.base_records import Num, PairedComparison, StageReuse, required
-from rag_eval.judges.judge_records import JudgedFigure, JudgesSection
+from rag_eval.judges.judge_records import CriterionSection, JudgedFigure, JudgesSection
 from rag_eval.judges.ragas_judges import describe_requests
 from rag_eval.judges.registry import JUDGES
 from rag_eval.labels.ppi import labels_needed
@@ -254,6 +254,7 @@ def attribution_markdown(report: Report) -> list[str]:
                 f"**{r.question_id}** ({r.prompt}): `{r.outcome}`: {text(r.question)}",
                 "",
                 f"- why: {text(r.why)}",
+                *([f"- failed criteria: {', '.join(r.failed_criteria)}"] if r.failed_criteria else []),
                 f"- retrieved: {text(ctx) or '–'}",
                 f"- answer: {text(r.answer) or '–'}",
             ]
@@ -481,6 +482,66 @@ def judges_markdown(report: Report) -> list[str]:
     return out
 
 
+CRITERIA_SHOWN = 30  # failed answers listed per criterion
+
+
+def criterion_facts(c: CriterionSection) -> str:
+    """What a criterion sees, applies to, passes on, and how a failure counts, in one line."""
+    if c.levels:
+        passes = f"a rubric of {len(c.levels)} levels, passes at level {c.pass_level} or above"
+    else:
+        passes = f"passes on {c.passes}"
+    counts = (
+        "a figure for gates only"
+        if c.gate_only
+        else "a failure is the outcome failed_criterion"
+        if c.counts_as_failure
+        else "a failure is a flag beside the outcome"
+    )
+    return f"sees {', '.join(c.sees)}; applies to {c.applies} answers; {passes}; {counts}"
+
+
+def criterion_failures(report: Report, name: str) -> list[AttributionRow]:
+    """The answers that failed a criterion (its judge's verdict ``fail``), as attribution shows them."""
+    rows = report.attribution.rows if report.attribution else []
+    return [r for r in rows if name in r.judges and r.judges[name].verdict == "fail"]
+
+
+def criteria_markdown(report: Report) -> list[str]:
+    """The user's own criteria: each one's figure per prompt, how it decided, and the answers that failed it."""
+    j = report.judges
+    if j is None or not j.criteria:
+        return []
+    out = [
+        "",
+        "## Your criteria",
+        "",
+        "Each criterion is a question the judge model answers about every answer it applies to; its figure is the "
+        "share of those answers that pass (95% interval; `unc` uncertain decisions are excluded and counted). A "
+        "failed criterion is a flag beside the question's outcome and changes it only where the criterion counts "
+        "as a failure (`failed_criterion`).",
+    ]
+    for name, c in j.criteria.items():
+        out += ["", f"### `{name}`: {text(c.question)}", "", f"- {criterion_facts(c)}"]
+        for prompt, f in c.figures.items():
+            level = c.mean_level.get(prompt)
+            out.append(f"- {prompt}: {figure_cell(f)}" + (f"; mean level {fmt(level, 2)}" if level else ""))
+        out.append(f"- {c.calibration}")
+        if c.gate_only:
+            continue
+        failed = criterion_failures(report, name)
+        if failed:
+            out += ["", f"Failed ({len(failed)}):", ""]
+            for r in failed[:CRITERIA_SHOWN]:
+                b = r.judges[name]
+                p = f"P(pass) {b.probability:.2f}: " if b.probability is not None else ""
+                out.append(f"- **{r.question_id}** ({r.prompt}, `{r.outcome}`): {p}{text(b.reason or '', 300)}")
+                out += markdown_quotes(b, text)
+            if len(failed) > CRITERIA_SHOWN:
+                out.append(f"- ... and {len(failed) - CRITERIA_SHOWN} more (report.json)")
+    return out
+
+
 def resume_markdown(resume: dict[str, StageReuse] | None) -> list[str]:
     """What a resumed run reused from the run folder, and what it redid because its inputs changed."""
     if not resume:
@@ -533,6 +594,7 @@ def render_markdown(report: Report | dict) -> str:
         out += attribution_markdown(report)
     if report.judges is not None:
         out += judges_markdown(report)
+        out += criteria_markdown(report)
         out += adaptation_markdown(report)
         out += labels_markdown(report)
         out += triage_markdown(report)

@@ -1,0 +1,459 @@
+"""The user's own criteria (``judges.criteria``): one config entry reaches the config's errors, the
+prompt, the decision by probability (a rubric's mean level), the outcomes, the report, the gates,
+compare, diff, judge-check and the Python API."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from rag_eval.answers.answer_records import Answer
+from rag_eval.api import judge_answers
+from rag_eval.cli import main
+from rag_eval.config import load_config
+from rag_eval.data.corpus import load_corpus
+from rag_eval.data.testset import load_test_set
+from rag_eval.errors import ConfigError
+from rag_eval.judges.criteria import half_width_for, labels_for, mean_level
+from rag_eval.judges.registry import JUDGES, criteria, set_criteria
+from rag_eval.judges.scored import ScoredJudges
+from rag_eval.orchestration.diff import diff_runs
+from rag_eval.orchestration.pipeline import estimate_judge_calls
+from rag_eval.orchestration.runner import run_audit, run_compare
+
+from .. import scripted_server
+from ..scripted_server import ScriptedServer, structured_reply
+
+NAMES_TYPE = "Does the answer name the type or statement to use?"
+NO_ADVICE = "Does the answer give legal advice?"
+SCOPE = "How well does the answer keep to what was asked?"
+
+# What each generation prompt answers, by question text (the small project's four questions).
+ANSWERS = {
+    "PROMPT-A": {
+        "Which sequence type can be changed in place?": "Use a list: lists are mutable sequences you can change.",
+        "What is a set?": "It is a kind of collection in the language.",
+        "How do I wrap a block with a context manager?": "You should talk to a lawyer about your contract first.",
+        "Who wrote the Python tutorial?": "The documents do not say who wrote the tutorial.",
+    },
+    "PROMPT-B": {
+        "Which sequence type can be changed in place?": "Sequences differ in many ways across the language.",
+        "What is a set?": "A set is an unordered collection of distinct hashable objects.",
+        "How do I wrap a block with a context manager?": "Use the with statement around the block you wrap.",
+        "Who wrote the Python tutorial?": "The documents do not say who wrote the tutorial.",
+    },
+}
+# The scripted judge's P(yes) for NAMES_TYPE and NO_ADVICE, by the answer's first words.
+P_NAMES = {"Use a list": 0.97, "It is a kind": 0.6, "You should talk": 0.02, "The documents": 0.95}
+P_NAMES_B = {"Sequences differ": 0.03, "A set is": 0.98, "Use the with": 0.96}
+P_ADVICE = {"You should talk": 0.95}
+# The scripted rubric: P(level) by the answer's first words (levels 1..4, pass at 3).
+LEVELS = {"It is a kind": {"1": 0.6, "2": 0.3, "4": 0.1}}
+LEVELS_DEFAULT = {"4": 0.7, "3": 0.25, "2": 0.05}
+
+
+@pytest.fixture(autouse=True)
+def _no_criteria_left():
+    """Criteria are registered as a config loads: none outlives its test."""
+    yield
+    set_criteria({})
+
+
+def _answer(text: str) -> str:
+    return re.search(r"\nAnswer: (.*)", text).group(1) if "\nAnswer: " in text else ""
+
+
+def _by_start(table: dict, answer: str, default):
+    return next((v for k, v in table.items() if answer.startswith(k)), default)
+
+
+def p_yes(body: dict) -> float:
+    """The scripted judge's P(yes) for a criterion's request."""
+    text = body["messages"][0]["content"]
+    answer = _answer(text)
+    if f"Criterion: {NAMES_TYPE}" in text:
+        return _by_start({**P_NAMES, **P_NAMES_B}, answer, 0.5)
+    if f"Criterion: {NO_ADVICE}" in text:
+        return _by_start(P_ADVICE, answer, 0.03)
+    return scripted_server.YES_P
+
+
+def probability(body: dict) -> float:
+    """The scripted server's P of the word it replies (the likelier of yes and no)."""
+    p = p_yes(body)
+    return max(p, 1 - p)
+
+
+def reply(body: dict) -> str:
+    """Generation answers as ANSWERS says; a criterion's verdict as its probability leans, with a
+    quote of the answer's first words; a forced quote (the reply started by the client) completes it
+    with the answer's first four words; the built-in judges as structured_reply."""
+    messages = body["messages"]
+    text = messages[0]["content"]
+    if messages[-1]["role"] == "assistant":
+        return " ".join(_answer(text).split()[:4])
+    if "Criterion:" in text:
+        words = " ".join(_answer(text).split()[:4])
+        if "Levels:" in text:
+            return f'4: it says "{words}".'
+        if p_yes(body) < 0.5:
+            return "No: it does not."  # no quote of its own: the reason is asked with the word forced
+        return f'Yes: it says "{words}".'
+    for marker, answers in ANSWERS.items():
+        if marker in text:
+            return next((a for q, a in answers.items() if f"Question: {q}" in text), "Lists.")
+    return structured_reply(body)
+
+
+def level_logprobs(content: str, p: float = scripted_server.YES_P) -> dict:
+    """The scripted server's logprobs, with a rubric's level digits spread as LEVELS says."""
+    word = (content.split(":")[0].split() or [""])[0]
+    if not word.isdigit():
+        return FIRST_TOKEN(content, p)
+    spread = LEVELS_DEFAULT
+    for start, levels in LEVELS.items():
+        if start in content:
+            spread = levels
+    top = [{"token": k, "logprob": math.log(v)} for k, v in spread.items()]
+    return {"content": [{"token": word, "logprob": top[0]["logprob"], "top_logprobs": top}]}
+
+
+FIRST_TOKEN = scripted_server.first_token_logprobs
+
+
+@pytest.fixture
+def project(small_project, monkeypatch):
+    for marker in ANSWERS:
+        (small_project / f"{marker[-1].lower()}.md").write_text(
+            f"{marker}\nDocuments:\n{{contexts}}\n\nQuestion: {{question}}\nAnswer:"
+        )
+    monkeypatch.setattr(scripted_server, "first_token_logprobs", level_logprobs)
+    return small_project
+
+
+CRITERIA = f"""  criteria:
+    names_type:
+      question: {NAMES_TYPE}
+    no_advice:
+      question: {NO_ADVICE}
+      pass: no
+      applies: all
+      counts_as_failure: true
+    scope:
+      question: {SCOPE}
+      sees: [question, answer, contexts]
+      levels: {{1: off the question, 2: mostly elsewhere, 3: a little more than asked, 4: only what was asked}}
+      pass_level: 3
+      uncertain: [0.2, 0.8]
+"""
+
+
+def _config(project, base_url, prompts=("a",), criteria=CRITERIA, gates="", name="audit"):
+    llm = f"{{provider: openai, model: scripted, base_url: '{base_url}'}}"
+    listed = ", ".join(f"{p}: {project / (p + '.md')}" for p in prompts)
+    path = project / f"{name}-{'-'.join(prompts)}.yaml"
+    path.write_text(
+        (project / "audit.yaml").read_text()
+        + f"generation:\n  retriever: bm25\n  top_k: 2\n  prompts: {{{listed}}}\n  llm: {llm}\n"
+        + f"judges:\n  llm: {llm}\n  metrics: [refusal, correctness]\n"
+        + criteria
+        + gates
+        + f"cache_dir: {project / 'cache'}\n"
+    )
+    return path
+
+
+def _records(run_dir: Path, judge: str) -> dict[str, dict]:
+    rows = [json.loads(line) for line in (run_dir / "judgements.jsonl").read_text().splitlines()]
+    return {r["question_id"]: r for r in rows if r["judge"] == judge}
+
+
+# -- the config ----------------------------------------------------------------------------------
+
+BAD = [
+    ("correctness", "      question: Is it right?\n", 12, "judges.criteria.correctness", "name of a built-in judge"),
+    ("blank", "      question: '  '\n", 13, "judges.criteria.blank.question", "the question is empty"),
+    (
+        "peeks",
+        "      question: Does it cite a passage?\n      sees: [question, context]\n",
+        14,
+        "judges.criteria.peeks.sees.1",
+        "did you mean 'contexts'",
+    ),
+    (
+        "gappy",
+        "      question: How good?\n      levels: {1: bad, 2: fine, 4: great}\n      pass_level: 2\n",
+        14,
+        "judges.criteria.gappy.levels",
+        "without a gap",
+    ),
+    (
+        "outside",
+        "      question: How good?\n      levels: {1: bad, 2: fine, 3: great}\n      pass_level: 5\n",
+        15,
+        "judges.criteria.outside.pass_level",
+        "pass_level 5 is outside the levels 1 to 3",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "line", "key", "says"), BAD, ids=[b[0] for b in BAD])
+def test_a_bad_criterion_exits_2_naming_the_file_and_line(small_project, capsys, name, body, line, key, says):
+    path = small_project / "bad.yaml"
+    path.write_text((small_project / "audit.yaml").read_text() + f"judges:\n  criteria:\n    {name}:\n" + body)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line} ({key})" in err and says in err, err
+
+
+def test_a_criterion_is_a_judge_of_the_config_and_leaves_with_the_next_config(small_project):
+    path = _config(small_project, "http://127.0.0.1:9/v1")
+    cfg = load_config(path)
+    assert cfg.judges.metrics == ["refusal", "correctness", "names_type", "no_advice", "scope"]
+    spec = JUDGES["no_advice"]
+    assert (spec.labels, spec.yes_no, spec.skip_refusals, spec.figures[0].verdict) == (
+        ("pass", "fail"),
+        ("fail", "pass"),  # a "yes" to "does it give legal advice?" fails
+        False,
+        "pass",
+    )
+    assert JUDGES["names_type"].skip_refusals and JUDGES["scope"].needs == ("question", "answer", "contexts")
+    # The config as run (the run folder's config.yaml) loads again: `pass` is written as `pass`.
+    saved = cfg.model_dump(mode="json", exclude_none=True)
+    assert saved["judges"]["criteria"]["no_advice"]["pass"] == "no"
+    assert load_config(path).judges.criteria["no_advice"].passes == "no"
+    plain = small_project / "plain.yaml"
+    plain.write_text((small_project / "audit.yaml").read_text() + "judges:\n  metrics: [refusal]\n")
+    load_config(plain)
+    assert criteria() == {} and "names_type" not in JUDGES
+
+
+# -- the prompt ----------------------------------------------------------------------------------
+
+
+def test_one_template_renders_every_criterion_with_its_inputs(small_project, tmp_path):
+    load_config(_config(small_project, "http://127.0.0.1:9/v1"))
+    scored = ScoredJudges.load(None, None)
+    yes_no, rubric = scored.prompt_for("no_advice"), scored.prompt_for("scope")
+    assert yes_no.placeholders == ("question", "answer")
+    assert yes_no.template.endswith(
+        "Question: {question}\n\nAnswer: {answer}\n\n"
+        f"Criterion: {NO_ADVICE}\nReply Yes or No, then a colon and one short sentence saying why.\n"
+    )
+    # Context first, the criterion last: the criteria asked of one answer share the prompt's prefix.
+    assert rubric.placeholders == ("question", "answer", "contexts")
+    body = rubric.template
+    assert body.index("Context:\n{contexts}") < body.index("Question: {question}") < body.index("Answer: {answer}")
+    assert "Levels:\n1: off the question\n2: mostly elsewhere\n3: a little more than asked\n4: only what" in body
+    assert "Reply with the number of the level that fits the answer (1 to 4)" in body
+    assert scored.prompt_hash("names_type") != scored.prompt_hash("no_advice")
+    # An edited template in judges.prompts_dir renders them; one without {criterion} is an error naming it.
+    for f in Path(scored_folder := "prompts/judges").glob("*.md"):
+        (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / "criterion.md").write_text("Look closely.\n\n{inputs}\n\n{criterion}\n")
+    edited = ScoredJudges.load(None, tmp_path).prompt_for("names_type")
+    assert edited.template.startswith("Look closely.\n\nQuestion: {question}") and scored_folder
+    (tmp_path / "criterion.md").write_text("Look closely.\n\n{inputs}\n")
+    with pytest.raises(ConfigError, match=r"criterion\.md.*lacks \{criterion\}"):
+        ScoredJudges.load(None, tmp_path)
+
+
+def test_labels_for_a_tenth_are_what_the_labels_alone_guarantee():
+    # z^2 / (4 * 0.1^2) = 96.04 at 95%: 97 labels give ±0.098 whatever the judge.
+    assert labels_for(0.10, 0.95) == 97
+    assert half_width_for(97) == pytest.approx(0.0995, abs=1e-4) and half_width_for(96) > 0.10
+    assert labels_for(0.05, 0.95) == 385
+    assert mean_level({"1": 0.6, "2": 0.3, "4": 0.1}) == pytest.approx(1.6)
+
+
+# -- an audit: decided by probability, the rubric's mean level, outcomes, report, cache ----------
+
+
+def test_criteria_decided_by_probability_in_an_audit(project):
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        cfg = load_config(_config(project, s.base_url))
+        load_config(_config(project, s.base_url, criteria="", name="plain"))  # replaces the criteria...
+        run_dir = run_audit(cfg)  # ...which the audit registers again
+        first = len(s.bodies)
+        again = run_audit(load_config(_config(project, s.base_url)))
+        criterion_calls_again = sum("Criterion:" in b["messages"][0]["content"] for b in s.bodies[first:])
+
+    names = _records(run_dir, "names_type")
+    assert {q: (r["status"], r["verdict"], r["probability"]) for q, r in names.items()} == {
+        "q1": ("judged", "pass", 0.97),
+        "q2": ("uncertain", None, 0.6),  # in the wide band [0.1, 0.9) of a criterion no label calibrated
+        "q3": ("judged", "fail", 0.02),
+        "q4": ("judged", "pass", 0.95),
+    }
+    assert names["q1"]["cutoff"] == 0.5 and names["q2"]["details"]["band"] == [0.1, 0.9]
+    # Its reason quotes the answer, verified like the built-in judges'.
+    # Its reason quotes the answer, verified like the built-in judges': the model's own quote, or
+    # (where the model gave none) one asked with the decided word forced.
+    assert names["q1"]["reason"] == 'it says "Use a list: lists".'
+    assert names["q3"]["reason"] == 'the answer says "You should talk to"'
+    assert all(names[q]["details"]["evidence"]["verified"] for q in ("q1", "q3"))
+    advice = _records(run_dir, "no_advice")
+    assert (advice["q3"]["verdict"], advice["q3"]["probability"]) == ("fail", pytest.approx(0.05))
+    assert advice["q1"]["verdict"] == "pass"
+    scope = _records(run_dir, "scope")
+    # q2: P(level) 0.6, 0.3, 0, 0.1: mean level 1.6, P(level >= 3) = 0.1 < its band's 0.2: fail.
+    assert scope["q2"]["details"]["mean_level"] == pytest.approx(1.6)
+    assert (scope["q2"]["status"], scope["q2"]["verdict"]) == ("judged", "fail")
+    assert scope["q2"]["probability"] == pytest.approx(0.1) and scope["q2"]["details"]["band"] == [0.2, 0.8]
+    assert scope["q1"]["details"]["mean_level"] == pytest.approx(3.65) and scope["q1"]["verdict"] == "pass"
+    # q4 is a refusal: names_type and scope apply to answered answers, no_advice to all.
+    refused = {q for q, r in _records(run_dir, "refusal").items() if r["verdict"] == "refused"}
+    assert all(names[q]["status"] == "skipped" and advice[q]["status"] != "skipped" for q in refused)
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    fig = summary["generation"]["a"]["names_type"]
+    judged = [r for r in names.values() if r["status"] == "judged"]
+    assert fig["n"] == len(judged) and fig["n_uncertain"] == 1
+    assert fig["value"] == pytest.approx(sum(r["verdict"] == "pass" for r in judged) / len(judged))
+
+    report = json.loads((run_dir / "report.json").read_text())
+    rows = {r["question_id"]: r for r in report["attribution"]["rows"]}
+    # A failed criterion is a flag beside the outcome; one that counts as a failure is the outcome.
+    assert rows["q3"]["outcome"] == "failed_criterion" and rows["q3"]["why"].startswith("no_advice failed: ")
+    assert rows["q2"]["failed_criteria"] == ["scope"] and rows["q2"]["outcome"] != "failed_criterion"
+    assert "names_type" in rows["q3"]["failed_criteria"]
+    section = report["judges"]["criteria"]["names_type"]
+    assert section["labels_needed"] == 97 and section["calibrated"] is False
+    assert report["judges"]["criteria"]["scope"]["mean_level"]["a"]["value"] == pytest.approx(
+        sum(r["details"]["mean_level"] for r in scope.values() if r["status"] == "judged")
+        / sum(r["status"] == "judged" for r in scope.values())
+    )
+    md = (run_dir / "report.md").read_text()
+    assert "## Your criteria" in md and f"### `names_type`: {NAMES_TYPE}" in md
+    assert "not calibrated: label 97 answers for ±0.10 (cut-off 0.500, uncertain where P(pass) lies in [0.10, 0.90))" in md
+    assert '- **q3** (a, `failed_criterion`): P(pass) 0.02: the answer says "You should talk to"' in md
+    html = (run_dir / "report.html").read_text()
+    assert "<h2>Your criteria</h2>" in html and '<span class="chip o-failed_criterion">⚑ names_type</span>' in html
+    # A rerun asks nothing again: every criterion request is answered from the response cache.
+    assert criterion_calls_again == 0
+    assert _records(again, "names_type")["q1"]["verdict"] == "pass"
+
+
+def test_the_cost_estimate_counts_each_criterion(project):
+    plain = load_config(_config(project, "http://127.0.0.1:9/v1", criteria="", name="plain"))
+    cfg = load_config(_config(project, "http://127.0.0.1:9/v1"))
+    questions = load_test_set(cfg.resolve_path(cfg.test_set.path), load_corpus(cfg))
+    answers = [Answer(question_id=q.id, prompt="a", answer="Use a list.", contexts=["py/lists"]) for q in questions]
+    # Per answer: names_type and no_advice one request and one quote each, the rubric one request.
+    assert estimate_judge_calls(cfg, questions, answers) - estimate_judge_calls(plain, questions, answers) == 5 * 4
+
+
+# -- gates, compare, diff -------------------------------------------------------------------------
+
+
+def test_a_gate_on_a_criterion_fails_the_run_naming_the_answers(project, capsys):
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        path = _config(project, s.base_url, gates="gates:\n  generation.a.names_type: '>= 0.9'\n")
+        code = main(["--quiet", "run", str(path)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "gate FAIL: generation.a.names_type" in out
+    assert 'q3: fail: the answer says "You should talk to"' in out
+
+
+def test_compare_tests_a_criterion_between_prompts_question_by_question(project):
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        run_dir = run_compare(load_config(_config(project, s.base_url, prompts=("a", "b"))))
+    comparison = json.loads((run_dir / "summary.json").read_text())["comparison"]["names_type"]["a_vs_b"]
+    a, b = _by_prompt(run_dir, "names_type")
+    both = [q for q in a if a[q] is not None and b.get(q) is not None]
+    wins = sum(a[q] > b[q] for q in both)
+    losses = sum(a[q] < b[q] for q in both)
+    assert (comparison["wins"], comparison["losses"], comparison["ties"]) == (wins, losses, len(both) - wins - losses)
+    assert comparison["test"] == "sign" and wins + losses > 0
+
+
+def _by_prompt(run_dir: Path, judge: str) -> tuple[dict, dict]:
+    rows = [json.loads(line) for line in (run_dir / "judgements.jsonl").read_text().splitlines()]
+    out: dict[str, dict] = {"a": {}, "b": {}}
+    for r in rows:
+        if r["judge"] == judge:
+            out[r["prompt"]][r["question_id"]] = None if r["status"] != "judged" else float(r["verdict"] == "pass")
+    return out["a"], out["b"]
+
+
+def test_diff_compares_a_criterion_from_the_runs_alone(project):
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        base = run_audit(load_config(_config(project, s.base_url)))
+        (project / "a.md").write_text((project / "b.md").read_text())  # prompt a now answers as PROMPT-B
+        new = run_audit(load_config(_config(project, s.base_url)))
+    set_criteria({})  # the diff reads the criteria from the runs' reports
+    diff = diff_runs(base, new)
+    fig = next(f for f in diff.figures if f.name == "generation.a.names_type")
+    assert fig.binary and fig.n >= 2
+
+
+# -- judge-check and the Python API ---------------------------------------------------------------
+
+
+def test_judge_check_measures_a_criterion_on_cases_labelled_for_it(project, capsys):
+    cases = project / "criteria-cases.jsonl"
+    rows = [
+        {"judge": "names_type", "question": "Which type?", "answer": f"{start} more words here.", "label": label}
+        for start, label in [
+            ("Use a list", "pass"),
+            ("A set is", "pass"),
+            ("Use the with", "pass"),
+            ("The documents", "pass"),
+            ("You should talk", "fail"),
+            ("Sequences differ", "fail"),
+        ]
+    ]
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows * 2))
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        out = project / "check.json"
+        path = _config(project, s.base_url)
+        code = main(
+            ["--quiet", "judge-check", "--llm", "openai", "--model", "scripted", "--base-url", s.base_url]
+            + ["--criteria", str(path), "--cases", str(cases), "--judges", "names_type", "--json", str(out)]
+        )
+    assert code == 0, capsys.readouterr()
+    score = next(x for x in json.loads(out.read_text())["scores"] if x["source"] == "all")
+    assert (score["judge"], score["accuracy"]["n"], score["accuracy"]["value"]) == ("names_type", 12, 1.0)
+
+
+def test_judge_answers_takes_criteria_in_its_judges(tmp_path):
+    rows = [
+        {"question": "Which type?", "contexts": ["Lists are mutable."], "answer": "Use a list: lists change."},
+        {"question": "Any advice?", "contexts": ["Nothing."], "answer": "You should talk to a lawyer."},
+    ]
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        llm = {"provider": "openai", "model": "scripted", "base_url": s.base_url}
+        result = judge_answers(
+            rows,
+            judges={"llm": llm, "metrics": ["refusal"], "criteria": {"names_type": {"question": NAMES_TYPE}}},
+            out=tmp_path,
+        )
+    df = result.judgements_df()
+    assert sorted(df[df["judge"] == "names_type"]["verdict"]) == ["fail", "pass"]
+    (figures,) = result.summary["generation"].values()
+    assert figures["names_type"]["value"] == 0.5 and figures["names_type"]["n"] == 2
+
+
+@pytest.mark.slow
+def test_a_criterion_with_the_real_embedded_model(tmp_path):
+    """Two answers, one request each: the embedded model's first token decides, by probability."""
+    rows = [
+        {"question": "How do I make a list?", "contexts": [], "answer": "Call list() or write [1, 2, 3]."},
+        {"question": "How do I make a list?", "contexts": [], "answer": "It depends on many things."},
+    ]
+    judges = {
+        "llm": {"provider": "local"},
+        "metrics": ["names_code"],
+        "reasons": "model",
+        "criteria": {"names_code": {"question": "Does the answer show code or name a function?", "applies": "all"}},
+    }
+    result = judge_answers(rows, judges=judges, out=tmp_path, use_cache=False)
+    judged = result.judgements_df().to_dict("records")
+    judged = [r for r in judged if r["judge"] == "names_code"]
+    assert len(judged) == 2 and all(r["method"] == "logprobs" for r in judged)
+    assert all(0 <= r["probability"] <= 1 for r in judged)
+    first, second = sorted(judged, key=lambda r: r["question_id"])
+    assert first["probability"] > second["probability"]
