@@ -23,7 +23,8 @@ from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
 from rag_eval.judges.judge_records import BandOutOfFold, FittedBand
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
-from rag_eval.labels.human import draw, known_answers, label_run, read_labels, weights_of, write_csv, write_html
+from rag_eval.labels.human import Sampler, known_answers, label_run, read_labels, weights_of, write_html
+from rag_eval.labels.merge import design_path, draw_into, page_rows
 from rag_eval.offline import go_offline
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.orchestration.finished import read_run
@@ -403,21 +404,39 @@ def _report(args: argparse.Namespace) -> int:
 
 def _label(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
-    rows = draw(run_dir, args.n, args.seed, active=not args.uniform)
+    sampler = Sampler(run_dir)
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     out = Path(args.out) if args.out else run_dir / "labels"
-    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "labels.csv"
+    merged = draw_into(sampler, csv_path, args.n, args.seed, active=not args.uniform)
+    page, given = page_rows(sampler, merged.rows)
     verdicts = {(row.question_id, row.prompt): row.judges for row in Report.load(report).rows()}
-    write_csv(rows, out / "labels.csv")
-
     plan = labels_plan(report, args.width)
-    write_html(rows, out / "labels.html", _context_texts(run_dir, report), verdicts, plan=plan)
+    write_html(page, out / "labels.html", _context_texts(run_dir, report), verdicts, plan=plan, given=given)
     how = "a plain random draw" if args.uniform else "drawn favouring uncertain and outcome-deciding verdicts"
-    print(
-        f"{len(rows)} answers to label ({len({r.question_id for r in rows})} questions, seed {args.seed}, {how}): "
-        f"{out / 'labels.csv'} (fill in yes/no) or {out / 'labels.html'} (open in a browser; Save labels "
-        f"downloads labels.csv).\nThen: rag-eval report {run_dir} --labels {out / 'labels.csv'}"
-    )
+    draw = merged.design.draws[-1]
+    if merged.same_draw:
+        print(
+            f"{csv_path} already holds this draw ({draw.n} questions, seed {args.seed}): nothing added; its "
+            f"{merged.kept_labelled} labelled answers and {merged.kept_unlabelled} still to label kept as they were. "
+            "Another --seed (or a larger --n) adds the answers of a new draw."
+        )
+    elif merged.backup is not None:
+        print(
+            f"kept {merged.kept_labelled} labelled answers and {merged.kept_unlabelled} still to label in {csv_path} "
+            f"(labels and notes as they were), added {merged.added} new answers: a new draw ({draw.n} questions, "
+            f"seed {args.seed}, {how}) drawn independently of the {len(merged.design.draws) - 1} before it; every "
+            "row's inclusion probability is now that of the union of the draws "
+            f"({design_path(csv_path).name}). The file as it was: {merged.backup}."
+        )
+    else:
+        replaced = f" (replacing the {merged.replaced} unlabelled rows that were there)" if merged.replaced else ""
+        print(
+            f"{len(merged.rows)} answers to label ({len({d.question_id for d in page})} questions, seed {args.seed}, {how}): "
+            f"{csv_path}{replaced} (fill in yes/no) or {out / 'labels.html'} (open in a browser; Save labels "
+            "downloads labels.csv)."
+        )
+    print(f"Then: rag-eval report {run_dir} --labels {csv_path}")
     return 0
 
 
@@ -669,7 +688,9 @@ def build_parser() -> argparse.ArgumentParser:
         "draw a random sample of audited answers for people to label (CSV and an HTML page)",
         "Draw a seeded random sample of the run's questions (within the audit's strata, every prompt's answer), "
         "and write labels.csv and labels.html to fill in. Read them back with rag-eval report RUN_DIR --labels "
-        "FILE or judges.labels in the config: every judged figure gets a prediction-powered estimate.",
+        "FILE or judges.labels in the config: every judged figure gets a prediction-powered estimate. A labels "
+        "file that holds labels is never overwritten: the new draw is merged into it (every label kept, the new "
+        "answers appended, each row's inclusion probability that of the union of the draws).",
         config=False,
     )
     p.add_argument("run_dir", help="a finished run folder")

@@ -105,9 +105,10 @@ def inclusion_probabilities(scores: np.ndarray, n: float, mix: float = MIX) -> n
     return np.clip(pi, 0, 1)
 
 
-def systematic_draw(pi: np.ndarray, seed: int = 0) -> np.ndarray:
+def systematic_draw(pi: np.ndarray, seed: int | Sequence[int] = 0) -> np.ndarray:
     """Exactly ``round(sum(pi))`` items, each drawn with its probability ``pi_i``: systematic
-    sampling in a seeded random order (Madow's method; an item with pi = 1 is always drawn)."""
+    sampling in a seeded random order (Madow's method; an item with pi = 1 is always drawn). ``seed``:
+    an integer, or several (numpy's ``SeedSequence``: ``[seed, k]`` gives draws independent of ``seed``'s)."""
     pi = np.asarray(pi, float)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(pi))
@@ -194,16 +195,37 @@ def labels_for_width(
     return n_u, min(n_a, n_u)
 
 
-def draw_questions(report: dict, question_ids: list[str], n: int, seed: int = 0) -> tuple[set[str], dict[str, float]]:
-    """The questions to label (exactly ``n``, or all) and each question's inclusion probability:
-    the square root of its chance of a wrong deciding verdict, mixed with the uniform rate."""
+def draw_scores(report: dict, question_ids: Sequence[str]) -> dict[str, float]:
+    """Each question's score in the active draw (sorted by id): the square root of its chance of a
+    wrong deciding verdict (``question_scores``; ``UNKNOWN`` where none is known)."""
     judges = report.get("judges") or {}
     faithfulness = judges.get("faithfulness_judge")
     deciding = {*of_role("refusal"), *of_role("correctness"), *([faithfulness] if faithfulness is not None else [])}
     rows = (report.get("attribution") or {}).get("rows", [])
-    unanswerable = {r["question_id"] for r in rows if not r.get("answerable", True)}
+    unanswerable = {r.get("question_id") for r in rows if not r.get("answerable", True)}
     err = question_scores(judges.get("records", []), deciding, unanswerable)
-    ids = sorted(set(question_ids))
-    pi = inclusion_probabilities(np.sqrt([err.get(q, UNKNOWN) for q in ids]), min(n, len(ids)))
-    chosen = systematic_draw(pi, seed)
-    return {q for q, c in zip(ids, chosen) if c}, {q: float(p) for q, p in zip(ids, pi)}
+    return {q: math.sqrt(err.get(q, UNKNOWN)) for q in sorted(set(question_ids))}
+
+
+def question_probabilities(report: dict, question_ids: Sequence[str], n: int) -> dict[str, float]:
+    """Each question's inclusion probability in an active draw of ``n`` questions (all, if fewer):
+    its ``draw_scores`` share mixed with the uniform rate. It does not depend on the seed, only on
+    the report's verdicts and ``n``."""
+    return probabilities_of(draw_scores(report, question_ids), n)
+
+
+def probabilities_of(scores: dict[str, float], n: int) -> dict[str, float]:
+    """``inclusion_probabilities`` of the questions' ``draw_scores`` for a draw of ``n``."""
+    pi = inclusion_probabilities(np.array(list(scores.values())), min(n, len(scores)))
+    return {q: float(p) for q, p in zip(scores, pi)}
+
+
+def draw_questions(
+    report: dict, question_ids: list[str], n: int, seed: int | Sequence[int] = 0
+) -> tuple[set[str], dict[str, float]]:
+    """The questions to label (exactly ``n``, or all) and each question's inclusion probability
+    (``question_probabilities``), drawn by systematic sampling seeded with ``seed``."""
+    probabilities = question_probabilities(report, question_ids, n)
+    ids = list(probabilities)
+    chosen = systematic_draw(np.array([probabilities[q] for q in ids]), seed)
+    return {q for q, c in zip(ids, chosen) if c}, probabilities

@@ -25,7 +25,7 @@ from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
 from rag_eval.judges.uncertain import leaning_value
-from rag_eval.labels.active import active_mean, draw_questions
+from rag_eval.labels.active import active_mean, draw_questions, draw_scores, probabilities_of
 from rag_eval.labels.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
 from rag_eval.types import Question
@@ -55,6 +55,11 @@ class Label:
     where: str
     inclusion_probability: float | None = None  # the chance the draw had of picking this answer
 
+    @property
+    def labelled(self) -> bool:
+        """Whether any column holds yes or no."""
+        return any(v is not None for v in self.values.values())
+
 
 class DrawnAnswer(Model):
     """One answer drawn for people to label: a row of labels.csv and an item of labels.html."""
@@ -77,54 +82,108 @@ def _answers(run_dir: Path) -> list[Answer]:
     return [Answer.load(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def draw(run_dir: Path, n: int, seed: int = 0, active: bool = False) -> list[DrawnAnswer]:
+@dataclass
+class Drawn:
+    """One draw of a run's questions: the answers chosen (every prompt's answer to each question),
+    and every question's inclusion probability, drawn or not."""
+
+    rows: list[DrawnAnswer]
+    probabilities: dict[str, float]
+
+
+class Sampler:
+    """The draws ``rag-eval label`` makes of one run's questions, with the run read once (so draws
+    of several sizes, and their inclusion probabilities, are cheap): within the audit's strata in
+    proportion to their size (a plain random draw), or favouring uncertain and outcome-deciding
+    decisions (``active``, ``rag_eval/labels/active.py``)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.answers = [g for g in _answers(run_dir) if not g.failed]
+        if not self.answers:
+            raise DataError(
+                Problem(str(run_dir), "the run has no answers to label", "label a run made by rag-eval run or compare")
+            )
+        self.strata: dict[str, list[str]] = {}
+        for g in self.answers:
+            ids = self.strata.setdefault(g.stratum or "all", [])
+            if g.question_id not in ids:
+                ids.append(g.question_id)
+        self.report = Report.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
+        self.by_key = {(g.question_id, g.prompt): g for g in self.answers}
+        self._refs = {r.question_id: r for r in self.report.rows()}
+        self._dumped: dict | None = None
+        self._scores: dict[str, float] | None = None
+
+    @property
+    def questions(self) -> list[str]:
+        """The run's questions with an answer to label, stratum by stratum."""
+        return [q for ids in self.strata.values() for q in ids]
+
+    def _report(self) -> dict:
+        if self._dumped is None:
+            self._dumped = self.report.dump()
+        return self._dumped
+
+    def _take(self, n: int) -> dict[str, int]:
+        """Questions drawn from each stratum: largest-remainder allocation, so the sample's strata
+        follow the audit's."""
+        total = len(self.questions)
+        n = min(n, total)
+        quota = {s: n * len(ids) / total for s, ids in self.strata.items()}
+        take = {s: int(q) for s, q in quota.items()}
+        for s in sorted(quota, key=lambda s: quota[s] - take[s], reverse=True)[: n - sum(take.values())]:
+            take[s] += 1
+        return take
+
+    def probabilities(self, n: int, active: bool) -> dict[str, float]:
+        """Every question's inclusion probability in a draw of ``n`` questions (the seed only picks
+        which): ``take / stratum size`` for the plain draw, the active draw's otherwise."""
+        if active:
+            if self._scores is None:
+                self._scores = draw_scores(self._report(), self.questions)
+            return probabilities_of(self._scores, n)
+        take = self._take(n)
+        return {q: take[s] / len(ids) for s, ids in self.strata.items() for q in ids}
+
+    def draw(self, n: int, seed: int | Sequence[int] = 0, active: bool = False) -> Drawn:
+        """A seeded draw of ``n`` questions (all, if fewer). ``seed``: an integer, or several
+        (``[seed, k]``: random numbers independent of ``seed``'s own draw)."""
+        rng = np.random.default_rng(seed)
+        take = self._take(n)
+        chosen = {qid for s, ids in self.strata.items() for qid in rng.permutation(sorted(ids))[: take[s]]}
+        pi = self.probabilities(n, active=False)
+        if active:
+            chosen, pi = draw_questions(self._report(), self.questions, min(n, len(self.questions)), seed)
+        rows = [self.row(key, pi[key[0]]) for key in sorted(self.by_key) if key[0] in chosen]
+        return Drawn([r for r in rows if r is not None], pi)
+
+    def row(self, key: tuple[str, str], pi: float | None, weight: float | None = None) -> DrawnAnswer | None:
+        """The answer ``key`` (question id, prompt) as a row to label, with ``pi`` as its inclusion
+        probability and its audit weight (``weight`` where given); None for no answer of the run."""
+        g = self.by_key.get(key)
+        if g is None:
+            return None
+        ref = self._refs.get(g.question_id, AttributionRow())
+        return DrawnAnswer(
+            question_id=g.question_id,
+            prompt=g.prompt,
+            weight=weight if weight is not None else 1.0 if g.weight is None else g.weight,
+            inclusion_probability=None if pi is None else round(pi, 6),
+            question=ref.question,
+            reference=ref.reference or "",
+            answerable=ref.answerable,
+            answer=g.answer or "",
+            contexts=g.contexts,
+        )
+
+
+def draw(run_dir: Path, n: int, seed: int | Sequence[int] = 0, active: bool = False) -> list[DrawnAnswer]:
     """A seeded random sample of ``n`` questions of the run (every prompt's answer to each), drawn
     within the audit's strata in proportion to their size; each row keeps its audit weight and its
     inclusion probability. ``active``: drawn with probabilities that favour uncertain and
     outcome-deciding decisions instead (``rag_eval/labels/active.py``)."""
-    gens = [g for g in _answers(run_dir) if not g.failed]
-    if not gens:
-        raise DataError(
-            Problem(str(run_dir), "the run has no answers to label", "label a run made by rag-eval run or compare")
-        )
-    strata: dict[str, list[str]] = {}
-    for g in gens:
-        ids = strata.setdefault(g.stratum or "all", [])
-        if g.question_id not in ids:
-            ids.append(g.question_id)
-    total = sum(len(v) for v in strata.values())
-    n = min(n, total)
-    rng = np.random.default_rng(seed)
-    # Largest-remainder allocation, so the sample's strata follow the audit's.
-    quota = {s: n * len(ids) / total for s, ids in strata.items()}
-    take = {s: int(q) for s, q in quota.items()}
-    for s in sorted(quota, key=lambda s: quota[s] - take[s], reverse=True)[: n - sum(take.values())]:
-        take[s] += 1
-    chosen = {qid for s, ids in strata.items() for qid in rng.permutation(sorted(ids))[: take[s]]}
-    pi = {qid: take[s] / len(ids) for s, ids in strata.items() for qid in ids}
-    report = Report.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
-    if active:
-        chosen, pi = draw_questions(report.dump(), [q for ids in strata.values() for q in ids], n, seed)
-    refs = {r.question_id: r for r in report.rows()}
-    rows = []
-    for g in sorted(gens, key=lambda g: (g.question_id, g.prompt)):
-        if g.question_id not in chosen:
-            continue
-        row = refs.get(g.question_id, AttributionRow())
-        rows.append(
-            DrawnAnswer(
-                question_id=g.question_id,
-                prompt=g.prompt,
-                weight=1.0 if g.weight is None else g.weight,
-                inclusion_probability=round(pi[g.question_id], 6),
-                question=row.question,
-                reference=row.reference or "",
-                answerable=row.answerable,
-                answer=g.answer or "",
-                contexts=g.contexts,
-            )
-        )
-    return rows
+    return Sampler(run_dir).draw(n, seed, active).rows
 
 
 def write_csv(rows: list[DrawnAnswer], path: Path) -> None:
@@ -142,13 +201,20 @@ def write_html(
     contexts: dict[str, str],
     verdicts: Mapping[tuple[str, str], Mapping[str, JudgeBrief | dict]],
     plan: list | None = None,
+    given: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
 ) -> None:
     """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
-    the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns). ``plan``
-    (``report.triage.labels_plan``): the page shows, per judged figure, the answers labelled so far
-    against the labels its chosen interval width needs."""
+    the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns) with every label
+    on the page. ``given``: the labels file's rows by (question id, prompt), whose labels and notes
+    the page starts with (so a download holds them too). What a person picks on the page is kept in
+    the browser by question and prompt, not by place, so a page written again over a merged draw
+    shows each pick on its own answer. ``plan`` (``report.triage.labels_plan``): the page shows,
+    per judged figure, the answers labelled so far against the labels its chosen interval width
+    needs."""
     items = []
     drawn = [DrawnAnswer.load(x) for x in rows]
+    given = given or {}
+    already = 0
     for i, r in enumerate(drawn):
         ctx = "".join(
             f"<details><summary>context {k + 1}: {html.escape(cid)}</summary><pre>{html.escape(contexts.get(cid, '(text not available)'))}</pre></details>"
@@ -160,10 +226,14 @@ def write_html(
             f"{html.escape(j.reason or '')}</li>"
             for name, j in v.items()
         )
+        row = given.get((r.question_id, r.prompt), {})
+        known = {c: _known_cell(row.get(c)) for c in HUMAN_LABELS}
+        already += any(v is not None for v in known.values())
         asks = "".join(
             f'<div class="ask">{html.escape(q)} '
             + "".join(
-                f'<label><input type="radio" name="{c}-{i}" value="{val}"> {val}</label>'
+                f'<label><input type="radio" name="{c}-{i}" value="{val}"'
+                f"{' checked' if known[c] == val else ''}> {val}</label>"
                 for val in ("yes", "no", "skip")
             )
             + "</div>"
@@ -175,7 +245,7 @@ def write_html(
             f"{'' if r.answerable else ', unanswerable from the documents'}</p>"
             f"<p><b>Reference:</b> {html.escape(r.reference or '–')}</p>{ctx}"
             f"<p><b>Answer:</b></p><pre>{html.escape(r.answer)}</pre>{asks}"
-            f'<textarea placeholder="note (optional)" name="note-{i}"></textarea>'
+            f'<textarea placeholder="note (optional)" name="note-{i}">{html.escape(row.get("note") or "")}</textarea>'
             f'<div class="judges" hidden><p>Judges (shown once every question above is answered):</p><ul>{judged}</ul></div>'
             "</section>"
         )
@@ -195,21 +265,26 @@ pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5em}} .meta{{color:#666}}
 .ask{{margin:.4em 0}} label{{margin-left:1em}} textarea{{width:100%}} .judges{{background:#eef;padding:.2em 1em}}
 </style></head><body><h1>Label {len(drawn)} answers</h1>
 <p>Answer each question yes or no (skip if unsure). Labels are kept in this browser while you work;
-<b>Save labels</b> downloads <code>labels.csv</code> for <code>rag-eval report RUN_DIR --labels labels.csv</code>.</p>
+<b>Save labels</b> downloads <code>labels.csv</code> for <code>rag-eval report RUN_DIR --labels labels.csv</code>,
+with every label on this page{f" ({already} answers came labelled from the labels file)" if already else ""}.</p>
 <div id=progress></div>
 <button id=save>Save labels</button>{"".join(items)}<button id=save2>Save labels</button>
 <script>
-const ROWS={data}, COLS={cols}, GOALS={goals}, KEY="rag-eval-labels:"+location.pathname;
+const ROWS={data}, COLS={cols}, GOALS={goals}, KEY="rag-eval-labels:v2:"+location.pathname;
+const AT={{}};ROWS.forEach((r,i)=>{{AT[JSON.stringify([r.question_id,r.prompt])]=i;}});
+function ident(name){{const k=name.lastIndexOf("-"),r=ROWS[+name.slice(k+1)];return JSON.stringify([r.question_id,r.prompt,name.slice(0,k)]);}}
 function progress(){{const el=document.getElementById("progress");if(!GOALS.length){{el.textContent="";return;}}
 el.innerHTML="<p>Progress toward the chosen interval width (labels an active draw needs):</p><ul>"+GOALS.map(g=>{{
 let done=0;document.querySelectorAll(`section[data-prompt="${{CSS.escape(g.prompt)}}"]`).forEach(s=>{{const c=document.querySelector(`[name="${{g.label}}-${{s.dataset.i}}"]:checked`);if(c&&c.value!=="skip")done++;}});
 const pct=Math.min(100,Math.round(100*done/Math.max(g.need,1)));
 return `<li>${{g.figure}} (${{g.prompt}}): ${{done}} of ${{g.need}} labels for ±${{g.width}} <progress max=100 value=${{pct}}></progress></li>`;}}).join("")+"</ul>";}}
 const saved=JSON.parse(localStorage.getItem(KEY)||"{{}}");
-for(const [n,v] of Object.entries(saved)){{const el=document.querySelector(`[name="${{n}}"][value="${{v}}"]`)||document.querySelector(`textarea[name="${{n}}"]`);if(el){{if(el.type==="radio")el.checked=true;else el.value=v;}}}}
+for(const [k,v] of Object.entries(saved)){{let id;try{{id=JSON.parse(k);}}catch(e){{continue;}}
+const i=Array.isArray(id)?AT[JSON.stringify([id[0],id[1]])]:undefined;if(i===undefined)continue;const n=`${{id[2]}}-${{i}}`;
+const el=document.querySelector(`[name="${{n}}"][value="${{v}}"]`)||document.querySelector(`textarea[name="${{n}}"]`);if(el){{if(el.type==="radio")el.checked=true;else el.value=v;}}}}
 function reveal(){{document.querySelectorAll("section").forEach(s=>{{const i=s.dataset.i;
 s.querySelector(".judges").hidden=!COLS.every(c=>document.querySelector(`[name="${{c}}-${{i}}"]:checked`));}});}}
-document.addEventListener("change",e=>{{const t=e.target;saved[t.name]=t.value;localStorage.setItem(KEY,JSON.stringify(saved));reveal();progress();}});
+document.addEventListener("change",e=>{{const t=e.target;if(!t.name)return;saved[ident(t.name)]=t.value;localStorage.setItem(KEY,JSON.stringify(saved));reveal();progress();}});
 reveal();progress();
 function q(v){{v=String(v??"");return /[",\\n]/.test(v)?'"'+v.replace(/"/g,'""')+'"':v;}}
 function save(){{const head=["question_id","prompt","weight","inclusion_probability",...COLS,"note","question","reference","answer"];
@@ -220,6 +295,12 @@ const a=document.createElement("a");a.href=URL.createObjectURL(new Blob([lines.j
 document.getElementById("save").onclick=save;document.getElementById("save2").onclick=save;
 </script></body></html>"""
     path.write_text(page, encoding="utf-8")
+
+
+def _known_cell(raw: str | None) -> str | None:
+    """A labels-file cell as the page's choice: yes, no, or None (blank or not a label)."""
+    v = (raw or "").strip().lower()
+    return "yes" if v in YES else "no" if v in NO else None
 
 
 def _value(raw: str | None, where: str, column: str, problems: list[Problem]) -> bool | None:
@@ -256,8 +337,10 @@ def _probability(raw, where: str, problems: list[Problem]) -> float | None:
 
 
 def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
-    """The labels of a CSV (``rag-eval label``'s) or JSON/JSONL file; every problem raises DataError
-    naming the file, line and column. ``known``: the run's (question id, prompt) pairs."""
+    """The labelled answers of a CSV (``rag-eval label``'s) or JSON/JSONL file: the rows with yes or
+    no under at least one label column (a blank row is left out; a blank column of a labelled row is
+    None). Every problem raises DataError naming the file, line and column, blank rows checked too.
+    ``known``: the run's (question id, prompt) pairs."""
     if path.suffix.lower() in (".json", ".jsonl"):
         records = [(r.data, r.where) for r in read_records(path, "labels")]
     else:
@@ -310,7 +393,10 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
         )
     if problems:
         raise DataError(problems)
-    if not any(v is not None for lab in labels for v in lab.values.values()):
+    # A row with no yes or no is an answer drawn and not labelled yet (the view writes a row for
+    # every answer of its queue): it is no label, in any count or figure.
+    labels = [lab for lab in labels if lab.labelled]
+    if not labels:
         raise DataError(
             Problem(str(path), "no answer is labelled yet", f"fill in yes or no under {', '.join(HUMAN_LABELS)}")
         )
@@ -431,12 +517,13 @@ def estimates(
 
 
 def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str], str]:
-    """The outcome of each labelled answer with the labels in place of the judges' verdicts
-    (a blank label keeps the judge's verdict), by the same attribution rules."""
+    """The outcome of each labelled answer (yes or no under at least one column) with the labels in
+    place of the judges' verdicts (a blank column keeps the judge's verdict), by the same
+    attribution rules."""
     att = required(report.attribution, "the report's attribution section")
     threshold = UNRECORDED_FAITHFULNESS_THRESHOLD if att.faithfulness_threshold is None else att.faithfulness_threshold
     deciding = att.faithfulness_judge or (report.judges.faithfulness_judge if report.judges else None)
-    by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
+    by_key = {(lab.question_id, lab.prompt): lab for lab in labels if lab.labelled}
     out = {}
     for row in att.rows:
         lab = by_key.get((row.question_id, row.prompt))
@@ -564,7 +651,7 @@ def apply_labels(
                     target.ppi, target.human = extra.ppi, extra.human
     report.labels = LabelsSection(
         source=source,
-        answers_labelled=len(labels),
+        answers_labelled=sum(lab.labelled for lab in labels),
         per_column={c: sum(lab.values.get(c) is not None for lab in labels) for c in HUMAN_LABELS},
         figures=figs,
         outcomes=outcomes,

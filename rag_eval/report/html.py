@@ -17,6 +17,7 @@ from rag_eval.report.markdown import (
     criterion_facts,
     criterion_failures,
     figure_cell,
+    labels_counted,
     labels_table,
     sample_note,
 )
@@ -445,8 +446,7 @@ def _judges(report: Report) -> list[str]:
         )
     table = labels_table(report)
     if table is not None:
-        lab = required(report.labels, "the report's labels section")
-        out.append(f"<h3>With human labels ({lab.answers_labelled} answers)</h3>")
+        out.append(f"<h3>With human labels ({escape(labels_counted(report))})</h3>")
         out.append(
             "<p class=meta>Prediction-powered inference (PPI++): the judge's verdicts on every answer, corrected "
             "by its error on the labelled ones.</p>"

@@ -392,6 +392,14 @@ def labels_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
     return header, rows
 
 
+def labels_counted(report: Report) -> str:
+    """How many answers were labelled, and under each column (a row counts for a column only where it
+    holds yes or no): "22 answers labelled: correct 22, faithful 20, refused 22"."""
+    lab = required(report.labels, "the report's labels section")
+    columns = ", ".join(f"{c} {n}" for c, n in lab.per_column.items())
+    return f"{lab.answers_labelled} answers labelled" + (f": {columns}" if columns else "")
+
+
 def labels_markdown(report: Report) -> list[str]:
     table = labels_table(report)
     if table is None:
@@ -399,7 +407,7 @@ def labels_markdown(report: Report) -> list[str]:
     lab = required(report.labels, "the report's labels section")
     out = [
         "",
-        f"## With human labels ({lab.answers_labelled} answers, {lab.source})",
+        f"## With human labels ({labels_counted(report)}; {lab.source})",
         "",
         "Prediction-powered inference (PPI++): the judge's verdicts on every audited answer, corrected by its "
         "error on the labelled ones; the interval carries the judge's uncertainty. The labelled figure is what "

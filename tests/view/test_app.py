@@ -118,7 +118,7 @@ def test_a_label_is_written_at_once_in_the_labels_file_and_moves_the_figure(clie
     copy = tmp_path / "copy"
     shutil.copytree(run, copy)
     assert main(["report", str(copy), "--labels", str(copy / "labels" / "labels.csv")]) == 0
-    assert "labels: 24 answers (correct 2, faithful 3, refused 3)" in capsys.readouterr().out
+    assert "labels: 3 answers (correct 2, faithful 3, refused 3)" in capsys.readouterr().out
     import json
 
     corr = json.loads((copy / "summary.labelled.json").read_text())["generation"]["base"]["correctness"]["ppi"]
