@@ -87,11 +87,41 @@ def _default(info: FieldInfo) -> str:
     return f"`{value!r}`".replace("|", "\\|")
 
 
+def _braces_as_code(text: str) -> str:
+    """Every ``{...}`` (nested braces included, with a ``$`` right before it) as a code span, and
+    ``<name>`` kept as text: Markdown's attribute lists take a ``{...}`` that ends a paragraph or a
+    cell for the element's attributes (``{"a.b@5": ">= 0.6"}`` became ``<td _a.b_5_: ...>``), and
+    ``<name>`` for an HTML tag; either way the text was lost."""
+    out: list[str] = []
+    depth, start, done = 0, 0, 0
+    for i, char in enumerate(text):
+        if char == "{":
+            if depth == 0:
+                start = i - 1 if i and text[i - 1] == "$" else i
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                out += [_as_text(text[done:start]), f"`{text[start : i + 1]}`"]
+                done = i + 1
+    out.append(_as_text(text[done:]))
+    return "".join(out)
+
+
+def _as_text(text: str) -> str:
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _inline(text: str | None) -> str:
+    """Text of a docstring or description as one line of Markdown: the code spans as written, the
+    rest with its ``{...}`` as code and ``<name>`` as text."""
+    spans = " ".join((text or "").split()).replace("``", "`").split("`")
+    return "`".join(s if i % 2 else _braces_as_code(s) for i, s in enumerate(spans))
+
+
 def _cell(text: str | None) -> str:
-    """Text for a table cell: one line, pipes escaped, and ``<name>`` outside code spans kept as text
-    (Markdown would take it for an HTML tag and drop it)."""
-    spans = " ".join((text or "").split()).replace("``", "`").replace("|", "\\|").split("`")
-    return "`".join(s if i % 2 else s.replace("<", "&lt;").replace(">", "&gt;") for i, s in enumerate(spans))
+    """Text for a table cell: :func:`_inline`, with its pipes escaped."""
+    return _inline((text or "").replace("|", "\\|"))
 
 
 def _collect(model: type[BaseModel], path: str, sections: dict[str, _Section]) -> None:
@@ -132,12 +162,17 @@ def describe(name: str, info: FieldInfo) -> str:
     return ""
 
 
-def config_reference() -> str:
-    """The Markdown of every config key: one table per model, with key, type, default, description."""
+def config_sections() -> dict[str, _Section]:
+    """Every model of the config by name, in the order the reference lists them."""
     sections: dict[str, _Section] = {}
     _collect(AuditConfig, "", sections)
+    return sections
+
+
+def config_reference() -> str:
+    """The Markdown of every config key: one table per model, with key, type, default, description."""
     lines: list[str] = []
-    for section in sections.values():
+    for section in config_sections().values():
         model = section.model
         title = "The top level" if model is AuditConfig else f"`{section.paths[0]}`"
         lines += [f"## {title} {{ #{_anchor(model)} }}", ""]
@@ -145,7 +180,7 @@ def config_reference() -> str:
             lines += ["Found at " + ", ".join(f"`{p}`" for p in section.paths) + ".", ""]
         doc = (model.__doc__ or "").strip()
         if doc and model.__doc__ != BaseModel.__doc__:
-            lines += [" ".join(doc.split()).replace("``", "`"), ""]
+            lines += [_inline(doc), ""]
         lines += [f"Model: `rag_eval.config.{model.__name__}`.", ""]
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
         for name, info in model.model_fields.items():
@@ -161,11 +196,9 @@ def config_reference() -> str:
 def config_keys(described: bool | None = None) -> set[str]:
     """Every (model, key) pair the reference lists, as ``Model.key`` (for the tests); only those
     with (True) or without (False) a description when ``described`` is given."""
-    sections: dict[str, _Section] = {}
-    _collect(AuditConfig, "", sections)
     return {
         f"{s.model.__name__}.{k}"
-        for s in sections.values()
+        for s in config_sections().values()
         for k, i in s.model.model_fields.items()
         if not i.exclude and (described is None or bool(describe(k, i)) == described)
     }
