@@ -327,7 +327,9 @@ def test_criteria_decided_by_probability_in_an_audit(project):
     )
     md = (run_dir / "report.md").read_text()
     assert "## Your criteria" in md and f"### `names_type`: {NAMES_TYPE}" in md
-    assert "not calibrated: label 97 answers for ±0.10 (cut-off 0.500, uncertain where P(pass) lies in [0.10, 0.90))" in md
+    assert (
+        "not calibrated: label 97 answers for ±0.10 (cut-off 0.500, uncertain where P(pass) lies in [0.10, 0.90))" in md
+    )
     assert '- **q3** (a, `failed_criterion`): P(pass) 0.02: the answer says "You should talk to"' in md
     html = (run_dir / "report.html").read_text()
     assert "<h2>Your criteria</h2>" in html and '<span class="chip o-failed_criterion">⚑ names_type</span>' in html
@@ -343,6 +345,23 @@ def test_the_cost_estimate_counts_each_criterion(project):
     answers = [Answer(question_id=q.id, prompt="a", answer="Use a list.", contexts=["py/lists"]) for q in questions]
     # Per answer: names_type and no_advice one request and one quote each, the rubric one request.
     assert estimate_judge_calls(cfg, questions, answers) - estimate_judge_calls(plain, questions, answers) == 5 * 4
+
+
+def test_an_uncertain_criterion_goes_to_the_second_judge(project):
+    """names_type on q2 (P(yes) 0.6) lies in its band: escalated, the second judge (uncalibrated for
+    it) decides by the word it writes; decided criteria are not sent."""
+    escalate = "  escalate:\n    llm: {{provider: openai, model: strong, base_url: '{url}'}}\n"
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        path = _config(project, s.base_url, criteria=CRITERIA + escalate.format(url=s.base_url))
+        run_dir = run_audit(load_config(path))
+        strong = [b for b in s.bodies if b.get("model") == "strong"]
+    names = _records(run_dir, "names_type")
+    assert names["q2"]["status"] == "judged" and names["q2"]["verdict"] == "pass"
+    escalation = names["q2"]["details"]["escalation"]
+    assert escalation["decided_by"] == "second" and escalation["first_record"]["status"] == "uncertain"
+    assert escalation["second"]["how"] == "text verdict"
+    asked = [b["messages"][0]["content"] for b in strong]
+    assert sum(f"Criterion: {NAMES_TYPE}" in a for a in asked) == 1 and "escalation" not in names["q1"]["details"]
 
 
 # -- gates, compare, diff -------------------------------------------------------------------------
@@ -433,16 +452,16 @@ def test_judge_answers_takes_criteria_in_its_judges(tmp_path):
         )
     df = result.judgements_df()
     assert sorted(df[df["judge"] == "names_type"]["verdict"]) == ["fail", "pass"]
-    (figures,) = result.summary["generation"].values()
-    assert figures["names_type"]["value"] == 0.5 and figures["names_type"]["n"] == 2
+    fig = result.figure("generation.system.names_type")
+    assert fig["value"] == 0.5 and fig["n"] == 2
 
 
 @pytest.mark.slow
 def test_a_criterion_with_the_real_embedded_model(tmp_path):
     """Two answers, one request each: the embedded model's first token decides, by probability."""
     rows = [
-        {"question": "How do I make a list?", "contexts": [], "answer": "Call list() or write [1, 2, 3]."},
-        {"question": "How do I make a list?", "contexts": [], "answer": "It depends on many things."},
+        {"id": "a", "question": "How do I make a list?", "contexts": [], "answer": "Call list() or write [1, 2, 3]."},
+        {"id": "b", "question": "How do I make a list?", "contexts": [], "answer": "It depends on many things."},
     ]
     judges = {
         "llm": {"provider": "local"},
