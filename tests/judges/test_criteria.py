@@ -11,6 +11,8 @@ import pytest
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.api import judge_answers
+from rag_eval.calibration.adaptation import Decider
+from rag_eval.calibration.adapted import save_adaptation
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.data.corpus import load_corpus
@@ -336,6 +338,37 @@ def test_criteria_decided_by_probability_in_an_audit(project):
     # A rerun asks nothing again: every criterion request is answered from the response cache.
     assert criterion_calls_again == 0
     assert _records(again, "names_type")["q1"]["verdict"] == "pass"
+
+
+def test_labels_move_a_criterion_where_they_move_the_built_in_judges(project):
+    """No shipped cut-off, but the one place an adaptation to the corpus is saved (what
+    `report --labels F --adapt` writes for the built-in judges): a saved one decides the next audit."""
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        first = run_audit(load_config(_config(project, s.base_url)))
+        report = json.loads((first / "report.json").read_text())
+        cal = report["judges"]["calibration"]["names_type"]
+        assert (cal["cutoff"], cal["calibrated"], cal["bands"]["names_type"]["low"]) == (0.5, False, 0.1)
+        fitted = Decider(None, 0.55, (0.45, 0.58), labels=20, how="cutoff")
+        save_adaptation(
+            report["corpus"]["fingerprint"],
+            cal["identity"],
+            "names_type",
+            cal["prompt_hashes"]["names_type"],
+            fitted,
+            "l.csv",
+        )
+        second = run_audit(load_config(_config(project, s.base_url)))
+    names = _records(second, "names_type")
+    # q2's P(pass) 0.6 lay in the wide band of the first audit; the adapted band [0.45, 0.58) decides it.
+    assert (names["q2"]["status"], names["q2"]["verdict"], names["q2"]["details"]["band"]) == (
+        "judged",
+        "pass",
+        [0.45, 0.58],
+    )
+    assert names["q1"]["cutoff"] == 0.55 and names["q1"]["verdict"] == "pass" and names["q3"]["verdict"] == "fail"
+    section = json.loads((second / "report.json").read_text())["judges"]["criteria"]["names_type"]
+    assert section["calibrated"] is True and section["labels_needed"] is None
+    assert section["calibration"].startswith("adapted to this corpus with 20 labels (l.csv): cut-off 0.550")
 
 
 def test_the_cost_estimate_counts_each_criterion(project):
