@@ -53,23 +53,7 @@ from rag_eval.view.serve import DEFAULT_HOST, DEFAULT_PORT, serve
 def _validate(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     inputs = load_inputs(cfg)
-    n_ans = sum(q.answerable for q in inputs.questions)
-    print(
-        f"{args.config}: ok. Corpus: {len(inputs.corpus)} chunks ({inputs.corpus.source}). "
-        f"Test set: {len(inputs.questions)} questions, {n_ans} answerable, "
-        f"{len(inputs.questions) - n_ans} unanswerable."
-    )
-    counts = [n for q in inputs.questions for n in q.quote_matches.values()]
-    if counts:
-        print(
-            f"Evidence quotes: {len(counts)}, matching {min(counts)} to {max(counts)} chunks each "
-            f"(median {sorted(counts)[len(counts) // 2]})."
-        )
-
-    for f in generic_labels(cfg, inputs.questions):
-        print(f"warning: {f.message} ({', '.join(f.questions[:8])}). Fix: {f.fix}")
-    for f in split_evidence(inputs.questions):
-        print(f"note: {f.message}")
+    # Every check before the verdict: "ok" is printed only for a config that has no problem.
     preflight(cfg)
     if getattr(args, "try_question", None):
         if cfg.system is None:
@@ -88,6 +72,23 @@ def _validate(args: argparse.Namespace) -> int:
                     else "check the URL, the body and that the service is up",
                 )
             )
+    n_ans = sum(q.answerable for q in inputs.questions)
+    print(
+        f"{args.config}: ok. Corpus: {len(inputs.corpus)} chunks ({inputs.corpus.source}). "
+        f"Test set: {len(inputs.questions)} questions, {n_ans} answerable, "
+        f"{len(inputs.questions) - n_ans} unanswerable."
+    )
+    counts = [n for q in inputs.questions for n in q.quote_matches.values()]
+    if counts:
+        print(
+            f"Evidence quotes: {len(counts)}, matching {min(counts)} to {max(counts)} chunks each "
+            f"(median {sorted(counts)[len(counts) // 2]})."
+        )
+
+    for f in generic_labels(cfg, inputs.questions):
+        print(f"warning: {f.message} ({', '.join(f.questions[:8])}). Fix: {f.fix}")
+    for f in split_evidence(inputs.questions):
+        print(f"note: {f.message}")
     return 0
 
 
@@ -899,6 +900,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except RagEvalError as exc:
         print(f"rag-eval: {exc.render()}", file=sys.stderr)
+        if (kept := getattr(exc, "run_dir", None)) is not None:
+            print(
+                f"rag-eval: the run stopped; its folder keeps what was written: {kept} (status.json: failed, with "
+                f"the reason); fix the problem and run again, or continue it with --resume {kept}",
+                file=sys.stderr,
+            )
         return exc.exit_code
     except RunInterrupted as exc:
         how = (

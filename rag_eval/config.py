@@ -1144,7 +1144,13 @@ class AuditConfig(_Model):
     lint: LintConfig = LintConfig()
     diagnosis: DiagnosisConfig = DiagnosisConfig()
     report: ReportConfig = ReportConfig()
-    gates: dict[str, str] = Field(default_factory=dict, description='e.g. {"retrieval.hybrid.hit@5": ">= 0.80"}')
+    gates: dict[str, str] = Field(
+        default_factory=dict,
+        description='a figure of summary.json and its rule, e.g. {"retrieval.hybrid.hit@5": ">= 0.80"}: exit status 1 '
+        'when one fails. Every run that judges answers also gets failures.not_judged_share: "<= 0" (the share of '
+        "answers not judged because their model calls failed: the answer's, or every judge's of it) unless set "
+        'here, e.g. "<= 0.1" to allow a tenth',
+    )
     cache_dir: str | None = Field(
         None,
         description="folder of the caches (embeddings, BM25 indexes, model responses, saved server slots), relative "
@@ -1365,6 +1371,12 @@ def _problems_from(exc: ValidationError, path: str, root: yaml.Node | None, raw:
             tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
             msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"
             fix = "set type to one of them: " + did_you_mean(str(tag or ""), tuple(RETRIEVER_KINDS))
+        elif not loc and (m := re.match(r"([a-z_]+(?:\.[a-z_]+)+) ", msg)):
+            # A check of the whole config that names one key (generation.retriever '...'): that key's line.
+            dotted = m.group(1)
+            line = _line_of(root, tuple(dotted.split(".")))
+            where = f"{path}:{line}" if line else path
+            msg, _, fix = msg.partition("; ")
         problems.append(Problem(f"{where} ({dotted})", msg, fix))
     return problems
 

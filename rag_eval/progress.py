@@ -1,10 +1,16 @@
 """Progress on standard error (standard output stays for results).
 
-Three modes: on a terminal, a live bar per stage (done/total, seconds each, elapsed, eta); without
-one (a CI log, ``| tee``, a pipe), plain lines: one when a stage starts, one every
-``RAG_EVAL_PROGRESS_INTERVAL`` seconds (30 by default) with done/total, elapsed time and an
-estimate of the time left, and one when a stage that printed such a line ends; with ``-q``
-(``set_enabled(False)``), nothing, status lines included.
+Three modes: on a terminal, a live bar per stage (done/total, the stage's model calls and
+decisions, seconds each, elapsed, eta); without one (a CI log, ``| tee``, a pipe), plain lines: one
+when a stage starts, one every ``RAG_EVAL_PROGRESS_INTERVAL`` seconds (30 by default) with
+done/total, the model calls and decisions completed, elapsed time and an estimate of the time
+left, and one when the stage ends; with ``-q`` (``set_enabled(False)``), nothing, status lines
+included.
+
+Model calls are counted where they complete, in the client layer (``call_done``), and decisions
+where a judge's verdict is recorded (``decided``); a stage counts those completed since it
+started, so a line moves with every call even while no answer is finished. ``plan`` tells the
+stages started inside it how many calls and decisions to expect.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from rich.console import Console
@@ -33,6 +41,137 @@ console = Console(stderr=True, highlight=False)
 _enabled = True
 INTERVAL_ENV = "RAG_EVAL_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL_S = 30.0
+
+
+@dataclass(frozen=True)
+class Work:
+    """Model calls and decisions completed in this process: ``calls`` answered (sent and answered,
+    or from the response cache: ``cached``), ``failed`` attempts (an error or a refused request;
+    the client may retry them), ``decisions`` recorded by the judges."""
+
+    calls: int = 0
+    cached: int = 0
+    failed: int = 0
+    decisions: int = 0
+
+    def __sub__(self, other: Work) -> Work:
+        return Work(
+            self.calls - other.calls,
+            self.cached - other.cached,
+            self.failed - other.failed,
+            self.decisions - other.decisions,
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a stage expects to do: model calls at most (cached ones included), decisions."""
+
+    calls: int | None = None
+    decisions: int | None = None
+
+
+_work = Work()
+_work_lock = threading.Lock()
+_plan = Plan()
+
+
+def call_done(*, cached: bool = False, failed: bool = False) -> None:
+    """One model call completed (the client layer calls it): answered, from the cache, or failed."""
+    global _work
+    with _work_lock:
+        if failed:
+            _work = replace(_work, failed=_work.failed + 1)
+        else:
+            _work = replace(_work, calls=_work.calls + 1, cached=_work.cached + int(cached))
+
+
+def decided(n: int = 1) -> None:
+    """``n`` judge decisions recorded (or reused from a resumed run)."""
+    global _work
+    with _work_lock:
+        _work = replace(_work, decisions=_work.decisions + n)
+
+
+def work() -> Work:
+    """The calls and decisions completed so far in this process."""
+    return _work
+
+
+@contextmanager
+def plan(calls: int | None = None, decisions: int | None = None) -> Iterator[None]:
+    """The stages started inside expect ``calls`` model calls at most and ``decisions`` decisions."""
+    global _plan
+    before, _plan = _plan, Plan(calls, decisions)
+    try:
+        yield
+    finally:
+        _plan = before
+
+
+class Stage:
+    """One stage's progress: items done of a total, the model calls and decisions completed since
+    it started (against its plan), and the time; what the lines and the live bar show."""
+
+    def __init__(self, description: str, total: int | None):
+        self.description, self.total = description, total
+        self.plan = _plan
+        self.done = 0
+        self.start = time.monotonic()
+        self.began = work()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def work(self) -> Work:
+        """Calls and decisions completed since the stage started."""
+        return work() - self.began
+
+    def count(self) -> str:
+        return f"{self.done}/{self.total}" if self.total is not None else str(self.done)
+
+    def calls_text(self) -> str:
+        """``37 of ~101 calls (12 from the cache, 2 attempts failed), 12 of 48 decisions``; empty for a
+        stage that calls no model."""
+        w, p = self.work(), self.plan
+        parts = []
+        if p.calls or w.calls or w.failed:
+            extra = [f"{w.cached} from the cache"] if w.cached else []
+            extra += [f"{w.failed} attempt{'s' if w.failed != 1 else ''} failed"] if w.failed else []
+            of = f" of ~{p.calls}" if p.calls is not None else ""
+            parts.append(f"{w.calls}{of} calls" + (f" ({', '.join(extra)})" if extra else ""))
+        if p.decisions or w.decisions:
+            of = f" of {p.decisions}" if p.decisions is not None else ""
+            parts.append(f"{w.decisions}{of} decisions")
+        return ", ".join(parts)
+
+    def fraction(self) -> float | None:
+        """How much of the stage is done: the furthest of items, decisions and calls (an upper bound
+        of the calls, so never past 0.99 by them alone), or None before anything is done."""
+        w, p = self.work(), self.plan
+        shares = []
+        if self.total:
+            shares.append(self.done / self.total)
+        if p.decisions:
+            shares.append(min(w.decisions / p.decisions, 1.0))
+        if p.calls:
+            shares.append(min(w.calls / p.calls, 0.99))
+        best = max(shares, default=0.0)
+        return best if best > 0 else None
+
+    def status(self) -> str:
+        """``judging answers: 3/8 done, 37 of ~101 calls, 12 of 48 decisions, 4 min 10 s elapsed,
+        about 9 min 5 s left``."""
+        elapsed = self.elapsed()
+        calls = self.calls_text()
+        line = f"{self.description}: {self.count()} done" + (f", {calls}" if calls else "")
+        line += f", {duration(elapsed)} elapsed"
+        f = self.fraction()
+        if f is not None and f < 1:
+            line += f", about {duration(elapsed / f * (1 - f))} left"
+        elif f is None and (self.total or self.plan.calls):
+            line += ", no estimate yet (none done)"
+        return line
 
 
 def set_enabled(on: bool) -> None:
@@ -81,12 +220,23 @@ class SecondsEach(ProgressColumn):
         return Text(f"{task.elapsed / task.completed:.1f} s each")
 
 
+class StageWork(ProgressColumn):
+    """The model calls and decisions of the task's stage, redrawn with the bar (so it moves with
+    every call while no item is done)."""
+
+    def render(self, task) -> Text:
+        stage = task.fields.get("stage")
+        return Text(stage.calls_text() if isinstance(stage, Stage) else "")
+
+
 def _bar() -> Progress:
-    """Description, bar, done/total, rate, elapsed time and ETA, cleared when finished."""
+    """Description, bar, done/total, calls and decisions, rate, elapsed time and ETA, cleared when
+    finished."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        StageWork(),
         SecondsEach(),
         TimeElapsedColumn(),
         TextColumn("eta"),
@@ -97,21 +247,39 @@ def _bar() -> Progress:
 
 class Lines:
     """Progress of one stage as plain lines: a line when it starts, a line every ``interval``
-    seconds (from a timer thread, so a slow item does not hold it back) and a closing line when
-    the stage took long enough to print one. A context manager; ``advance`` counts done items."""
+    seconds (from a timer thread, so a slow item does not hold it back) with the items, calls and
+    decisions done, and a closing line when it ends. A context manager; ``advance`` counts done
+    items."""
 
     def __init__(self, description: str, total: int | None, interval: float | None = None):
-        self.description = description
-        self.total = total
+        self.stage = Stage(description, total)
         self.interval = interval_s() if interval is None else interval
-        self.done = 0
         self.ticks = 0
-        self.start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="rag-eval-progress", daemon=True)
 
+    @property
+    def description(self) -> str:
+        return self.stage.description
+
+    @property
+    def total(self) -> int | None:
+        return self.stage.total
+
+    @property
+    def done(self) -> int:
+        return self.stage.done
+
+    @property
+    def start(self) -> float:
+        return self.stage.start
+
+    @start.setter
+    def start(self, value: float) -> None:
+        self.stage.start = value
+
     def __enter__(self) -> Lines:
-        of = f" ({self.total} items)" if self.total is not None else ""
+        of = f" ({self.total} item{'s' if self.total != 1 else ''})" if self.total is not None else ""
         _line(f"{self.description}{of}: started")
         self._thread.start()
         return self
@@ -119,24 +287,20 @@ class Lines:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        if self.ticks and exc[0] is None:
-            _line(f"{self.description}: {self._count()} done in {duration(time.monotonic() - self.start)}")
+        if exc[0] is None:
+            calls = self.stage.calls_text()
+            _line(
+                f"{self.description}: {self.stage.count()} done"
+                + (f", {calls}" if calls else "")
+                + f" in {duration(self.stage.elapsed())}"
+            )
 
     def advance(self, n: int = 1) -> None:
-        self.done += n
-
-    def _count(self) -> str:
-        return f"{self.done}/{self.total}" if self.total is not None else str(self.done)
+        self.stage.done += n
 
     def status(self) -> str:
-        """``judging answers: 12/40 done, 1 min 02 s elapsed, about 2 min 25 s left``."""
-        elapsed = time.monotonic() - self.start
-        line = f"{self.description}: {self._count()} done, {duration(elapsed)} elapsed"
-        if self.total and self.done:
-            line += f", about {duration(elapsed / self.done * (self.total - self.done))} left"
-        elif self.total:
-            line += ", no estimate yet (none done)"
-        return line
+        """``judging answers: 12/40 done, 37 of ~101 calls, 1 min 02 s elapsed, about 2 min 25 s left``."""
+        return self.stage.status()
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
@@ -170,7 +334,10 @@ def track(items: Sequence[T] | Iterable[T], description: str, total: int | None 
                 lines.advance()
         return
     with _bar() as progress:
-        yield from progress.track(items, total=total, description=description)
+        task = progress.add_task(description, total=_total(items, total), stage=Stage(description, total))
+        for item in items:
+            yield item
+            progress.advance(task)
 
 
 def say(message: str) -> None:
@@ -200,7 +367,7 @@ async def track_async(awaitables: Sequence[Awaitable[T]], description: str) -> A
                     yield result
             return
         with _bar() as progress:
-            task = progress.add_task(description, total=len(tasks))
+            task = progress.add_task(description, total=len(tasks), stage=Stage(description, len(tasks)))
             for fut in asyncio.as_completed(tasks):
                 result = await fut
                 progress.advance(task)

@@ -294,3 +294,35 @@ def test_report_with_labels_writes_beside_the_run_and_a_plain_report_gives_the_a
     assert code == 0 and "re-rendered the audit's report" in out
     assert (run / "report.md").read_text() == original_md
     assert json.loads((run / "report.json").read_text())["labels"]["source"] != str(labels)
+
+
+def test_validate_never_says_ok_beside_the_problems_it_finds(small_project, capsys, monkeypatch):
+    """An unset api_key_env: exit 2 with the problems, and no "ok" printed before them (46 item 9)."""
+    from .conftest import ROOT
+
+    monkeypatch.delenv("RAG_EVAL_TEST_UNSET_KEY", raising=False)
+    cfg = small_project / "audit.yaml"
+    llm = "{provider: openai, model: m, base_url: 'http://127.0.0.1:9/v1', api_key_env: RAG_EVAL_TEST_UNSET_KEY}"
+    cfg.write_text(
+        cfg.read_text()
+        + f"generation:\n  retriever: bm25\n  prompts: {{base: {ROOT / 'prompts' / 'answer.md'}}}\n  llm: {llm}\n"
+        + f"judges:\n  llm: {llm}\n"
+    )
+    code, out, err = run_cli(capsys, "validate", str(cfg))
+    assert code == 2 and out == ""
+    assert "2 problems found" in err and err.count("the environment variable RAG_EVAL_TEST_UNSET_KEY is not set") == 2
+    monkeypatch.setenv("RAG_EVAL_TEST_UNSET_KEY", "sk-test-key-1234")
+    code, out, err = run_cli(capsys, "validate", str(cfg))
+    assert code == 0 and f"{cfg}: ok." in out and err == ""
+
+
+def test_a_typo_in_generation_retriever_is_reported_at_its_line(small_project, capsys):
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(cfg.read_text() + "generation:\n  top_k: 2\n  retriever: bm52\n")
+    err = _expect_error(
+        capsys,
+        cfg,
+        "audit.yaml:12 (generation.retriever): generation.retriever 'bm52' is not a configured retriever",
+        "fix: did you mean 'bm25'? known: bm25",
+    )
+    assert "(top level)" not in err

@@ -54,11 +54,16 @@ def test_without_a_terminal_the_cli_prints_stage_and_interval_lines(tmp_path):
     assert re.search(r"^judging answers \((\d+) items\): started$", err, re.M), err
     total = int(re.search(r"^judging answers \((\d+) items\)", err, re.M).group(1))
     ticks = re.findall(
-        rf"^judging answers: (\d+)/{total} done, .+ elapsed(, about .+ left|, no estimate yet.*)$", err, re.M
+        rf"^judging answers: (\d+)/{total} done, \d+ of ~\d+ calls, \d+ of {2 * total} decisions, .+ elapsed"
+        r"(, about .+ left|, no estimate yet.*)$",
+        err,
+        re.M,
     )
     assert ticks, err
     assert any(", about " in t[1] for t in ticks), err  # an estimate once something is done
-    assert re.search(rf"^judging answers: {total}/{total} done in \d+ s$", err, re.M), err
+    assert re.search(
+        rf"^judging answers: {total}/{total} done, .+, {2 * total} of {2 * total} decisions in \d+ s$", err, re.M
+    )
     assert "traces: 16 read, 16 audited" in shown.stdout
     # -q: the same run, no progress and no status lines; the results still on standard output.
     assert quiet.returncode == 0, quiet.stderr
@@ -136,3 +141,37 @@ def test_on_a_terminal_the_live_bar_stays(tmp_path):
     assert ANSI.search(err) and "judging answers" in err  # the bar, drawn with cursor control
     assert "): started" not in err and "elapsed, about" not in err
     assert b"traces: 8 read, 8 audited" in out
+
+
+def test_judging_progress_moves_with_every_model_call(small_project, monkeypatch, capsys):
+    """A slowed model: the judging lines count calls and decisions against the plan, and each line
+    shows more calls done than the one before (a line never stands still while calls complete;
+    49 item 3). Every stage that started says it is done, and the estimates say what they rest on."""
+    from rag_eval.cli import main
+
+    from .orchestration.test_pipeline import _config
+
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.4")
+    with ScriptedServer(reply=structured_reply, latency_s=0.06) as s:
+        cfg = _config(small_project, s.base_url)
+        assert main(["run", str(cfg), "--no-cache"]) == 0
+        calls = s.calls
+    err = capsys.readouterr().err
+    assert "bm25: searching (1 item): started" in err and "bm25: searching: 1/1 done in 0 s" in err
+    assert re.search(r"^retrieval: 1 retriever \(bm25\) ranked 4 questions in \d+ s$", err, re.M), err
+    assert (
+        "generation: 4 questions x 1 prompts on bm25's top 2: at most 4 calls (cached ones are free), about 32 s at "
+        "8.0 s a call assumed (generation.llm.expected_latency_s; nothing measured on this endpoint yet)"
+    ) in err
+    estimate = re.search(r"^judging 4 answers with .+: at most (\d+) calls .+ as measured in this run$", err, re.M)
+    assert estimate, err
+    planned = int(estimate.group(1))
+    ticks = re.findall(rf"^judging answers: \d/4 done, (\d+) of ~{planned} calls, (\d+) of 12 decisions, ", err, re.M)
+    assert len(ticks) >= 2, err
+    done = [int(c) for c, _ in ticks]
+    assert all(a < b for a, b in zip(done, done[1:])), ticks  # every line moved
+    final = re.search(
+        rf"^judging answers: 4/4 done, (\d+) of ~{planned} calls, 12 of 12 decisions in \d+ s$", err, re.M
+    )
+    assert final and int(final.group(1)) == calls - 4 <= planned, err  # the judges' calls: all but the 4 answers'
+    assert re.search(r"^generating answers: 4/4 done, 4 of ~4 calls in \d+ s$", err, re.M), err

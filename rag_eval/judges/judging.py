@@ -29,7 +29,7 @@ from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for, mark
-from rag_eval.progress import track_async
+from rag_eval.progress import decided, track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
@@ -107,6 +107,7 @@ class JudgeRun:
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
+            decided()
             return old
         make = self.make(name, q, prompt, answer, contexts)
         if spec.answer_independent:
@@ -197,6 +198,7 @@ async def judge_all(
         def emit(j: Judgement) -> None:
             fh.write(json.dumps(j.to_dict(), ensure_ascii=False) + "\n")
             fh.flush()
+            decided()
 
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)

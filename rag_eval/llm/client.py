@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from rag_eval import progress
 from rag_eval.base_records import required
 from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
@@ -95,7 +96,8 @@ class CachingTransport(httpx.AsyncBaseTransport):
     and returns the base URL to send to, so a fully cached run never starts a server. Identical
     requests in flight at once are sent once. ``slots`` (a one-slot embedded server): saved slots of
     earlier servers are restored before a request whose beginning they share, and repeated
-    beginnings are saved for the next server.
+    beginnings are saved for the next server. Every completed call is counted for the progress
+    lines (``progress.call_done``), and the seconds of the answered ones measured (``latency_s``).
     """
 
     def __init__(
@@ -115,6 +117,13 @@ class CachingTransport(httpx.AsyncBaseTransport):
         self.target: httpx.URL | None = None  # the started local server, once started
         self.start_error: Exception | None = None
         self.inflight: dict[str, asyncio.Future] = {}
+        self.answered = 0  # calls sent and answered (HTTP 200)
+        self.answered_s = 0.0  # their seconds, summed
+
+    @property
+    def latency_s(self) -> float | None:
+        """Mean seconds of a call sent and answered by this endpoint, or None before the first."""
+        return self.answered_s / self.answered if self.answered else None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
@@ -123,10 +132,12 @@ class CachingTransport(httpx.AsyncBaseTransport):
         key = cache_key(self.identity, body)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             self.usage.cache_hits += 1
+            progress.call_done(cached=True)
             return _response(200, hit, [("content-type", "application/json"), (CACHE_HEADER, "hit")], request)
         if key in self.inflight:
             self.usage.shared += 1
             status, content, headers = await asyncio.shield(self.inflight[key])
+            progress.call_done(failed=status != 200)
             return _response(status, content, headers, request)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self.inflight[key] = future
@@ -134,6 +145,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
             status, content, headers = await self._send(request, body, key)
             future.set_result((status, content, headers))
         except Exception as exc:
+            progress.call_done(failed=True)
             future.set_exception(exc)
             future.exception()  # marked as retrieved: the waiters get it, nobody is warned
             raise
@@ -142,6 +154,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
             raise
         finally:
             del self.inflight[key]
+        progress.call_done(failed=status != 200)
         return _response(status, content, headers, request)
 
     async def _send(self, request: httpx.Request, body: bytes, key: str) -> tuple[int, bytes, list]:
@@ -155,6 +168,8 @@ class CachingTransport(httpx.AsyncBaseTransport):
             content = await response.aread()
             elapsed = time.perf_counter() - start
             if response.status_code == 200:
+                self.answered += 1
+                self.answered_s += elapsed
                 self.usage.record(content)
                 if self.cache is not None and _complete(content):
                     self.cache.put(key, content)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_eval.config import LLMConfig
-from rag_eval.llm.client import LLM, api_key
+from rag_eval.llm.client import LLM, CachingTransport, api_key
 from rag_eval.llm.local import (
     MODEL_NAME,
     LocalServer,
@@ -35,6 +35,7 @@ class LLMSession:
         self.slot_libraries: dict[str, SlotLibrary] = {}
         self.llms: dict[tuple, LLM] = {}
         self._usages: list = []
+        self._transports: list[CachingTransport] = []  # every LLM's, also those closed
 
     @staticmethod
     def identity(cfg: LLMConfig) -> str:
@@ -50,6 +51,24 @@ class LLMSession:
         if cfg.provider == "openai" or cfg.base_url:
             return cfg.model or MODEL_NAME
         return cfg.model or (Path(cfg.model_path).stem if cfg.model_path else MODEL_NAME)
+
+    def concurrency(self, cfg: LLMConfig) -> int:
+        """How many calls an LLM of ``cfg`` has in flight at once: a Ray engine's model workers, the
+        embedded server's slots (``parallel``), else the endpoint's ``concurrency``."""
+        if cfg.provider != "local" or cfg.base_url:
+            return cfg.concurrency
+        if self.engine is not None and self.engine.type == "ray":
+            return int(self.engine.cfg.model_workers)
+        return cfg.parallel
+
+    def measured_latency(self, cfg: LLMConfig) -> float | None:
+        """Mean seconds of a call answered by ``cfg``'s endpoint in this session (cache hits not
+        counted), or None when none was sent there yet."""
+        identity = self.identity(cfg)
+        mine = [t for t in self._transports if t.identity == identity and t.answered]
+        if not mine:
+            return None
+        return sum(t.answered_s for t in mine) / sum(t.answered for t in mine)
 
     def _starter(self, cfg: LLMConfig, identity: str):
         """A function that starts (once per model and settings) the local server, returning its URL."""
@@ -100,6 +119,7 @@ class LLMSession:
                 slots=slots,
             )
             self._usages.append(self.llms[key].usage)
+            self._transports.append(self.llms[key].transport)
         return self.llms[key]
 
     def usage(self) -> list[dict]:

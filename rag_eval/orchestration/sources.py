@@ -5,6 +5,7 @@ production traces. A new source is a subclass of ``AnswerSource`` and one line i
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from rag_eval.errors import DataError, Problem
 from rag_eval.labels.human import DrawnAnswer, draw, write_csv, write_html
 from rag_eval.llm.client import Usage
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit, eta
-from rag_eval.progress import say
+from rag_eval.progress import duration, plan, say
 from rag_eval.report.assemble import build_report, generation_section, retrieved_in_top_k, supplied_report
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report
@@ -54,7 +55,12 @@ def retrieval_report(
     """Stage 1 into the run folder (rankings, metrics, diagnoses, lint; retrieval.jsonl) and the
     report of it, written. ``given``: rankings made elsewhere (a deployed system's), by retriever."""
     cache = cache_root(cfg.cache_folder)
+    start = time.monotonic()
     rankings = factory.run_retrievers(cfg, inputs.corpus, inputs.questions, cache, given)
+    say(
+        f"retrieval: {len(rankings)} retriever{'s' if len(rankings) != 1 else ''} ({', '.join(rankings)}) ranked "
+        f"{len(inputs.questions)} questions in {duration(time.monotonic() - start)}"
+    )
     res = evaluate(cfg, inputs.corpus, inputs.questions, rankings)
     diagnoses = diagnose_with_fixes(cfg, inputs.corpus, res, cache)
     findings = lint(cfg, inputs.corpus, inputs.questions, res)
@@ -88,16 +94,30 @@ class GeneratedAnswers(AnswerSource):
         g = cfg.generation
         if g is None or not self.generate:
             return Answered(report, None, cfg, inputs.corpus, inputs.questions)
+        say(
+            f"retrieval report: {audit.run_dir / 'report.md'} and report.html (the retrieval figures and misses, to "
+            "read while the answers are made; the final report replaces it)"
+        )
         selected = select_questions(cfg, res)
         n_prompts = 1 if g.answers else len(g.prompts)
+        calls = len(selected) * n_prompts
         sampled = f" (a stratified sample of {len(res.questions)})" if len(selected) < len(res.questions) else ""
-        plan = "answers supplied" if g.answers else eta(len(selected) * n_prompts, g.llm.expected_latency_s)
+        at_once = audit.session.concurrency(g.llm)
+        how = (
+            "answers supplied"
+            if g.answers
+            else eta(calls, audit.session.measured_latency(g.llm), at_once, g.llm.expected_latency_s, "generation.llm")
+        )
         say(
             f"generation: {len(selected)} questions{sampled} x {n_prompts} prompts on {g.retriever}'s top "
-            f"{g.top_k}: {plan}"
+            f"{g.top_k}: {how}"
         )
-        records, reuse = run_generation(cfg, inputs.corpus, res, audit.session, audit.run_dir)
+        with plan(calls=None if g.answers else calls):
+            records, reuse = run_generation(cfg, inputs.corpus, res, audit.session, audit.run_dir)
         audit.say_reuse("generation", reuse.reused, reuse.redone, "answers")
+        failed = [r for r in records if r.failed]
+        if failed:
+            say(f"generation: {len(failed)} of {len(records)} answers failed; first error: {failed[0].error}")
         report.generation = generation_section(cfg, records, len(selected), audit.session.usage(), len(res.questions))
         write_report(audit.run_dir, report)
         answers = report.generation.records

@@ -514,6 +514,8 @@ def summary(report: Report | dict) -> dict:
     if report.system is not None:
         s = report.system
         parts |= dict(system={"questions": s.questions, "answered": s.answered, "failed": len(s.failed)})
+    if report.failures is not None:
+        parts |= dict(failures=report.failures)
     if report.traces is not None:
         t = report.traces
         parts |= dict(traces={"read": t.read, "audited": t.audited, "skipped": t.skipped})

@@ -1,4 +1,8 @@
-"""Quality gates: named figures of summary.json compared with thresholds (exit status 1 on failure)."""
+"""Quality gates: named figures of summary.json compared with thresholds (exit status 1 on failure).
+
+One gate applies without being configured: ``failures.not_judged_share <= 0`` (``DEFAULT_GATES``),
+so that a run whose answers could not be judged because their model calls failed does not pass;
+a ``gates`` entry of that figure replaces it (e.g. ``"<= 0.1"`` allows a tenth)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from rag_eval.config import OPS, parse_rule
 from rag_eval.errors import ConfigError, Problem, did_you_mean
 from rag_eval.judges.registry import figures as judge_figures
 from rag_eval.report.diff_records import DiffData
+from rag_eval.report.failures import CallFailures
 from rag_eval.report.report_records import Report
 from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import read_jsonl
@@ -44,16 +49,30 @@ def _split(figure: str) -> list[str]:
     return figure.split(".")
 
 
+# The share of a run's answers left without a verdict because their model calls failed.
+FAILURE_GATE = "failures.not_judged_share"
+# Gates every run with answers gets unless its config sets the figure's own.
+DEFAULT_GATES = {FAILURE_GATE: "<= 0"}
+
+
 def check_gates(
     gates: dict[str, str], summary: dict, where: str = "gates", diff: dict | None = None
 ) -> list[GateResult]:
     """Every gate's result; a figure that is not in the summary is a config error naming close ones.
-    ``diff.<figure>`` gates are decided on the diff against a baseline run (``diff``: its JSON)."""
+    ``diff.<figure>`` gates are decided on the diff against a baseline run (``diff``: its JSON).
+    A summary with answers (its ``failures``) also gets ``DEFAULT_GATES`` where ``gates`` does not
+    set their figures."""
     results = []
-    for figure, rule in gates.items():
+    found = summary.get("failures")
+    failures = CallFailures.load(found) if isinstance(found, dict) else None
+    defaults = {f: r for f, r in DEFAULT_GATES.items() if f not in gates and failures is not None}
+    for figure, rule in {**gates, **defaults}.items():
         op, threshold = parse_rule(rule, f"{where}.{figure}")
         if figure.startswith("diff."):
             results.append(check_diff_gate(figure, op, threshold, diff, where))
+            continue
+        if figure == FAILURE_GATE and failures is not None:
+            results.append(check_failure_gate(op, threshold, failures, figure in defaults))
             continue
         try:
             value = lookup(summary, figure)
@@ -78,6 +97,27 @@ def check_gates(
             )
         )
     return results
+
+
+def check_failure_gate(op: str, threshold: float, failures: CallFailures, default: bool) -> GateResult:
+    """The gate on the share of answers not judged because their calls failed; a failure names how
+    many, the first error, and how to allow some."""
+    rule = f"{op} {threshold:g}"
+    value = float(failures.not_judged_share)
+    passed = OPS[op](value, threshold)
+    how = "; the default gate" if default else ""
+    message = f"{'pass' if passed else 'FAIL'}: {FAILURE_GATE} = {value:.4g} (needs {rule}{how})"
+    detail = "\n".join(
+        [
+            f"{FAILURE_GATE} = {value:.4g}, needs {rule}",
+            f"    {failures.not_judged} of {failures.answers_total} answers not judged: their model calls failed "
+            f"({failures.answers} answers, {failures.judgements} judgements failed)",
+            f"    first error: {failures.first_error}",
+            "    fix the endpoint (or its timeout_s / max_retries) and run again (answered calls come from the "
+            f'cache), or allow a share with gates: {{{FAILURE_GATE}: "<= 0.1"}}',
+        ]
+    )
+    return GateResult(FAILURE_GATE, rule, value, passed, message, detail=detail)
 
 
 DIFF_BOUND = {">=": "ci_low", ">": "ci_low", "<=": "ci_high", "<": "ci_high", "==": "diff"}

@@ -13,6 +13,7 @@ from rag_eval.answers.answer_records import GenerationSection, Usage
 from rag_eval.attribution.records import AttributionRow, AttributionSection, FailureSplit, JudgeBrief, OutcomeShare
 from rag_eval.base_records import Figure, Model, Num, PairedComparison, StageReuse
 from rag_eval.judges.judge_records import Figures, JudgesSection, LabelledEstimate
+from rag_eval.report.failures import CallFailures
 from rag_eval.retrievers.retrieval_records import RetrievalSection
 from rag_eval.system.system_records import SystemSection, TracesSection
 
@@ -193,6 +194,7 @@ class Report(Model):
     comparison: ComparisonSection | None = None
     labels: LabelsSection | None = None
     adaptation: AdaptationSection | None = None
+    failures: CallFailures | None = None  # what failed in the run (set once it is judged)
 
     def rows(self) -> list[AttributionRow]:
         """Attribution's rows (none before attribution ran)."""
@@ -225,3 +227,4 @@ class Summary(Model):
     system: dict[str, int] | None = None
     traces: dict[str, Any] | None = None
     labels: LabelsSection | None = None
+    failures: CallFailures | None = None

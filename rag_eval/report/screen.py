@@ -10,7 +10,8 @@ HEADLINE = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10")
 
 
 def one_screen(summary: Summary | dict) -> str:
-    """Retrieval headline figures, judged figures and outcome shares, one line each."""
+    """Retrieval headline figures, judged figures and outcome shares, one line each; then, where
+    answers or judgements failed, how many and the first error."""
     summary = Summary.load(summary)
     lines = []
     for name, figs in summary.retrieval.items():
@@ -31,6 +32,8 @@ def one_screen(summary: Summary | dict) -> str:
             + ", ".join(parts)
             + (f"; failures: {split.retrieval} retrieval, {split.generation} generation" if split else "")
         )
+    if summary.failures is not None and summary.failures.any:
+        lines.append(summary.failures.line())
     return "\n".join(lines)
 
 

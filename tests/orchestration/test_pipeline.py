@@ -20,7 +20,7 @@ from rag_eval.report.assemble import generation_section, retrieved_in_top_k
 from rag_eval.system.replies import failure_lines
 
 from ..conftest import SMALL_CORPUS, write_jsonl
-from ..scripted_server import ScriptedServer, structured_reply
+from ..scripted_server import ScriptedServer, judge_name, structured_reply
 from ..system.rag_service import RagService
 from ..system.test_http import TOKEN, project
 from ..system.test_trace_audit import QUESTIONS, judges
@@ -28,9 +28,10 @@ from ..system.test_traces import PHOENIX
 from .test_runner import _config as _audit_config
 
 
-def _config(project, base_url):
-    """The small project's audit with the scripted model, judged by rag-eval's own yes/no judges."""
-    cfg = _audit_config(project, base_url)
+def _config(project, base_url, extra=""):
+    """The small project's audit with the scripted model, judged by rag-eval's own yes/no judges
+    (``extra``: more settings of the model, e.g. ``, max_retries: 0``)."""
+    cfg = _audit_config(project, base_url, extra)
     cfg.write_text(cfg.read_text() + "  metrics: [refusal, correctness, faithfulness_yesno]\n")
     return cfg
 
@@ -204,3 +205,110 @@ def test_trace_runs_get_the_html_page_and_labels_with_questions(tmp_path, labell
 def csvrows(path):
     with open(path, newline="", encoding="utf-8") as fh:
         yield from csv.DictReader(fh)
+
+
+def test_a_dead_model_endpoint_fails_the_run_and_says_how_many_and_why(small_project, capsys):
+    """Nothing listens on the model's port: every answer fails. The run finishes (its retrieval is
+    measured) but says so on screen and in status.json, and the default gate fails it (46 item 8)."""
+    cfg = _config(small_project, "http://127.0.0.1:9/v1", ", max_retries: 0")
+    assert main(["-q", "run", str(cfg)]) == 1
+    out = capsys.readouterr().out
+    error = "APIConnectionError: Connection error."
+    assert f"failures: 4 of 4 answers failed, 0 judgements failed: 4 answers not judged; first error: {error}" in out
+    assert "gate FAIL: failures.not_judged_share = 1 (needs <= 0; the default gate)" in out
+    assert "    4 of 4 answers not judged: their model calls failed (4 answers, 0 judgements failed)" in out
+    assert f"    first error: {error}" in out
+    run_dir = next((small_project / "runs").iterdir())
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "finished"
+    assert status["failures"] == {"answers": 4, "judgements": 0, "first_error": error}
+    assert rag_eval.read_run(run_dir).status.finished_with_failures
+    failures = json.loads((run_dir / "summary.json").read_text())["failures"]
+    assert failures["not_judged"] == 4 and failures["not_judged_share"] == 1.0 and failures["answers_total"] == 4
+
+
+def _partly_failing(n, body):
+    """The answer to q1 fails (HTTP 500), and the correctness judge's call on q2's answer."""
+    text = json.dumps(body["messages"])
+    name = judge_name(body)
+    if name is None and "Which sequence type" in text:
+        return "500"
+    if name == "correctness" and "What is a set?" in text:
+        return "500"
+    return "ok"
+
+
+def test_partly_failed_calls_are_counted_and_the_gate_share_is_configurable(small_project, capsys):
+    """One answer and one judgement fail: both counted on screen and in status.json; the default
+    gate fails the run (a quarter of the answers not judged), a configured share lets it pass."""
+    with ScriptedServer(_partly_failing, reply=structured_reply) as s:
+        cfg = _config(small_project, s.base_url, ", max_retries: 0")
+        assert main(["-q", "run", str(cfg)]) == 1
+        out = capsys.readouterr().out
+        line = "failures: 1 of 4 answers failed, 1 judgement failed: 1 answer not judged; first error: "
+        assert line + "APIStatusError (HTTP 500)" in out or line + "InternalServerError (HTTP 500)" in out, out
+        assert "gate FAIL: failures.not_judged_share = 0.25 (needs <= 0; the default gate)" in out
+        first = next((small_project / "runs").iterdir())
+        failures = json.loads((first / "status.json").read_text())["failures"]
+        assert (failures["answers"], failures["judgements"]) == (1, 1) and "HTTP 500" in failures["first_error"]
+        judgements = [json.loads(line) for line in (first / "judgements.jsonl").read_text().splitlines()]
+        q2 = {j["judge"]: j["status"] for j in judgements if j["question_id"] == "q2"}
+        assert q2["correctness"] == "not_judged" and q2["refusal"] == "judged"
+
+        cfg.write_text(cfg.read_text() + "gates: {failures.not_judged_share: '<= 0.25'}\n")
+        assert main(["-q", "run", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    assert line in out and "gate pass: failures.not_judged_share = 0.25 (needs <= 0.25)" in out
+
+
+def test_a_run_that_fails_before_writing_leaves_no_folder_and_a_later_failure_names_its_folder(small_project, capsys):
+    """A run folder is removed when the run failed before any record; one with records stays, and
+    the error names it (46 item 9)."""
+    cfg = _config(small_project, "http://127.0.0.1:9/v1")
+    text = cfg.read_text()
+    cfg.write_text(text.replace("test_set: {path: questions.jsonl}", "test_set: {path: no-such-questions.jsonl}"))
+    assert main(["-q", "run", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-questions.jsonl" in err and "its folder keeps" not in err
+    assert not (small_project / "runs").exists() or not list((small_project / "runs").iterdir())
+
+    # A prompt file that is missing is found after retrieval wrote its records: the folder stays.
+    cfg.write_text(text.replace(f"{{base: {small_project / 'answer.md'}}}", "{base: no-such-prompt.md}"))
+    assert main(["-q", "run", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    [kept] = list((small_project / "runs").iterdir())
+    assert (kept / "retrieval.jsonl").exists() and json.loads((kept / "status.json").read_text())["status"] == "failed"
+    assert f"its folder keeps what was written: {kept} (status.json: failed" in err
+    assert f"--resume {kept}" in err
+
+
+def test_the_retrieval_report_is_written_and_announced_before_the_first_answer(small_project, capsys):
+    """While the model makes the first answer, report.md and report.html already hold the retrieval
+    section with its misses, and the terminal has said where (49 item 5); the final report
+    replaces them."""
+    seen: list[str] = []
+
+    def script(n, body):
+        if judge_name(body) is None and not seen:
+            [run_dir] = list((small_project / "runs").iterdir())
+            seen.append((run_dir / "report.md").read_text())
+            seen.append((run_dir / "report.html").read_text())
+        return "ok"
+
+    # q5 asks what q1 asks, but labels the sets chunk: bm25 misses it, and the early report lists it.
+    miss = {"id": "q5", "question": "Which sequence type can be changed in place?", "answer_in": "py/sets"}
+    with (small_project / "questions.jsonl").open("a") as fh:
+        fh.write(json.dumps(miss) + "\n")
+    with ScriptedServer(script, reply=structured_reply) as s:
+        cfg = _config(small_project, s.base_url)
+        cfg.write_text(cfg.read_text().replace("  k: [1, 3]\n", "  k: [1]\n").replace("top_k: 2", "top_k: 1"))
+        assert main(["run", str(cfg)]) == 0
+    err = capsys.readouterr().err
+    [run_dir] = list((small_project / "runs").iterdir())
+    early_md, early_html = seen
+    assert "### Misses (no relevant chunk in the top 1)" in early_md and "| q5 |" in early_md
+    assert "## Generation" not in early_md and "q5" in early_html
+    announced = f"retrieval report: {run_dir / 'report.md'} and report.html"
+    assert announced in err and err.index(announced) < err.index("generation: 5 questions")
+    final = (run_dir / "report.md").read_text()
+    assert "### Misses" in final and "## Generation" in final

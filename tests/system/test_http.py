@@ -112,7 +112,8 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         ScriptedServer(reply=structured_reply) as judge,
     ):
         config = project(tmp_path, svc.url, judge.base_url)
-        assert main(["-q", "run", config]) == 0
+        # q3 fails: a seventh of the answers not judged fails the default gate (failures.not_judged_share <= 0).
+        assert main(["-q", "run", config]) == 1
         run = next((tmp_path / "runs").iterdir())
         result = rag_eval.load_run(run)
         judged_bodies = list(judge.bodies)
@@ -166,7 +167,7 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         assert "${RAG_SVC_KEY}" in (run / "config.yaml").read_text()
 
         # A rerun asks only what is not cached: the failed question, twice (one retry).
-        assert main(["-q", "run", config]) == 0
+        assert main(["-q", "run", config]) == 1
         assert svc.calls == first_calls + 2
         # The retrieval stage alone asks the system too (from the cache), and judges nothing.
         assert main(["-q", "retrieval", config, "--out", str(tmp_path / "ret")]) == 0
