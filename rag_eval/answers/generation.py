@@ -84,11 +84,19 @@ def load_prompts(cfg: AuditConfig) -> dict[str, PromptTemplate]:
     return out
 
 
+def context_seen(text: str, max_chars: int) -> str:
+    """The part of a context's text the generator and the judges are given: its first
+    ``max_chars`` characters (the labelling page shows this part, and folds the rest)."""
+    return text if len(text) <= max_chars else text[:max_chars]
+
+
 def format_contexts(chunks: list[Chunk], max_chars: int) -> str:
-    """Each context as ``[chunk id] title`` then its text, cut to ``max_chars``."""
+    """Each context as ``[chunk id] title`` then its text, cut to ``max_chars`` (``context_seen``;
+    a cut is marked `` [...]``)."""
     parts = []
     for c in chunks:
-        text = c.text if len(c.text) <= max_chars else c.text[:max_chars].rstrip() + " [...]"
+        seen = context_seen(c.text, max_chars)
+        text = seen if len(seen) == len(c.text) else seen.rstrip() + " [...]"
         parts.append(f"[{c.id}] {c.title}\n{text}")
     return "\n\n".join(parts)
 

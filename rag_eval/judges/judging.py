@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer
+from rag_eval.answers.generation import context_seen
 from rag_eval.base_records import required
 from rag_eval.calibration.adaptation import Decider
 from rag_eval.calibration.adapted import adaptable, saved_adaptation
@@ -44,12 +45,18 @@ def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
     return {(j.judge, j.question_id, j.prompt): j for j in judgements if j.status != "not_judged"}
 
 
-def _contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:
+def context_chars(cfg: AuditConfig) -> int:
+    """How many characters of each context the judges are given (the generator's cut)."""
+    return cfg.generation.max_context_chars if cfg.generation else 2000
+
+
+def judged_contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:
+    """The contexts a judge is given: each chunk's text cut as the generator's (``context_seen``);
+    an id the corpus does not hold stands for itself."""
     out = []
     for cid in ids:
         c = corpus.chunks[corpus.index[cid]] if cid in corpus.index else None
-        text = c.text if c else cid
-        out.append(text if len(text) <= max_chars else text[:max_chars])
+        out.append(context_seen(c.text if c else cid, max_chars))
     return out
 
 
@@ -186,7 +193,7 @@ async def judge_all(
     )
     done = read_judgements(out)
     by_id = {q.id: q for q in questions}
-    max_chars = cfg.generation.max_context_chars if cfg.generation else 2000
+    max_chars = context_chars(cfg)
     records: list[Judgement] = []
     # Answers are judged a few at a time, so that a killed run loses little (each verdict is
     # written as it comes), yet more than the model serves at once: the client's prefix-aware
@@ -207,7 +214,7 @@ async def judge_all(
 
         async def one(g: Answer) -> list:
             async with gate:
-                contexts = _contexts(corpus, g.contexts, max_chars)
+                contexts = judged_contexts(corpus, g.contexts, max_chars)
                 return await judge_answer(jr, by_id[g.question_id], g, contexts)
 
         jobs = [one(g) for g in generations if g.question_id in by_id]
@@ -226,7 +233,7 @@ async def judge_all(
             [j.to_dict() for j in records],
             second,
             lambda q, p: (by_id.get(q), gens.get((q, p))),
-            lambda ids: _contexts(corpus, ids, max_chars),
+            lambda ids: judged_contexts(corpus, ids, max_chars),
         )
         records = [Judgement.from_dict(r) for r in escalated]
     write_text(out, "".join(json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in records))

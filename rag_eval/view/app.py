@@ -31,22 +31,36 @@ from rag_eval.view import labels_file
 from rag_eval.view.figures import figures_json
 from rag_eval.view.figures import label_figures as figures_with_labels
 from rag_eval.view.queue import (
+    RunSources,
     answer_view,
     base_row,
     build_queue,
-    context_texts,
-    evidence_quotes,
     labelled_with_certainty,
+    run_sources,
     uncertain_ranks,
 )
-from rag_eval.view.run_folders import NotARun, list_runs, load_report, run_folder, run_status
+from rag_eval.view.run_folders import (
+    NotARun,
+    failures_line,
+    list_runs,
+    load_report,
+    run_failures,
+    run_folder,
+    run_status,
+)
 
 STATIC = Path(__file__).parent / "static"
+# The browser's tab icon: a tick on the accent colour, small enough to live here.
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
+    'fill="#2f5bd3"/><path d="M4 8.5l2.6 2.6L12 5.5" fill="none" stroke="#fff" stroke-width="2"/></svg>'
+)
 
 
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("rag_eval.view", "templates"), autoescape=select_autoescape(default=True))
     env.filters.update(fig=lambda e, digits=2: fmt(e, digits), pct=lambda p: "–" if p is None else f"{p:.2f}")
+    env.globals.update(failures_line=failures_line)
     return env
 
 
@@ -100,7 +114,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
     runs_dir = Path(runs_dir).resolve()
     label_figures = functools.partial(figures_with_labels, adapt=adapt)
     env = _env()
-    texts_cache: dict[Path, dict[str, str]] = {}
+    sources_cache: dict[Path, tuple[float, RunSources]] = {}
 
     def page(template: str, code: int = 200, **ctx) -> HTMLResponse:
         return HTMLResponse(env.get_template(template).render(runs_dir=str(runs_dir), **ctx), status_code=code)
@@ -135,6 +149,7 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
             title=name,
             name=name,
             status=run_status(path),
+            failures=run_failures(path),
             report=labelled,
             figs=figs,
             heads=heads,
@@ -160,6 +175,14 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
                 "error.html", 404, title="No report page", message=f"{name} has no HTML report (no retrieval stage)."
             )
         return HTMLResponse(render_html(report))
+
+    def sources_of(path: Path, report) -> RunSources:
+        """The run's corpus, cut and evidence, read once per version of its report."""
+        mtime = (path / "report.json").stat().st_mtime
+        got = sources_cache.get(path)
+        if got is None or got[0] != mtime:
+            got = sources_cache[path] = (mtime, run_sources(path, report))
+        return got[1]
 
     def queue_of(path: Path):
         report = load_report(path)
@@ -195,14 +218,12 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
             return page(
                 "error.html", 404, title="Not in the queue", message=f"{name} has {len(queue)} answers to label."
             )
-        if path not in texts_cache:
-            texts_cache[path] = context_texts(path, report)
-        evidence = evidence_quotes(report)
-        view = answer_view(i, queue[i], report, texts_cache[path], evidence, rows)
+        sources = sources_of(path, report)
+        view = answer_view(i, queue[i], report, sources, rows)
         prev = None
         p = request.query_params.get("prev", "")
         if p.isdigit() and int(p) < len(queue):
-            prev = answer_view(int(p), queue[int(p)], report, texts_cache[path], evidence, rows)
+            prev = answer_view(int(p), queue[int(p)], report, sources, rows)
         done = labels_file.labelled_values(rows)
         labelled = sum(any(v is not None for v in done.get(it.key, {}).values()) for it in queue)
         return page(
@@ -272,8 +293,12 @@ def create_app(runs_dir: Path, allowed_hosts: Sequence[str] | None = None, adapt
             return page("error.html", 400, title="Cannot compare", message=exc.render())
         return page("compare.html", title=f"{base} vs {new}", base=base, new=new, diff=diff)
 
+    async def favicon(request: Request) -> Response:
+        return Response(FAVICON, media_type="image/svg+xml", headers={"cache-control": "max-age=86400"})
+
     routes = [
         Route("/", runs),
+        Route("/favicon.ico", favicon),
         Route("/runs/{name}", run),
         Route("/runs/{name}/report", report_page),
         Route("/runs/{name}/label", label_start),

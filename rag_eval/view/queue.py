@@ -9,21 +9,25 @@ design "the draw, then the uncertain answers down to here"."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from rag_eval.attribution import AttributionRow, JudgeBrief
-from rag_eval.config import load_config
+from rag_eval.config import AuditConfig, config_from_dict, load_config
 from rag_eval.data.corpus import load_corpus
+from rag_eval.data.records import read_records
 from rag_eval.data.testset import stable_id
 from rag_eval.errors import RagEvalError
+from rag_eval.judges.judging import context_chars, judged_contexts
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES
 from rag_eval.labels.human import DrawnAnswer, draw
 from rag_eval.report.quotes import highlight
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import uncertain_answers
 from rag_eval.rundir import read_jsonl
+from rag_eval.types import Chunk, Corpus
 from rag_eval.view.labels_file import from_cell
 
 # rag-eval label's defaults, so the view's draw is the one the command would make.
@@ -119,12 +123,35 @@ def base_row(item: QueueItem, row: AttributionRow | None) -> dict[str, str]:
 
 
 @dataclass
+class RunSources:
+    """What the labelling page reads beside the report, as the run read it: its corpus (the kept
+    ``inputs/corpus.jsonl``, else the corpus its saved config names), how many characters of each
+    context its generator and judges were given (``max_chars``; None when its config cannot be
+    read), the test set's evidence quotes by question id, and what may differ from the run."""
+
+    corpus: Corpus | None
+    max_chars: int | None
+    evidence: dict[str, list[str]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ContextView:
-    """One context as the page shows it: its text HTML-escaped with the evidence marked."""
+    """One context as the page shows it: the part the generator and the judges were given
+    (``html``: HTML-escaped, the evidence marked) and the part cut off (``rest_html``), which the
+    model never saw."""
 
     id: str
     html: str
     relevant: bool
+    rest_html: str = ""
+    seen_chars: int = 0
+    total_chars: int = 0
+    evidence_unseen: bool = False  # the test set's evidence lies only in the part cut off
+
+    @property
+    def cut(self) -> bool:
+        return self.total_chars > self.seen_chars
 
 
 @dataclass
@@ -153,45 +180,124 @@ class AnswerView:
     judges: list[JudgeView]
     values: dict[str, bool | None] = field(default_factory=dict)
     note: str = ""
+    max_chars: int | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def labelled(self) -> bool:
         return any(self.values.get(c) is not None for c, _ in self.columns)
 
 
-def context_texts(run_dir: Path, report: Report) -> dict[str, str]:
-    """Chunk texts: from the run's kept inputs (inputs/corpus.jsonl), else its config's corpus."""
+def run_config(run_dir: Path, report: Report) -> AuditConfig | None:
+    """The run's saved config (``config.yaml``), its relative paths starting where the run's did: at
+    the config file's folder (``report.config_path``, recorded absolute), so a run folder reads the
+    same from any working folder; None when it cannot be read (a config of another version)."""
+    try:
+        raw = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+        home = Path(report.config_path).parent if report.config_path else run_dir
+        return config_from_dict(raw, home, str(run_dir / "config.yaml"))
+    except (OSError, yaml.YAMLError, RagEvalError):
+        return None
+
+
+def _corpus(run_dir: Path, report: Report, cfg: AuditConfig | None) -> Corpus | None:
+    """The run's corpus: its kept inputs (inputs/corpus.jsonl), else the one its config names."""
     kept = read_jsonl(run_dir / "inputs" / "corpus.jsonl")
     if kept:
-        return {r["id"]: r.get("text", "") for r in kept if "id" in r}
-    path = report.config_path
-    if path and Path(path).exists():
+        chunks = [
+            Chunk(str(r["id"]), str(r.get("text") or ""), str(r.get("title") or ""), str(r.get("doc_id") or ""))
+            for r in kept
+            if "id" in r
+        ]
+        return Corpus(chunks, "corpus (given)")
+    if cfg is None and report.config_path and Path(report.config_path).exists():
         try:
-            return {c.id: c.passage for c in load_corpus(load_config(path)).chunks}
+            cfg = load_config(report.config_path)
         except RagEvalError:
-            return {}
-    return {}
+            cfg = None
+    if cfg is None:
+        return None
+    try:
+        return load_corpus(cfg)
+    except RagEvalError:
+        return None
 
 
-def evidence_quotes(report: Report) -> dict[str, list[str]]:
-    """The test set's evidence quotes by question id (a JSONL test set that is still where the run
-    read it); none otherwise."""
-    path = Path(report.test_set.path) if report.test_set and report.test_set.path else None
-    if path is None or path.suffix != ".jsonl" or not path.exists():
+def _test_set_path(run_dir: Path, report: Report, cfg: AuditConfig | None) -> Path | None:
+    """The run's test set file: where its config names it (resolved as the run resolved it), else
+    the path its report recorded (absolute, or relative to where the run was started)."""
+    recorded = Path(report.test_set.path) if report.test_set and report.test_set.path else None
+    if cfg is not None and cfg.test_set.path:
+        path = cfg.resolve_path(cfg.test_set.path)
+        if path.is_file():
+            return path
+    return recorded if recorded is not None and recorded.is_file() else None
+
+
+def _evidence(path: Path | None) -> dict[str, list[str]]:
+    """The test set's evidence quotes by question id; none when it cannot be read."""
+    if path is None:
+        return {}
+    try:
+        records = read_records(path, "test set")
+    except RagEvalError:
         return {}
     out: dict[str, list[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+    for rec in records:
+        question = rec.data.get("question")
+        if not question:
             continue
-        if not isinstance(rec, dict) or not rec.get("question"):
-            continue
-        ev = rec.get("evidence")
+        ev = rec.data.get("evidence")
         ev = ev if isinstance(ev, list) else [ev] if ev else []
         quotes = [e if isinstance(e, str) else (e or {}).get("quote", "") for e in ev]
-        out[str(rec.get("id") or stable_id(rec["question"]))] = [q for q in quotes if isinstance(q, str) and q]
+        out[str(rec.data.get("id") or stable_id(str(question)))] = [q for q in quotes if isinstance(q, str) and q]
     return out
+
+
+def run_sources(run_dir: Path, report: Report) -> RunSources:
+    """The corpus, the contexts' cut and the evidence of a run, read as the run read them."""
+    cfg = run_config(run_dir, report)
+    corpus = _corpus(run_dir, report, cfg)
+    notes = []
+    if cfg is None:
+        notes.append(
+            f"{run_dir / 'config.yaml'} cannot be read: each context is shown whole, although the model may have "
+            "seen only its beginning (generation.max_context_chars)"
+        )
+    if corpus is None:
+        notes.append("the run's corpus cannot be read: the contexts' text is not available")
+    elif report.corpus and report.corpus.fingerprint and corpus.fingerprint()[:16] != report.corpus.fingerprint:
+        notes.append(
+            "the corpus changed since this run (its fingerprint differs from report.json's): the text shown may "
+            "differ from what the model saw"
+        )
+    return RunSources(
+        corpus=corpus,
+        max_chars=context_chars(cfg) if cfg is not None else None,
+        evidence=_evidence(_test_set_path(run_dir, report, cfg)),
+        notes=notes,
+    )
+
+
+def context_view(cid: str, relevant: bool, sources: RunSources, quotes: list[str]) -> ContextView:
+    """One context split where the generator and the judges stopped reading: the part they were
+    given is exactly the judges' input (``judged_contexts``), the rest is folded away."""
+    corpus = sources.corpus
+    if corpus is None or cid not in corpus.index:
+        return ContextView(cid, "(text not available)", relevant)
+    text = corpus.chunks[corpus.index[cid]].text
+    seen = judged_contexts(corpus, [cid], sources.max_chars)[0] if sources.max_chars else text
+    rest = text[len(seen) :]
+    marked = highlight(seen, quotes)
+    return ContextView(
+        cid,
+        marked,
+        relevant,
+        rest_html=highlight(rest, quotes) if rest else "",
+        seen_chars=len(seen),
+        total_chars=len(text),
+        evidence_unseen=bool(rest) and "<mark>" not in marked and "<mark>" in highlight(text, quotes),
+    )
 
 
 def _columns(report: Report, item: QueueItem, row: AttributionRow | None) -> list[tuple[str, str]]:
@@ -217,18 +323,14 @@ def answer_view(
     index: int,
     item: QueueItem,
     report: Report,
-    texts: dict[str, str],
-    evidence: dict[str, list[str]],
+    sources: RunSources,
     rows: list[dict[str, str]],
 ) -> AnswerView:
-    """One queue item with its question, contexts (evidence marked), reference, answer, the label
-    columns to ask, the judges' verdicts and the labels given so far."""
+    """One queue item with its question, contexts (as the model saw them, evidence marked),
+    reference, answer, the label columns to ask, the judges' verdicts and the labels given so far."""
     row = next((r for r in report.rows() if (r.question_id, r.prompt) == item.key), None)
-    quotes = evidence.get(item.question_id, [])
-    marks = row.contexts if row else []
-    contexts = [
-        ContextView(m.id, highlight(texts.get(m.id, "(text not available)"), quotes), m.relevant) for m in marks
-    ]
+    quotes = sources.evidence.get(item.question_id, [])
+    contexts = [context_view(m.id, m.relevant, sources, quotes) for m in (row.contexts if row else [])]
     saved = next((r for r in rows if (r.get("question_id"), r.get("prompt")) == item.key), {})
     return AnswerView(
         index=index,
@@ -242,4 +344,6 @@ def answer_view(
         judges=[_judge(n, j) for n, j in (row.judges.items() if row else []) if j.status != "skipped"],
         values={c: from_cell(saved.get(c)) for c in HUMAN_LABELS},
         note=saved.get("note", "") or "",
+        max_chars=sources.max_chars,
+        notes=sources.notes,
     )

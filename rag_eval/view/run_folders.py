@@ -9,7 +9,8 @@ from pathlib import Path
 
 from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.formatting import fmt
-from rag_eval.report.report_records import Report
+from rag_eval.report.report_records import Report, Summary
+from rag_eval.rundir import RunFailures, read_status
 from rag_eval.view.labels_file import labelled_values, labels_path, read_rows
 
 HEADLINES_SHOWN = 6
@@ -40,26 +41,48 @@ def _json(path: Path) -> dict | None:
 
 @dataclass
 class RunEntry:
-    """One run folder in the list: its status, headline figures and labels so far."""
+    """One run folder in the list: its status, what its answers came to (outcomes and judged
+    figures; the retrieval figures for a run without answers) and labels so far."""
 
     name: str
     status: str
     config: str = ""
     created: str = ""
+    outcomes: list[tuple[str, str]] = field(default_factory=list)  # (prompt, "ok 14 · incorrect 3 ...")
     headlines: list[tuple[str, str]] = field(default_factory=list)
     more_figures: int = 0
     labelled: int = 0
     has_report: bool = False
     has_answers: bool = False
+    failures: RunFailures | None = None
+    note: str = ""  # why a folder is listed but not opened
 
 
 def run_status(run_dir: Path) -> str:
-    """``finished``, ``running``, ``failed``... as status.json says; ``finished`` for a folder with a
-    report and no status file (older runs); ``no report`` otherwise."""
-    status = (_json(run_dir / "status.json") or {}).get("status")
-    if status:
-        return str(status)
+    """``finished``, ``finished with failures`` (answers or judgements whose every call failed),
+    ``running``, ``failed``... as status.json says; ``finished`` for a folder with a report and no
+    status file (older runs); ``no report`` otherwise."""
+    status = read_status(run_dir)
+    if status is not None and status.finished_with_failures:
+        return "finished with failures"
+    if status is not None and status.status:
+        return status.status
     return "finished" if (run_dir / "report.json").exists() else "no report"
+
+
+def run_failures(run_dir: Path) -> RunFailures | None:
+    """What failed in a run that finished with failures (status.json's ``failures``), else None."""
+    status = read_status(run_dir)
+    return status.failures if status is not None and status.finished_with_failures else None
+
+
+def failures_line(f: RunFailures) -> str:
+    """``2 answers and 3 judgements failed; first error: ...``."""
+    parts = [
+        f"{n} {what}{'' if n == 1 else 's'}" for n, what in ((f.answers, "answer"), (f.judgements, "judgement")) if n
+    ]
+    first = f"; first error: {f.first_error}" if f.first_error else ""
+    return f"{' and '.join(parts)} failed (every call){first}"
 
 
 def labelled_count(run_dir: Path) -> int:
@@ -69,30 +92,64 @@ def labelled_count(run_dir: Path) -> int:
     )
 
 
+def _outcomes(summary: Summary) -> list[tuple[str, str]]:
+    """Each prompt's outcome counts, most frequent first: ``ok 14 · incorrect 3 · uncertain 2``."""
+    out = []
+    for prompt, shares in summary.attribution.items():
+        counts = sorted(((s.count, o) for o, s in shares.items() if s.count), key=lambda x: -x[0])
+        if counts:
+            out.append((prompt, " · ".join(f"{o} {n}" for n, o in counts)))
+    return out
+
+
+def _figures(summary: Summary, report: dict | None) -> dict[str, dict]:
+    """The figures that tell runs of one config apart: each prompt's judged figures; the retrieval
+    figures only for a run without answers (they are the same for every run of a config)."""
+    figs = headline_figures(summary, report or {})
+    judged = {k: v for k, v in figs.items() if k.startswith("generation.")}
+    return judged or {k: v for k, v in figs.items() if k.startswith("retrieval.")}
+
+
+def _entry(runs_dir: Path, p: Path) -> RunEntry | None:
+    """The list's entry of one folder inside ``runs_dir``; None for a folder that holds no run. A
+    link that leads out of ``runs_dir`` is listed, not read: the view opens only what is inside."""
+    try:
+        path = run_folder(runs_dir, p.name)
+    except NotARun:
+        if p.is_symlink():
+            return RunEntry(
+                name=p.name,
+                status="not opened",
+                note=f"a link to {p.resolve()}, not a folder directly inside {runs_dir}: the view follows a link "
+                "only to a run folder inside it (move or copy the run here, or serve the folder that holds it)",
+            )
+        return None
+    if not ((path / "report.json").exists() or (path / "status.json").exists()):
+        return None
+    raw_summary, report = _json(path / "summary.json") or {}, _json(path / "report.json")
+    summary = Summary.load(raw_summary) if raw_summary else None
+    figs = _figures(summary, report) if summary else {}
+    shown = list(figs.items())[:HEADLINES_SHOWN]
+    return RunEntry(
+        name=p.name,
+        status=run_status(path),
+        config=(summary.name if summary else "") or str((report or {}).get("name") or ""),
+        created=(summary.created if summary else "") or str((report or {}).get("created") or ""),
+        outcomes=_outcomes(summary) if summary else [],
+        headlines=[(k, fmt(v, 2)) for k, v in shown],
+        more_figures=len(figs) - len(shown),
+        labelled=labelled_count(path),
+        has_report=report is not None,
+        has_answers=(path / "generation.jsonl").exists(),
+        failures=run_failures(path),
+    )
+
+
 def list_runs(runs_dir: Path) -> list[RunEntry]:
     """Every folder directly inside ``runs_dir`` that holds a run (report.json or status.json),
-    newest first."""
-    out = []
-    for p in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
-        if not p.is_dir() or not ((p / "report.json").exists() or (p / "status.json").exists()):
-            continue
-        summary, report = _json(p / "summary.json") or {}, _json(p / "report.json")
-        figs = headline_figures(summary, report or {}) if summary else {}
-        shown = list(figs.items())[:HEADLINES_SHOWN]
-        out.append(
-            RunEntry(
-                name=p.name,
-                status=run_status(p),
-                config=str(summary.get("name") or (report or {}).get("name") or ""),
-                created=str(summary.get("created") or (report or {}).get("created") or ""),
-                headlines=[(k, fmt(v, 2)) for k, v in shown],
-                more_figures=len(figs) - len(shown),
-                labelled=labelled_count(p),
-                has_report=report is not None,
-                has_answers=(p / "generation.jsonl").exists(),
-            )
-        )
-    return sorted(out, key=lambda e: (e.created, e.name), reverse=True)
+    newest first; a link to a folder outside it is listed as not opened."""
+    entries = [_entry(runs_dir, p) for p in sorted(runs_dir.iterdir())] if runs_dir.is_dir() else []
+    return sorted((e for e in entries if e is not None), key=lambda e: (e.created, e.name), reverse=True)
 
 
 _reports: dict[Path, tuple[float, Report]] = {}

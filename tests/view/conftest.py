@@ -3,6 +3,8 @@ OpenAI-compatible server (no model): 24 questions over the small corpus, correct
 band of uncertain verdicts, one answer that is a ``<script>``; a second run whose judge changed its
 mind on a few answers (for the side-by-side page)."""
 
+import concurrent.futures
+import os
 import shutil
 import socket
 
@@ -55,8 +57,10 @@ def _reply(changed: bool):
     return reply
 
 
-def make_run(folder, changed: bool = False):
-    """One finished audit in ``folder/runs`` (made by the scripted server); returns its run folder."""
+def make_run(folder, changed: bool = False, max_context_chars: int = 2000, bodies: list | None = None):
+    """One finished audit in ``folder/runs`` (made by the scripted server), started as a person
+    starts one: from the project's folder with the config's relative path (so the run records its
+    test set's path relative to there); returns its run folder. ``bodies``: gets the requests."""
     with ScriptedServer(reply=_reply(changed), probability=_probability) as s:
         llm = f"{{provider: openai, model: scripted, base_url: '{s.base_url}', max_retries: 1, timeout_s: 5}}"
         cfg = folder / "audit.yaml"
@@ -66,11 +70,20 @@ def make_run(folder, changed: bool = False):
             "test_set: {path: questions.jsonl}\n"
             "retrieval:\n  k: [1, 3]\n  depth: 5\n  retrievers:\n    bm25: {type: bm25}\n"
             f"report: {{out: {folder / 'runs'}}}\n"
-            f"generation:\n  retriever: bm25\n  top_k: 2\n  prompts: {{base: answer.md}}\n  llm: {llm}\n"
+            f"generation:\n  retriever: bm25\n  top_k: 2\n  max_context_chars: {max_context_chars}\n"
+            f"  prompts: {{base: answer.md}}\n  llm: {llm}\n"
             f"judges:\n  llm: {llm}\n  metrics: [correctness, refusal, faithfulness_yesno]\n"
             "  uncertain: {correctness: [0.85, 0.95]}\n"
         )
-        return run_audit(load_config(cfg))
+        here = os.getcwd()
+        os.chdir(folder)
+        try:
+            run = run_audit(load_config("audit.yaml"))
+        finally:
+            os.chdir(here)
+        if bodies is not None:
+            bodies += s.bodies
+        return run
 
 
 @pytest.fixture(scope="session")
@@ -83,6 +96,39 @@ def built_runs(tmp_path_factory):
     first = make_run(folder)
     second = make_run(folder, changed=True)
     return folder / "runs", first.name, second.name
+
+
+# A long section: the generator and the judges see its first CUT_AT characters; the evidence of
+# its question lies beyond them.
+LONG = {
+    "id": "py/range",
+    "title": "Ranges",
+    "text": "The range type represents an immutable sequence of numbers.   It is given a start, a stop and "
+    "a step.\n\nRanges implement all of the common sequence operations except concatenation and repetition. "
+    "It is commonly used for looping a specific number of times in for loops.",
+}
+CUT_AT = 100
+LONG_QUESTION = {
+    "id": "r1",
+    "question": "What is the range type commonly used for?",
+    "evidence": "commonly used for looping a specific number of times",
+    "reference": "For looping a specific number of times.",
+}
+
+
+@pytest.fixture(scope="session")
+def cut_run(tmp_path_factory):
+    """A run with ``max_context_chars: 100`` over a corpus with a long section: (runs folder, run
+    name, the requests the scripted server got)."""
+    folder = tmp_path_factory.mktemp("view-cut")
+    write_jsonl(folder / "corpus.jsonl", [*SMALL_CORPUS, LONG])
+    write_jsonl(folder / "questions.jsonl", [SMALL_QUESTIONS[1], LONG_QUESTION])
+    shutil.copy(ROOT / "prompts" / "answer.md", folder / "answer.md")
+    bodies: list = []
+    # In a thread of its own: a browser test's event loop may be running in this one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        run = pool.submit(make_run, folder, max_context_chars=CUT_AT, bodies=bodies).result()
+    return folder / "runs", run.name, bodies
 
 
 @pytest.fixture

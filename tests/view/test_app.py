@@ -4,6 +4,7 @@ the safety rules (paths stay in RUNS_DIR, text is escaped, run folders are only 
 
 import csv
 import hashlib
+import json
 import shutil
 
 import pytest
@@ -41,8 +42,44 @@ def test_the_run_list_shows_status_figures_and_links(client):
     c, folder, first, second = client
     page = c.get("/").text
     assert page.count('class="run-link"') == 2 and f'href="/runs/{first}"' in page
-    assert "finished" in page and "retrieval.bm25.hit@1" in page and "generation.base.correctness" in page
+    assert "finished" in page and "generation.base.correctness" in page
+    assert "retrieval.bm25.hit@1" not in page  # the same for every run of the config: on the run's page
+    assert '<div class="outcomes"><span class="fname">base</span> ok ' in page
     assert "0 labelled" in page
+
+
+def test_a_run_that_finished_with_failures_says_so_in_the_list_and_on_its_page(client):
+    c, folder, first, _ = client
+    status = json.loads((folder / first / "status.json").read_text())
+    failures = {"answers": 2, "judgements": 5, "first_error": "APIConnectionError: Connection error."}
+    (folder / first / "status.json").write_text(json.dumps({**status, "failures": failures}))
+    listing = c.get("/").text
+    row = listing.split(f'href="/runs/{first}"')[1].split("</tr>")[0]
+    assert 'class="chip st-finished-with-failures">finished with failures<' in row
+    line = "2 answers and 5 judgements failed (every call); first error: APIConnectionError: Connection error."
+    assert line in row and 'st-finished"' not in row
+    page = c.get(f"/runs/{first}").text
+    assert ">finished with failures</span></h1>" in page and f"Finished with failures: {line}." in page
+
+
+def test_a_link_out_of_the_runs_folder_is_listed_with_why_and_not_opened(client, tmp_path):
+    c, folder, first, _ = client
+    shutil.copytree(folder / first, tmp_path / "elsewhere")
+    (folder / "linked").symlink_to(tmp_path / "elsewhere")
+    listing = c.get("/").text
+    row = listing.split("linked")[1].split("</tr>")[0]
+    assert "not opened" in row and "not a folder directly inside" in row
+    assert 'href="/runs/linked"' not in listing and c.get("/runs/linked").status_code == 404
+    (folder / "latest").symlink_to(folder / first)  # a link inside: listed and opened
+    assert 'href="/runs/latest"' in c.get("/").text and c.get("/runs/latest").status_code == 200
+
+
+def test_the_browser_gets_an_icon(client):
+    c, *_ = client
+    r = c.get("/favicon.ico")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+    assert r.text.startswith("<svg") and r.text.endswith("</svg>")
+    assert '<link rel="icon" href="/favicon.ico"' in c.get("/").text
 
 
 def test_a_run_page_filters_questions_by_outcome_judge_verdict_and_uncertain(client):

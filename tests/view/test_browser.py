@@ -4,9 +4,11 @@ and the figure moved; a server killed between two labels keeps the first on disk
 the list, a run page, the side-by-side page and the labelling view go to tmp_path, and to
 docs/guides/img/ when RAG_EVAL_VIEW_SCREENSHOTS is set (so a test run leaves the tree alone)."""
 
+import contextlib
 import csv
 import os
 import re
+import shutil
 import signal
 import threading
 import time
@@ -15,10 +17,13 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from rag_eval.judges.judging import judged_contexts
+from rag_eval.types import Chunk, Corpus
 from rag_eval.view.app import create_app
 
-from ..conftest import ROOT
-from .conftest import free_port
+from ..conftest import ROOT, SMALL_CORPUS
+from ..scripted_server import judge_name
+from .conftest import CUT_AT, LONG, LONG_QUESTION, free_port
 from .test_serve import start_server
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
@@ -54,10 +59,9 @@ def page(browser):
     context.close()
 
 
-@pytest.fixture
-def served(runs):
-    """The app over a copy of the runs, served by uvicorn in a thread: (base url, runs folder, first, second)."""
-    folder, first, second = runs
+@contextlib.contextmanager
+def serving(folder):
+    """The app over ``folder``, served by uvicorn in a thread: its base url."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(folder), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -66,9 +70,19 @@ def served(runs):
         if server.started:
             break
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", folder, first, second
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
+def served(runs):
+    """The app over a copy of the runs: (base url, runs folder, first, second)."""
+    folder, first, second = runs
+    with serving(folder) as base:
+        yield base, folder, first, second
 
 
 def _shots(tmp_path) -> list[Path]:
@@ -181,3 +195,115 @@ def test_a_server_killed_between_two_labels_keeps_the_first(runs, page):
         proc.wait()
     rows = {r["question_id"]: r["refused"] for r in csv.DictReader(path.open())}
     assert (rows[q0], rows[q1]) == ("no", "yes")
+
+
+def _labels(folder, run) -> dict[str, dict[str, str]]:
+    path = folder / run / "labels" / "labels.csv"
+    return {r["question_id"]: r for r in csv.DictReader(path.open())} if path.exists() else {}
+
+
+def test_a_quick_extra_key_never_starts_the_finished_answer_over(served, page):
+    """``y y y n`` typed with no delay on an answer with three questions: the three are saved, the
+    fourth key lands while the save and the next page are pending and is ignored."""
+    base, folder, first, _ = served
+    page.goto(f"{base}/runs/{first}/label/0")
+    assert page.locator(".ask").count() == 3
+    qid = page.locator("#answer").get_attribute("data-qid")
+    page.keyboard.type("yyyn", delay=0)
+    page.wait_for_url("**/label/1?prev=0")
+    page.wait_for_load_state("load")
+    time.sleep(0.5)  # a stray save would have reached the server by now
+    rows = _labels(folder, first)
+    assert {c: rows[qid][c] for c in ("correct", "faithful", "refused")} == {
+        "correct": "yes",
+        "faithful": "yes",
+        "refused": "yes",
+    }
+    nxt = page.locator("#answer").get_attribute("data-qid")
+    assert not any(rows[nxt][c] for c in ("correct", "faithful", "refused"))
+    assert page.locator(".ask.current").count() == 1  # the next answer waits for its first key
+    # Gone back to it, the finished answer starts over at a key: the person chose to change it.
+    page.goto(f"{base}/runs/{first}/label/0")
+    page.keyboard.type("nyn", delay=0)
+    page.wait_for_url("**/label/1?prev=0")
+    row = _labels(folder, first)[qid]
+    assert (row["correct"], row["faithful"], row["refused"]) == ("no", "yes", "no")
+
+
+def test_a_failed_save_is_kept_on_the_page_and_saved_when_the_server_answers_again(runs, page):
+    """The server killed: a key says "not saved" and keeps the label marked unsaved; the server back,
+    the label is saved without another key, and the next keys save as before."""
+    folder, first, _ = runs
+    port = free_port()
+    proc = start_server(folder, port)
+    try:
+        page.goto(f"http://127.0.0.1:{port}/runs/{first}/label/0")
+        q0, _ = _label_current(page, {"correct": "n", "faithful": "y", "refused": "n"})
+        q1 = page.locator("#answer").get_attribute("data-qid")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    page.keyboard.press("y")
+    sync_api.expect(page.locator("#saved")).to_contain_text("not saved: ")
+    assert "unsaved label kept on this page" in page.locator("#saved").inner_text()
+    assert page.locator(".ask.unsaved").count() == 1 and not _labels(folder, first)[q1]["correct"]
+    page.keyboard.press("n")  # a later key while the server is down: kept too
+    sync_api.expect(page.locator(".ask.unsaved")).to_have_count(2)
+    proc = start_server(folder, port)
+    try:
+        sync_api.expect(page.locator("#saved")).to_have_text("saved in labels/labels.csv", timeout=20_000)
+        assert page.locator(".ask.unsaved").count() == 0
+        row = _labels(folder, first)[q1]
+        assert (row["correct"], row["faithful"]) == ("yes", "no")
+        page.keyboard.press("y")
+        page.wait_for_url("**/label/2?prev=1")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    rows = _labels(folder, first)
+    assert [rows[q][c] for q in (q0, q1) for c in ("correct", "faithful", "refused")] == [
+        "no",
+        "yes",
+        "no",
+        "yes",
+        "no",
+        "yes",
+    ]
+
+
+def test_the_contexts_are_shown_as_the_generator_and_the_judges_were_given_them(cut_run, page, tmp_path):
+    """``max_context_chars: 100``: the page shows the judges' input byte for byte, marks the cut
+    and folds the rest away as not seen by the model (where this question's evidence lies)."""
+    src, run, bodies = cut_run
+    folder = tmp_path / "runs"
+    shutil.copytree(src, folder)
+    corpus = Corpus([Chunk(c["id"], c["text"], c["title"]) for c in [*SMALL_CORPUS, LONG]], "test")
+    (seen,) = judged_contexts(corpus, [LONG["id"]], CUT_AT)
+    requests = [(judge_name(b), b["messages"][-1]["content"]) for b in bodies]
+    judged = [text for name, text in requests if name == "supported" and seen in text]
+    generated = [text for name, text in requests if name is None and LONG_QUESTION["question"] in text]
+    assert judged and all(LONG["text"][: CUT_AT + 10] not in j for j in judged)  # what the judge got
+    assert any(seen.rstrip() + " [...]" in g for g in generated)  # what the generator got
+    with serving(folder) as base:
+        for i in range(2):
+            page.goto(f"{base}/runs/{run}/label/{i}")
+            if page.locator("#answer").get_attribute("data-qid") == "r1":
+                break
+        ctx = page.locator(f'details.context[data-id="{LONG["id"]}"]')
+        assert ctx.locator("pre.seen").evaluate("e => e.textContent") == seen
+        assert ctx.locator("p.cut").is_visible() and "✂ cut here" in ctx.locator("p.cut").inner_text()
+        summary = ctx.locator("details.unseen > summary")
+        assert summary.inner_text() == f"the other {len(LONG['text']) - CUT_AT} characters: not seen by the model"
+        assert ctx.locator("pre.unseen").is_hidden()  # folded
+        assert ctx.locator("pre.unseen").evaluate("e => e.textContent") == LONG["text"][CUT_AT:]
+        assert (
+            f"the model saw the first {CUT_AT} of {len(LONG['text'])} characters"
+            in ctx.locator("summary").first.inner_text()
+        )
+        # The evidence is in the part the model did not see: marked there, and said.
+        assert ctx.locator("pre.seen mark").count() == 0
+        assert ctx.locator("pre.unseen mark").evaluate("e => e.textContent") == LONG_QUESTION["evidence"]
+        assert "evidence not seen by the model" in ctx.locator("summary").first.inner_text()
+        summary.click()
+        assert ctx.locator("pre.unseen").is_visible()
+        _shot(page, tmp_path, "label-cut")

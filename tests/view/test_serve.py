@@ -2,6 +2,7 @@
 errors, and no label lost when the server is killed between two labels."""
 
 import csv
+import json
 import os
 import signal
 import socket
@@ -43,13 +44,14 @@ def test_a_missing_folder_or_a_busy_port_is_a_clear_error(tmp_path, runs, capsys
     assert f"--host 127.0.0.1 --port {port}: cannot listen there" in capsys.readouterr().err
 
 
-def start_server(folder, port):
-    """``rag-eval view`` as a child process, once it answers."""
+def start_server(folder, port, cwd=None):
+    """``rag-eval view`` as a child process (started in ``cwd``), once it answers."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "rag_eval.cli", "view", str(folder), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=cwd,
     )
     for _ in range(200):
         try:
@@ -95,3 +97,27 @@ def test_no_label_is_lost_when_the_server_is_killed_between_two_labels(runs):
 def test_loopback_addresses(host):
     assert serve_module.is_loopback(host)
     assert not serve_module.is_loopback("0.0.0.0") and not serve_module.is_loopback("192.168.1.5")
+
+
+def test_the_evidence_is_marked_whatever_folder_the_view_starts_from(runs, tmp_path):
+    """The run was started from its project's folder with a relative config path, so its report
+    records the test set as ``questions.jsonl``: served from another folder, the labelling page
+    still finds the test set (through the run's saved config and the config's recorded folder)
+    and marks q2's evidence in its context."""
+    folder, first, _ = runs
+    assert json.loads((folder / first / "report.json").read_text())["test_set"]["path"] == "questions.jsonl"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    port = free_port()
+    proc = start_server(folder, port, cwd=elsewhere)
+    try:
+        for i in range(30):
+            page = httpx.get(f"http://127.0.0.1:{port}/runs/{first}/label/{i}").text
+            if "What is a set?</h1>" in page:
+                break
+        else:
+            raise AssertionError("q2 is not in the labelling queue")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert "<mark>unordered collection of distinct hashable objects</mark>" in page
