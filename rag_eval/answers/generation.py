@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +29,14 @@ from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.types import Chunk, Corpus, Question
 
 PLACEHOLDERS = ("{question}", "{contexts}")
+# In place of {contexts}: the contexts numbered [1], [2] ... in their order, for a prompt that asks
+# for citations by number (prompts/answer_cite.md; rag_eval/judges/citations.py reads them back).
+NUMBERED = "{numbered_contexts}"
 
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    """A prompt file with ``{question}`` and ``{contexts}`` placeholders."""
+    """A prompt file with ``{question}`` and ``{contexts}`` (or ``{numbered_contexts}``) placeholders."""
 
     name: str
     path: str
@@ -43,9 +46,10 @@ class PromptTemplate:
     def hash(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()[:12]
 
-    def render(self, question: str, contexts: str) -> str:
+    def render(self, question: str, contexts: str, numbered: str = "") -> str:
         # Plain replacement: braces elsewhere in the prompt stay as they are.
-        return self.text.replace("{contexts}", contexts).replace("{question}", question)
+        text = self.text.replace(NUMBERED, numbered)
+        return text.replace("{contexts}", contexts).replace("{question}", question)
 
 
 def load_prompts(cfg: AuditConfig) -> dict[str, PromptTemplate]:
@@ -68,13 +72,14 @@ def load_prompts(cfg: AuditConfig) -> dict[str, PromptTemplate]:
                 )
             )
             continue
-        missing = [p for p in PLACEHOLDERS if p not in text]
+        missing = [p for p in PLACEHOLDERS if p not in text and not (p == "{contexts}" and NUMBERED in text)]
         if missing:
             problems.append(
                 Problem(
                     str(path),
                     f"the prompt has no {' or '.join(missing)} placeholder",
-                    "write {question} where the question goes and {contexts} where the documents go",
+                    "write {question} where the question goes and {contexts} where the documents go "
+                    "({numbered_contexts}: numbered [1], [2] ... for citations)",
                 )
             )
             continue
@@ -99,6 +104,12 @@ def format_contexts(chunks: list[Chunk], max_chars: int) -> str:
         text = seen if len(seen) == len(c.text) else seen.rstrip() + " [...]"
         parts.append(f"[{c.id}] {c.title}\n{text}")
     return "\n\n".join(parts)
+
+
+def number_contexts(chunks: list[Chunk], max_chars: int) -> str:
+    """Each context as ``[n] title`` (n from 1, in the order given) then its text, cut as
+    :func:`format_contexts` cuts it."""
+    return format_contexts([replace(c, id=str(n)) for n, c in enumerate(chunks, 1)], max_chars)
 
 
 def contexts_for(res: RetrievalResults, corpus: Corpus, g: GenerationConfig, q: int) -> list[Chunk]:
@@ -199,7 +210,11 @@ async def generate(
         question = res.questions[q]
         chunks = contexts_for(res, corpus, g, q)
         for name, prompt in prompts.items():
-            content = prompt.render(question.question, format_contexts(chunks, g.max_context_chars))
+            content = prompt.render(
+                question.question,
+                format_contexts(chunks, g.max_context_chars),
+                number_contexts(chunks, g.max_context_chars),
+            )
             key = inputs_hash(content, llm.identity, llm.model, llm.cfg.temperature, llm.cfg.max_tokens, llm.cfg.seed)
             old = done.get((question.id, name))
             if old is not None and old.get("input_hash") == key:

@@ -12,7 +12,7 @@ from rag_eval.orchestration.runner import run_audit
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Chunk
 
-from ..conftest import ROOT
+from ..conftest import ROOT, SMALL_CORPUS
 from ..scripted_server import ScriptedServer
 
 
@@ -121,6 +121,36 @@ def test_missing_placeholder_is_a_config_error(small_project, capsys):
     code = main(["--quiet", "run", cfg.config_path])
     assert code == 2
     assert "the prompt has no {contexts} placeholder" in capsys.readouterr().err
+
+
+def test_the_citing_prompt_numbers_the_contexts_and_its_numbers_name_them(small_project):
+    """prompts/answer_cite.md loads and renders through the same code as answer.md, with the
+    contexts numbered [1], [2] in the order the record lists them, so an answer's [2] names the
+    record's second context."""
+    from rag_eval.judges.citations import read_citations
+
+    def reply(body: dict) -> str:
+        return "Stated twice [2]." if "[1] " in body["messages"][-1]["content"] else "Stated."
+
+    with ScriptedServer(reply=reply) as s:
+        cfg = _project(small_project, s.base_url)
+        cfg.generation.prompts = {"base": "prompts/answer.md", "cite": "prompts/answer_cite.md"}
+        run_dir = run_audit(cfg)
+        sent = {(b["messages"][-1]["content"].count("[1] "), b["messages"][-1]["content"]) for b in s.bodies}
+    corpus = {c["id"]: c for c in SMALL_CORPUS}
+    records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
+    cited = [r for r in records if r["prompt"] == "cite"]
+    assert len(cited) == 4 and {r["prompt"] for r in records} == {"base", "cite"}
+    for r in cited:
+        first, second = (corpus[i] for i in r["contexts"])
+        numbered = f"[1] {first['title']}\n{first['text']}\n\n[2] {second['title']}\n{second['text']}"
+        assert any(numbered in content and f"[{first['id']}]" not in content for _, content in sent)
+        assert r["answer"] == "Stated twice [2]."
+        chunks = [Chunk(c["id"], c["text"], c["title"]) for c in (first, second)]
+        assert read_citations(r["answer"], chunks).sentences[0].cited == [1]
+    for r in records:
+        if r["prompt"] == "base":
+            assert r["answer"] == "Stated."  # answer.md still shows [chunk id] title, unnumbered
 
 
 @pytest.mark.slow
