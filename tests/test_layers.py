@@ -42,6 +42,7 @@ MODULES = {
     "metrics": "base",
     "progress": "base",
     "embedding": "base",
+    "registry": "base",  # the one shape of every registry (judges, retriever kinds, sources, systems)
     "config": "config",
     "system.paths": "config",  # the JSON paths a system's config names, parsed when it loads
     "data": "data",

@@ -4,7 +4,8 @@ measures it, and the outcome it decides in attribution.
 
 The judging stage, aggregation, attribution, ``compare``, ``judge-check``, the uncertain bands,
 escalation, the config's choices and the cost estimate loop over this registry: a new judge is
-one :class:`JudgeSpec` (here, or passed to :func:`register`) and one prompt file.
+one :class:`JudgeSpec` (here, or passed to ``JUDGES.register``; an installed plug-in names it in
+the entry points ``rag_eval.judges``) and one prompt file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from rag_eval.registry import Registry
 
 if TYPE_CHECKING:
     from rag_eval.judges.judgement import Judgement
@@ -219,130 +222,147 @@ FAITHFUL_SHARE = 1.0
 CORRECTNESS_CASES = CaseKind("correctness", ("correct", "partial", "incorrect"), ("question", "reference", "answer"))
 REFUSAL_CASES = CaseKind("refusal", ("refused", "answered"), ("question", "answer"))
 FAITHFULNESS_CASES = CaseKind("faithfulness", ("faithful", "unfaithful"), ("question", "contexts", "answer"))
-CASE_KINDS: dict[str, CaseKind] = {k.name: k for k in (CORRECTNESS_CASES, REFUSAL_CASES, FAITHFULNESS_CASES)}
+_SHIPPED_CASES = (CORRECTNESS_CASES, REFUSAL_CASES, FAITHFULNESS_CASES)
+# The shipped kinds, then those of the judges registered since (kept in step with JUDGES).
+CASE_KINDS: dict[str, CaseKind] = {k.name: k for k in _SHIPPED_CASES}
 
-JUDGES: dict[str, JudgeSpec] = {
-    j.name: j
-    for j in (
-        JudgeSpec(
-            "refusal",
-            ("question", "answer"),
-            (
-                Figure("refusal_accuracy", "unanswerable", "refused"),
-                Figure("needless_refusal", "answerable", "refused", better="lower"),
-            ),
-            labels=("refused", "answered"),
-            role="refusal",
-            reason_calls=lambda k, s: 1,
-            human_label="refused",
-            description="did the answer give the information, or decline? (yes/no, scored by probability)",
-            judge=lambda f, x: f.scored.refusal(x.question_id, x.prompt, x.question, x.answer),
-            # The prompt asks "does the answer give the information?": a small model reads "does it
-            # decline?" backwards (AUC 0.14 against 0.98 on the hand-labelled refusal cases).
-            prompts={"refusal": PromptFile("refusal.md", ("question", "answer"))},
-            yes="answered",
-            check=Check(REFUSAL_CASES),
-            band_target=0.95,
+
+def _same_cases(spec: JudgeSpec) -> None:
+    """A judge's judge-check cases are new, or the same as those declared under that name."""
+    if spec.check is not None and CASE_KINDS.get(spec.check.kind.name, spec.check.kind) != spec.check.kind:
+        raise ValueError(f"judge-check cases '{spec.check.kind.name}' are declared already, differently")
+
+
+def _case_kinds() -> None:
+    kinds = {k.name: k for k in _SHIPPED_CASES}
+    for spec in JUDGES.shipped().values():
+        if spec.check is not None:
+            kinds.setdefault(spec.check.kind.name, spec.check.kind)
+    CASE_KINDS.clear()
+    CASE_KINDS.update(kinds)
+
+
+# Every judge by name: the shipped ones, then the registered (``JUDGES.register(spec)``, an installed
+# plug-in's entry point in ``rag_eval.judges``, a config's criteria).
+JUDGES: Registry[JudgeSpec] = Registry("judge", lambda spec: spec.name, check=_same_cases, changed=_case_kinds)
+for _spec in (
+    JudgeSpec(
+        "refusal",
+        ("question", "answer"),
+        (
+            Figure("refusal_accuracy", "unanswerable", "refused"),
+            Figure("needless_refusal", "answerable", "refused", better="lower"),
         ),
-        JudgeSpec(
-            "correctness",
-            ("question", "reference", "answer"),
-            (Figure("correctness", "answerable", "correct"),),
-            labels=("correct", "incorrect"),
-            answerable_only=True,
-            role="correctness",
-            reason_calls=lambda k, s: 2,
-            human_label="correct",
-            description="does the answer give the reference's fact? (yes/no, scored by probability)",
-            judge=lambda f, x: f.scored.correctness(x.question_id, x.prompt, x.question, x.reference, x.answer),
-            # A short reference is asked about by name, a longer one as a statement (scored.py).
-            prompts={
-                "correctness": PromptFile("correctness.md", ("question", "reference", "answer")),
-                "correctness_short": PromptFile("correctness_short.md", ("question", "reference", "answer")),
-            },
-            check=Check(CORRECTNESS_CASES),
-            band_target=0.90,
+        labels=("refused", "answered"),
+        role="refusal",
+        reason_calls=lambda k, s: 1,
+        human_label="refused",
+        description="did the answer give the information, or decline? (yes/no, scored by probability)",
+        judge=lambda f, x: f.scored.refusal(x.question_id, x.prompt, x.question, x.answer),
+        # The prompt asks "does the answer give the information?": a small model reads "does it
+        # decline?" backwards (AUC 0.14 against 0.98 on the hand-labelled refusal cases).
+        prompts={"refusal": PromptFile("refusal.md", ("question", "answer"))},
+        yes="answered",
+        check=Check(REFUSAL_CASES),
+        band_target=0.95,
+    ),
+    JudgeSpec(
+        "correctness",
+        ("question", "reference", "answer"),
+        (Figure("correctness", "answerable", "correct"),),
+        labels=("correct", "incorrect"),
+        answerable_only=True,
+        role="correctness",
+        reason_calls=lambda k, s: 2,
+        human_label="correct",
+        description="does the answer give the reference's fact? (yes/no, scored by probability)",
+        judge=lambda f, x: f.scored.correctness(x.question_id, x.prompt, x.question, x.reference, x.answer),
+        # A short reference is asked about by name, a longer one as a statement (scored.py).
+        prompts={
+            "correctness": PromptFile("correctness.md", ("question", "reference", "answer")),
+            "correctness_short": PromptFile("correctness_short.md", ("question", "reference", "answer")),
+        },
+        check=Check(CORRECTNESS_CASES),
+        band_target=0.90,
+    ),
+    JudgeSpec(
+        "faithfulness",
+        ("question", "answer", "contexts"),
+        (Figure("faithfulness"),),
+        family="ragas",
+        skip_refusals=True,
+        role="faithfulness",
+        human_label="faithful",
+        calls=lambda k, s: 2,
+        description="Ragas Faithfulness: statements from the answer, each checked against the contexts",
+        judge=lambda f, x: f.ragas.judge_faithfulness(x.question_id, x.prompt, x.question, x.answer, x.contexts),
+        check=Check(FAITHFULNESS_CASES, "score", by_default=False),
+    ),
+    JudgeSpec(
+        "faithfulness_yesno",
+        ("question", "answer", "contexts"),
+        (Figure("faithfulness_yesno"),),
+        skip_refusals=True,
+        role="faithfulness",
+        precedence=1,  # decides attribution when both faithfulness judges run
+        human_label="faithful",
+        calls=lambda k, s: s,
+        reason_calls=lambda k, s: 2 * s,
+        description="share of the answer's sentences the contexts support (yes/no per sentence)",
+        judge=lambda f, x: f.scored.faithfulness(x.question_id, x.prompt, x.question, x.answer, x.contexts),
+        prompts={"faithfulness_yesno": SUPPORTED},
+        check=Check(FAITHFULNESS_CASES, "statements"),
+        band_target=0.90,
+    ),
+    JudgeSpec(
+        "context_precision",
+        ("question", "reference", "contexts"),
+        (Figure("context_precision"),),
+        family="ragas",
+        answer_independent=True,
+        calls=lambda k, s: k,
+        description="Ragas ContextPrecisionWithReference: usefulness of each context, average precision",
+        judge=lambda f, x: f.ragas.judge_context_precision(
+            x.question_id, x.prompt, x.question, x.reference, x.contexts
         ),
-        JudgeSpec(
-            "faithfulness",
-            ("question", "answer", "contexts"),
-            (Figure("faithfulness"),),
-            family="ragas",
-            skip_refusals=True,
-            role="faithfulness",
-            human_label="faithful",
-            calls=lambda k, s: 2,
-            description="Ragas Faithfulness: statements from the answer, each checked against the contexts",
-            judge=lambda f, x: f.ragas.judge_faithfulness(x.question_id, x.prompt, x.question, x.answer, x.contexts),
-            check=Check(FAITHFULNESS_CASES, "score", by_default=False),
-        ),
-        JudgeSpec(
-            "faithfulness_yesno",
-            ("question", "answer", "contexts"),
-            (Figure("faithfulness_yesno"),),
-            skip_refusals=True,
-            role="faithfulness",
-            precedence=1,  # decides attribution when both faithfulness judges run
-            human_label="faithful",
-            calls=lambda k, s: s,
-            reason_calls=lambda k, s: 2 * s,
-            description="share of the answer's sentences the contexts support (yes/no per sentence)",
-            judge=lambda f, x: f.scored.faithfulness(x.question_id, x.prompt, x.question, x.answer, x.contexts),
-            prompts={"faithfulness_yesno": SUPPORTED},
-            check=Check(FAITHFULNESS_CASES, "statements"),
-            band_target=0.90,
-        ),
-        JudgeSpec(
-            "context_precision",
-            ("question", "reference", "contexts"),
-            (Figure("context_precision"),),
-            family="ragas",
-            answer_independent=True,
-            calls=lambda k, s: k,
-            description="Ragas ContextPrecisionWithReference: usefulness of each context, average precision",
-            judge=lambda f, x: f.ragas.judge_context_precision(
-                x.question_id, x.prompt, x.question, x.reference, x.contexts
-            ),
-        ),
-        JudgeSpec(
-            "context_precision_yesno",
-            ("question", "reference", "contexts"),
-            (Figure("context_precision_yesno"),),
-            answer_independent=True,
-            calls=lambda k, s: k,
-            reason_calls=lambda k, s: k,
-            description="usefulness of each context (yes/no), average precision",
-            judge=lambda f, x: f.scored.context_precision(x.question_id, x.prompt, x.question, x.reference, x.contexts),
-            prompts={"context_precision_yesno": USEFUL},
-        ),
-        JudgeSpec(
-            "context_recall",
-            ("question", "reference", "contexts"),
-            (Figure("context_recall"),),
-            family="ragas",
-            answer_independent=True,
-            role="retrieval",
-            description="Ragas ContextRecall: reference statements found in the contexts",
-            judge=lambda f, x: f.ragas.judge_context_recall(
-                x.question_id, x.prompt, x.question, x.reference, x.contexts
-            ),
-        ),
-        JudgeSpec(
-            "context_recall_yesno",
-            ("question", "reference", "contexts"),
-            (Figure("context_recall_yesno"),),
-            answer_independent=True,
-            role="retrieval",
-            precedence=1,
-            calls=lambda k, s: s,
-            reason_calls=lambda k, s: 2 * s,
-            description="share of the reference's sentences the contexts support (yes/no per sentence)",
-            judge=lambda f, x: f.scored.context_recall(x.question_id, x.prompt, x.question, x.reference, x.contexts),
-            prompts={"context_recall_yesno": SUPPORTED},
-        ),
-    )
-}
-JUDGE_NAMES = tuple(JUDGES)  # the shipped judges; JUDGES also holds the ones registered since
+    ),
+    JudgeSpec(
+        "context_precision_yesno",
+        ("question", "reference", "contexts"),
+        (Figure("context_precision_yesno"),),
+        answer_independent=True,
+        calls=lambda k, s: k,
+        reason_calls=lambda k, s: k,
+        description="usefulness of each context (yes/no), average precision",
+        judge=lambda f, x: f.scored.context_precision(x.question_id, x.prompt, x.question, x.reference, x.contexts),
+        prompts={"context_precision_yesno": USEFUL},
+    ),
+    JudgeSpec(
+        "context_recall",
+        ("question", "reference", "contexts"),
+        (Figure("context_recall"),),
+        family="ragas",
+        answer_independent=True,
+        role="retrieval",
+        description="Ragas ContextRecall: reference statements found in the contexts",
+        judge=lambda f, x: f.ragas.judge_context_recall(x.question_id, x.prompt, x.question, x.reference, x.contexts),
+    ),
+    JudgeSpec(
+        "context_recall_yesno",
+        ("question", "reference", "contexts"),
+        (Figure("context_recall_yesno"),),
+        answer_independent=True,
+        role="retrieval",
+        precedence=1,
+        calls=lambda k, s: s,
+        reason_calls=lambda k, s: 2 * s,
+        description="share of the reference's sentences the contexts support (yes/no per sentence)",
+        judge=lambda f, x: f.scored.context_recall(x.question_id, x.prompt, x.question, x.reference, x.contexts),
+        prompts={"context_recall_yesno": SUPPORTED},
+    ),
+):
+    JUDGES.register(_spec)
+JUDGE_NAMES = tuple(JUDGES.shipped())  # the shipped judges; JUDGES also holds the ones registered since
 # What a default audit runs: the three Ragas metrics the user named, rag-eval's correctness and
 # refusal, and the probability-scored faithfulness that decides attribution on small models.
 DEFAULT_METRICS = (
@@ -364,31 +384,14 @@ HUMAN_LABELS = {
 
 
 def register(spec: JudgeSpec) -> JudgeSpec:
-    """Add a judge (after the shipped ones; its judge-check case kind too); ValueError if the name
-    is taken. Config validation, the judging stage and judge-check see it from then on."""
-    if spec.name in JUDGES:
-        raise ValueError(f"a judge named '{spec.name}' exists already")
-    if spec.check is not None and CASE_KINDS.get(spec.check.kind.name, spec.check.kind) != spec.check.kind:
-        raise ValueError(f"judge-check cases '{spec.check.kind.name}' are declared already, differently")
-    JUDGES[spec.name] = spec
-    if spec.check is not None:
-        CASE_KINDS.setdefault(spec.check.kind.name, spec.check.kind)
-    return spec
+    """``JUDGES.register(spec)``: add a judge (after the shipped ones; its judge-check case kind too);
+    ValueError if the name is taken. Config validation, the judging stage and judge-check see it from then on."""
+    return JUDGES.register(spec)
 
 
-@contextlib.contextmanager
-def registered(*specs: JudgeSpec) -> Iterator[None]:
-    """The judges registered for the duration of a ``with`` block (a plug-in's tests, a notebook)."""
-    judges, kinds = dict(JUDGES), dict(CASE_KINDS)
-    try:
-        for spec in specs:
-            register(spec)
-        yield
-    finally:
-        JUDGES.clear()
-        JUDGES.update(judges)
-        CASE_KINDS.clear()
-        CASE_KINDS.update(kinds)
+def registered(*specs: JudgeSpec) -> contextlib.AbstractContextManager[None]:
+    """``JUDGES.registered(*specs)``: the judges registered for a ``with`` block (a plug-in's tests, a notebook)."""
+    return JUDGES.registered(*specs)
 
 
 def figures(names: list[str]) -> list[tuple[JudgeSpec, Figure]]:

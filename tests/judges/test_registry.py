@@ -22,6 +22,7 @@ from rag_eval.judges.registry import (
 )
 from rag_eval.orchestration.runner import run_audit, run_compare
 
+from ..plugins import install, plugins_read_again
 from ..scripted_server import ScriptedServer, structured_reply
 
 ASKS = "Does the answer repeat the reference answer word for word?"
@@ -170,3 +171,40 @@ def test_a_judge_leaves_the_registry_with_its_block(tmp_path):
     assert "verbatim" not in JUDGES and deciders("correctness") == ("correctness",)
     with pytest.raises(ValueError, match="exists already"), registered(JUDGES["refusal"]):
         pass
+
+
+def test_an_installed_plugins_judge_is_a_choice_of_the_config(small_project, monkeypatch, capsys):
+    # A distribution that declares its judge in the entry points rag_eval.judges: the config's
+    # check of judge names reads the registry, which reads the plug-in on its first lookup.
+    install(
+        small_project / "site",
+        monkeypatch,
+        """
+        [rag_eval.judges]
+        echoes = rag_eval_echo:ECHOES
+        """,
+        {
+            "rag_eval_echo": f"""
+                from rag_eval.judges.registry import Figure, JudgeSpec, PromptFile
+                ECHOES = JudgeSpec(
+                    "echoes",
+                    ("question", "answer"),
+                    (Figure("echoes", "all", "echo"),),
+                    labels=("echo", "new"),
+                    judge=lambda f, x: f.scored.verdict("echoes", x),
+                    prompts={{"echoes": PromptFile({str(small_project / "echoes.md")!r}, ("question", "answer"))}},
+                )
+            """
+        },
+    )
+    (small_project / "echoes.md").write_text("Question: {question}\nAnswer: {answer}\nDoes it echo the question?")
+    config = small_project / "audit.yaml"
+    llm = "{provider: openai, model: scripted, base_url: 'http://127.0.0.1:9/v1'}"
+    config.write_text(config.read_text() + f"judges:\n  llm: {llm}\n  metrics: [refusal, echoes]\n")
+    with plugins_read_again(JUDGES):
+        assert main(["validate", str(config)]) == 0, capsys.readouterr()
+        assert JUDGES["echoes"].labels == ("echo", "new")
+        config.write_text(config.read_text().replace("echoes]", "echos]"))
+        assert main(["validate", str(config)]) == 2
+        assert "unknown judge 'echos'; did you mean 'echoes'?" in capsys.readouterr().err
+    assert "echoes" not in JUDGES
