@@ -31,10 +31,13 @@ def install(folder: Path, monkeypatch: pytest.MonkeyPatch, entry_points: str, mo
 
 @contextlib.contextmanager
 def plugins_read_again(registry: Registry) -> Iterator[None]:
-    """``registry`` reads the installed plug-ins again on its next lookup; as it was after the block."""
-    with registry.registered():
-        registry._plugins_loaded = False
-        try:
-            yield
-        finally:
-            registry._plugins_loaded = True
+    """``registry`` reads the installed plug-ins again on its next lookup; after the block it holds
+    what it held before and reads none again (the test's plug-in stays on sys.path until teardown)."""
+    before = registry.shipped()
+    registry._plugins_loaded = False
+    try:
+        yield
+    finally:
+        for name in [n for n in registry.shipped() if n not in before]:
+            del registry[name]
+        registry._plugins_loaded = True

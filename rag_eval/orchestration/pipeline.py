@@ -87,8 +87,8 @@ class Answered:
 
 
 class AnswerSource(ABC):
-    """Where the answers of an audit come from. A new source is one subclass and one line in
-    ``rag_eval.orchestration.sources.SOURCES``: ``inputs`` (default: the config's corpus and test
+    """Where the answers of an audit come from. A new source is one subclass, registered by
+    ``@rag_eval.orchestration.sources.SOURCES.register``: ``inputs`` (default: the config's corpus and test
     set) and ``answer`` (the answers, with the report of their retrieval); ``configure`` and
     ``finish`` are optional hooks."""
 

@@ -51,6 +51,8 @@ def run_audit(
     prompts).
     """
     if isinstance(source, str):
+        if source not in SOURCES:
+            raise ConfigError(Problem("source", SOURCES.unknown(source), "name a registered source, or register yours"))
         source = SOURCES[source]()
     if source is None:
         source = source_for(cfg)

@@ -21,6 +21,7 @@ from rag_eval.labels.human import DrawnAnswer, draw, write_csv, write_html
 from rag_eval.llm.client import Usage
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit, eta
 from rag_eval.progress import duration, plan, say
+from rag_eval.registry import Registry
 from rag_eval.report.assemble import build_report, generation_section, retrieved_in_top_k, supplied_report
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report
@@ -47,6 +48,10 @@ from rag_eval.system.traces import Trace, read_traces
 
 # Answers of a traces audit drawn for people to label, unless told otherwise (rag-eval traces --labels).
 LABELS_DRAWN = 30
+
+# Every answer source by its kind (``@SOURCES.register`` on the class; an installed plug-in's entry
+# point in ``rag_eval.sources``); ``source_for`` picks the one a config names.
+SOURCES: Registry[type[AnswerSource]] = Registry("answer source", lambda cls: cls.kind, group="rag_eval.sources")
 
 
 def retrieval_report(
@@ -79,6 +84,7 @@ def retrieval_report(
     return res, report
 
 
+@SOURCES.register
 class GeneratedAnswers(AnswerSource):
     """The config's retrievers, then (with a generation section) its prompts' answers on the
     generator retriever's top k; without one, the retrieval stage alone."""
@@ -187,6 +193,7 @@ def replies_answered(
     )
 
 
+@SOURCES.register
 class SystemAnswers(AnswerSource):
     """The deployed system of ``cfg.system``: asked every question (``system.jsonl``; a rerun asks
     only what is missing), its passages give the retriever ``system`` (beside any configured one)
@@ -202,6 +209,7 @@ class SystemAnswers(AnswerSource):
         return replies_answered(audit, replies, usage)
 
 
+@SOURCES.register
 class SuppliedAnswers(AnswerSource):
     """Answers a system already produced (rows of question, contexts, answer, reference). No
     retrieval labels exist: a retrieval miss is decided by the context-recall judge."""
@@ -225,6 +233,7 @@ class SuppliedAnswers(AnswerSource):
         return Answered(report, answers, cfg, audit.inputs.corpus, audit.inputs.questions)
 
 
+@SOURCES.register
 class TracedAnswers(AnswerSource):
     """Production traces (OTLP / OpenInference exports). With a corpus and a labelled test set in
     the config, traces are matched to its questions and audited like a deployed system; without,
@@ -309,15 +318,6 @@ def label_sample(run_dir: Path, report: Report, n: int, seed: int) -> LabelDraw 
     write_csv(rows, out / "labels.csv")
     write_html(drawn, out / "labels.html", passage_texts(run_dir), verdicts)
     return LabelDraw(n=len(rows), seed=seed, csv=str(out / "labels.csv"), html=str(out / "labels.html"))
-
-
-# Every answer source by its kind; ``source_for`` picks the one a config names.
-SOURCES: dict[str, type[AnswerSource]] = {
-    GeneratedAnswers.kind: GeneratedAnswers,
-    SystemAnswers.kind: SystemAnswers,
-    SuppliedAnswers.kind: SuppliedAnswers,
-    TracedAnswers.kind: TracedAnswers,
-}
 
 
 def source_for(cfg: AuditConfig) -> AnswerSource:

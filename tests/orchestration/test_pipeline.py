@@ -13,6 +13,7 @@ import rag_eval
 from rag_eval.answers.answer_records import Answer
 from rag_eval.cli import main
 from rag_eval.config import load_config
+from rag_eval.errors import ConfigError
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit
 from rag_eval.orchestration.runner import run_audit
 from rag_eval.orchestration.sources import SOURCES, GeneratedAnswers, retrieval_report
@@ -20,6 +21,7 @@ from rag_eval.report.assemble import generation_section, retrieved_in_top_k
 from rag_eval.system.replies import failure_lines
 
 from ..conftest import SMALL_CORPUS, write_jsonl
+from ..plugins import install, plugins_read_again
 from ..scripted_server import ScriptedServer, judge_name, structured_reply
 from ..system.rag_service import RagService
 from ..system.test_http import TOKEN, project
@@ -68,9 +70,8 @@ class ReferenceAnswers(AnswerSource):
         )
 
 
-def test_a_fifth_answer_source_is_one_class_and_one_registry_line(small_project, monkeypatch):
-    monkeypatch.setitem(SOURCES, ReferenceAnswers.kind, ReferenceAnswers)
-    with ScriptedServer(reply=structured_reply) as s:
+def test_a_fifth_answer_source_is_one_registered_class(small_project):
+    with SOURCES.registered(ReferenceAnswers), ScriptedServer(reply=structured_reply) as s:
         run_dir = run_audit(load_config(_config(small_project, s.base_url)), source="reference")
     run = rag_eval.read_run(run_dir)
     assert run.status is not None and run.status.status == "finished"
@@ -82,6 +83,28 @@ def test_a_fifth_answer_source_is_one_class_and_one_registry_line(small_project,
     assert set(rows) == questions and all(r.outcome for r in rows.values())
     assert run.summary.attribution["reference"]["ok"].n == len(questions)
     assert (run_dir / "report.html").exists() and "reference" in (run_dir / "report.md").read_text()
+
+
+def test_an_installed_plugins_source_is_found_by_its_kind(small_project, monkeypatch):
+    install(
+        small_project / "site",
+        monkeypatch,
+        """
+        [rag_eval.sources]
+        reference = rag_eval_reference:ReferenceAnswers
+        """,
+        {"rag_eval_reference": "from tests.orchestration.test_pipeline import ReferenceAnswers\n"},
+    )
+    cfg = load_config(_config(small_project, "http://127.0.0.1:9/v1"))
+    with plugins_read_again(SOURCES):
+        assert SOURCES["reference"] is ReferenceAnswers
+        with pytest.raises(ConfigError) as err:
+            run_audit(cfg, source="referenc")
+    assert str(err.value) == (
+        "source: unknown answer source 'referenc'; did you mean 'reference'? "
+        "known: prompts, system, supplied, traces, reference\n    fix: name a registered source, or register yours"
+    )
+    assert "reference" not in SOURCES
 
 
 def test_a_run_that_fails_records_why_and_diff_and_history_name_it(small_project, tmp_path, monkeypatch, capsys):
