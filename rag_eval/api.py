@@ -19,11 +19,12 @@ import yaml
 from rag_eval import progress as prog
 from rag_eval.answers.supplied import parse_rows
 from rag_eval.cache_dirs import cache_root
-from rag_eval.config import AuditConfig, LLMConfig, TestGenConfig, config_from_dict, load_config
+from rag_eval.config import AuditConfig, config_from_dict, load_config
 from rag_eval.data.frames import records_from
 from rag_eval.data.inputs import load_inputs
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.judges.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.orchestration.diff import RunDiff, diff_runs, write_diff
 from rag_eval.orchestration.finished import Run, read_finished_run
 from rag_eval.orchestration.finished import read_run as _read_run
@@ -36,6 +37,7 @@ from rag_eval.report.screen import one_screen
 from rag_eval.rundir import RunStatus, read_finished, read_status
 from rag_eval.system.trace_audit import traces_config
 from rag_eval.testgen.question_writer import run_generate
+from rag_eval.testgen.settings import TestGenConfig
 
 ConfigLike = str | Path | dict | AuditConfig
 

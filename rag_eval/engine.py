@@ -27,10 +27,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-from rag_eval.config import EngineConfig, LLMConfig
 from rag_eval.embedding import encode_texts
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.llm.local import LocalServer, ServerSettings, default_model_path
+from rag_eval.llm.settings import EngineConfig, LLMConfig
 from rag_eval.offline import go_offline
 from rag_eval.progress import say
 

@@ -9,22 +9,22 @@ from __future__ import annotations
 import asyncio
 
 from rag_eval.answers.generation import load_prompts
-from rag_eval.config import (
-    AuditConfig,
-    CallableConfig,
-    HaystackConfig,
-    HttpSystemConfig,
-    LangchainConfig,
-    LlamaIndexConfig,
-    LLMConfig,
-    RunFileConfig,
-)
+from rag_eval.config import AuditConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.client import api_key
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.retrievers.custom import import_object
+from rag_eval.retrievers.settings import (
+    CallableConfig,
+    HaystackConfig,
+    LangchainConfig,
+    LlamaIndexConfig,
+    RunFileConfig,
+)
 from rag_eval.system.http import HttpSystem
+from rag_eval.system.settings import HttpSystemConfig
 
 
 def preflight(cfg: AuditConfig) -> None:

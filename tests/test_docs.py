@@ -86,9 +86,12 @@ def test_the_config_reference_has_every_key_of_every_model(site):
     text = _text(site / "reference" / "config.html")
     keys = reference.config_keys()
     assert {"AuditConfig.gates", "LLMConfig.base_url", "Bm25Config.tokenizer", "JudgesConfig.uncertain"} <= keys
+    models = {s.model.__name__: s.model for s in reference.config_sections().values()}
     for key in keys:
         model, name = key.split(".")
-        assert f"rag_eval.config.{model}" in text, model
+        # Each model named where it lives: the stage's settings module (rag_eval.llm.settings.LLMConfig).
+        assert f"{models[model].__module__}.{model}" in text, model
+    assert "rag_eval.llm.settings.LLMConfig" in text and "rag_eval.config.AuditConfig" in text
     # A key's default and description come from the model: LLMConfig's ctx_size, for one.
     row = re.search(r"ctx_size\s+int\s+(\S+)\s+([^\n]+)", text)
     assert row and row.group(1) == "8192" and "context tokens" in row.group(2)

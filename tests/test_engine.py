@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import rag_eval
-from rag_eval.config import EngineConfig, LLMConfig
 from rag_eval.engine import LocalEngine, RayEngine, make_engine
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import EngineConfig, LLMConfig
 
 from .conftest import SMALL_CORPUS, SMALL_QUESTIONS
 

@@ -43,8 +43,20 @@ MODULES = {
     "progress": "base",
     "embedding": "base",
     "registry": "base",  # the one shape of every registry (judges, retriever kinds, sources, systems)
+    "json_paths": "base",
     "config": "config",
-    "system.paths": "config",  # the JSON paths a system's config names, parsed when it loads
+    "config_base": "config",
+    "config_yaml": "config",
+    "config_errors": "config",
+    # Each stage's settings, beside the stage: the config assembles them.
+    "data.settings": "config",
+    "retrievers.settings": "config",
+    "llm.settings": "config",
+    "answers.settings": "config",
+    "testgen.settings": "config",
+    "judges.settings": "config",
+    "report.settings": "config",
+    "system.settings": "config",
     "data": "data",
     "rundir": "data",
     "llm": "data",
@@ -69,7 +81,7 @@ MODULES = {
 # The imports allowed to reach up a layer, each with why it stays.
 UPWARD = {
     # The config validates judge names and roles against the judge registry as it loads.
-    ("config", "judges.registry"),
+    ("judges.settings", "judges.registry"),
     # Human labels add their section to the report's records (the report renders it).
     ("labels.human", "report.report_records"),
 }

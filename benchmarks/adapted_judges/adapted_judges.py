@@ -75,10 +75,10 @@ def _stored_faithfulness() -> dict[str, list[float]]:
 def predict_parts(parts: list[str]) -> None:
     """The model's own probabilities of every case of ``parts`` (cached requests), with word evidence."""
     from rag_eval import progress
-    from rag_eval.config import LLMConfig
     from rag_eval.judges.judge_check import load_cases
     from rag_eval.judges.scored import split_statements
     from rag_eval.judges.yesno import YesNoPrompt
+    from rag_eval.llm.settings import LLMConfig
 
     # The decision is read from the first token's probabilities; the reason the judge writes after
     # it is not needed here, so each request stops after one token (same prompt, same first token).
@@ -157,9 +157,9 @@ def halueval_run(start: int, stop: int, draws: int) -> dict:
     (``../shared/data/halueval-qa``): the shipped judges on every case (n = 0; an adapted judge
     with no label is the shipped one), and adapted as ``simulate`` adapts, on one-token requests."""
     from rag_eval import progress
-    from rag_eval.config import LLMConfig
     from rag_eval.judges.judge_check import halueval_cases
     from rag_eval.judges.yesno import YesNoPrompt
+    from rag_eval.llm.settings import LLMConfig
 
     YesNoPrompt.ask.__kwdefaults__["max_tokens"] = 1
     progress.set_enabled(True)
@@ -461,12 +461,12 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
     from sentence_transformers import SentenceTransformer
 
     from rag_eval.cache_dirs import cache_root
-    from rag_eval.config import LLMConfig
     from rag_eval.judges.judge_check import load_cases
     from rag_eval.judges.lexical import coverage
     from rag_eval.judges.scored import ScoredJudges
     from rag_eval.judges.yesno import YesNoPrompt
     from rag_eval.llm.session import LLMSession
+    from rag_eval.llm.settings import LLMConfig
     from rag_eval.retrievers.dense import resolve_model
 
     rows = load_inputs()

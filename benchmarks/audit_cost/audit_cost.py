@@ -163,7 +163,7 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> float:
 
 def demo(config: str, out: Path) -> None:
     """The config's audit from an empty response cache: the ``demo`` section."""
-    from rag_eval.config import load_config  # noqa: PLC0415
+    from rag_eval.config import load_config
 
     started = datetime.now(UTC)
     work = Path(tempfile.mkdtemp(prefix="rag-eval-cost-"))

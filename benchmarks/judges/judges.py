@@ -22,8 +22,8 @@ from pathlib import Path
 
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
-from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_check import halueval_cases, kind_of, load_cases, predict, score_judge
+from rag_eval.llm.settings import LLMConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval-qa" / "qa_dev.jsonl"

@@ -32,12 +32,12 @@ from real_variants import _auc, _mean_logodds
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import fit_cutoff
-from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_check import load_cases
 from rag_eval.judges.lexical import content_words, fit_blend, stem, support
 from rag_eval.judges.scored import ScoredJudges, split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "benchmarks" / "real_answers" / "data"

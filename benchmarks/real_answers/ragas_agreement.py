@@ -34,11 +34,11 @@ import numpy as np
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import SHIPPED, blends_for, cutoffs_for, ragas_key, save_entry
-from rag_eval.config import LLMConfig
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, Families, Inputs
 from rag_eval.judges.scored import ScoredJudges, average_precision
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,6 @@ import numpy as np
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import model_identity
-from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_check import (
     Prediction,
     cutoff_fitter,
@@ -46,6 +45,7 @@ from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.judges.scored import split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
 from rag_eval.judges.uncertain import target as target_of
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,12 +33,12 @@ import numpy as np
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import fit_cutoff
-from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_check import load_cases
 from rag_eval.judges.lexical import coverage, fit_blend, logit
 from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_statements
 from rag_eval.judges.yesno import TOP_LOGPROBS, YES_NO, label_probabilities, load_prompt
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -186,9 +186,9 @@ async def judge_cases(cases: list[dict], budget_s: float, out: Path) -> dict:
     """Each case judged in turn until the model time spent passes ``budget_s`` (the model's own
     time, so that a run paused by someone else's measurement keeps its budget)."""
     from rag_eval.calibration.cutoffs import blends_for, cutoffs_for
-    from rag_eval.config import LLMConfig
     from rag_eval.judges.scored import ScoredJudges
     from rag_eval.llm.session import LLMSession
+    from rag_eval.llm.settings import LLMConfig
 
     stats: dict = {}
     _timed_chat(stats)

@@ -236,8 +236,8 @@ def retrieval_stage(chunks: list[dict], questions: list[dict], folder: Path, bas
     from rank_bm25 import BM25Okapi
 
     from rag_eval import api
-    from rag_eval.config import Bm25Config
     from rag_eval.retrievers.bm25 import make_tokenizer
+    from rag_eval.retrievers.settings import Bm25Config
 
     cfg = Bm25Config(type="bm25")
     tok = make_tokenizer(cfg.tokenizer, cfg.lowercase)

@@ -24,10 +24,10 @@ import numpy as np
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import cutoffs_for
-from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_check import kind_of, load_cases, predict
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.judges.uncertain import bands_for, case_status
+from rag_eval.llm.settings import LLMConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {

@@ -31,9 +31,9 @@ RESULT = Path(__file__).resolve().parent / "result.json"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from run_info import commit, machine  # noqa: E402
 
-from rag_eval.config import LLMConfig  # noqa: E402
 from rag_eval.llm.schedule import prompt_text  # noqa: E402
 from rag_eval.llm.session import LLMSession  # noqa: E402
+from rag_eval.llm.settings import LLMConfig
 
 
 def by_question(requests: list[dict]) -> tuple[list[dict], list[dict]]:

@@ -18,7 +18,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from rag_eval.cli import build_parser
-from rag_eval.config import RETRIEVER_KINDS, AuditConfig
+from rag_eval.config import AuditConfig
+from rag_eval.retrievers.settings import RETRIEVER_KINDS
 
 CONFIG_MARKER = "<!-- generated: config -->"
 CLI_MARKER = "<!-- generated: cli -->"
@@ -181,7 +182,7 @@ def config_reference() -> str:
         doc = (model.__doc__ or "").strip()
         if doc and model.__doc__ != BaseModel.__doc__:
             lines += [_inline(doc), ""]
-        lines += [f"Model: `rag_eval.config.{model.__name__}`.", ""]
+        lines += [f"Model: `{model.__module__}.{model.__name__}`.", ""]
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
         for name, info in model.model_fields.items():
             if info.exclude:

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer
+from rag_eval.answers.settings import GenerationConfig
 from rag_eval.base_records import StageReuse, required
-from rag_eval.config import AuditConfig, GenerationConfig
+from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.hashing import inputs_hash

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rag_eval.config import AuditConfig, CorpusConfig
+from rag_eval.config import AuditConfig
 from rag_eval.data.chunking import slugify, split_by_heading, split_fixed, unique_ids
 from rag_eval.data.frames import records_from
 from rag_eval.data.python_docs import python_docs_corpus
 from rag_eval.data.records import Record, read_records
+from rag_eval.data.settings import CorpusConfig
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.types import Chunk, Corpus

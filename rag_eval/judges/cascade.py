@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.calibration.cutoffs import blends_for, cutoffs_for, out_of_fold
-from rag_eval.config import LLMConfig
 from rag_eval.judges.escalation import Opinion, second_opinion
 from rag_eval.judges.judge_check import cutoff_fitter, kind_of
 from rag_eval.judges.registry import CASE_KINDS, JUDGES, judges_for
@@ -28,6 +27,7 @@ from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_stat
 from rag_eval.judges.uncertain import band_folds, bands_for
 from rag_eval.judges.uncertain import target as target_of
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.stats import Estimate, wilson_interval
 
 

@@ -29,7 +29,6 @@ from rag_eval.calibration.adaptation import Item
 from rag_eval.calibration.adapted import adaptable, adapted_check, item_of, shipped_deciders
 from rag_eval.calibration.cutoffs import balanced_accuracy, blends_for, fit_cutoff, out_of_fold
 from rag_eval.calibration.cutoffs import save as save_calibration
-from rag_eval.config import LLMConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.judges.judge_records import FittedBand
@@ -39,6 +38,7 @@ from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import bands_out_of_fold, fit_band
 from rag_eval.judges.uncertain import target as target_of
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.progress import track_async
 from rag_eval.resources import resolve_shipped
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval

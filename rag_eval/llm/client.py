@@ -18,10 +18,10 @@ import httpx
 
 from rag_eval import progress
 from rag_eval.base_records import required
-from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
 from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.schedule import PrefixScheduler, prompt_text
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.slots import SlotLibrary
 
 CACHE_HEADER = "x-rag-eval-cache"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_eval.config import LLMConfig
 from rag_eval.llm.client import LLM, CachingTransport, api_key
 from rag_eval.llm.local import (
     MODEL_NAME,
@@ -16,6 +15,7 @@ from rag_eval.llm.local import (
     server_fingerprint,
 )
 from rag_eval.llm.response_cache import ResponseCache
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.slots import SlotLibrary
 
 

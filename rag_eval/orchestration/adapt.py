@@ -30,7 +30,6 @@ from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.calibration.adaptation import HOW, Decider, adapt, cross_ppi_mean
 from rag_eval.calibration.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
-from rag_eval.config import StatsConfig
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
@@ -40,6 +39,7 @@ from rag_eval.labels.human import Label, apply_labels, human_outcomes
 from rag_eval.labels.ppi import PPIEstimate, at_least_exact, human_mean
 from rag_eval.report.assemble import judge_brief, outcome_shares
 from rag_eval.report.report_records import AdaptationSection, AdaptedJudge, Report
+from rag_eval.report.settings import StatsConfig
 from rag_eval.types import Question
 
 FOLDS = 5

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from rag_eval.attribution import OUTCOMES, AttributionRow, ContextMark
-from rag_eval.config import StatsConfig
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.judges.registry import Criterion, criteria_registered, figures
 from rag_eval.metrics import parse_metric
@@ -33,6 +32,7 @@ from rag_eval.orchestration.finished import Run, read_finished_run
 from rag_eval.orchestration.judge_noise import flag_judge_noise, same_input_flips
 from rag_eval.report.diff_records import DiffData, Evidence, FigureEntry, MovedEntry, NotCompared
 from rag_eval.report.diff_report import diff_screen, render_diff_markdown
+from rag_eval.report.settings import StatsConfig
 from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import write_json, write_text
 from rag_eval.stats import Comparison, apply_holm, compare_paired

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from rag_eval.attribution.records import ContextMark, JudgeBrief
 from rag_eval.base_records import Model, Num
-from rag_eval.config import StatsConfig
+from rag_eval.report.settings import StatsConfig
 
 _STATS = StatsConfig()
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.base_records import Figure
-from rag_eval.config import OPS, parse_rule
 from rag_eval.errors import ConfigError, Problem, did_you_mean
 from rag_eval.judges.registry import figures as judge_figures
 from rag_eval.report.diff_records import DiffData
 from rag_eval.report.failures import CallFailures
 from rag_eval.report.report_records import Report
+from rag_eval.report.settings import OPS, parse_rule
 from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import read_jsonl
 

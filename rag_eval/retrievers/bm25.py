@@ -24,9 +24,9 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 from scipy import sparse
 
-from rag_eval.config import Bm25Config
 from rag_eval.progress import track
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext, relevant_indices
+from rag_eval.retrievers.settings import Bm25Config
 from rag_eval.types import Corpus, Question
 
 BLOCK = 64  # questions scored per sparse product (small blocks stay in the CPU's cache: faster)

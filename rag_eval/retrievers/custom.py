@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rag_eval.config import CallableConfig, LangchainConfig, RunFileConfig, SystemRetrieverConfig
 from rag_eval.data.records import read_text
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import track
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext
+from rag_eval.retrievers.settings import CallableConfig, LangchainConfig, RunFileConfig, SystemRetrieverConfig
 from rag_eval.types import Corpus, Question
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root, load_array
-from rag_eval.config import DenseConfig
 from rag_eval.embedding import encode_texts
 from rag_eval.engine import LocalEngine
 from rag_eval.errors import ConfigError, Problem
@@ -20,6 +19,7 @@ from rag_eval.offline import go_offline
 from rag_eval.progress import enabled, say, track
 from rag_eval.retrievers.ann import hnsw_rankings
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext, relevant_indices
+from rag_eval.retrievers.settings import DenseConfig
 from rag_eval.types import Corpus, Question
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}

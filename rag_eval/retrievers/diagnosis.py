@@ -64,7 +64,7 @@ from functools import cached_property
 from statistics import median
 from typing import Any
 
-from rag_eval.config import AuditConfig, Bm25Config, DenseConfig, HybridConfig
+from rag_eval.config import AuditConfig
 from rag_eval.data.records import collection_paused
 from rag_eval.engine import make_engine
 from rag_eval.retrievers.answer_match import (
@@ -80,6 +80,7 @@ from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.retrievers.hybrid import fuse
 from rag_eval.retrievers.rankings import RetrieverContext
 from rag_eval.retrievers.rechunk import CHUNKING_CAUSES, rechunk_retrievers, simulate_rechunking
+from rag_eval.retrievers.settings import Bm25Config, DenseConfig, HybridConfig
 from rag_eval.retrievers.stage import RetrievalResults, first_relevant_rank
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, shingles, tokens
 from rag_eval.types import Corpus, Question

@@ -9,11 +9,12 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
-from rag_eval.config import AuditConfig, RetrieverKind
+from rag_eval.config import AuditConfig
 from rag_eval.data.records import collection_paused
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.rankings import Rankings, Retriever, RetrieverContext
+from rag_eval.retrievers.settings import RetrieverKind
 from rag_eval.types import Corpus, Question
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.config import HaystackConfig, LlamaIndexConfig
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.progress import track
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of, document_passage, node_passage
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext
+from rag_eval.retrievers.settings import HaystackConfig, LlamaIndexConfig
 from rag_eval.types import Corpus, Question
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_eval.config import HybridConfig
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext, relevant_indices
+from rag_eval.retrievers.settings import HybridConfig
 from rag_eval.types import Corpus, Question
 
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rag_eval.config import AuditConfig, Bm25Config, ChunkerConfig, DenseConfig, HybridConfig
+from rag_eval.config import AuditConfig
 from rag_eval.data.corpus import load_corpus
+from rag_eval.data.settings import ChunkerConfig
 from rag_eval.data.testset import EvidenceIndex
 from rag_eval.retrievers.factory import run_retrievers
+from rag_eval.retrievers.settings import Bm25Config, DenseConfig, HybridConfig
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Corpus
 

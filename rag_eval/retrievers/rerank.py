@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_eval.config import RerankConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.offline import go_offline
 from rag_eval.progress import track
 from rag_eval.retrievers.dense import resolve_model
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext
+from rag_eval.retrievers.settings import RerankConfig
 from rag_eval.types import Corpus, Question
 
 

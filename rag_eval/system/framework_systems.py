@@ -9,13 +9,13 @@ import json
 import time
 from typing import Any
 
-from rag_eval.config import HaystackSystemConfig, LlamaIndexSystemConfig
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.json_paths import extract, parse_path
 from rag_eval.llm.client import Usage
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.mapping import document_passage, node_passage
 from rag_eval.system.http import SystemReply, Trial, fill
-from rag_eval.system.paths import extract, parse_path
+from rag_eval.system.settings import HaystackSystemConfig, LlamaIndexSystemConfig
 from rag_eval.types import Question
 
 

@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 
 from rag_eval.base_records import required
-from rag_eval.config import _ENV_REF, HttpSystemConfig
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.json_paths import extract, is_single
 from rag_eval.llm.client import _SECRETS, Usage, redact
 from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.retrievers.mapping import Passage
-from rag_eval.system.paths import extract, is_single
+from rag_eval.system.settings import _ENV_REF, HttpSystemConfig
 from rag_eval.types import Question
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})

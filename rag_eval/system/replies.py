@@ -10,18 +10,14 @@ import asyncio
 import json
 from pathlib import Path
 
-from rag_eval.config import (
-    AuditConfig,
-    HaystackSystemConfig,
-    HttpSystemConfig,
-    LlamaIndexSystemConfig,
-    SystemRetrieverConfig,
-)
+from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import say, track_async
+from rag_eval.retrievers.settings import SystemRetrieverConfig
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.system.framework_systems import HaystackSystem, LlamaIndexSystem
 from rag_eval.system.http import HttpSystem, SystemReply
+from rag_eval.system.settings import HaystackSystemConfig, HttpSystemConfig, LlamaIndexSystemConfig
 from rag_eval.types import Question
 
 

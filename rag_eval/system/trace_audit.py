@@ -19,19 +19,15 @@ from typing import Any
 
 import yaml
 
+from rag_eval.answers.settings import GenerationConfig
 from rag_eval.answers.supplied import SuppliedAnswer, context_id
-from rag_eval.config import (
-    AuditConfig,
-    GenerationConfig,
-    JudgesConfig,
-    SystemRetrieverConfig,
-    config_from_dict,
-    load_config,
-)
+from rag_eval.config import AuditConfig, config_from_dict, load_config
 from rag_eval.data.inputs import Inputs
 from rag_eval.data.testset import normalise
 from rag_eval.errors import ConfigError, Problem
+from rag_eval.judges.settings import JudgesConfig
 from rag_eval.retrievers.mapping import Passage
+from rag_eval.retrievers.settings import SystemRetrieverConfig
 from rag_eval.system.http import SystemReply
 from rag_eval.system.system_records import TracesSection
 from rag_eval.system.traces import SKIP_REASONS, Trace

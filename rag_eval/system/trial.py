@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 
-from rag_eval.config import AuditConfig, HttpSystemConfig, LlamaIndexSystemConfig, SystemConfig
+from rag_eval.config import AuditConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of
 from rag_eval.system.framework_systems import HaystackSystem, LlamaIndexSystem
 from rag_eval.system.http import HttpRequest, HttpSystem, Trial
+from rag_eval.system.settings import HttpSystemConfig, LlamaIndexSystemConfig, SystemConfig
 from rag_eval.types import Corpus, Question
 
 RAW_CHARS = 3000  # of the reply shown

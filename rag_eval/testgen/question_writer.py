@@ -30,9 +30,10 @@ import numpy as np
 from rag_eval.base_records import Model, Num, required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import blends_for, cutoffs_for
-from rag_eval.config import AuditConfig, TestSetConfig
+from rag_eval.config import AuditConfig
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.inputs import Inputs
+from rag_eval.data.settings import TestSetConfig
 from rag_eval.data.testset import EvidenceIndex, load_test_set, normalise, stable_id
 from rag_eval.engine import make_engine
 from rag_eval.errors import ConfigError, DataError, Problem

@@ -79,8 +79,8 @@ def test_config_cutoff_for_a_judge_sets_every_variant_unless_named():
 def test_the_shipped_calibration_is_found_for_the_embedded_model_whatever_the_server_build(tmp_path):
     """The cache identity names the server build and flags; the calibration belongs to the model."""
     from rag_eval.calibration.cutoffs import key, model_identity, saved
-    from rag_eval.config import LLMConfig
     from rag_eval.llm.session import LLMSession
+    from rag_eval.llm.settings import LLMConfig
 
     identity = LLMSession.identity(LLMConfig(provider="local", parallel=2, flash_attn="off"))
     assert identity.count(":") > 3 and "llama" in identity
@@ -97,9 +97,9 @@ def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(t
     from types import SimpleNamespace
 
     from rag_eval.calibration.cutoffs import blends_for, ragas_agreement_for, ragas_key, save_entry
-    from rag_eval.config import LLMConfig
     from rag_eval.judges.scored import ScoredJudges
     from rag_eval.llm.session import LLMSession
+    from rag_eval.llm.settings import LLMConfig
 
     monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path))
     identity = LLMSession.identity(LLMConfig(provider="local"))

@@ -5,8 +5,8 @@ a missing test set names the config line and the folder relative paths start at.
 import json
 
 from rag_eval.cli import main
-from rag_eval.config import ChunkerConfig, CorpusConfig
 from rag_eval.data.corpus import chunk_document
+from rag_eval.data.settings import ChunkerConfig, CorpusConfig
 from rag_eval.data.testset import merge_overlapping, normalise
 
 SENTENCES = [

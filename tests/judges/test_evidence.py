@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from rag_eval.config import LLMConfig
 from rag_eval.judges.evidence import check_quote, copies_prompt, quoted_spans, without_markup
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.yesno import label_probabilities
 from rag_eval.llm.client import LLM
 from rag_eval.llm.response_cache import ResponseCache
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.resources import shipped_prompt
 
 from ..scripted_server import ScriptedServer

@@ -95,29 +95,38 @@ def test_judge_decides_by_probability_and_falls_back_to_text(small_project):
 
 def test_budget_of_calls_per_answered_question(small_project):
     """faithfulness 2, context precision k, context recall 1 (once per question, not per prompt),
-    correctness 1, refusal 1, faithfulness_yesno one per sentence of the answer; and for the own
-    judges' quoted reasons (judges.reasons: quote) one short request more per decision, two for
-    correctness (its answer and its reference); none twice."""
+    correctness 1, refusal 1, faithfulness_yesno one per sentence of the answer, each own verdict
+    asked alone (its label word); then, only for the answers the report shows (a failed outcome),
+    each own verdict again with its reason and the quoted reason (judges.reasons: quote): one short
+    request more per decision, two for correctness (its answer and its reference); none twice."""
     with ScriptedServer(reply=structured_reply) as s:
         run_dir = run_audit(_config(small_project, s.base_url))
         bodies = s.bodies
     kinds = Counter(judge_name(b) or "generation" for b in bodies)
+    outcomes = {r["question_id"]: r["outcome"] for r in json.loads((run_dir / "report.json").read_text())["attribution"]["rows"]}
+    failed = sorted(q for q, o in outcomes.items() if o not in ("ok", "correct_refusal"))
+    assert failed == ["q4"]  # answered an unanswerable question: no reference, one sentence
     # 4 questions answered; 2 with a reference (q1, q2); 3 answerable; none refused; top_k = 2.
     assert kinds == {
         "generation": 4,
-        "refusal": 4,
+        "refusal": 4 + 1,
         "StatementGeneratorOutput": 4,
         "NLIStatementOutput": 4,
         "correctness": 2,
         "ContextPrecisionOutput": 2 * 2,
         "ContextRecallOutput": 2,
-        "supported": 4,  # the scripted answers are one sentence each
-        "refusal reason": 4,
-        "correctness reason": 2 * 2,
-        "supported reason": 4,
+        "supported": 4 + 1,  # the scripted answers are one sentence each
+        "refusal reason": 1,
+        "supported reason": 1,
     }
+    verdicts = [b for b in bodies if judge_name(b) in ("refusal", "supported", "correctness")]
+    assert sorted(b["max_tokens"] for b in verdicts) == [2] * 10 + [48] * 2
     digests = [hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest() for b in bodies]
     assert len(set(digests)) == len(digests)  # no request was sent twice
+    deferred = [j for j in _records(run_dir, "judgements.jsonl") if j["details"].get("reasons_deferred")]
+    assert sorted((j["judge"], j["question_id"]) for j in deferred if j["judge"] == "refusal") == [
+        ("refusal", q) for q in ("q1", "q2", "q3")
+    ]
     summary = json.loads((run_dir / "summary.json").read_text())
     figs = summary["generation"]["base"]
     assert figs["faithfulness"]["value"] == 0.5 and figs["faithfulness"]["n"] == 4
@@ -251,9 +260,9 @@ def test_correctness_asks_a_short_reference_by_name_with_its_own_cutoff(tmp_path
     sentence gets the statement prompt and its own; a rerun compares both prompts' hashes."""
     import asyncio
 
-    from rag_eval.config import LLMConfig
     from rag_eval.judges.scored import ScoredJudges, correctness_variant
     from rag_eval.llm.session import LLMSession
+    from rag_eval.llm.settings import LLMConfig
 
     assert correctness_variant("Bath") == "correctness_short"
     assert correctness_variant("Since Python 3.7 dict order is guaranteed to be insertion order.") == "correctness"

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from rag_eval.config import LLMConfig
 from rag_eval.judges.judge_records import Agreement, Calibration, JudgesSection
 from rag_eval.judges.lexical import (
     Blend,
@@ -23,6 +22,7 @@ from rag_eval.judges.lexical import (
 )
 from rag_eval.judges.scored import ScoredJudges, word_note
 from rag_eval.llm.client import LLM
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.report.markdown import calibration_lines
 
 from ..scripted_server import ScriptedServer

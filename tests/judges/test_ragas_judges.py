@@ -20,8 +20,8 @@ STEPS = ("StatementGeneratorOutput", "NLIStatementOutput", "ContextPrecisionOutp
 
 
 def _llm(base_url, cache=None):
-    from rag_eval.config import LLMConfig
     from rag_eval.llm.client import LLM
+    from rag_eval.llm.settings import LLMConfig
 
     cfg = LLMConfig(provider="openai", model="scripted", base_url=base_url, max_retries=0, timeout_s=5)
     return LLM(cfg, base_url=base_url, model="scripted", cache=cache)

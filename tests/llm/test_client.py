@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from rag_eval.config import LLMConfig
 from rag_eval.llm.client import LLM
 from rag_eval.llm.response_cache import ResponseCache, cache_key
+from rag_eval.llm.settings import LLMConfig
 
 from ..scripted_server import ScriptedServer
 
@@ -139,7 +139,7 @@ def test_concurrency_is_bounded():
 WRITER = """
 import asyncio, sys
 from pathlib import Path
-from rag_eval.config import LLMConfig
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.response_cache import ResponseCache
 from rag_eval.llm.client import LLM
 

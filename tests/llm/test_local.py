@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.config import LLMConfig
 from rag_eval.errors import ConfigError
 from rag_eval.llm import cpu_probe, local
 from rag_eval.llm.local import LocalServer, ServerSettings, build_features, describe_build, server_binary
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
 
 from ..conftest import ROOT
 

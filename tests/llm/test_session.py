@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx
 
-from rag_eval.config import LLMConfig
 from rag_eval.llm.client import LLM
 from rag_eval.llm.local import LocalServer
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
 
 from ..conftest import ROOT
 from ..scripted_server import ScriptedServer
@@ -35,7 +35,7 @@ def fake_llama_server(tmp_path: Path) -> tuple[Path, Path]:
 ASK = """
 import asyncio, sys
 from pathlib import Path
-from rag_eval.config import LLMConfig
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.session import LLMSession
 
 cfg = LLMConfig(provider="local", model_path=sys.argv[1], server_binary=sys.argv[2])

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from rag_eval.config import LLMConfig
 from rag_eval.llm.client import LLM
 from rag_eval.llm.local import server_binary
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.slots import MAX_SAVES_PER_SERVER, SlotLibrary
 
 from ..conftest import ROOT
@@ -184,7 +184,7 @@ def test_a_library_that_errs_is_switched_off_and_the_reply_kept(tmp_path, monkey
 ASK = """
 import asyncio, json, sys
 from pathlib import Path
-from rag_eval.config import LLMConfig
+from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.session import LLMSession
 
 cache, store, questions = Path(sys.argv[1]), sys.argv[2] == "on", sys.argv[3:]

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from rag_eval.config import Bm25Config
 from rag_eval.data.python_docs import python_docs_corpus
 from rag_eval.retrievers.bm25 import Bm25Retriever, SparseBm25, make_tokenizer
 from rag_eval.retrievers.rankings import RetrieverContext
+from rag_eval.retrievers.settings import Bm25Config
 from rag_eval.types import Chunk, Corpus, Question
 
 from ..conftest import ROOT, SECTION_FILES

@@ -5,13 +5,14 @@ checked against exact search."""
 import numpy as np
 import pytest
 
-from rag_eval.config import DenseConfig, EngineConfig
 from rag_eval.engine import LocalEngine
 from rag_eval.errors import ConfigError
+from rag_eval.llm.settings import EngineConfig
 from rag_eval.retrievers import rankings as base
 from rag_eval.retrievers.ann import build_hnsw, recall_at, search
 from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.retrievers.rankings import RetrieverContext
+from rag_eval.retrievers.settings import DenseConfig
 from rag_eval.types import Chunk, Corpus, Question
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS
@@ -139,7 +140,8 @@ def test_hnsw_without_faiss_names_the_fix(tmp_path, monkeypatch):
 _CHILD = """
 import json, os, sys
 import numpy as np
-from rag_eval.config import DenseConfig, EngineConfig
+from rag_eval.llm.settings import EngineConfig
+from rag_eval.retrievers.settings import DenseConfig
 from rag_eval.engine import LocalEngine
 from rag_eval.retrievers.rankings import RetrieverContext
 from rag_eval.retrievers.dense import DenseRetriever

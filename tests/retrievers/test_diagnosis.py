@@ -2,9 +2,10 @@
 
 import pytest
 
-from rag_eval.config import AuditConfig, HybridConfig
+from rag_eval.config import AuditConfig
 from rag_eval.retrievers.diagnosis import CAUSES, diagnose_misses
 from rag_eval.retrievers.rankings import Rankings
+from rag_eval.retrievers.settings import HybridConfig
 from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Chunk, Corpus, Question
 

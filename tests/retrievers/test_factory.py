@@ -8,10 +8,11 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from rag_eval.config import RETRIEVER_KINDS, RetrieverKind, load_config, registered_retrievers
+from rag_eval.config import load_config
 from rag_eval.errors import ConfigError
 from rag_eval.orchestration.runner import run_retrieval
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext
+from rag_eval.retrievers.settings import RETRIEVER_KINDS, RetrieverKind, registered_retrievers
 from rag_eval.types import Corpus, Question
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS

@@ -10,7 +10,7 @@ import yaml
 import rag_eval
 from rag_eval.answers.supplied import context_id
 from rag_eval.cli import main
-from rag_eval.system.paths import extract, parse_path
+from rag_eval.json_paths import extract, parse_path
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
 from ..scripted_server import ScriptedServer, judge_name, structured_reply
@@ -87,8 +87,8 @@ def test_paths():
 
 
 def test_reply_parsing():
-    from rag_eval.config import HttpSystemConfig
     from rag_eval.system.http import answer_from, fill, passages_from
+    from rag_eval.system.settings import HttpSystemConfig
     from rag_eval.types import Question
 
     cfg = HttpSystemConfig(type="http", url="http://x", ids="$.hits[*].id", contexts="$.hits[*].text")

@@ -1,0 +1,206 @@
+"""The settings of a system where it runs (``system:``): a deployed HTTP service, a LlamaIndex query
+engine or a Haystack pipeline, and the defaults a config with a system gets."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from rag_eval.config_base import Settings
+from rag_eval.json_paths import parse_path
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+TEMPLATE_NAMES = ("question", "question_id")
+
+
+def _template_strings(value: Any, at: str) -> Iterator[tuple[str, str]]:
+    """Every string of a templated JSON value, with where it is (``body.query``)."""
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _template_strings(v, f"{at}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _template_strings(v, f"{at}[{i}]")
+
+
+def check_placeholders(value: Any, at: str) -> Any:
+    """ValueError for a ``{name}`` in a template that is not a known placeholder (a misspelt
+    ``{questoin}`` would be sent as it is written)."""
+    for where, text in _template_strings(value, at):
+        for name in _PLACEHOLDER.findall(text):
+            if name not in TEMPLATE_NAMES:
+                close = difflib.get_close_matches(name, TEMPLATE_NAMES, n=1, cutoff=0.5)
+                hint = f"did you mean {{{close[0]}}}? " if close else ""
+                raise ValueError(
+                    f"{where}: unknown placeholder {{{name}}} (it would be sent as written); "
+                    f"{hint}known: {{question}}, {{question_id}}"
+                )
+    return value
+
+
+def asks_question(*values: Any) -> bool:
+    """Some string of the templates holds ``{question}``."""
+    return any("{question}" in text for v in values for _, text in _template_strings(v, ""))
+
+
+def _check_url(url: str) -> str:
+    if _ENV_REF.match(url):
+        return url  # the scheme comes from the environment: checked when the run starts
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        fix = f"write url: http://{url}" if "://" not in url else "write e.g. url: https://rag.example.com/ask"
+        raise ValueError(f"'{url}' is not an http(s) URL; {fix}")
+    return url
+
+
+_SECRET_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
+
+
+class HttpSystemConfig(Settings):
+    """A deployed RAG service called once per question (``system: {type: http, ...}``)."""
+
+    type: Literal["http"]
+    url: str = Field(description="the endpoint; ${VAR} is replaced by the environment variable VAR")
+    method: Literal["POST", "GET"] = Field(
+        "POST", description="POST sends body as JSON (and params); GET sends only params, in the query string"
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description='e.g. {Authorization: "Bearer ${MY_KEY}"}; secrets only as ${VAR}'
+    )
+    body: Any = Field(
+        default_factory=lambda: {"question": "{question}"},
+        description="the JSON body; {question} and {question_id} are replaced in every string",
+    )
+    params: dict[str, str] = Field(default_factory=dict, description="query-string parameters, templated like body")
+    answer: str = Field("$.answer", description="JSON path of the answer in the response")
+    contexts: str | None = Field(None, description="JSON path of the passage texts it used, e.g. $.sources[*].text")
+    ids: str | None = Field(None, description="JSON path of the passages' chunk ids, e.g. $.sources[*].id")
+    scores: str | None = Field(None, description="JSON path of the passages' scores (shown, not used to rank)")
+    concurrency: int = Field(4, ge=1, description="requests in flight to the service at once")
+    max_retries: int = Field(3, ge=0, description="retries on 429, 5xx, timeouts and connection errors")
+    backoff_s: float = Field(0.5, ge=0, description="first retry's wait, doubled each retry (Retry-After wins)")
+    timeout_s: float = Field(
+        60, gt=0, description="seconds to wait for one response (then retried); raise it for a slow service"
+    )
+    cache: bool = Field(True, description="keep successful responses in the response cache (a rerun calls nothing)")
+
+    @field_validator("answer", "contexts", "ids", "scores")
+    @classmethod
+    def _json_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_path(value)
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return _check_url(value)
+
+    @field_validator("body", "params")
+    @classmethod
+    def _known_placeholders(cls, value: Any, info) -> Any:
+        return check_placeholders(value, info.field_name)
+
+    @model_validator(mode="after")
+    def _asks_the_question(self) -> HttpSystemConfig:
+        where = ("params",) if self.method == "GET" else ("body", "params")
+        if not asks_question(*(getattr(self, w) for w in where)):
+            raise ValueError(
+                f"({where[0]}) the request never sends the question: no {{question}} placeholder in "
+                f'{" or ".join(where)}; write e.g. {where[0]}: {{query: "{{question}}"}} '
+                "(placeholders: {question}, {question_id})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _secrets_by_env(self) -> HttpSystemConfig:
+        for name, value in self.headers.items():
+            if _SECRET_HEADER.search(name) and not _ENV_REF.search(value):
+                raise ValueError(
+                    f"header {name} holds a literal value; secrets come from the environment only: write "
+                    f'{name}: "Bearer ${{MY_KEY_ENV}}" and export MY_KEY_ENV'
+                )
+        if not self.ids and not self.contexts:
+            raise ValueError(
+                "give ids (JSON path of the returned chunk ids) or contexts (of the passage texts), or both: "
+                "without them the system's retrieval cannot be measured"
+            )
+        return self
+
+
+class LlamaIndexSystemConfig(Settings):
+    """A LlamaIndex query engine built by ``factory()``: its response is the answer, its source
+    nodes the passages."""
+
+    type: Literal["llamaindex"]
+    factory: str = Field(description="package.module:function() -> a LlamaIndex query engine (or index)")
+    id_key: str | None = Field(None, description="node.metadata key holding the chunk id; default: the node id")
+    concurrency: int = Field(1, ge=1, description="questions asked at once (in threads)")
+
+
+class HaystackSystemConfig(Settings):
+    """A Haystack pipeline built by ``factory()``, run once per question."""
+
+    type: Literal["haystack"]
+    factory: str = Field(description="package.module:function() -> a Haystack Pipeline")
+    inputs: dict[str, Any] = Field(
+        description='the data of Pipeline.run, templated like body: e.g. {retriever: {query: "{question}"}, '
+        'prompt_builder: {question: "{question}"}}'
+    )
+    answer: str = Field("$.llm.replies[0]", description="JSON path of the answer in the pipeline's outputs")
+    documents: str = Field("$.retriever.documents", description="JSON path of the documents it used")
+    id_key: str | None = Field(None, description="Document.meta key holding the chunk id; default: the document id")
+    concurrency: int = Field(1, ge=1, description="questions asked at once (in threads)")
+
+    @field_validator("answer", "documents")
+    @classmethod
+    def _json_path(cls, value: str) -> str:
+        parse_path(value)
+        return value
+
+    @field_validator("inputs")
+    @classmethod
+    def _known_placeholders(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_placeholders(value, "inputs")
+        if not asks_question(value):
+            raise ValueError(
+                "(inputs) the pipeline never gets the question: no {question} placeholder in inputs; write e.g. "
+                'inputs: {retriever: {query: "{question}"}} (placeholders: {question}, {question_id})'
+            )
+        return value
+
+
+SystemConfig = Annotated[HttpSystemConfig | LlamaIndexSystemConfig | HaystackSystemConfig, Field(discriminator="type")]
+
+
+def with_system_defaults(data: Any) -> Any:
+    """A config with ``system:`` gets the retriever ``system`` and generation on it unless it names them."""
+    if not isinstance(data, dict) or not data.get("system"):
+        return data
+    data = dict(data)
+    retrieval = dict(data.get("retrieval") or {})
+    retrievers = dict(retrieval.get("retrievers") or {})
+    if not any(isinstance(r, dict) and r.get("type") == "system" for r in retrievers.values()):
+        if "system" in retrievers:
+            raise ValueError("retrieval.retrievers.system is taken by another retriever; rename it")
+        retrievers = {"system": {"type": "system"}, **retrievers}
+    retrieval["retrievers"] = retrievers
+    data["retrieval"] = retrieval
+    name = next(n for n, r in retrievers.items() if isinstance(r, dict) and r.get("type") == "system")
+    generation = dict(data.get("generation") or {})
+    generation.setdefault("retriever", name)
+    generation.setdefault("prompts", {"system": "(the deployed system)"})
+    data["generation"] = generation
+    return data
