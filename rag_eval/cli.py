@@ -15,22 +15,20 @@ from rag_eval.base_records import required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.adapted import AdaptedCheck
 from rag_eval.calibration.cutoffs import user_path
-from rag_eval.config import load_config
-from rag_eval.data.corpus import load_corpus
+from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
 from rag_eval.data.inputs import load_inputs
-from rag_eval.data.settings import TestSetConfig
 from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
 from rag_eval.judges.judge_records import BandOutOfFold, FittedBand
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
-from rag_eval.labels.human import Sampler, known_answers, label_run, read_labels, weights_of, write_html
-from rag_eval.labels.merge import design_path, draw_into, page_rows
-from rag_eval.llm.settings import LLMConfig, PriceConfig
+from rag_eval.labels.human import known_answers, label_run, read_labels, weights_of
+from rag_eval.labels.merge import design_path
 from rag_eval.offline import go_offline
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.orchestration.finished import read_run
 from rag_eval.orchestration.history import collect_history, history_text
+from rag_eval.orchestration.label_draw import draw_labels
 from rag_eval.orchestration.pipeline import RunInterrupted
 from rag_eval.orchestration.sources import LABELS_DRAWN
 from rag_eval.preflight import preflight
@@ -40,9 +38,8 @@ from rag_eval.report.files import ADAPTED, LABELLED, write_report
 from rag_eval.report.gates import describe_failure
 from rag_eval.report.history_html import render_history_html
 from rag_eval.report.markdown import fmt
-from rag_eval.report.report_records import LintFinding, Report
+from rag_eval.report.report_records import LintFinding
 from rag_eval.report.screen import one_screen
-from rag_eval.report.triage import labels_plan
 from rag_eval.retrievers.lint import fails, generic_labels, split_evidence
 from rag_eval.rundir import write_json, write_text
 from rag_eval.system.replies import failure_lines
@@ -406,18 +403,16 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _label(args: argparse.Namespace) -> int:
-    run_dir = Path(args.run_dir)
-    sampler = Sampler(run_dir)
-    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
-    out = Path(args.out) if args.out else run_dir / "labels"
-    csv_path = out / "labels.csv"
-    merged = draw_into(sampler, csv_path, args.n, args.seed, active=not args.uniform)
-    page, given = page_rows(sampler, merged.rows)
-    verdicts = {(row.question_id, row.prompt): row.judges for row in Report.load(report).rows()}
-    plan = labels_plan(report, args.width)
-    write_html(page, out / "labels.html", _context_texts(run_dir, report), verdicts, plan=plan, given=given)
+    got = draw_labels(
+        Path(args.run_dir),
+        args.n,
+        args.seed,
+        active=not args.uniform,
+        out=args.out and Path(args.out),
+        width=args.width,
+    )
+    merged, draw, csv_path = got.merged, got.draw, got.csv
     how = "a plain random draw" if args.uniform else "drawn favouring uncertain and outcome-deciding verdicts"
-    draw = merged.design.draws[-1]
     if merged.same_draw:
         print(
             f"{csv_path} already holds this draw ({draw.n} questions, seed {args.seed}): nothing added; its "
@@ -435,27 +430,17 @@ def _label(args: argparse.Namespace) -> int:
     else:
         replaced = f" (replacing the {merged.replaced} unlabelled rows that were there)" if merged.replaced else ""
         print(
-            f"{len(merged.rows)} answers to label ({len({d.question_id for d in page})} questions, seed {args.seed}, {how}): "
-            f"{csv_path}{replaced} (fill in yes/no) or {out / 'labels.html'} (open in a browser; Save labels "
+            f"{got.rows} answers to label ({got.questions} questions, seed {args.seed}, {how}): "
+            f"{csv_path}{replaced} (fill in yes/no) or {got.html} (open in a browser; Save labels "
             "downloads labels.csv)."
         )
-    print(f"Then: rag-eval report {run_dir} --labels {csv_path}")
+    if got.max_chars is not None:
+        print(
+            f"{got.html} shows each context as the generator and the judges were given it (the first "
+            f"{got.max_chars} characters; the rest folded, marked not seen by the model)."
+        )
+    print(f"Then: rag-eval report {Path(args.run_dir)} --labels {csv_path}")
     return 0
-
-
-def _context_texts(run_dir, report: dict) -> dict[str, str]:
-    """Chunk texts for the labelling page: from the run's kept inputs, else its config's corpus."""
-    kept = run_dir / "inputs" / "corpus.jsonl"
-    if kept.exists():
-        rows = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return {r["id"]: r["text"] for r in rows}
-    path = report.get("config_path")
-    if path and Path(path).exists():
-        try:
-            return {c.id: c.passage for c in load_corpus(load_config(path)).chunks}
-        except RagEvalError:
-            return {}
-    return {}
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.answers.answer_records import Answer
+from rag_eval.answers.generation import context_seen
 from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD, AttributionRow, JudgeBrief, attribute
 from rag_eval.base_records import Model, Num, required
 from rag_eval.data.records import read_records, read_text
@@ -195,6 +196,32 @@ def write_csv(rows: list[DrawnAnswer], path: Path) -> None:
             w.writerow({**DrawnAnswer.load(r).dump(), **{c: "" for c in HUMAN_LABELS}, "note": ""})
 
 
+def _pre(cls: str, text: str) -> str:
+    # A parser drops one newline right after <pre>: written, so a text that starts with one keeps it.
+    return f'<pre class="{cls}">\n{html.escape(text)}</pre>'
+
+
+def _context_html(k: int, cid: str, text: str | None, max_chars: int | None) -> str:
+    """One context of the page: the part the generator and the judges were given, exactly
+    (``context_seen``); where they were given less than the whole, the cut marked and the rest
+    folded, marked as not seen by the model."""
+    head = f"context {k + 1}: {html.escape(cid)}"
+    if text is None:
+        return f"<details><summary>{head}</summary><pre>(text not available)</pre></details>"
+    seen = context_seen(text, max_chars) if max_chars else text
+    rest = text[len(seen) :]
+    if not rest:
+        return f'<details data-id="{html.escape(cid)}"><summary>{head}</summary>{_pre("seen", seen)}</details>'
+    return (
+        f'<details class="was-cut" data-id="{html.escape(cid)}"><summary>{head} <span class="meta">the model saw the '
+        f"first {len(seen)} of {len(text)} characters</span></summary>{_pre('seen', seen)}"
+        f'<p class="cut">&#9986; cut here (generation.max_context_chars: {max_chars}): the generator and the judges '
+        "were given the text above and nothing below</p>"
+        f'<details class="unseen"><summary>the other {len(rest)} characters: not seen by the model</summary>'
+        f"{_pre('unseen', rest)}</details></details>"
+    )
+
+
 def write_html(
     rows: Sequence[DrawnAnswer | dict],
     path: Path,
@@ -202,13 +229,17 @@ def write_html(
     verdicts: Mapping[tuple[str, str], Mapping[str, JudgeBrief | dict]],
     plan: list | None = None,
     given: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    max_chars: int | None = None,
 ) -> None:
     """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
-    the answer is labelled; "Save labels" downloads labels.csv (the CSV's columns) with every label
-    on the page. ``given``: the labels file's rows by (question id, prompt), whose labels and notes
-    the page starts with (so a download holds them too). What a person picks on the page is kept in
-    the browser by question and prompt, not by place, so a page written again over a merged draw
-    shows each pick on its own answer. ``plan`` (``report.triage.labels_plan``): the page shows,
+    the answer is labelled. ``contexts``: each chunk's whole text by id; ``max_chars``: the
+    characters of each context the generator and the judges were given (``context_seen``), shown
+    as they were given, the cut marked and the rest folded as not seen (None: shown whole).
+    "Save labels" downloads labels.csv (the CSV's columns) with every label on the page.
+    ``given``: the labels file's rows by (question id, prompt), whose labels and notes the page
+    starts with (so a download holds them too). What a person picks on the page is kept in the
+    browser by question and prompt, not by place, so a page written again over a merged draw shows
+    each pick on its own answer. ``plan`` (``report.triage.labels_plan``): the page shows,
     per judged figure, the answers labelled so far against the labels its chosen interval width
     needs."""
     items = []
@@ -216,10 +247,7 @@ def write_html(
     given = given or {}
     already = 0
     for i, r in enumerate(drawn):
-        ctx = "".join(
-            f"<details><summary>context {k + 1}: {html.escape(cid)}</summary><pre>{html.escape(contexts.get(cid, '(text not available)'))}</pre></details>"
-            for k, cid in enumerate(r.contexts)
-        )
+        ctx = "".join(_context_html(k, cid, contexts.get(cid), max_chars) for k, cid in enumerate(r.contexts))
         v = {name: JudgeBrief.load(j) for name, j in verdicts.get((r.question_id, r.prompt), {}).items()}
         judged = "".join(
             f"<li><b>{html.escape(name)}</b>: {html.escape(str(j.verdict or j.score))} "
@@ -262,7 +290,7 @@ def write_html(
 body{{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}}
 section{{border:1px solid #ccc;border-radius:6px;padding:0 1em 1em;margin:1em 0}}
 pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5em}} .meta{{color:#666}}
-.ask{{margin:.4em 0}} label{{margin-left:1em}} textarea{{width:100%}} .judges{{background:#eef;padding:.2em 1em}}
+.cut{{color:#a40;margin:.2em 0}} .unseen pre,pre.unseen{{color:#777}} .ask{{margin:.4em 0}} label{{margin-left:1em}} textarea{{width:100%}} .judges{{background:#eef;padding:.2em 1em}}
 </style></head><body><h1>Label {len(drawn)} answers</h1>
 <p>Answer each question yes or no (skip if unsure). Labels are kept in this browser while you work;
 <b>Save labels</b> downloads <code>labels.csv</code> for <code>rag-eval report RUN_DIR --labels labels.csv</code>,

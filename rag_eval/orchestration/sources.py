@@ -12,13 +12,13 @@ from typing import Any
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import run_generation, select_questions
 from rag_eval.answers.supplied import SuppliedAnswer, as_audit_inputs
-from rag_eval.attribution import JudgeBrief
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.errors import DataError, Problem
-from rag_eval.labels.human import DrawnAnswer, draw, write_csv, write_html
+from rag_eval.labels.human import draw, write_csv
 from rag_eval.llm.client import Usage
+from rag_eval.orchestration.label_draw import write_page
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit, eta
 from rag_eval.progress import duration, plan, say
 from rag_eval.registry import Registry
@@ -38,7 +38,6 @@ from rag_eval.system.system_records import LabelDraw, SystemSection
 from rag_eval.system.trace_audit import (
     labelled,
     match_traces,
-    passage_texts,
     skipped_section,
     trace_records,
     trace_rows,
@@ -311,12 +310,8 @@ def label_sample(run_dir: Path, report: Report, n: int, seed: int) -> LabelDraw 
         return None
     out = run_dir / "labels"
     out.mkdir(exist_ok=True)
-    verdicts: dict[tuple[str, str], dict[str, JudgeBrief | dict[str, Any]]] = {
-        (r.question_id, r.prompt): dict(r.judges) for r in report.rows()
-    }
-    drawn: list[DrawnAnswer | dict[str, Any]] = list(rows)
     write_csv(rows, out / "labels.csv")
-    write_html(drawn, out / "labels.html", passage_texts(run_dir), verdicts)
+    write_page(run_dir, report, rows, out / "labels.html")
     return LabelDraw(n=len(rows), seed=seed, csv=str(out / "labels.csv"), html=str(out / "labels.html"))
 
 

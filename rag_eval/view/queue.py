@@ -12,22 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from rag_eval.attribution import AttributionRow, JudgeBrief
-from rag_eval.config import AuditConfig, config_from_dict, load_config
-from rag_eval.data.corpus import load_corpus
+from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
 from rag_eval.data.testset import stable_id
 from rag_eval.errors import RagEvalError
-from rag_eval.judges.judging import context_chars, judged_contexts
+from rag_eval.judges.judging import judged_contexts
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES
 from rag_eval.labels.human import DrawnAnswer, draw
+from rag_eval.orchestration.run_contexts import run_contexts
 from rag_eval.report.quotes import highlight
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import uncertain_answers
-from rag_eval.rundir import read_jsonl
-from rag_eval.types import Chunk, Corpus
+from rag_eval.types import Corpus
 from rag_eval.view.labels_file import from_cell
 
 # rag-eval label's defaults, so the view's draw is the one the command would make.
@@ -188,41 +185,6 @@ class AnswerView:
         return any(self.values.get(c) is not None for c, _ in self.columns)
 
 
-def run_config(run_dir: Path, report: Report) -> AuditConfig | None:
-    """The run's saved config (``config.yaml``), its relative paths starting where the run's did: at
-    the config file's folder (``report.config_path``, recorded absolute), so a run folder reads the
-    same from any working folder; None when it cannot be read (a config of another version)."""
-    try:
-        raw = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
-        home = Path(report.config_path).parent if report.config_path else run_dir
-        return config_from_dict(raw, home, str(run_dir / "config.yaml"))
-    except (OSError, yaml.YAMLError, RagEvalError):
-        return None
-
-
-def _corpus(run_dir: Path, report: Report, cfg: AuditConfig | None) -> Corpus | None:
-    """The run's corpus: its kept inputs (inputs/corpus.jsonl), else the one its config names."""
-    kept = read_jsonl(run_dir / "inputs" / "corpus.jsonl")
-    if kept:
-        chunks = [
-            Chunk(str(r["id"]), str(r.get("text") or ""), str(r.get("title") or ""), str(r.get("doc_id") or ""))
-            for r in kept
-            if "id" in r
-        ]
-        return Corpus(chunks, "corpus (given)")
-    if cfg is None and report.config_path and Path(report.config_path).exists():
-        try:
-            cfg = load_config(report.config_path)
-        except RagEvalError:
-            cfg = None
-    if cfg is None:
-        return None
-    try:
-        return load_corpus(cfg)
-    except RagEvalError:
-        return None
-
-
 def _test_set_path(run_dir: Path, report: Report, cfg: AuditConfig | None) -> Path | None:
     """The run's test set file: where its config names it (resolved as the run resolved it), else
     the path its report recorded (absolute, or relative to where the run was started)."""
@@ -256,26 +218,12 @@ def _evidence(path: Path | None) -> dict[str, list[str]]:
 
 def run_sources(run_dir: Path, report: Report) -> RunSources:
     """The corpus, the contexts' cut and the evidence of a run, read as the run read them."""
-    cfg = run_config(run_dir, report)
-    corpus = _corpus(run_dir, report, cfg)
-    notes = []
-    if cfg is None:
-        notes.append(
-            f"{run_dir / 'config.yaml'} cannot be read: each context is shown whole, although the model may have "
-            "seen only its beginning (generation.max_context_chars)"
-        )
-    if corpus is None:
-        notes.append("the run's corpus cannot be read: the contexts' text is not available")
-    elif report.corpus and report.corpus.fingerprint and corpus.fingerprint()[:16] != report.corpus.fingerprint:
-        notes.append(
-            "the corpus changed since this run (its fingerprint differs from report.json's): the text shown may "
-            "differ from what the model saw"
-        )
+    ctx = run_contexts(run_dir, report)
     return RunSources(
-        corpus=corpus,
-        max_chars=context_chars(cfg) if cfg is not None else None,
-        evidence=_evidence(_test_set_path(run_dir, report, cfg)),
-        notes=notes,
+        corpus=ctx.corpus,
+        max_chars=ctx.max_chars,
+        evidence=_evidence(_test_set_path(run_dir, report, ctx.config)),
+        notes=ctx.notes,
     )
 
 
