@@ -15,8 +15,9 @@ from rag_eval.base_records import required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.adapted import AdaptedCheck
 from rag_eval.calibration.cutoffs import user_path
-from rag_eval.config import LLMConfig, PriceConfig, TestSetConfig, load_config
+from rag_eval.config import load_config
 from rag_eval.data.inputs import load_inputs
+from rag_eval.data.settings import TestSetConfig
 from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
 from rag_eval.judges.cascade import measure, second_opinions
 from rag_eval.judges.judge_check import Prediction, halueval_cases, read_case_files, run_judge_check
@@ -24,6 +25,7 @@ from rag_eval.judges.judge_records import BandOutOfFold, FittedBand
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.labels.human import known_answers, label_run, read_labels, weights_of
 from rag_eval.labels.merge import design_path
+from rag_eval.llm.settings import LLMConfig, PriceConfig
 from rag_eval.offline import go_offline
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.orchestration.finished import read_run
