@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_eval.report.assemble import summary
-from rag_eval.report.html import render_html
-from rag_eval.report.markdown import render_markdown, render_traces_markdown
 from rag_eval.report.report_records import Report
+from rag_eval.report.sections import build_sections, render_html, render_markdown, render_traces_markdown
 from rag_eval.rundir import write_json, write_text
 
 # A re-decision of a finished run (``rag-eval report RUN --labels F [--adapt]``), by its name in
@@ -37,7 +36,7 @@ def write_report(run_dir: Path, report: Report | dict, kind: str | None = None) 
     re-decision's names beside them, the audit's own left as they are. A report without retrieval
     (supplied answers, traces judged without labels) has Markdown only for traces. Returns the
     paths written."""
-    report = Report.load(report)
+    report = build_sections(Report.load(report), run_dir)
     json_files = [(report_file(run_dir, "report.json", kind), report.dump())]
     json_files.append((report_file(run_dir, "summary.json", kind), summary(report)))
     for path, data in json_files:

@@ -1,4 +1,4 @@
-"""Rendering the report data as one self-contained HTML page: inline CSS and SVG, no network."""
+"""Rendering the report data as one self-contained HTML page: inline CSS and SVG, no network (each\nsection's part; the page is put together in ``report/sections.py``)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,6 @@ from rag_eval.report.markdown import (
 )
 from rag_eval.report.quotes import answer_quotes, filtered_table, highlight, reasons_html
 from rag_eval.report.report_records import Report
-from rag_eval.report.system_html import system_html
-from rag_eval.report.triage import triage_html
 from rag_eval.retrievers.retrieval_records import RetrievalSection
 
 CSS = """
@@ -173,11 +171,10 @@ def _num(text: str) -> str:
     return f'<td class="num">{escape(text)}</td>'
 
 
-def render_html(report: Report | dict) -> str:
-    """The whole report as one HTML page."""
-    report = Report.load(report)
-    c, ts, r = report.corpus, report.test_set, report.retrieval
-    out = [
+def head_html(report: Report) -> list[str]:
+    """The page's head: its title, when it was made and what it audited."""
+    c, ts = report.corpus, report.test_set
+    return [
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rag-eval: {escape(report.name)}</title>"
         f"<style>{CSS}</style></head><body>",
         f"<h1>rag-eval report: {escape(report.name)}</h1>",
@@ -189,31 +186,20 @@ def render_html(report: Report | dict) -> str:
             else "answers judged without retrieval labels</p>"  # supplied answers, traces without a test set
         ),
     ]
-    out += _models(report)
-    if report.system is not None or report.traces is not None:
-        out += system_html(report)
-    if report.lint:
-        out.append("<h2>Test-set health</h2><ul>")
-        for f in report.lint:
-            ids = ", ".join(f.questions[:12]) + (" …" if len(f.questions) > 12 else "")
-            out.append(
-                f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}'
-                f"</code>: {escape(f.message)}{' (' + escape(ids) + ')' if ids else ''}"
-                f"{'. Fix: ' + escape(f.fix) if f.fix else ''}</li>"
-            )
-        out.append("</ul>")
-    if report.comparison is not None:
-        out += _comparison(report)
-    if report.attribution is not None:
-        out += _attribution(report)
-    if r is not None:
-        out += _retrieval(report, r)
-    if report.judges is not None:
-        out += _judges(report)
-        out += criteria_html(report)
-        out += triage_html(report)
-    out.append("</body></html>")
-    return "\n".join(out)
+
+
+def lint_html(report: Report) -> list[str]:
+    """The test-set health findings."""
+    out = ["<h2>Test-set health</h2><ul>"]
+    for f in report.lint:
+        ids = ", ".join(f.questions[:12]) + (" …" if len(f.questions) > 12 else "")
+        out.append(
+            f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}'
+            f"</code>: {escape(f.message)}{' (' + escape(ids) + ')' if ids else ''}"
+            f"{'. Fix: ' + escape(f.fix) if f.fix else ''}</li>"
+        )
+    out.append("</ul>")
+    return out
 
 
 def _usage_row(u: Usage) -> list[str]:
@@ -228,7 +214,7 @@ def _usage_row(u: Usage) -> list[str]:
     ]
 
 
-def _models(report: Report) -> list[str]:
+def models_html(report: Report) -> list[str]:
     out: list[str] = []
     g = report.generation
     if not g:
@@ -270,7 +256,7 @@ def _comparison_table(comparisons: list[PairedComparison], pair_first: bool, att
     return _table(header, rows, attrs)
 
 
-def _comparison(report: Report) -> list[str]:
+def comparison_html(report: Report) -> list[str]:
     c = required(report.comparison, "the report's comparison section")
     out = [
         "<h2>Prompts compared on the same contexts</h2>",
@@ -302,7 +288,7 @@ def _comparison(report: Report) -> list[str]:
     return out
 
 
-def _attribution(report: Report) -> list[str]:
+def attribution_html(report: Report) -> list[str]:
     a = required(report.attribution, "the report's attribution section")
     out = ["<h2>Where it fails</h2>"]
     note = sample_note(report)
@@ -357,7 +343,7 @@ def _attribution(report: Report) -> list[str]:
     return out
 
 
-def _retrieval(report: Report, r: RetrievalSection) -> list[str]:
+def retrieval_html(report: Report, r: RetrievalSection) -> list[str]:
     ts = required(report.test_set, "the report's test_set")
     out = [
         f"<h2>Retrieval ({ts.answerable} answerable questions)</h2>",
@@ -399,7 +385,7 @@ def _retrieval(report: Report, r: RetrievalSection) -> list[str]:
     return out
 
 
-def _judges(report: Report) -> list[str]:
+def judges_html(report: Report) -> list[str]:
     j = required(report.judges, "the report's judges section")
     cols = judge_columns(j.figures)
     out = [

@@ -1,4 +1,5 @@
-"""Rendering the report data as Markdown."""
+"""Rendering the report data as Markdown (each section's part; the page is put together in
+``report/sections.py``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from rag_eval.labels.ppi import labels_needed
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.quotes import markdown_quotes
 from rag_eval.report.report_records import ComparisonSection, Report
-from rag_eval.report.trace_markdown import judged_markdown, system_markdown, traces_markdown
-from rag_eval.report.triage import triage_markdown
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
 from rag_eval.retrievers.retrieval_records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
@@ -573,53 +572,3 @@ def lint_markdown(findings: list) -> list[str]:
         line += f". Fix: {f.fix}" if f.fix else ""
         out.append(line)
     return out + [""]
-
-
-def render_markdown(report: Report | dict) -> str:
-    """The whole report as Markdown."""
-    report = Report.load(report)
-    c = required(report.corpus, "the report's corpus")
-    ts = required(report.test_set, "the report's test_set")
-    out = [
-        f"# rag-eval report: {report.name}",
-        "",
-        f"- created: {report.created} (rag-eval {report.rag_eval_version})",
-        f"- corpus: {c.source}, {c.chunks} chunks",
-        f"- test set: {ts.path}, {ts.questions} questions ({ts.answerable} answerable, {ts.unanswerable} unanswerable)",
-        "",
-    ]
-    out += resume_markdown(report.resume)
-    out += lint_markdown(report.lint)
-    if report.system is not None or report.traces is not None:
-        out += system_markdown(report) if report.system is not None else []
-        out += traces_markdown(report) if report.traces is not None else []
-    out += retrieval_markdown(report)
-    if report.generation is not None:
-        out += generation_markdown(report)
-    if report.comparison is not None:
-        out += comparison_markdown(report)
-    if report.attribution is not None:
-        out += attribution_markdown(report)
-    if report.judges is not None:
-        out += judges_markdown(report)
-        out += criteria_markdown(report)
-        out += adaptation_markdown(report)
-        out += labels_markdown(report)
-        out += triage_markdown(report)
-    return "\n".join(out).rstrip() + "\n"
-
-
-def render_traces_markdown(report: Report | dict) -> str:
-    """A traces audit as Markdown: the full report when traces were matched to a labelled test set,
-    else the traces, the judged figures and the outcomes."""
-    report = Report.load(report)
-    if report.retrieval is not None:
-        return render_markdown(report)
-    out = [
-        f"# rag-eval traces report: {report.name}",
-        "",
-        f"- created: {report.created} (rag-eval {report.rag_eval_version})",
-    ]
-    out += traces_markdown(report)
-    out += judged_markdown(report)
-    return "\n".join(out).rstrip() + "\n"

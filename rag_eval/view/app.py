@@ -26,7 +26,7 @@ from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.assemble import summary
 from rag_eval.report.diff_records import DiffData
 from rag_eval.report.formatting import fmt
-from rag_eval.report.html import render_html
+from rag_eval.report.sections import render_html
 from rag_eval.view import labels_file
 from rag_eval.view.figures import figures_json
 from rag_eval.view.figures import label_figures as figures_with_labels
