@@ -47,6 +47,12 @@ from rag_eval.system.traces import Trace, read_traces
 
 # Answers of a traces audit drawn for people to label, unless told otherwise (rag-eval traces --labels).
 LABELS_DRAWN = 30
+# The top of a report written before the run ends.
+GENERATING = (
+    "the answers are still being generated (then judged): this report holds the retrieval figures only; "
+    "the final report replaces it when the run ends"
+)
+JUDGING = "the answers are still being judged: this report has no verdicts yet; the final report replaces it"
 
 # Every answer source by its kind (``@SOURCES.register`` on the class; an installed plug-in's entry
 # point in ``rag_eval.sources``); ``source_for`` picks the one a config names.
@@ -54,10 +60,15 @@ SOURCES: Registry[type[AnswerSource]] = Registry("answer source", lambda cls: cl
 
 
 def retrieval_report(
-    cfg: AuditConfig, inputs: Inputs, run_dir: Path, given: dict[str, Rankings] | None = None
+    cfg: AuditConfig,
+    inputs: Inputs,
+    run_dir: Path,
+    given: dict[str, Rankings] | None = None,
+    in_progress: str | None = None,
 ) -> tuple[RetrievalResults, Report]:
     """Stage 1 into the run folder (rankings, metrics, diagnoses, lint; retrieval.jsonl) and the
-    report of it, written. ``given``: rankings made elsewhere (a deployed system's), by retriever."""
+    report of it, written. ``given``: rankings made elsewhere (a deployed system's), by retriever;
+    ``in_progress``: what runs after it, said at the top of the report written (the final replaces it)."""
     cache = cache_root(cfg.cache_folder)
     start = time.monotonic()
     rankings = factory.run_retrievers(cfg, inputs.corpus, inputs.questions, cache, given)
@@ -79,7 +90,7 @@ def retrieval_report(
         diagnoses=diagnoses,
     )
     report.config_path = str(Path(cfg.config_path).resolve()) if cfg.config_path else None
-    write_report(run_dir, report)
+    write_report(run_dir, report, in_progress=in_progress)
     return res, report
 
 
@@ -95,9 +106,9 @@ class GeneratedAnswers(AnswerSource):
 
     def answer(self, audit: Audit) -> Answered:
         cfg, inputs = audit.cfg, audit.inputs
-        res, report = retrieval_report(cfg, inputs, audit.run_dir)
-        g = cfg.generation
-        if g is None or not self.generate:
+        g = cfg.generation if self.generate else None
+        res, report = retrieval_report(cfg, inputs, audit.run_dir, in_progress=GENERATING if g is not None else None)
+        if g is None:
             return Answered(report, None, cfg, inputs.corpus, inputs.questions)
         say(
             f"retrieval report: {audit.run_dir / 'report.md'} and report.html (the retrieval figures and misses, to "
@@ -124,7 +135,7 @@ class GeneratedAnswers(AnswerSource):
         if failed:
             say(f"generation: {len(failed)} of {len(records)} answers failed; first error: {failed[0].error}")
         report.generation = generation_section(cfg, records, len(selected), audit.session.usage(), len(res.questions))
-        write_report(audit.run_dir, report)
+        write_report(audit.run_dir, report, in_progress=JUDGING if cfg.judges is not None else None)
         answers = report.generation.records
         weights = {a.question_id: float(a.weight) for a in answers if a.weight is not None}
         return Answered(

@@ -4,6 +4,7 @@ own names (``report.labelled.json``, ``report.adapted.md``, ...), never over the
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from rag_eval.report.assemble import summary
@@ -30,12 +31,28 @@ def report_file(run_dir: Path, base: str, kind: str | None = None) -> Path:
     return run_dir / f"{stem}.{kind}.{ext}"
 
 
-def write_report(run_dir: Path, report: Report | dict, kind: str | None = None) -> list[Path]:
+def in_progress_markdown(markdown: str, note: str) -> str:
+    """``markdown`` with ``note`` (what is still running) at its top, under the title."""
+    title, _, rest = markdown.partition("\n")
+    return f"{title}\n\n> **In progress:** {note}\n{rest}"
+
+
+def in_progress_html(page: str, note: str) -> str:
+    """``page`` with ``note`` (what is still running) at its top, under the title."""
+    mark = f'<p class="warn in-progress" role="status"><b>In progress:</b> {html.escape(note)}</p>'
+    at = page.find("</h1>")
+    return page[: at + 5] + "\n" + mark + page[at + 5 :] if at >= 0 else page.replace("<body>", "<body>" + mark, 1)
+
+
+def write_report(
+    run_dir: Path, report: Report | dict, kind: str | None = None, in_progress: str | None = None
+) -> list[Path]:
     """report.json, summary.json, report.md and report.html from the report (a dict is read as an
     old run folder's report.json); with ``kind`` (labelled, adapted) the same files under the
     re-decision's names beside them, the audit's own left as they are. A report without retrieval
-    (supplied answers, traces judged without labels) has Markdown only for traces. Returns the
-    paths written."""
+    (supplied answers, traces judged without labels) has Markdown only for traces. ``in_progress``:
+    what is still running (a report written before the run ends), said at the top of report.md and
+    report.html. Returns the paths written."""
     report = build_sections(Report.load(report), run_dir)
     json_files = [(report_file(run_dir, "report.json", kind), report.dump())]
     json_files.append((report_file(run_dir, "summary.json", kind), summary(report)))
@@ -47,6 +64,9 @@ def write_report(run_dir: Path, report: Report | dict, kind: str | None = None) 
     elif report.traces is not None:
         text_files.append((report_file(run_dir, "report.md", kind), render_traces_markdown(report)))
     text_files.append((report_file(run_dir, "report.html", kind), render_html(report)))
+    if in_progress:
+        marked = {".md": in_progress_markdown, ".html": in_progress_html}
+        text_files = [(path, marked[path.suffix](text, in_progress)) for path, text in text_files]
     for path, text in text_files:
         write_text(path, text)
     return [path for path, _ in json_files] + [path for path, _ in text_files]
