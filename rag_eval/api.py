@@ -17,34 +17,63 @@ from typing import Any
 import yaml
 
 from rag_eval import progress as prog
+from rag_eval.answers.answer_records import Usage
 from rag_eval.answers.supplied import parse_rows
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, config_from_dict, load_config
 from rag_eval.data.frames import records_from
-from rag_eval.data.inputs import load_inputs
-from rag_eval.errors import ConfigError, Problem
-from rag_eval.judges.judge_check import DEFAULT_CASES, read_case_files, run_judge_check
+from rag_eval.data.inputs import Inputs, load_inputs
+from rag_eval.data.settings import TestSetConfig
+from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.judges.adapted import AdaptedCheck
+from rag_eval.judges.cascade import CascadeRow, measure, second_opinions
+from rag_eval.judges.judge_check import (
+    DEFAULT_CASES,
+    JudgeScore,
+    Prediction,
+    halueval_cases,
+    read_case_files,
+    run_judge_check,
+)
+from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
+from rag_eval.labels.columns import criteria_of
+from rag_eval.labels.human import known_answers, label_run, read_labels, weights_of
 from rag_eval.llm.settings import LLMConfig
+from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.orchestration.diff import RunDiff, diff_runs, write_diff
 from rag_eval.orchestration.finished import Run, read_finished_run
 from rag_eval.orchestration.finished import read_run as _read_run
-from rag_eval.orchestration.history import resolve_baseline
+from rag_eval.orchestration.history import collect_history, history_text, resolve_baseline
 from rag_eval.orchestration.runner import run_audit, run_compare, run_lint, run_retrieval
 from rag_eval.orchestration.sources import LABELS_DRAWN, SuppliedAnswers, TracedAnswers
-from rag_eval.report.gates import check_gates
+from rag_eval.preflight import preflight
+from rag_eval.report.ci_outputs import write_ci_outputs
+from rag_eval.report.diff_report import diff_gate_markdown, render_diff_markdown
+from rag_eval.report.files import ADAPTED, LABELLED, write_report
+from rag_eval.report.gates import GateResult, check_gates
+from rag_eval.report.history_html import render_history_html
+from rag_eval.report.history_records import HistoryData
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
-from rag_eval.rundir import RunStatus, read_finished, read_status
+from rag_eval.retrievers.lint import Finding, generic_labels, split_evidence
+from rag_eval.rundir import RunStatus, read_finished, read_status, write_json, write_text
 from rag_eval.system.trace_audit import traces_config
+from rag_eval.system.trial import describe, try_system
 from rag_eval.testgen.question_writer import run_generate
 from rag_eval.testgen.settings import TestGenConfig
 
 ConfigLike = str | Path | dict | AuditConfig
 
 
-def as_config(config: ConfigLike, *, base_dir: str | Path | None = None) -> AuditConfig:
+def as_config(
+    config: ConfigLike, *, base_dir: str | Path | None = None, test_set_file: str | Path | None = None
+) -> AuditConfig:
     """An ``AuditConfig`` from a YAML path, a dict (paths relative to ``base_dir``, default the
-    working folder) or an ``AuditConfig``."""
+    working folder) or an ``AuditConfig``; ``test_set_file`` (relative to the working folder) in
+    place of its test set."""
+    if test_set_file:
+        cfg = as_config(config, base_dir=base_dir)
+        return cfg.model_copy(update={"test_set": TestSetConfig(path=str(Path(test_set_file).resolve()))})
     if isinstance(config, AuditConfig):
         return config
     if isinstance(config, dict):
@@ -256,15 +285,28 @@ def _with_baseline(result: Result, baseline: str | Path | None) -> Result:
     return result
 
 
-def diff(base: str | Path | Result, new: str | Path | Result, *, pairs: dict[str, str] | None = None):
+def diff(
+    base: str | Path | Result,
+    new: str | Path | Result,
+    *,
+    pairs: dict[str, str] | None = None,
+    json_out: str | Path | None = None,
+    md_out: str | Path | None = None,
+) -> RunDiff:
     """Two finished runs compared question by question (``rag_eval.orchestration.diff.RunDiff``: figures with paired
     intervals, tests and verdicts, the questions that moved, what could not be compared).
-    ``pairs``: base name -> new name, for retrievers or prompts named differently."""
+    ``pairs``: base name -> new name, for retrievers or prompts named differently; ``json_out`` /
+    ``md_out``: also write the diff there as JSON / Markdown (with both runs' evidence per question)."""
 
     def folder(x):
         return x.run_dir if isinstance(x, Result) else x
 
-    return diff_runs(folder(base), folder(new), pairs=pairs)
+    found = diff_runs(folder(base), folder(new), pairs=pairs)
+    if json_out:
+        write_json(Path(json_out), found.to_json())
+    if md_out:
+        write_text(Path(md_out), render_diff_markdown(found.to_json()))
+    return found
 
 
 def retrieval(
@@ -324,26 +366,6 @@ def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_d
     """Test-set health findings (``rag_eval.retrievers.lint.Finding``: code, severity, message, questions, fix)."""
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     return run_lint(cfg, _inputs(cfg, corpus, test_set))
-
-
-def judge_check(
-    cases: str | Path | list[dict] | None = None,
-    *,
-    llm: dict | None = None,
-    judges: list[str] | None = None,
-    folds: int = 5,
-    save: bool = False,
-    progress: bool = False,
-) -> list:
-    """The probability-scored judges on labelled cases (a JSONL path, or a list of case dicts);
-    out-of-fold figures per judge and source (``rag_eval.judges.judge_check.JudgeScore``)."""
-    _quiet(progress)
-    if cases is None or isinstance(cases, (str, Path)):
-        cases = read_case_files([cases or DEFAULT_CASES])
-    scores, _ = run_judge_check(
-        list(cases), LLMConfig(**(llm or {})), cache_root(), None, judges=judges, folds=folds, save=save
-    )
-    return scores
 
 
 def judge_answers(
@@ -450,3 +472,282 @@ def load_run(run_dir: str | Path) -> Result:
         except (ValueError, KeyError, TypeError):
             result.diff = None
     return result
+
+
+@dataclass
+class Validation:
+    """What ``rag-eval validate`` checked: the config and its inputs (every check a run makes before
+    its first model call passed), the system's reply to ``try_question`` (``trial_text`` shows it;
+    ``trial_problem`` says why the reply is unusable), and the evidence quotes' findings."""
+
+    config: AuditConfig
+    inputs: Inputs
+    generic: list[Finding]
+    split: list[Finding]
+    trial_text: str | None = None
+    trial_problem: Problem | None = None
+
+
+def validate(config: ConfigLike, *, try_question: str | None = None) -> Validation:
+    """The config checked, its corpus and test set loaded and every label resolved, and every check a
+    run makes before its first model call made (a problem raises ``RagEvalError``); with
+    ``try_question`` the configured system asked it once."""
+    cfg = as_config(config)
+    inputs = load_inputs(cfg)
+    preflight(cfg)
+    result = Validation(cfg, inputs, generic_labels(cfg, inputs.questions), split_evidence(inputs.questions))
+    if try_question:
+        if cfg.system is None:
+            raise ConfigError(
+                Problem(str(config), "--try asks the system, but the config has no system: section", "add one")
+            )
+        trial = try_system(cfg, try_question)
+        result.trial_text = describe(cfg, trial, inputs.corpus)
+        if trial.reply.error is not None:
+            result.trial_problem = Problem(
+                cfg.where("system"),
+                f"the system's reply to --try is unusable: {trial.reply.error}",
+                "match answer, contexts and ids to the reply shown above (JSON paths such as $.sources[*].id)"
+                if trial.status == 200
+                else "check the URL, the body and that the service is up",
+            )
+    return result
+
+
+def ci_gates(
+    result: Result, suite: str, *, junit_xml: str | Path | None = None, summary_md: str | Path | None = None
+) -> list[GateResult]:
+    """Every gate's result (``result.gates()``), with the CI files asked for written: a JUnit XML
+    file (one test case per gate), a Markdown summary of gates and figures (also appended to
+    ``$GITHUB_STEP_SUMMARY`` when set). ``suite``: the JUnit suite's name (audit, retrieval, compare)."""
+    results = result.gates()
+    extra = diff_gate_markdown(result.diff.to_json()) if result.diff is not None else None
+    write_ci_outputs(
+        results,
+        result.summary,
+        result.report,
+        result.run_dir,
+        suite,
+        str(junit_xml) if junit_xml else None,
+        str(summary_md) if summary_md else None,
+        extra,
+    )
+    return results
+
+
+@dataclass
+class Rendered:
+    """What ``render_report`` wrote: the report (re-decided with labels when given), which files it
+    is (``kind``: None for the audit's own, ``labelled`` or ``adapted`` beside it) and their paths."""
+
+    report: Report
+    kind: str | None
+    written: list[Path]
+
+
+def render_report(
+    run_dir: str | Path,
+    *,
+    labels: str | Path | None = None,
+    confidence: float = 0.95,
+    adapt: str | None = None,
+    save: bool = True,
+) -> Rendered:
+    """A finished run's report files rendered again from its report.json (no model call). With
+    ``labels`` (a filled-in labels file) the report gets prediction-powered figures; with ``adapt``
+    (``both``, ``cutoff`` or ``weights``) the judges are adapted to the corpus with the labels and
+    every verdict re-decided (``save``: the adaptation kept for later audits). A re-decided report
+    is written beside the audit's own (``report.labelled.*``, ``report.adapted.*``), never over it."""
+    run_dir = Path(run_dir)
+    report = _read_run(run_dir).report
+    if adapt and not labels:
+        raise DataError(Problem("--adapt", "adapting the judges needs the run's labels", "add --labels FILE"))
+    if not labels:
+        return Rendered(report, None, write_report(run_dir, report))
+    kind = LABELLED
+    if adapt:
+        found = read_labels(Path(labels), known_answers(run_dir), criteria_of(report))
+        report = adapt_run(
+            report,
+            found,
+            run_dir=run_dir,
+            weights=weights_of(run_dir),
+            how=adapt,
+            confidence=confidence,
+            source=str(labels),
+            save=save,
+        )
+        kind = ADAPTED if report.adaptation is not None else LABELLED
+    else:
+        report = label_run(report, run_dir, Path(labels), confidence)
+    return Rendered(report, kind, write_report(run_dir, report, kind))
+
+
+@dataclass
+class JudgeCheck:
+    """What ``judge_check`` measured: out-of-fold figures per judge and source (``scores``:
+    ``rag_eval.judges.judge_check.JudgeScore``), the model usage (``usage``: one dict per model), and
+    with a second judge the cascade's rows (``rag_eval.judges.cascade.CascadeRow``) and that judge."""
+
+    scores: list[JudgeScore]
+    usage: list[dict]
+    cascade: list[CascadeRow] = field(default_factory=list)
+    second: LLMConfig | None = None
+
+    @property
+    def usages(self) -> list[Usage]:
+        """The usage, typed."""
+        return [Usage.load(u) for u in self.usage]
+
+    @property
+    def adapted(self) -> list[AdaptedCheck]:
+        """Each judge adapted to a source (``adapt=N``), beside the saved judge on the same cases."""
+        return [AdaptedCheck(**s.extra["adapted"]) for s in self.scores if "adapted" in s.extra]
+
+    def to_json(self) -> dict:
+        """What ``rag-eval judge-check --json`` writes."""
+        cascade = [r.to_dict() for r in self.cascade]
+        return {
+            "scores": [s.to_dict() for s in self.scores],
+            "usage": self.usage,
+            **({"cascade": cascade} if cascade else {}),
+        }
+
+
+def judge_check(
+    cases: str | Path | list[str | Path] | list[dict] | None = None,
+    *,
+    llm: dict | None = None,
+    judges: list[str] | None = None,
+    folds: int = 5,
+    save: bool = False,
+    progress: bool = False,
+    threshold: float = FAITHFUL_SHARE,
+    uncertain_target: float | None = None,
+    adapt: int | None = None,
+    prompts_dir: str | Path | None = None,
+    criteria: str | Path | None = None,
+    halueval: list[str] | None = None,
+    second_judge: dict | None = None,
+) -> JudgeCheck:
+    """The probability-scored judges on labelled cases (JSONL paths, or a list of case dicts; default
+    the shipped cases); out-of-fold figures per judge and source in ``.scores``. ``criteria``: a
+    config whose judges.criteria are measured too; ``halueval``: HaluEval QA files as
+    ``PATH[:START-STOP]``; ``adapt``: each judge also adapted with N labelled cases of each source;
+    ``second_judge``: an ``llm`` section of a second judge, measured alone and in a cascade with the
+    first. ``save`` keeps the cut-offs fitted on all cases for audits with this model and prompt."""
+    _quiet(progress)
+    if criteria:  # the config's own criteria become judges, measured on cases labelled for them
+        criteria_cfg = load_config(criteria)
+        if criteria_cfg.judges is None or not criteria_cfg.judges.criteria:
+            raise ConfigError(
+                Problem(str(criteria), "the config has no judges.criteria", "add criteria, or leave out --criteria")
+            )
+        if not prompts_dir and criteria_cfg.judges.prompts_dir:
+            prompts_dir = str(criteria_cfg.resolve_path(criteria_cfg.judges.prompts_dir))
+    rows = _judge_check_cases(cases, halueval or [])
+    prompts = Path(prompts_dir) if prompts_dir else None
+    scores, usage = run_judge_check(
+        rows,
+        LLMConfig(**(llm or {})),
+        cache_root(),
+        prompts,
+        judges=judges,
+        threshold=threshold,
+        folds=folds,
+        save=save,
+        uncertain_target=uncertain_target,
+        adapt=adapt,
+    )
+    check = JudgeCheck(scores, usage)
+    if second_judge is not None:
+        check.second = LLMConfig(**second_judge)
+        check.cascade = cascade_rows(rows, scores, usage, check.second, prompts, threshold, folds, uncertain_target)
+    return check
+
+
+def _judge_check_cases(cases: str | Path | list[str | Path] | list[dict] | None, halueval: list[str]) -> list[dict]:
+    """The labelled cases: given as dicts, or read from JSONL files (default the shipped cases),
+    with HaluEval QA items (``PATH[:START-STOP]``) after them."""
+    if cases is None or isinstance(cases, (str, Path)):
+        rows = read_case_files([cases or DEFAULT_CASES])
+    elif all(isinstance(c, dict) for c in cases):
+        rows = [c for c in cases if isinstance(c, dict)]
+    else:
+        rows = read_case_files([c for c in cases if isinstance(c, (str, Path))])
+    for spec in halueval:
+        path, _, span = spec.partition(":")
+        start, _, stop = span.partition("-")
+        rows += halueval_cases(Path(path), int(start or 0), int(stop) if stop else None)
+    return rows
+
+
+def cascade_rows(
+    cases: list[dict],
+    scores: list[JudgeScore],
+    usage: list[dict],
+    second: LLMConfig,
+    prompts: Path | None,
+    threshold: float,
+    folds: int,
+    target: float | None,
+) -> list[CascadeRow]:
+    """First judge alone, second alone and the cascade on the cases, per probability-scored judge."""
+    # Judges without a prompt of their own to ask again (Ragas) cannot be escalated.
+    names = [n for n in dict.fromkeys(s.judge for s in scores) if JUDGES[n].family == "scored"]
+    # The first judge's probabilities, as judge-check kept them per case.
+    preds = {}
+    for s in scores:
+        if s.source == "all" and s.judge in names:
+            got = {c["id"]: Prediction(probs=c["p"], variant=c["variant"]) for c in s.extra.get("cases", [])}
+            preds[s.judge] = [got.get(c["id"], Prediction(error="not judged")) for c in cases]
+    ops, usage_second = second_opinions(cases, names, second, cache_root(), prompts)
+    used = [Usage.load(u) for u in usage]
+    first_usage = {"calls": sum(u.calls + u.cache_hits for u in used), "cost": sum(u.cost for u in used)}
+    rows: list[CascadeRow] = []
+    for name in names:
+        rows += measure(
+            name,
+            cases,
+            preds[name],
+            ops[name],
+            first_usage,
+            usage_second,
+            threshold=threshold,
+            folds=folds,
+            seed=0,
+            target=target,
+        )
+    return rows
+
+
+@dataclass
+class History:
+    """A system's runs over time (``data``: ``rag_eval.report.history_records.HistoryData``), as
+    ``history()`` found them, and the files it wrote."""
+
+    data: HistoryData
+    written: list[Path]
+
+    def __str__(self) -> str:
+        return history_text(self.data)
+
+
+def history(
+    runs_dir: str | Path,
+    *,
+    config: str | None = None,
+    html: str | Path | None = None,
+    json_out: str | Path | None = None,
+) -> History:
+    """The finished runs under ``runs_dir`` (of one config name with ``config``) in time order with
+    their headline figures and what changed between them; writes the HTML page plotting them
+    (``html``, default ``RUNS_DIR/history.html``) and, with ``json_out``, the history as JSON."""
+    data = collect_history(Path(runs_dir), config=config)
+    page = Path(html) if html else Path(runs_dir) / "history.html"
+    write_text(page, render_history_html(data))
+    written = [page]
+    if json_out:
+        write_json(Path(json_out), data.dump())
+        written.append(Path(json_out))
+    return History(data, written)
