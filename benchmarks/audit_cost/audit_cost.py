@@ -41,6 +41,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from run_info import commit, machine  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import side_by_side  # noqa: E402
+
 RESULT = Path(__file__).resolve().parent / "result.json"
 PREVIOUS_RELEASE_COMPLETION_TOKENS_PER_ANSWER = 515  # the baseline, same demo
 # Kinds of request (by_kind) and the result's names for them.
@@ -262,9 +265,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
     parser.add_argument("--make-demo", action="store_true", help="time make setup and make demo in a fresh clone")
+    parser.add_argument(
+        "--side-by-side", action="store_true", help="the baseline (--base) and this working tree, interleaved rounds"
+    )
+    parser.add_argument("--base", default=side_by_side.BASE, help="the baseline commit (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --side-by-side or --bench-repack")
+    parser.add_argument("--keep", action="store_true", help="keep the run folders of --side-by-side")
+    parser.add_argument("--only", choices=("base", "current"), help="--side-by-side: run one arm only")
+    parser.add_argument("--current", help="--side-by-side: a commit for the current arm (default: this working tree)")
+    parser.add_argument(
+        "--seed-cache",
+        type=Path,
+        default=Path(os.environ.get("RAG_EVAL_CACHE_DIR") or Path.home() / ".cache" / "rag-eval"),
+        help="--side-by-side: embeddings and BM25 indexes copied into each arm's empty cache (default: %(default)s)",
+    )
+    parser.add_argument("--bench-repack", action="store_true", help="llama-bench with --repack 1 and 0, interleaved")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="llama-bench threads")
     parser.add_argument("--out", type=Path, default=RESULT, help="the result file (default: %(default)s)")
     args = parser.parse_args()
-    if args.make_demo:
+    started = datetime.now(UTC)
+    if args.side_by_side:
+        config = args.config if args.config != str(ROOT / "configs" / "demo.yaml") else "configs/demo.yaml"
+        section = side_by_side.side_by_side(
+            args.base, args.rounds, config, args.keep, args.only, args.seed_cache, args.current
+        )
+        command = f"python benchmarks/audit_cost/audit_cost.py --side-by-side --base {args.base} --rounds {args.rounds}"
+        command += f" --current {args.current}" if args.current else ""
+        command += f" --config {args.config}" if config != "configs/demo.yaml" else ""
+        side_by_side.write("side_by_side", section, command, started, args.out)
+    elif args.bench_repack:
+        section = side_by_side.bench_repack(args.rounds, args.threads)
+        command = f"python benchmarks/audit_cost/audit_cost.py --bench-repack --rounds {args.rounds}"
+        side_by_side.write("repack", section, command, started, args.out)
+    elif args.make_demo:
         make_demo(args.out)
     else:
         demo(args.config, args.out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for, mark
 from rag_eval.progress import decided, track_async
+from rag_eval.judges.yesno import REASONS_WANTED
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
@@ -93,9 +95,12 @@ class JudgeRun:
             self.redone[why] = self.redone.get(why, 0) + 1
         return None
 
-    async def run(self, name: str, q: Question, prompt: str, answer: str, contexts: list[str]) -> Judgement:
+    async def run(
+        self, name: str, q: Question, prompt: str, answer: str, contexts: list[str], *, explain: bool = False
+    ) -> Judgement:
         """The judgement: reused when every input is unchanged, shared across prompts when it does
-        not depend on the answer, else made now; emitted once for this (question, prompt)."""
+        not depend on the answer, else made now; emitted once for this (question, prompt).
+        ``explain``: made again with its reasons (the verdict requests come from the response cache)."""
         spec = JUDGES[name]
         values = {"question": q.question, "answer": answer, "contexts": contexts, "reference": q.reference}
         inputs = {k: values[k] for k in spec.needs}
@@ -112,12 +117,17 @@ class JudgeRun:
             if blends:  # a blend changes the probability: part of the key (and only then, for earlier runs)
                 cut["blends"] = blends
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
-        if (old := self.reusable(name, q.id, prompt, key)) is not None:
+        if not explain and (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
             decided()
             return old
         make = self.make(name, q, prompt, answer, contexts)
-        if spec.answer_independent:
+        deferred = spec.family == "scored" and spec.criterion is None and not REASONS_WANTED.get()
+        if spec.criterion is not None:
+            make = with_reasons(make)  # a user's criterion keeps its reason: its request asks for it anyway
+        if explain:
+            result = dataclasses.replace(await make(), input_hash=key)
+        elif spec.answer_independent:
             twin = self.by_inputs.get((name, q.id, key))
             if twin is None:
                 if key not in self.shared:
@@ -128,7 +138,9 @@ class JudgeRun:
             result = dataclasses.replace(await make(), input_hash=key)
         if self.bands:
             result = mark(result, self.bands, self.jc.faithfulness_threshold)
-        self.emit(result)
+        if deferred:
+            result.details["reasons_deferred"] = True
+        self.emit(result, counted=not explain)  # a verdict asked again is no new decision
         return result
 
     def skip(self, name: str, qid: str, prompt: str, why: str) -> Judgement:
@@ -140,6 +152,19 @@ class JudgeRun:
 async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
     """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
     claim for the faithfulness judges to check."""
+def with_reasons(make):
+    """``make`` with the reasons asked (``yesno.REASONS_WANTED``) whatever the stage asks now."""
+
+    async def made():
+        token = REASONS_WANTED.set(True)
+        try:
+            return await make()
+        finally:
+            REASONS_WANTED.reset(token)
+
+    return made
+
+
     metrics = jr.jc.metrics
     qid, prompt = q.id, gen.prompt
     answer = gen.answer
@@ -179,7 +204,14 @@ async def judge_all(
 ) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements.
-    ``second`` (an LLM): the judge that the uncertain decisions are escalated to."""
+    shown: Callable[[list[Judgement]], set[str]] | None = None,
+    ``second`` (an LLM): the judge that the uncertain decisions are escalated to.
+
+    ``shown`` (the question ids whose answers a reader is shown, from every verdict): the own
+    judges first ask each verdict alone (its label word: ``yesno.VERDICT_TOKENS``), then, for the
+    answers of those questions only, ask again with the reasons and quotes the report shows; the
+    other verdicts keep no reason (``details.reasons_deferred``). Without it, every verdict is
+    asked with its reason at once."""
     jc = required(cfg.judges, "the config's judges section")
     families = {JUDGES[m].family for m in jc.metrics}
     scored = None
@@ -202,10 +234,11 @@ async def judge_all(
     gate = asyncio.Semaphore(llm.cfg.concurrency + JUDGE_AHEAD)
     with out.open("a", encoding="utf-8") as fh:
 
-        def emit(j: Judgement) -> None:
+        def emit(j: Judgement, counted: bool = True) -> None:
             fh.write(json.dumps(j.to_dict(), ensure_ascii=False) + "\n")
             fh.flush()
-            decided()
+            if counted:
+                decided()
 
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
@@ -217,9 +250,15 @@ async def judge_all(
                 contexts = judged_contexts(corpus, g.contexts, max_chars)
                 return await judge_answer(jr, by_id[g.question_id], g, contexts)
 
-        jobs = [one(g) for g in generations if g.question_id in by_id]
-        async for batch in track_async(jobs, "judging answers"):
-            records += batch
+        lazy = REASONS_WANTED.set(shown is None)
+        try:
+            jobs = [one(g) for g in generations if g.question_id in by_id]
+            async for batch in track_async(jobs, "judging answers"):
+                records += batch
+        finally:
+            REASONS_WANTED.reset(lazy)
+        if shown is not None:
+            records = await explain_shown(jr, records, shown(records), generations, by_id, corpus, max_chars)
     # Answers' verdicts complete in any order (cached ones at once): the records keep the
     # generations' order (each answer's verdicts in the registry's order), so the figures'
     # bootstrap draws and the report's lists are the same on a rerun.
@@ -278,6 +317,34 @@ def criterion_bands(bands: dict[str, Band], notes: dict[str, str], setting, metr
         return
     for name, c in criteria().items():
         if name in metrics and name not in bands:
+async def explain_shown(
+    jr: JudgeRun,
+    records: list[Judgement],
+    wanted: set[str],
+    generations: list[Answer],
+    by_id: dict[str, Question],
+    corpus: Corpus,
+    max_chars: int,
+) -> list[Judgement]:
+    """``records`` with the own judges' verdicts on the answers to the ``wanted`` questions asked
+    again with their reasons, where they were asked without; one answer's judges in a row, so its
+    prompts follow the verdict requests' in the server's cache."""
+    gens = {(g.question_id, g.prompt): g for g in generations}
+    todo = [(i, j) for i, j in enumerate(records) if j.question_id in wanted and j.details.get("reasons_deferred")]
+    if not todo:
+        return records
+    out = list(records)
+
+    async def one(i: int, j: Judgement) -> tuple[int, Judgement]:
+        g, q = gens[(j.question_id, j.prompt)], by_id[j.question_id]
+        contexts = judged_contexts(corpus, g.contexts, max_chars)
+        return i, await jr.run(j.judge, q, j.prompt, g.answer, contexts, explain=True)
+
+    async for i, j in track_async([one(i, j) for i, j in todo], "quoting the reasons shown"):
+        out[i] = j
+    return out
+
+
             bands[name] = Band(c.band[0], c.band[1], f"judges.criteria.{name}.uncertain, not calibrated by labels")
             notes.pop(name, None)
 
@@ -324,16 +391,17 @@ def run_judging(
     session,
     run_dir: Path,
 ) -> tuple[list[Judgement], JudgingInfo]:
-    """Judgements of every answer, and what a resumed run reused."""
+    """Judgements of every answer, and what a resumed run reused; ``shown``: see ``judge_all``."""
     answers = [Answer.load(g) for g in generations]
     jc = required(cfg.judges, "the config's judges section")
 
     async def main() -> tuple[list[Judgement], JudgingInfo]:
         llm = session.llm(jc.llm, cfg.where("judges.llm"))
         esc = jc.escalate
+    shown: Callable[[list[Judgement]], set[str]] | None = None,
         second = session.llm(esc.second, cfg.where("judges.escalate.llm")) if esc is not None else None
         try:
-            return await judge_all(cfg, corpus, questions, answers, llm, run_dir / "judgements.jsonl", second)
+            return await judge_all(cfg, corpus, questions, answers, llm, run_dir / "judgements.jsonl", second, shown)
         finally:
             await session.aclose()
 

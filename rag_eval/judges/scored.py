@@ -29,11 +29,11 @@ from pathlib import Path
 from rag_eval.base_records import required
 from rag_eval.hashing import text_hash
 from rag_eval.judges.criteria import criterion_prompt
-from rag_eval.judges.evidence import Said, explain
+from rag_eval.judges.evidence import WORD, Said, explain
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
-from rag_eval.judges.yesno import Decision, YesNoPrompt, load_prompt
+from rag_eval.judges.yesno import REASONS_WANTED, Decision, YesNoPrompt, load_prompt
 from rag_eval.llm.client import LLM
 from rag_eval.resources import shipped_prompt
 
@@ -225,7 +225,15 @@ class ScoredJudges:
         )
 
     async def _explain(self, key: str, d: Decision, said: Said, values: dict[str, str], sources) -> tuple[str, dict]:
-        """The shown reason for a decided question and its evidence record (``evidence.explain``)."""
+        """The shown reason for a decided question and its evidence record (``evidence.explain``);
+        none asked where the judging stage asks reasons later, for the answers a reader is shown."""
+        if not REASONS_WANTED.get():
+            return "", {
+                "model_said": WORD.get(said.word or ""),
+                "shown": "not asked",
+                "calls": 0,
+                "completion_tokens": 0,
+            }
         return await explain(self.prompts[key], self.llm, values, d, said, sources, self.reasons)
 
     async def _explain_with_words(
@@ -235,7 +243,7 @@ class ScoredJudges:
         where a blend decided (``said.p_model`` is then the model's own P)."""
         reason, evidence = await self._explain(key, d, said, values, sources)
         if note:
-            reason = f"{reason}; {note}"
+            reason = f"{reason}; {note}" if reason else note
         if words is not None:
             p_model = required(said.p_model, f"the model's own P behind {blend_name}'s blend")
             evidence["words"] = _words_record(words, p_model, self.blends[blend_name], note)
@@ -329,7 +337,9 @@ class ScoredJudges:
             }
             for s, ok, (p, reason, evidence) in zip(statements, supported, explained)
         ]
-        missing = [f"{r['statement']} ({r['reason']})" for r in rows if not r["supported"]]
+        missing = [
+            f"{r['statement']}" + (f" ({r['reason']})" if r["reason"] else "") for r in rows if not r["supported"]
+        ]
         verb = "supported by" if what == "answer" else "found in"
         reason = f"{sum(supported)} of {len(rows)} {what} statements are {verb} the contexts" + (
             f"; not: {'; '.join(missing)}" if missing else ""

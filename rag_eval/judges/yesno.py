@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,19 @@ from rag_eval.hashing import text_hash
 
 YES_NO = {"yes": ("yes",), "no": ("no",)}
 TOP_LOGPROBS = 10
+# A verdict with its reason: the label word, a colon and one short sentence.
+REASON_TOKENS = 48
+# A verdict alone: the label word and the colon after it (the first token's logprobs decide).
+VERDICT_TOKENS = 2
+# Whether the questions asked now want the model's reason (and the quotes made from it): the judging
+# stage asks every verdict without (``VERDICT_TOKENS``), then asks again, with reasons, only for the
+# answers a reader is shown (``judging.judge_all``'s ``shown``). Anything else asks with reasons.
+REASONS_WANTED: ContextVar[bool] = ContextVar("rag_eval_reasons_wanted", default=True)
+
+
+def reply_tokens() -> int:
+    """The ``max_tokens`` of a verdict request now: with its reason, or the verdict alone."""
+    return REASON_TOKENS if REASONS_WANTED.get() else VERDICT_TOKENS
 
 
 @dataclass(frozen=True)
@@ -105,16 +119,16 @@ class YesNoPrompt:
             text = text.replace("{" + key + "}", value)
         return text
 
-    async def ask(self, llm, *, max_tokens: int = 48, **values: str) -> Decision:
-        """One call: the label word, then the reason."""
+    async def ask(self, llm, *, max_tokens: int | None = None, **values: str) -> Decision:
+        """One call: the label word, then the reason (``reply_tokens()`` unless ``max_tokens``)."""
         return await self.ask_with(llm, values, max_tokens=max_tokens)
 
-    async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int = 48) -> Decision:
+    async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int | None = None) -> Decision:
         """``ask`` with the placeholders' values as one mapping (values built by the caller)."""
         words = self.label_words
         result = await llm.chat(
             [{"role": "user", "content": self.render(**values)}],
-            max_tokens=max_tokens,
+            max_tokens=max_tokens or reply_tokens(),
             logprobs=TOP_LOGPROBS,
         )
         if result.error:

@@ -25,13 +25,14 @@ from rag_eval.config import AuditConfig
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.engine import make_engine
 from rag_eval.errors import RagEvalError
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import run_judging
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import split_statements
 from rag_eval.labels.human import label_run
 from rag_eval.llm.session import LLMSession
 from rag_eval.progress import plan, say
-from rag_eval.report.assemble import Retrieved, add_judging, retrieved_by_recall
+from rag_eval.report.assemble import Retrieved, add_judging, attribution_section, retrieved_by_recall
 from rag_eval.report.failures import CallFailures, call_failures
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report
@@ -220,13 +221,30 @@ def judge_stage(audit: Audit, got: Answered) -> Report:
         say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
     answers: list[Answer | dict[str, Any]] = list(got.answers)
     with plan(calls=calls, decisions=len(got.answers) * len(jc.metrics)):
-        judgements, info = run_judging(cfg, got.corpus, got.questions, answers, audit.session, audit.run_dir)
+        judgements, info = run_judging(
+            cfg, got.corpus, got.questions, answers, audit.session, audit.run_dir, shown_questions(cfg, got)
+        )
     audit.say_reuse("judgements", info.reused, info.redone)
     retrieved = got.retrieved or retrieved_by_recall(jc.deciding("retrieval"), judgements)
     add_judging(report, cfg, got.questions, got.answers, judgements, retrieved, reuse=info, weights=got.weights)
     if jc.labels:
         report = label_run(report, audit.run_dir, cfg.resolve_path(jc.labels), cfg.stats.confidence)
     return report
+
+
+def shown_questions(cfg: AuditConfig, got: Answered):
+    """Which questions' answers a reader is shown with their judges' reasons, from every verdict: a
+    failed outcome, a failed criterion or an uncertain decision on any prompt (so that a question
+    the prompts disagree on shows every prompt's reasons). The judges quote reasons only for them."""
+
+    def shown(judgements: list[Judgement]) -> set[str]:
+        jc = got.judge_cfg.judges
+        retrieved = got.retrieved or retrieved_by_recall(jc.deciding("retrieval") if jc else None, judgements)
+        rows = attribution_section(cfg, got.questions, list(got.answers or []), judgements, retrieved).rows
+        found = {r.question_id for r in rows if r.failed or r.failed_criteria or r.outcome == "uncertain"}
+        return found | {j.question_id for j in judgements if j.status == "uncertain"}
+
+    return shown
 
 
 def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generations: list[Answer]) -> int:

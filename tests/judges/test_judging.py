@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rag_eval.config import load_config
+from rag_eval.orchestration import pipeline
 from rag_eval.orchestration.runner import run_audit
 
 from ..conftest import ROOT
@@ -132,6 +133,33 @@ def test_budget_of_calls_per_answered_question(small_project):
     assert figs["faithfulness"]["value"] == 0.5 and figs["faithfulness"]["n"] == 4
     assert figs["correctness"]["value"] == 1.0 and figs["correctness"]["n_not_judged"] == 0
     assert figs["refusal_accuracy"]["n"] == 1 and figs["needless_refusal"]["n"] == 3
+
+
+def _failed_section(run_dir) -> str:
+    report = (run_dir / "report.md").read_text()
+    start = report.index("### Failed questions")
+    end = report.find("\n## ", start)
+    return report[start : end if end >= 0 else None]
+
+
+def test_reasons_asked_only_for_shown_answers_leave_the_report_as_it_was(small_project, monkeypatch):
+    """The failed questions of the report list the same answers with the same reasons and quotes
+    whether every verdict is asked with its reason (as before) or only those of the answers shown."""
+    with ScriptedServer(reply=structured_reply) as s:
+        lazy = run_audit(_config(small_project, s.base_url))
+        lazy_calls = len(s.bodies)
+        # As before: every verdict asked with its reason, from an empty response cache.
+        monkeypatch.setattr(pipeline, "shown_questions", lambda cfg, got: None)
+        monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(small_project / "cache-eager"))
+        (small_project / "audit.yaml").write_text((small_project / "audit.yaml").read_text().split("generation:")[0])
+        eager = run_audit(_config(small_project, s.base_url))
+        eager_calls = len(s.bodies) - lazy_calls
+    assert (lazy_calls, eager_calls) == (32, 40)  # the budget above, and the one before it
+    assert "**q4**" in _failed_section(lazy)
+    assert _failed_section(lazy) == _failed_section(eager)
+    shown = {j["judge"]: j for j in _records(lazy, "judgements.jsonl") if j["question_id"] == "q4"}
+    assert shown["refusal"]["reason"] and "reasons_deferred" not in shown["refusal"]["details"]
+    assert shown["refusal"]["details"]["evidence"]["shown"] != "not asked"
 
 
 def test_faults_give_not_judged_with_reasons_and_means_over_the_rest(small_project):

@@ -153,8 +153,9 @@ def test_a_judge_declared_in_one_place_runs_in_judge_check_audit_and_compare(pro
     assert "verbatim" in (run_dir / "report.md").read_text()
 
     # compare: prompt b's answers judged, a's taken from the run before; b's "Lists." is the same
-    # request as a's, answered from the response cache: one new call of the judge.
-    assert sum(ASKS in b["messages"][-1]["content"] for b in new) == 1
+    # request as a's, answered from the response cache: one new call of the judge, and one more for
+    # its reason on q2, the question a's answer failed (shown in the report for both prompts).
+    assert sum(ASKS in b["messages"][-1]["content"] for b in new) == 2
     comparison = json.loads((run_compare_dir / "summary.json").read_text())["comparison"]["verbatim"]["a_vs_b"]
     assert (comparison["wins"], comparison["losses"], comparison["ties"]) == (0, 1, 1)
 
