@@ -31,8 +31,8 @@ from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for, mark
-from rag_eval.progress import decided, track_async
 from rag_eval.judges.yesno import REASONS_WANTED
+from rag_eval.progress import decided, track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Corpus, Question
@@ -149,9 +149,6 @@ class JudgeRun:
         return j
 
 
-async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
-    """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
-    claim for the faithfulness judges to check."""
 def with_reasons(make):
     """``make`` with the reasons asked (``yesno.REASONS_WANTED``) whatever the stage asks now."""
 
@@ -165,6 +162,9 @@ def with_reasons(make):
     return made
 
 
+async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
+    """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
+    claim for the faithfulness judges to check."""
     metrics = jr.jc.metrics
     qid, prompt = q.id, gen.prompt
     answer = gen.answer
@@ -201,10 +201,10 @@ async def judge_all(
     llm,
     out: Path,
     second=None,
+    shown: Callable[[list[Judgement]], set[str]] | None = None,
 ) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements for every generation record, appended to ``out`` as each answer's are complete;
     returns them and what was reused. ``out`` ends holding exactly the returned judgements.
-    shown: Callable[[list[Judgement]], set[str]] | None = None,
     ``second`` (an LLM): the judge that the uncertain decisions are escalated to.
 
     ``shown`` (the question ids whose answers a reader is shown, from every verdict): the own
@@ -309,14 +309,6 @@ async def judge_all(
     return records, info
 
 
-def criterion_bands(bands: dict[str, Band], notes: dict[str, str], setting, metrics: list[str]) -> None:
-    """Each criterion that ``judges.uncertain`` and the saved calibrations give no band keeps its own
-    (``judges.criteria.<name>.uncertain``, wide: nothing has calibrated it); none where
-    ``judges.uncertain`` is off. A saved adaptation to the corpus replaces it after."""
-    if setting == "off":
-        return
-    for name, c in criteria().items():
-        if name in metrics and name not in bands:
 async def explain_shown(
     jr: JudgeRun,
     records: list[Judgement],
@@ -345,6 +337,14 @@ async def explain_shown(
     return out
 
 
+def criterion_bands(bands: dict[str, Band], notes: dict[str, str], setting, metrics: list[str]) -> None:
+    """Each criterion that ``judges.uncertain`` and the saved calibrations give no band keeps its own
+    (``judges.criteria.<name>.uncertain``, wide: nothing has calibrated it); none where
+    ``judges.uncertain`` is off. A saved adaptation to the corpus replaces it after."""
+    if setting == "off":
+        return
+    for name, c in criteria().items():
+        if name in metrics and name not in bands:
             bands[name] = Band(c.band[0], c.band[1], f"judges.criteria.{name}.uncertain, not calibrated by labels")
             notes.pop(name, None)
 
@@ -390,6 +390,7 @@ def run_judging(
     generations: list[Answer | dict],
     session,
     run_dir: Path,
+    shown: Callable[[list[Judgement]], set[str]] | None = None,
 ) -> tuple[list[Judgement], JudgingInfo]:
     """Judgements of every answer, and what a resumed run reused; ``shown``: see ``judge_all``."""
     answers = [Answer.load(g) for g in generations]
@@ -398,7 +399,6 @@ def run_judging(
     async def main() -> tuple[list[Judgement], JudgingInfo]:
         llm = session.llm(jc.llm, cfg.where("judges.llm"))
         esc = jc.escalate
-    shown: Callable[[list[Judgement]], set[str]] | None = None,
         second = session.llm(esc.second, cfg.where("judges.escalate.llm")) if esc is not None else None
         try:
             return await judge_all(cfg, corpus, questions, answers, llm, run_dir / "judgements.jsonl", second, shown)
