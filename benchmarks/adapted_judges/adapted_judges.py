@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "real_answers"))
 from real_judges import word_features  # noqa: E402
 
 from rag_eval.calibration.adaptation import HOW, Decider, Item, adapt  # noqa: E402
-from rag_eval.judges.lexical import Blend  # noqa: E402
+from rag_eval.calibration.lexical import Blend  # noqa: E402
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES  # noqa: E402
 from rag_eval.labels.active import inclusion_probabilities, systematic_draw  # noqa: E402
 from rag_eval.stats import wilson_interval  # noqa: E402
@@ -461,8 +461,8 @@ def examples_run(corpora: list[str], n: int, k: int, draws: int) -> dict:
     from sentence_transformers import SentenceTransformer
 
     from rag_eval.cache_dirs import cache_root
+    from rag_eval.calibration.lexical import coverage
     from rag_eval.judges.judge_check import load_cases
-    from rag_eval.judges.lexical import coverage
     from rag_eval.judges.scored import ScoredJudges
     from rag_eval.judges.yesno import YesNoPrompt
     from rag_eval.llm.session import LLMSession

@@ -10,7 +10,7 @@ part). The variant ``focused`` first finds where the contexts state the claim (t
 most 400 characters sharing most of the statement's content words, MiniLM cosine breaking ties)
 and asks the same prompt with only the best two passages as the context. ``averaged`` is the two
 in log-odds. Each variant alone and blended with the word evidence (``+words``, as shipped:
-``rag_eval/judges/lexical.py``) is fitted on the tuning part (real tuning answers and the
+``rag_eval/calibration/lexical.py``) is fitted on the tuning part (real tuning answers and the
 hand-written data/judge-check cases: cut-off, band for 0.90 decided with at most 25% uncertain) and
 applied unchanged to the reporting and holdout parts. An answer is faithful when every statement
 is supported, so a case's score is its least supported statement.
@@ -32,8 +32,8 @@ from real_variants import _auc, _mean_logodds
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import fit_cutoff
+from rag_eval.calibration.lexical import content_words, fit_blend, stem, support
 from rag_eval.judges.judge_check import load_cases
-from rag_eval.judges.lexical import content_words, fit_blend, stem, support
 from rag_eval.judges.scored import ScoredJudges, split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
 from rag_eval.llm.session import LLMSession

@@ -30,6 +30,7 @@ import numpy as np
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import model_identity
+from rag_eval.calibration.lexical import Blend, coverage, declining, fit_blend, support
 from rag_eval.judges.judge_check import (
     Prediction,
     cutoff_fitter,
@@ -40,7 +41,6 @@ from rag_eval.judges.judge_check import (
     saved_band,
     score_judge,
 )
-from rag_eval.judges.lexical import Blend, coverage, declining, fit_blend, support
 from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.judges.scored import split_statements
 from rag_eval.judges.uncertain import case_status, fit_band
@@ -77,7 +77,7 @@ def _share(k: int, n: int) -> str:
     return f"{k / n:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}] ({k}/{n})"
 
 
-# The judges whose probability is blended with word evidence (``rag_eval/judges/lexical.py``), and
+# The judges whose probability is blended with word evidence (``rag_eval/calibration/lexical.py``), and
 # the prompts that get the blend: correctness_short (references of at most 6 words, rare in real
 # answers) keeps the model's own P, whose cut-off carries to HaluEval's short answers (0.85 on items
 # 200-239) where the blend's, fitted on a handful of short references, did not (0.55).

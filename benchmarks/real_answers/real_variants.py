@@ -15,7 +15,7 @@ Variants (the model and the cases stay the same):
 - ``key_facts``: the reference split into its sentences and clauses, each asked by name; the least likely fact decides.
 - ``reason_first``: a short comparison written first, then P(Yes) of the verdict word read after it
   (``benchmarks/real_answers/prompts/correctness_reason_first.md``; two requests, the second continues the first).
-- ``+words``: each of the above blended with word evidence (``rag_eval/judges/lexical.py``), fitted on tuning.
+- ``+words``: each of the above blended with word evidence (``rag_eval/calibration/lexical.py``), fitted on tuning.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import numpy as np
 from rag_eval import progress
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import fit_cutoff
+from rag_eval.calibration.lexical import coverage, fit_blend, logit
 from rag_eval.judges.judge_check import load_cases
-from rag_eval.judges.lexical import coverage, fit_blend, logit
 from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_statements
 from rag_eval.judges.yesno import TOP_LOGPROBS, YES_NO, label_probabilities, load_prompt
 from rag_eval.llm.session import LLMSession

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from rag_eval.judges.lexical import Blend
+from rag_eval.calibration.lexical import Blend
 
 HOW = ("cutoff", "weights", "both")
 # Prior standard deviations, in log-odds: (cut-off shift, blend weights) per judge, chosen on the

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_eval.cache_dirs import cache_root
-from rag_eval.judges.lexical import Blend
+from rag_eval.calibration.lexical import Blend
 from rag_eval.judges.registry import prompt_files, variants
 from rag_eval.rundir import write_json
 

@@ -26,11 +26,11 @@ import numpy as np
 
 from rag_eval.base_records import required
 from rag_eval.calibration.adaptation import Item
-from rag_eval.calibration.adapted import adaptable, adapted_check, item_of, shipped_deciders
 from rag_eval.calibration.cutoffs import balanced_accuracy, blends_for, fit_cutoff, out_of_fold
 from rag_eval.calibration.cutoffs import save as save_calibration
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
+from rag_eval.judges.adapted import adaptable, adapted_check, item_of, shipped_deciders
 from rag_eval.judges.judge_records import FittedBand
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import CASE_KINDS, FAITHFUL_SHARE, JUDGES, Families, Inputs, judges_for

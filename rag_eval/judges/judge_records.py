@@ -97,7 +97,7 @@ class Calibration(Model):
     # adaptations are saved under).
     identity: str = ""
     prompt_hashes: dict[str, str] = {}
-    # Each prompt variant's adaptation to this corpus that decided this run (``calibration/adapted.py``), if any.
+    # Each prompt variant's adaptation to this corpus that decided this run (``judges/adapted.py``), if any.
     adapted: dict[str, dict[str, Any]] = {}
 
 

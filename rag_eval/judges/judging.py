@@ -20,10 +20,10 @@ from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import context_seen
 from rag_eval.base_records import required
 from rag_eval.calibration.adaptation import Decider
-from rag_eval.calibration.adapted import adaptable, saved_adaptation
 from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for, ragas_agreement_for
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
+from rag_eval.judges.adapted import adaptable, saved_adaptation
 from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.judgement import Judgement

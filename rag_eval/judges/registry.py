@@ -14,12 +14,9 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from rag_eval.registry import Registry
-
-if TYPE_CHECKING:
-    from rag_eval.judges.judgement import Judgement
 
 Subset = Literal["all", "answerable", "unanswerable"]
 # What a judge's verdict or score decides in attribution: ``refusal`` (refused, correct_refusal,
@@ -137,10 +134,12 @@ class Families:
     ragas: Any = None
 
 
-JudgeFn = Callable[[Families, Inputs], Awaitable["Judgement"]]
+# The registry sits in the config layer (the config checks judge names against it), below the
+# judges' own records: a judge callable returns a ``judges.judgement.Judgement``, typed here as Any.
+JudgeFn = Callable[[Families, Inputs], Awaitable[Any]]
 
 
-def _undeclared(families: Families, x: Inputs) -> Awaitable[Judgement]:
+def _undeclared(families: Families, x: Inputs) -> Awaitable[Any]:
     raise NotImplementedError("this judge declares no judge callable")
 
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_eval.base_records import required
+from rag_eval.calibration.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.hashing import text_hash
 from rag_eval.judges.criteria import criterion_prompt
 from rag_eval.judges.evidence import WORD, Said, explain
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.yesno import REASONS_WANTED, Decision, YesNoPrompt, load_prompt
 from rag_eval.llm.client import LLM

@@ -11,7 +11,7 @@ figures kept honest afterwards (``rag-eval report RUN --labels F --adapt``).
    the judges that never saw its labels, and an unlabelled answer counts with the mean over the
    fold judges. The labels-only figures are unchanged (they never depend on a judge).
 3. The adaptation is saved under the corpus fingerprint, the judge model and the judge prompt, so
-   a later audit of the same documents decides with it (``calibration/adapted.py``).
+   a later audit of the same documents decides with it (``judges/adapted.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.calibration.adaptation import HOW, Decider, adapt, cross_ppi_mean
-from rag_eval.calibration.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
+from rag_eval.judges.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate

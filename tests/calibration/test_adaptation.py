@@ -17,7 +17,7 @@ from rag_eval.calibration.adaptation import (
     fit_shift,
     fit_weights,
 )
-from rag_eval.judges.lexical import Blend
+from rag_eval.calibration.lexical import Blend
 from rag_eval.judges.uncertain import case_status
 from rag_eval.labels.active import inclusion_probabilities, systematic_draw
 

@@ -12,12 +12,12 @@ import pytest
 from rag_eval.answers.answer_records import Answer
 from rag_eval.api import judge_answers
 from rag_eval.calibration.adaptation import Decider
-from rag_eval.calibration.adapted import save_adaptation
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.testset import load_test_set
 from rag_eval.errors import ConfigError
+from rag_eval.judges.adapted import save_adaptation
 from rag_eval.judges.criteria import half_width_for, labels_for, mean_level
 from rag_eval.judges.registry import JUDGES, criteria, set_criteria
 from rag_eval.judges.scored import ScoredJudges

@@ -1,5 +1,5 @@
 """A run's judgements re-decided by adapted judges, adaptations saved per corpus, and judge-check
-measuring the adapted judges beside the saved ones (rag_eval/calibration/adapted.py)."""
+measuring the adapted judges beside the saved ones (rag_eval/judges/adapted.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ import pytest
 
 from rag_eval.calibration import adaptation
 from rag_eval.calibration.adaptation import Decider
-from rag_eval.calibration.adapted import (
+from rag_eval.calibration.lexical import Blend
+from rag_eval.cli import main
+from rag_eval.judges.adapted import (
     deciders_of,
     item_of,
     redecide,
     save_adaptation,
     saved_adaptation,
 )
-from rag_eval.cli import main
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.lexical import Blend
 
 from ..scripted_server import ScriptedServer, judge_name, structured_reply
 

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from rag_eval.judges.judge_records import Agreement, Calibration, JudgesSection
-from rag_eval.judges.lexical import (
+from rag_eval.calibration.lexical import (
     Blend,
     content_words,
     coverage,
@@ -20,6 +19,7 @@ from rag_eval.judges.lexical import (
     stem,
     support,
 )
+from rag_eval.judges.judge_records import Agreement, Calibration, JudgesSection
 from rag_eval.judges.scored import ScoredJudges, word_note
 from rag_eval.llm.client import LLM
 from rag_eval.llm.settings import LLMConfig

@@ -22,8 +22,8 @@ import numpy as np
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.adaptation import Decider, Item, adapt
 from rag_eval.calibration.cutoffs import key, model_identity, saved
+from rag_eval.calibration.lexical import Blend
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.lexical import Blend
 from rag_eval.judges.registry import JUDGES, banded
 from rag_eval.judges.scored import DEFAULT_CUTOFF
 from rag_eval.rundir import write_json
