@@ -3,7 +3,13 @@
 For an answerable question, in this order: ``retrieval_miss`` (no relevant chunk in the top k
 given to the generator); then, with the answer in hand, ``refused`` (declined although the answer
 was there), ``incorrect`` (the correctness judge did not say correct), ``unfaithful``
-(faithfulness under the threshold), else ``ok``. For an unanswerable question:
+(faithfulness under the threshold), ``miscited`` (a claim's citations do not support it though a
+given passage does) and ``uncited`` (a claim with no citation, supported by a given passage), both
+from the ``citations`` judge where it runs, else ``ok``. One wrong sentence is one failure: a claim
+no given passage supports is ``unfaithful`` whatever its citations (the citations judge's
+``unsupported`` decides ``unfaithful`` where no faithfulness judge runs, and where one judged the
+answer faithful, the claim counts as ``miscited``, or ``uncited`` without a citation); a miscited
+claim is not also counted uncited. For an unanswerable question:
 ``correct_refusal`` or ``answered_unanswerable``. ``not_judged`` where a judge whose verdict
 decides the outcome failed, or the answer itself failed; ``uncertain`` where such a judge's
 decision lay in the band around its cut-off (see ``judges/uncertain.py``).
@@ -33,6 +39,8 @@ OUTCOMES = (
     "refused",
     "incorrect",
     "unfaithful",
+    "miscited",
+    "uncited",
     "correct_refusal",
     "answered_unanswerable",
     "failed_criterion",
@@ -40,7 +48,15 @@ OUTCOMES = (
     "uncertain",
 )
 RETRIEVAL_FAILURES = ("retrieval_miss",)
-GENERATION_FAILURES = ("refused", "incorrect", "unfaithful", "answered_unanswerable", "failed_criterion")
+GENERATION_FAILURES = (
+    "refused",
+    "incorrect",
+    "unfaithful",
+    "miscited",
+    "uncited",
+    "answered_unanswerable",
+    "failed_criterion",
+)
 # The outcomes where nothing went wrong: a criterion declared ``counts_as_failure`` that fails turns
 # them into ``failed_criterion``.
 GOOD = ("ok", "correct_refusal")
@@ -173,7 +189,33 @@ def _builtin(
             "unfaithful",
             f"{faithfulness_judge} {faith.score:.2f} < {faithfulness_threshold}: {faith.reason}",
         )
+    cited = _citations(judgements, considered, faithful=faith is not None and faith.status == "judged")
+    if cited is not None:
+        return cited
     return "ok", "retrieved, answered" + (", judged correct" if correct else "")
+
+
+def _citations(judgements: Mapping[str, Verdict], considered, *, faithful: bool) -> tuple[str, str] | None:
+    """``miscited``, ``uncited`` (or ``unfaithful`` where no faithfulness judge ran) from the
+    citations judge; None where it did not run or found every claim supported by its citations."""
+    name = decider("citations", judgements)
+    j = considered(name)
+    if j is None or name is None:
+        return None
+    if j.status == "not_judged":
+        return "not_judged", f"{name} judge failed: {j.error}"
+    if j.status == "uncertain":
+        return "uncertain", f"{name} uncertain: {j.reason}; label it or escalate it"
+    if j.verdict == "unsupported":
+        if not faithful:
+            return "unfaithful", f"{name}: {j.reason}"
+        # The faithfulness judge found support the citations judge did not: the citation is what failed.
+        rows = (getattr(j, "details", None) or {}).get("sentences") or []
+        bad = [r for r in rows if r.get("kind") in ("unsupported", "miscited")]
+        return ("miscited" if any(r.get("cited") for r in bad) else "uncited"), f"{name}: {j.reason}"
+    if j.verdict in ("miscited", "uncited"):
+        return j.verdict, f"{name}: {j.reason}"
+    return None
 
 
 def _unsure(name: str | None, j: Verdict | None) -> str:

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rag_eval.base_records import Model
-# The module, not the name: scored.py imports the citations judge, which imports this module.
-from rag_eval.judges import scored
+from rag_eval.judges.statements import split_statements
 from rag_eval.types import Chunk
 
 Form = Literal["number", "name", "superscript", "footnote", "source", "pattern"]
@@ -425,7 +424,7 @@ def _display(sentence: str, markers: list[_Marker]) -> str:
 def _sentences(text: str, markers: list[_Marker]) -> list[CitedSentence]:
     """The sentences of one segment, each with the citations of the markers it holds."""
     out: list[CitedSentence] = []
-    for held in scored.split_statements(_hold(text, markers), limit=ALL_SENTENCES):
+    for held in split_statements(_hold(text, markers), limit=ALL_SENTENCES):
         cites = [c for ch in _HOLD_RE.findall(held) for c in markers[ord(ch) - _HOLD].citations]
         plain = _HOLD_RE.sub("", _HELD_PARENS.sub(r"\1", held)).strip()
         shown = _display(held, markers).strip()

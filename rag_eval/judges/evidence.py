@@ -73,6 +73,11 @@ LEADS: dict[str, dict[str, tuple[Lead, ...]]] = {
         # The claim the context lacks, then what the context says instead (if it says anything).
         "no": (_ANSWER, Lead("the context", "says", ("context",), "but ")),
     },
+    # The citations judge (``citations_judge.py``): the cited passages, as numbered for it.
+    "citation_supported": {
+        "yes": (Lead("the cited passage", "says", ("context",)),),
+        "no": (Lead("the sentence", "says", ("answer",)), Lead("the cited passage", "says", ("context",), "but ")),
+    },
     "useful": {
         "yes": (Lead("the passage", "says", ("context",)),),
         "no": (Lead("the passage", "is about", ("context",)),),

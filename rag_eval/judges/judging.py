@@ -24,6 +24,7 @@ from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for,
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
 from rag_eval.judges.adapted import adaptable, saved_adaptation
+from rag_eval.judges.citations_judge import band_from
 from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.judgement import Judgement
@@ -35,7 +36,7 @@ from rag_eval.judges.yesno import REASONS_WANTED
 from rag_eval.progress import decided, track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
-from rag_eval.types import Corpus, Question
+from rag_eval.types import Chunk, Corpus, Question
 
 JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
 
@@ -75,6 +76,8 @@ class JudgeRun:
         self.reused = 0
         self.redone: dict[str, int] = {}
         self.bands: dict = {}  # cut-off name -> uncertain.Band
+        # Each answer's contexts as chunks (ids and titles: what its citations may name), by (question, prompt).
+        self.chunks: dict[tuple[str, str], list[Chunk]] = {}
 
     def judge_hash(self, name: str) -> str | None:
         if JUDGES[name].family == "ragas":
@@ -83,7 +86,7 @@ class JudgeRun:
 
     def make(self, name: str, q: Question, prompt: str, answer: str, contexts: list[str]):
         """The coroutine that judges, for a judge of the registry (its ``judge`` callable)."""
-        x = Inputs(q.id, prompt, q.question, answer, contexts, q.reference)
+        x = Inputs(q.id, prompt, q.question, answer, contexts, q.reference, self.chunks.get((q.id, prompt), []))
         return lambda: JUDGES[name].judge(Families(self.scored, self.ragas), x)
 
     def reusable(self, name: str, qid: str, prompt: str, key: str) -> Judgement | None:
@@ -220,6 +223,8 @@ async def judge_all(
         scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, jc.cutoffs)
         scored.blends = blends_for(llm.identity, scored)
         scored.reasons = jc.reasons
+        cited = cfg.generation.citations if cfg.generation else None
+        scored.citation_pattern, scored.citation_band = cited.pattern if cited else None, band_from(jc.uncertain)
     ragas = (
         RagasJudges(llm, json_schema=jc.llm.json_schema, requests=jc.ragas_requests) if "ragas" in families else None
     )
@@ -248,6 +253,9 @@ async def judge_all(
         async def one(g: Answer) -> list:
             async with gate:
                 contexts = judged_contexts(corpus, g.contexts, max_chars)
+                jr.chunks[(g.question_id, g.prompt)] = [
+                    corpus.chunks[corpus.index[c]] for c in g.contexts if c in corpus.index
+                ]
                 return await judge_answer(jr, by_id[g.question_id], g, contexts)
 
         lazy = REASONS_WANTED.set(shown is None)
@@ -437,12 +445,16 @@ def aggregate(
             if not rows:
                 continue
             judged = [j for j in rows if j.status == "judged"]
+            if fig.detail:  # a number of the details: the records that have one (precision: those citing)
+                judged = [j for j in judged if fig.value(j) is not None]
+                if not judged:
+                    continue
             w = np.array([weights.get(j.question_id, 1.0) for j in judged], dtype=float)
             if fig.binary:
                 hits = np.array([j.verdict == fig.verdict for j in judged], dtype=float)
                 est = weighted_share(hits, w, confidence=st.confidence)
             else:
-                scores = np.array([j.score for j in judged], dtype=float)
+                scores = np.array([fig.value(j) for j in judged], dtype=float)
                 est = bootstrap_mean(
                     scores, n_resamples=st.bootstrap_resamples, confidence=st.confidence, seed=st.seed, weights=w
                 )

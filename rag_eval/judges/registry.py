@@ -14,15 +14,19 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rag_eval.registry import Registry
+
+if TYPE_CHECKING:
+    from rag_eval.types import Chunk
 
 Subset = Literal["all", "answerable", "unanswerable"]
 # What a judge's verdict or score decides in attribution: ``refusal`` (refused, correct_refusal,
 # answered_unanswerable), ``correctness`` (incorrect), ``faithfulness`` (unfaithful, below the
-# threshold) and ``retrieval`` (retrieval_miss where no retrieval labels exist: supplied answers).
-Role = Literal["refusal", "correctness", "faithfulness", "retrieval"]
+# threshold), ``retrieval`` (retrieval_miss where no retrieval labels exist: supplied answers) and
+# ``citations`` (miscited, uncited).
+Role = Literal["refusal", "correctness", "faithfulness", "retrieval", "citations"]
 
 
 @dataclass(frozen=True)
@@ -34,10 +38,20 @@ class Figure:
     subset: Subset = "all"
     verdict: str | None = None  # the share of this verdict; None: the mean of the score
     better: Literal["higher", "lower"] = "higher"
+    detail: str | None = None  # the mean of this number of the judgement's details instead of its score
 
     @property
     def binary(self) -> bool:
         return self.verdict is not None
+
+    def value(self, j: Any) -> float | None:
+        """This figure's value for one judged record: 1 or 0 for a verdict's share, else its score or
+        the number its ``detail`` names (None where the record has none)."""
+        if self.binary:
+            return float(j.verdict == self.verdict)
+        v = (getattr(j, "details", None) or {}).get(self.detail) if self.detail else j.score
+        return None if v is None else float(v)
+
 
     @property
     def comparison_name(self) -> str:
@@ -123,6 +137,8 @@ class Inputs:
     answer: str | None = None
     contexts: list[str] = field(default_factory=list)
     reference: str | None = None
+    # The contexts as chunks (their ids and titles: what a citation may name); empty where unknown.
+    chunks: list[Chunk] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -186,6 +202,11 @@ class JudgeSpec:
     def positive(self) -> str | None:
         return self.labels[0] if self.labels else None
 
+    def labelled(self, fig: Figure) -> bool:
+        """Whether a person's label column estimates this figure of the judge: a column exists, and
+        the figure is a score or the share of the positive verdict (what a yes records)."""
+        return self.human_label is not None and not fig.detail and (not fig.binary or fig.verdict == self.positive)
+
     @property
     def yes_no(self) -> tuple[str, str]:
         """(the verdict for yes, the verdict for no) of a verdict judge."""
@@ -211,6 +232,7 @@ class JudgeSpec:
 
 
 SUPPORTED = PromptFile("supported.md", ("context", "question", "statement"))
+CITATION_SUPPORTED = PromptFile("citation_supported.md", ("context", "question", "statement"))
 USEFUL = PromptFile("useful.md", ("question", "reference", "context"))
 
 # The share of an answer's statements that must be supported for it to count as faithful: every
@@ -234,7 +256,7 @@ def _same_cases(spec: JudgeSpec) -> None:
 
 def _case_kinds() -> None:
     kinds = {k.name: k for k in _SHIPPED_CASES}
-    for spec in JUDGES.so_far().values():
+    for spec in JUDGES.shipped().values():
         if spec.check is not None:
             kinds.setdefault(spec.check.kind.name, spec.check.kind)
     CASE_KINDS.clear()
@@ -314,6 +336,29 @@ for _spec in (
         band_target=0.90,
     ),
     JudgeSpec(
+        "citations",
+        ("question", "answer", "contexts"),
+        (
+            Figure("citation_recall"),
+            Figure("citation_precision", detail="citation_precision"),
+            Figure("well_cited", verdict="cited"),
+            Figure("miscited", verdict="miscited", better="lower"),
+            Figure("uncited", verdict="uncited", better="lower"),
+        ),
+        labels=("cited", "miscited", "uncited", "unsupported"),
+        skip_refusals=True,
+        role="citations",
+        human_label="citations_support",
+        # One per claim; about one in two more: the precision checks of a sentence citing several
+        # passages, and where a claim's own citations fail, the check against every given passage.
+        calls=lambda k, s: s + (s + 1) // 2,
+        reason_calls=lambda k, s: 2 * s,
+        description="each sentence's citations: supported by the passages it cites (recall), each "
+        "citation needed (precision, ALCE's rule); yes/no per cited sentence",
+        judge=lambda f, x: f.scored.citations(x),
+        prompts={"citations": CITATION_SUPPORTED},
+    ),
+    JudgeSpec(
         "context_precision",
         ("question", "reference", "contexts"),
         (Figure("context_precision"),),
@@ -361,7 +406,7 @@ for _spec in (
     ),
 ):
     JUDGES.register(_spec)
-JUDGE_NAMES = tuple(JUDGES.so_far())  # the shipped judges; JUDGES also holds the ones registered since
+JUDGE_NAMES = tuple(JUDGES.shipped())  # the shipped judges; JUDGES also holds the ones registered since
 # What a default audit runs: the three Ragas metrics the user named, rag-eval's correctness and
 # refusal, and the probability-scored faithfulness that decides attribution on small models.
 DEFAULT_METRICS = (
@@ -380,6 +425,9 @@ HUMAN_LABELS = {
     "faithful": "Is everything the answer states supported by the contexts?",
     "refused": "Did the answer decline to answer (instead of giving information)?",
 }
+# The label columns of built-in judges a run may leave out: a labels file has one only where its run
+# ran the judge (``labels/columns.py``), by judge name: (column, what a person answers).
+OPTIONAL_LABELS = {"citations": ("citations_support", "Does each citation support its sentence?")}
 
 
 def register(spec: JudgeSpec) -> JudgeSpec:

@@ -22,17 +22,18 @@ A decision is P(yes) >= the judge's cut-off: calibrated per model and prompt by
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_eval.base_records import required
 from rag_eval.calibration.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.hashing import text_hash
+from rag_eval.judges.citations_judge import judge_citations
 from rag_eval.judges.criteria import criterion_prompt
 from rag_eval.judges.evidence import WORD, Said, explain
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
+from rag_eval.judges.statements import split_statements  # also imported from here (cascade, pipeline)
 from rag_eval.judges.yesno import REASONS_WANTED, Decision, YesNoPrompt, load_prompt
 from rag_eval.llm.client import LLM
 from rag_eval.resources import shipped_prompt
@@ -47,25 +48,6 @@ SHORT_REFERENCE_WORDS = 6
 def correctness_variant(reference: str) -> str:
     """The correctness prompt for this reference: by name for a short one, as a statement else."""
     return "correctness_short" if len(reference.split()) <= SHORT_REFERENCE_WORDS else "correctness"
-
-
-MAX_STATEMENTS = 8
-
-
-def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
-    """Sentences and list items of a text (a cheap split instead of an LLM call), at most ``limit``."""
-    parts = []
-    for line in re.split(r"\n+", text or ""):
-        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip()
-        parts += [p.strip() for p in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])", line) if p.strip()]
-    merged: list[str] = []
-    for p in parts:
-        # A fragment of one or two words ("Yes.", "In Python 3.") belongs with its neighbour.
-        if merged and len(p.split()) < 3:
-            merged[-1] = f"{merged[-1]} {p}"
-        else:
-            merged.append(p)
-    return merged[:limit]
 
 
 @dataclass
@@ -83,6 +65,11 @@ class ScoredJudges:
     # Per cut-off name: the saved blend of the model's probability with word evidence
     # (``lexical.py``); a judge without one decides on the model's probability alone.
     blends: dict[str, Blend] = field(default_factory=dict)
+    # The citations judge (``citations_judge.py``): the config's citation form
+    # (``generation.citations.pattern``) and the band of its decisions (None: none uncertain; the
+    # judging stage sets it from ``judges.uncertain``).
+    citation_pattern: str | None = None
+    citation_band: tuple[float, float] | None = None
 
     @classmethod
     def load(cls, llm, prompts_dir: Path | None, cutoffs: dict[str, float] | None = None) -> ScoredJudges:
@@ -248,6 +235,10 @@ class ScoredJudges:
             p_model = required(said.p_model, f"the model's own P behind {blend_name}'s blend")
             evidence["words"] = _words_record(words, p_model, self.blends[blend_name], note)
         return reason, evidence
+
+    async def citations(self, x: Inputs) -> Judgement:
+        """Each cited sentence of the answer against the passages it cites (``citations_judge.py``)."""
+        return await judge_citations(self, x)
 
     async def refusal(self, qid: str, prompt: str, question: str, answer: str) -> Judgement:
         # The prompt asks "does the answer give the information?": a small model reads "does it

@@ -71,9 +71,8 @@ def per_question_values(
                 f.subset != "all" and answerable.get(j.question_id) is not (f.subset == "answerable")
             ):
                 continue
-            if not f.binary and j.score is None:
+            if (value := f.value(j)) is None:
                 continue
-            value = float(j.verdict == f.verdict) if f.binary else float(j.score or 0.0)
             values[f.comparison_name].setdefault(j.prompt, {})[j.question_id] = (
                 1.0 - value if f.better == "lower" else value
             )

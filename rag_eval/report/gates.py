@@ -195,8 +195,10 @@ def questions_behind(figure: str, report: Report | dict, run_dir: Path | None = 
             if fig.binary:
                 bad = [(str(j.verdict), j) for j in judged if (j.verdict == fig.verdict) == (fig.better == "lower")]
             else:
-                scored = sorted((j.score, j) for j in judged if j.score is not None and j.score < 1)
-                bad = [(f"{score:.2f}", j) for score, j in scored]
+                # By the figure's value (a detail such as citation_precision, else the score), lowest
+                # first; records with equal values keep their order (records do not compare).
+                values = [(v, j) for j in judged if (v := fig.value(j)) is not None and v < 1]
+                bad = [(f"{v:.2f}", j) for v, j in sorted(values, key=lambda vj: vj[0])]
             for shown, j in bad:
                 out.append(f"{j.question_id}: {shown}: {j.reason or ''}".rstrip(": "))
     return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])

@@ -44,6 +44,8 @@ OUTCOME_COLORS = {
     "refused": "#f0ad4e",
     "incorrect": "#e8743b",
     "unfaithful": "#c77dff",
+    "miscited": "#9b59b6",
+    "uncited": "#b39ddb",
     "correct_refusal": "#7bc96f",
     "answered_unanswerable": "#a94442",
     "failed_criterion": "#d4a017",

@@ -1,0 +1,24 @@
+"""An answer or a reference split into statements, as the statement judges and the citations
+reader split it (a leaf: both import it)."""
+
+from __future__ import annotations
+
+import re
+
+MAX_STATEMENTS = 8
+
+
+def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
+    """Sentences and list items of a text (a cheap split instead of an LLM call), at most ``limit``."""
+    parts = []
+    for line in re.split(r"\n+", text or ""):
+        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip()
+        parts += [p.strip() for p in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])", line) if p.strip()]
+    merged: list[str] = []
+    for p in parts:
+        # A fragment of one or two words ("Yes.", "In Python 3.") belongs with its neighbour.
+        if merged and len(p.split()) < 3:
+            merged[-1] = f"{merged[-1]} {p}"
+        else:
+            merged.append(p)
+    return merged[:limit]
