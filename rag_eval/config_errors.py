@@ -14,7 +14,7 @@ from pydantic import (
 from rag_eval.config_yaml import line_of
 from rag_eval.errors import Problem, did_you_mean
 from rag_eval.retrievers.settings import RETRIEVER_KINDS, RetrievalConfig
-from rag_eval.system.settings import HaystackSystemConfig, HttpSystemConfig, LlamaIndexSystemConfig
+from rag_eval.system.settings import SYSTEM_KINDS
 
 
 def problems_from(
@@ -22,11 +22,7 @@ def problems_from(
 ) -> list[Problem]:
     """Each error of ``model``'s validation as a Problem: ``path:line (key)``, what is wrong, the fix."""
     problems = []
-    systems: dict[str, type[BaseModel]] = {
-        "http": HttpSystemConfig,
-        "llamaindex": LlamaIndexSystemConfig,
-        "haystack": HaystackSystemConfig,
-    }
+    systems: dict[str, type[BaseModel]] = dict(SYSTEM_KINDS)
     for err in exc.errors():
         loc = tuple(err["loc"])
         system_model: type[BaseModel] | None = None

@@ -24,7 +24,7 @@ from rag_eval.retrievers.settings import (
     RunFileConfig,
 )
 from rag_eval.system.http import HttpSystem
-from rag_eval.system.settings import HttpSystemConfig
+from rag_eval.system.settings import HaystackSystemConfig, HttpSystemConfig, LlamaIndexSystemConfig
 
 
 def preflight(cfg: AuditConfig) -> None:
@@ -61,7 +61,7 @@ def _system(cfg: AuditConfig) -> None:
         # The client the run builds: the URL once ${VAR}s are filled in, and the headers' variables.
         system = HttpSystem(s, None, cfg.where("system"))
         asyncio.run(system.aclose())
-    else:
+    elif isinstance(s, (LlamaIndexSystemConfig, HaystackSystemConfig)):
         # The factory is imported, not called: building the user's pipeline may call models.
         import_object(s.factory, cfg.where("system.factory"))
 

@@ -81,7 +81,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         """The message for a name that is no registered thing, with the closest one."""
         return f"unknown {self.kind} '{name}'; " + did_you_mean(name, tuple(self))
 
-    def shipped(self) -> dict[str, T]:
+    def so_far(self) -> dict[str, T]:
         """The things registered so far, without reading the plug-ins (for what is built while the
         package imports, before a plug-in could import it)."""
         return dict(self._items)

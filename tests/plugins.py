@@ -33,11 +33,11 @@ def install(folder: Path, monkeypatch: pytest.MonkeyPatch, entry_points: str, mo
 def plugins_read_again(registry: Registry) -> Iterator[None]:
     """``registry`` reads the installed plug-ins again on its next lookup; after the block it holds
     what it held before and reads none again (the test's plug-in stays on sys.path until teardown)."""
-    before = registry.shipped()
+    before = registry.so_far()
     registry._plugins_loaded = False
     try:
         yield
     finally:
-        for name in [n for n in registry.shipped() if n not in before]:
+        for name in [n for n in registry.so_far() if n not in before]:
             del registry[name]
         registry._plugins_loaded = True

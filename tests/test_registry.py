@@ -45,7 +45,7 @@ def test_register_decorates_a_class():
 
 def test_registered_for_a_block_then_as_before_and_the_hooks_run():
     seen = []
-    reg = things(changed=lambda: seen.append(sorted(reg.shipped())))
+    reg = things(changed=lambda: seen.append(sorted(reg.so_far())))
     reg.register(Thing("a"))
     with reg.registered(Thing("b"), Thing("c")):
         assert list(reg) == ["a", "b", "c"]
@@ -88,7 +88,7 @@ def test_an_installed_plugins_entry_points_register_on_first_lookup(tmp_path, mo
     reg = things()
     reg.register(Thing("a"))
     globals()["SHARED"] = reg
-    assert reg.shipped() == {"a": Thing("a")}  # nothing loaded yet
+    assert reg.so_far() == {"a": Thing("a")}  # nothing loaded yet
     assert reg["big"].size == 10
     assert list(reg) == ["a", "big", "decorated"]
     assert reg["decorated"].size == 5

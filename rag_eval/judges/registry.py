@@ -256,7 +256,7 @@ def _same_cases(spec: JudgeSpec) -> None:
 
 def _case_kinds() -> None:
     kinds = {k.name: k for k in _SHIPPED_CASES}
-    for spec in JUDGES.shipped().values():
+    for spec in JUDGES.so_far().values():
         if spec.check is not None:
             kinds.setdefault(spec.check.kind.name, spec.check.kind)
     CASE_KINDS.clear()
@@ -406,7 +406,7 @@ for _spec in (
     ),
 ):
     JUDGES.register(_spec)
-JUDGE_NAMES = tuple(JUDGES.shipped())  # the shipped judges; JUDGES also holds the ones registered since
+JUDGE_NAMES = tuple(JUDGES.so_far())  # the shipped judges; JUDGES also holds the ones registered since
 # What a default audit runs: the three Ragas metrics the user named, rag-eval's correctness and
 # refusal, and the probability-scored faithfulness that decides attribution on small models.
 DEFAULT_METRICS = (

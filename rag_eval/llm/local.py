@@ -66,6 +66,7 @@ def default_model_path() -> Path:
     parts = [_part_file(n) for n in range(1, PARTS + 1)]
     target.parent.mkdir(parents=True, exist_ok=True)
     say(f"assembling the embedded model into {target} (once)")
+    started = time.monotonic()
     digest = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
     try:
@@ -86,6 +87,7 @@ def default_model_path() -> Path:
         os.replace(tmp, target)
     finally:
         Path(tmp).unlink(missing_ok=True)
+    say(f"set-up: the embedded model assembled in {time.monotonic() - started:.0f} s")
     return target
 
 

@@ -1,10 +1,9 @@
 """The retrieval stage's settings: every retriever kind (``retrieval.retrievers``), the registry of kinds
-(``register_retriever``), the retrieval section, and the test-set lint and miss diagnosis it runs."""
+(``RETRIEVER_KINDS``), the retrieval section, and the test-set lint and miss diagnosis it runs."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from types import GenericAlias
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
@@ -18,6 +17,7 @@ from pydantic import (
 from rag_eval.config_base import Settings
 from rag_eval.errors import did_you_mean
 from rag_eval.metrics import parse_metric
+from rag_eval.registry import Registry
 
 
 class RetrieverKind(Settings):
@@ -26,8 +26,8 @@ class RetrieverKind(Settings):
     ``retriever`` names the class that ranks for it, ``package.module:Class`` (imported when it
     runs) or the class itself; every kind's class is built the same way,
     ``Class(corpus, cfg, name, context)`` (``retrievers.rankings.RetrieverContext``), and ranks with
-    ``.rank(questions, depth)``. A new kind is one such config class, listed in ``RETRIEVER_KINDS``
-    (or passed to :func:`register_retriever`), and one module with its class.
+    ``.rank(questions, depth)``. A new kind is one such config class, registered in ``RETRIEVER_KINDS``
+    (``@RETRIEVER_KINDS.register``), and one module with its class.
     """
 
     retriever: ClassVar[str | type]
@@ -186,26 +186,29 @@ class HaystackConfig(RetrieverKind):
 
 
 # Every retriever kind by its type: the config's union, its error messages and the build step
-# read this (register_retriever adds one).
-RETRIEVER_KINDS: dict[str, type[RetrieverKind]] = {
-    k.tag(): k
-    for k in (
-        Bm25Config,
-        DenseConfig,
-        HybridConfig,
-        RerankConfig,
-        CallableConfig,
-        LangchainConfig,
-        RunFileConfig,
-        SystemRetrieverConfig,
-        LlamaIndexConfig,
-        HaystackConfig,
-    )
-}
+# read this (``RETRIEVER_KINDS.register(XConfig)``, also a class decorator; an installed plug-in's
+# entry point in ``rag_eval.retrievers``). A change rebuilds the config's schema (below).
+RETRIEVER_KINDS: Registry[type[RetrieverKind]] = Registry(
+    "retriever type", lambda kind: kind.tag(), group="rag_eval.retrievers"
+)
+for _kind in (
+    Bm25Config,
+    DenseConfig,
+    HybridConfig,
+    RerankConfig,
+    CallableConfig,
+    LangchainConfig,
+    RunFileConfig,
+    SystemRetrieverConfig,
+    LlamaIndexConfig,
+    HaystackConfig,
+):
+    RETRIEVER_KINDS.register(_kind)
 
 
 def _retriever_union() -> Any:
-    return Annotated[Union[tuple(RETRIEVER_KINDS.values())], Field(discriminator="type")]  # noqa: UP007
+    # The kinds registered so far, plug-ins not read: the union is first made while the package imports.
+    return Annotated[Union[tuple(RETRIEVER_KINDS.so_far().values())], Field(discriminator="type")]  # noqa: UP007
 
 
 if TYPE_CHECKING:  # a union made at run time is no type to a type checker: every kind is a RetrieverKind
@@ -319,29 +322,15 @@ class DiagnosisConfig(Settings):
 
 
 def register_retriever(kind: type[RetrieverKind]) -> type[RetrieverKind]:
-    """Add a retriever kind: from now on a config's retrievers accept ``type: <its tag>``, its
-    errors name it, and the build step builds its ``retriever`` class. ValueError if the type is
-    taken. (The discriminated union is rebuilt: pydantic fixes a model's schema when it is made.)"""
-    tag = kind.tag()
-    if tag in RETRIEVER_KINDS:
-        raise ValueError(f"a retriever type '{tag}' exists already")
-    RETRIEVER_KINDS[tag] = kind
-    _rebuild_retrievers()
-    return kind
+    """``RETRIEVER_KINDS.register(kind)``: from now on a config's retrievers accept ``type: <its
+    tag>``, its errors name it, and the build step builds its ``retriever`` class. ValueError if the
+    type is taken. (The discriminated union is rebuilt: pydantic fixes a model's schema when it is made.)"""
+    return RETRIEVER_KINDS.register(kind)
 
 
-@contextlib.contextmanager
-def registered_retrievers(*kinds: type[RetrieverKind]) -> Iterator[None]:
-    """The retriever kinds registered for the duration of a ``with`` block (a plug-in's tests)."""
-    before = dict(RETRIEVER_KINDS)
-    try:
-        for kind in kinds:
-            register_retriever(kind)
-        yield
-    finally:
-        RETRIEVER_KINDS.clear()
-        RETRIEVER_KINDS.update(before)
-        _rebuild_retrievers()
+def registered_retrievers(*kinds: type[RetrieverKind]) -> contextlib.AbstractContextManager[None]:
+    """``RETRIEVER_KINDS.registered(*kinds)``: the kinds registered for a ``with`` block (a plug-in's tests)."""
+    return RETRIEVER_KINDS.registered(*kinds)
 
 
 # The models that hold RetrievalConfig (the whole config): pydantic copies a section's schema into
@@ -355,3 +344,6 @@ def _rebuild_retrievers() -> None:
     RetrievalConfig.model_rebuild(force=True)
     for holder in HOLDERS:
         holder.model_rebuild(force=True)
+
+
+RETRIEVER_KINDS.changed = _rebuild_retrievers

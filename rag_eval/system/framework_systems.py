@@ -70,7 +70,9 @@ class LlamaIndexSystem(_ThreadedSystem):
     """``factory()`` returns a query engine (``.query(str)``, a Response with ``.response`` and
     ``.source_nodes``)."""
 
-    def __init__(self, cfg: LlamaIndexSystemConfig, where: str = "system"):
+    def __init__(
+        self, cfg: LlamaIndexSystemConfig, where: str = "system", cache: Any = None
+    ):  # no cache: a pipeline runs in-process
         super().__init__(f"system: {cfg.factory}", cfg.concurrency)
         self.cfg = cfg
         self.engine = import_object(cfg.factory, f"{where}.factory")()
@@ -97,7 +99,9 @@ class HaystackSystem(_ThreadedSystem):
     """``factory()`` returns a Pipeline; ``inputs`` (templated) is its run data, ``answer`` and
     ``documents`` are paths into its outputs (``$.component.output``)."""
 
-    def __init__(self, cfg: HaystackSystemConfig, where: str = "system"):
+    def __init__(
+        self, cfg: HaystackSystemConfig, where: str = "system", cache: Any = None
+    ):  # no cache: a pipeline runs in-process
         super().__init__(f"system: {cfg.factory}", cfg.concurrency)
         self.cfg = cfg
         self.pipeline = import_object(cfg.factory, f"{where}.factory")()

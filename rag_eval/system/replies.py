@@ -13,11 +13,11 @@ from pathlib import Path
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import say, track_async
+from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.settings import SystemRetrieverConfig
 from rag_eval.rundir import read_jsonl, write_text
-from rag_eval.system.framework_systems import HaystackSystem, LlamaIndexSystem
-from rag_eval.system.http import HttpSystem, SystemReply
-from rag_eval.system.settings import HaystackSystemConfig, HttpSystemConfig, LlamaIndexSystemConfig
+from rag_eval.system.http import SystemReply
+from rag_eval.system.settings import HttpSystemConfig
 from rag_eval.types import Question
 
 
@@ -27,15 +27,15 @@ def system_name(cfg: AuditConfig) -> str:
 
 
 def make_system(cfg: AuditConfig, cache):
-    """The configured system's client (call inside the run's event loop)."""
+    """The configured system's client, the class its kind names (call inside the run's event loop)."""
     s = cfg.system
-    if isinstance(s, HttpSystemConfig):
-        return HttpSystem(s, cache, cfg.where("system"))
-    if isinstance(s, LlamaIndexSystemConfig):
-        return LlamaIndexSystem(s, cfg.where("system"))
-    if isinstance(s, HaystackSystemConfig):
-        return HaystackSystem(s, cfg.where("system"))
-    raise ValueError("the config has no system: section")
+    if s is None:
+        raise ValueError("the config has no system: section")
+    client = type(s).client
+    where = cfg.where("system")
+    if isinstance(client, str):
+        client = import_object(client, f"{where} (type: {s.type})")
+    return client(s, cache=cache, where=where)
 
 
 def request_key(cfg: AuditConfig, q: Question) -> str:

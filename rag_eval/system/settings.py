@@ -1,15 +1,17 @@
 """The settings of a system where it runs (``system:``): a deployed HTTP service, a LlamaIndex query
-engine or a Haystack pipeline, and the defaults a config with a system gets."""
+engine or a Haystack pipeline (each a :class:`SystemKind` in ``SYSTEM_KINDS``), and the defaults a
+config with a system gets."""
 
 from __future__ import annotations
 
 import difflib
 import re
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Optional, Union, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
+    BaseModel,
     Field,
     field_validator,
     model_validator,
@@ -17,6 +19,7 @@ from pydantic import (
 
 from rag_eval.config_base import Settings
 from rag_eval.json_paths import parse_path
+from rag_eval.registry import Registry
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -68,8 +71,30 @@ def _check_url(url: str) -> str:
 _SECRET_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
 
-class HttpSystemConfig(Settings):
+class SystemKind(Settings):
+    """The config of one kind of system, tagged in the YAML by its ``type`` (a Literal).
+
+    ``client`` names the class that asks it, ``package.module:Class`` (imported when it runs) or the
+    class itself; every kind's client is built the same way, ``Client(cfg, cache=..., where=...)``
+    (``cache``: the response cache, ``where``: the config's place, for errors), and has ``await
+    ask(question) -> SystemReply``, ``usage`` and ``await aclose()`` (``system/http.py``). A new
+    kind is one such class registered in ``SYSTEM_KINDS`` (``@SYSTEM_KINDS.register``) and its client.
+    """
+
+    client: ClassVar[str | type]
+    if TYPE_CHECKING:  # each kind's own Literal, declared by the kind
+        type: str
+
+    @classmethod
+    def tag(cls) -> str:
+        """Its ``type``."""
+        return get_args(cls.model_fields["type"].annotation)[0]
+
+
+class HttpSystemConfig(SystemKind):
     """A deployed RAG service called once per question (``system: {type: http, ...}``)."""
+
+    client: ClassVar[str] = "rag_eval.system.http:HttpSystem"
 
     type: Literal["http"]
     url: str = Field(description="the endpoint; ${VAR} is replaced by the environment variable VAR")
@@ -140,9 +165,11 @@ class HttpSystemConfig(Settings):
         return self
 
 
-class LlamaIndexSystemConfig(Settings):
+class LlamaIndexSystemConfig(SystemKind):
     """A LlamaIndex query engine built by ``factory()``: its response is the answer, its source
     nodes the passages."""
+
+    client: ClassVar[str] = "rag_eval.system.framework_systems:LlamaIndexSystem"
 
     type: Literal["llamaindex"]
     factory: str = Field(description="package.module:function() -> a LlamaIndex query engine (or index)")
@@ -150,8 +177,10 @@ class LlamaIndexSystemConfig(Settings):
     concurrency: int = Field(1, ge=1, description="questions asked at once (in threads)")
 
 
-class HaystackSystemConfig(Settings):
+class HaystackSystemConfig(SystemKind):
     """A Haystack pipeline built by ``factory()``, run once per question."""
+
+    client: ClassVar[str] = "rag_eval.system.framework_systems:HaystackSystem"
 
     type: Literal["haystack"]
     factory: str = Field(description="package.module:function() -> a Haystack Pipeline")
@@ -182,7 +211,36 @@ class HaystackSystemConfig(Settings):
         return value
 
 
-SystemConfig = Annotated[HttpSystemConfig | LlamaIndexSystemConfig | HaystackSystemConfig, Field(discriminator="type")]
+# Every system kind by its type: the config's union, its error messages and the client that asks
+# it read this (``SYSTEM_KINDS.register(XSystemConfig)``, also a class decorator; an installed
+# plug-in's entry point in ``rag_eval.systems``). A change rebuilds the config's schema (below).
+SYSTEM_KINDS: Registry[type[SystemKind]] = Registry("system type", lambda kind: kind.tag(), group="rag_eval.systems")
+for _kind in (HttpSystemConfig, LlamaIndexSystemConfig, HaystackSystemConfig):
+    SYSTEM_KINDS.register(_kind)
+
+
+def _system_union() -> Any:
+    # The kinds registered so far, plug-ins not read: the union is first made while the package imports.
+    return Annotated[Union[tuple(SYSTEM_KINDS.so_far().values())], Field(discriminator="type")]  # noqa: UP007
+
+
+if TYPE_CHECKING:  # a union made at run time is no type to a type checker: every kind is a SystemKind
+    SystemConfig = SystemKind
+else:
+    SystemConfig = _system_union()  # the shipped kinds; the config's system field takes registered ones too
+
+# The models with a ``system`` field (the whole config), rebuilt when a kind is registered.
+HOLDERS: list[type[BaseModel]] = []
+
+
+def _rebuild_systems() -> None:
+    system: Any = Optional[_system_union()]  # noqa: UP045
+    for holder in HOLDERS:
+        holder.model_fields["system"].annotation = system
+        holder.model_rebuild(force=True)
+
+
+SYSTEM_KINDS.changed = _rebuild_systems
 
 
 def with_system_defaults(data: Any) -> Any:

@@ -10,9 +10,9 @@ import json
 from rag_eval.config import AuditConfig
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of
-from rag_eval.system.framework_systems import HaystackSystem, LlamaIndexSystem
-from rag_eval.system.http import HttpRequest, HttpSystem, Trial
-from rag_eval.system.settings import HttpSystemConfig, LlamaIndexSystemConfig, SystemConfig
+from rag_eval.system.http import HttpRequest, Trial
+from rag_eval.system.replies import make_system
+from rag_eval.system.settings import HttpSystemConfig, SystemConfig
 from rag_eval.types import Corpus, Question
 
 RAW_CHARS = 3000  # of the reply shown
@@ -24,14 +24,8 @@ def try_system(cfg: AuditConfig, text: str) -> Trial:
     question = Question("try", text, {}, True)
 
     async def main() -> Trial:
-        s, where = _system(cfg), cfg.where("system")
-        system: HttpSystem | LlamaIndexSystem | HaystackSystem
-        if isinstance(s, HttpSystemConfig):
-            system = HttpSystem(s, None, where)
-        elif isinstance(s, LlamaIndexSystemConfig):
-            system = LlamaIndexSystem(s, where)
-        else:
-            system = HaystackSystem(s, where)
+        _system(cfg)
+        system = make_system(cfg, None)  # no cache: the question is asked now
         try:
             return await system.try_once(question)
         finally:
@@ -69,7 +63,8 @@ def describe(cfg: AuditConfig, trial: Trial, corpus: Corpus) -> str:
             lines.append(f"  body: {json.dumps(req.body, ensure_ascii=False)}")
         got = f"HTTP {trial.status}" if trial.status is not None else "no reply"
     else:
-        lines.append(f"request: {s.factory}() given {json.dumps(trial.request, ensure_ascii=False, default=repr)}")
+        what = f"{s.factory}()" if hasattr(s, "factory") else f"the {s.type} system"  # a kind without a factory
+        lines.append(f"request: {what} given {json.dumps(trial.request, ensure_ascii=False, default=repr)}")
         got = "output"
     lines.append(f"reply: {got} in {trial.reply.latency_s:.2f} s")
     raw = trial.raw if len(trial.raw) <= RAW_CHARS else trial.raw[:RAW_CHARS] + f"... ({len(trial.raw)} characters)"

@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 
 import pytest
 
+from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.errors import ConfigError
 from rag_eval.orchestration.runner import run_retrieval
@@ -16,6 +17,7 @@ from rag_eval.retrievers.settings import RETRIEVER_KINDS, RetrieverKind, registe
 from rag_eval.types import Corpus, Question
 
 from ..conftest import SMALL_CORPUS, SMALL_QUESTIONS
+from ..plugins import install, plugins_read_again
 
 
 def words(text: str, min_len: int) -> set[str]:
@@ -103,3 +105,28 @@ def test_validation_knows_a_registered_kind_and_forgets_it_after(small_project):
     with pytest.raises(ValueError, match="exists already"), registered_retrievers(RETRIEVER_KINDS["bm25"]):
         pass
     assert load_config(small_project / "audit.yaml").retrieval.retrievers["bm25"].tag() == "bm25"
+
+
+def test_an_installed_plugins_kind_is_a_type_the_config_takes(small_project, monkeypatch, capsys):
+    # A distribution that names its kind in the entry points rag_eval.retrievers: read before the
+    # config is validated, its type joins the schema (and the error's list of types).
+    install(
+        small_project / "site",
+        monkeypatch,
+        """
+        [rag_eval.retrievers]
+        overlap = rag_eval_overlap:OverlapConfig
+        """,
+        {"rag_eval_overlap": "from tests.retrievers.test_factory import OverlapConfig\n"},
+    )
+    config = _write_config(small_project, "    words: {type: overlap, min_len: 3}\n")
+    with plugins_read_again(RETRIEVER_KINDS):
+        assert main(["validate", str(config)]) == 0, capsys.readouterr()
+        assert load_config(config).retrieval.retrievers["words"] == OverlapConfig(type="overlap", min_len=3)
+        config.write_text(config.read_text().replace("type: overlap", "type: overlapp"))
+        assert main(["validate", str(config)]) == 2
+        assert "unknown retriever type 'overlapp'" in capsys.readouterr().err
+    assert "overlap" not in RETRIEVER_KINDS
+    config.write_text(config.read_text().replace("type: overlapp", "type: overlap"))
+    with pytest.raises(ConfigError, match="unknown retriever type 'overlap'"):
+        load_config(config)
