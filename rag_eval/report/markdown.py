@@ -11,6 +11,7 @@ from rag_eval.base_records import Num, PairedComparison, StageReuse, required
 from rag_eval.judges.judge_records import CriterionSection, JudgedFigure, JudgesSection
 from rag_eval.judges.ragas_judges import describe_requests
 from rag_eval.judges.registry import JUDGES
+from rag_eval.labels.human import labelled_line
 from rag_eval.labels.ppi import labels_needed
 from rag_eval.report.formatting import _table, fmt, judge_columns, text
 from rag_eval.report.quotes import markdown_quotes
@@ -395,8 +396,7 @@ def labels_counted(report: Report) -> str:
     """How many answers were labelled, and under each column (a row counts for a column only where it
     holds yes or no): "22 answers labelled: correct 22, faithful 20, refused 22"."""
     lab = required(report.labels, "the report's labels section")
-    columns = ", ".join(f"{c} {n}" for c, n in lab.per_column.items())
-    return f"{lab.answers_labelled} answers labelled" + (f": {columns}" if columns else "")
+    return labelled_line(lab.answers_labelled, lab.per_column)
 
 
 def labels_markdown(report: Report) -> list[str]:

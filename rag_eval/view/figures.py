@@ -11,11 +11,11 @@ from pathlib import Path
 from rag_eval.base_records import Figure
 from rag_eval.errors import DataError
 from rag_eval.judges.judge_records import LabelledEstimate
-from rag_eval.labels.human import apply_labels, known_answers, read_labels, weights_of
+from rag_eval.labels.human import apply_labels, known_answers, labelled_line, read_labels, weights_of
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import WIDTHS, labels_plan
-from rag_eval.view.labels_file import labelled_values, labels_path, read_rows
+from rag_eval.view.labels_file import label_counts, labels_path, read_rows
 
 
 @dataclass
@@ -43,6 +43,12 @@ class LabelFigures:
     lines: list[FigureLine] = field(default_factory=list)
     labelled_answers: int = 0
     problem: str | None = None
+    per_column: dict[str, int] = field(default_factory=dict)  # answers with yes or no under each column
+
+    @property
+    def counted(self) -> str:
+        """``3 answers labelled: correct 3, faithful 2, refused 1``."""
+        return labelled_line(self.labelled_answers, self.per_column)
 
 
 def _unequal(rows: list[dict[str, str]]) -> bool:
@@ -59,8 +65,8 @@ def label_figures(run_dir: Path, report: Report, confidence: float = 0.95, adapt
     figures cross-fitted; nothing saved for later audits from the page)."""
     path = labels_path(run_dir)
     rows = read_rows(path)
-    labelled = sum(any(v is not None for v in vals.values()) for vals in labelled_values(rows).values())
-    out = LabelFigures(report=report, labelled_answers=labelled)
+    labelled, per_column = label_counts(rows)
+    out = LabelFigures(report=report, labelled_answers=labelled, per_column=per_column)
     if labelled:
         try:
             labels = read_labels(path, known_answers(run_dir))
@@ -107,6 +113,8 @@ def figures_json(figs: LabelFigures) -> dict:
     """The figure lines for the page's script (after each label)."""
     return {
         "labelled": figs.labelled_answers,
+        "per_column": figs.per_column,
+        "counted": figs.counted,
         "problem": figs.problem,
         "lines": [
             {

@@ -7,11 +7,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag_eval.labels.human import labelled_line
 from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.formatting import fmt
 from rag_eval.report.report_records import Report, Summary
 from rag_eval.rundir import RunFailures, read_status
-from rag_eval.view.labels_file import labelled_values, labels_path, read_rows
+from rag_eval.view.labels_file import label_counts, labels_path, read_rows
 
 HEADLINES_SHOWN = 6
 
@@ -52,10 +53,16 @@ class RunEntry:
     headlines: list[tuple[str, str]] = field(default_factory=list)
     more_figures: int = 0
     labelled: int = 0
+    labelled_columns: dict[str, int] = field(default_factory=dict)  # answers with yes or no under each column
     has_report: bool = False
     has_answers: bool = False
     failures: RunFailures | None = None
     note: str = ""  # why a folder is listed but not opened
+
+    @property
+    def counted(self) -> str:
+        """``3 answers labelled: correct 3, faithful 2, refused 1``."""
+        return labelled_line(self.labelled, self.labelled_columns)
 
 
 def run_status(run_dir: Path) -> str:
@@ -85,11 +92,10 @@ def failures_line(f: RunFailures) -> str:
     return f"{' and '.join(parts)} failed (every call){first}"
 
 
-def labelled_count(run_dir: Path) -> int:
-    """Answers with at least one label in the run's labels file."""
-    return sum(
-        any(v is not None for v in vals.values()) for vals in labelled_values(read_rows(labels_path(run_dir))).values()
-    )
+def labelled_count(run_dir: Path) -> tuple[int, dict[str, int]]:
+    """Answers with at least one label in the run's labels file, and the answers with yes or no under
+    each column (``label_counts``: a blank row counts nowhere)."""
+    return label_counts(read_rows(labels_path(run_dir)))
 
 
 def _outcomes(summary: Summary) -> list[tuple[str, str]]:
@@ -130,6 +136,7 @@ def _entry(runs_dir: Path, p: Path) -> RunEntry | None:
     summary = Summary.load(raw_summary) if raw_summary else None
     figs = _figures(summary, report) if summary else {}
     shown = list(figs.items())[:HEADLINES_SHOWN]
+    labelled, per_column = labelled_count(path)
     return RunEntry(
         name=p.name,
         status=run_status(path),
@@ -138,7 +145,8 @@ def _entry(runs_dir: Path, p: Path) -> RunEntry | None:
         outcomes=_outcomes(summary) if summary else [],
         headlines=[(k, fmt(v, 2)) for k, v in shown],
         more_figures=len(figs) - len(shown),
-        labelled=labelled_count(path),
+        labelled=labelled,
+        labelled_columns=per_column,
         has_report=report is not None,
         has_answers=(path / "generation.jsonl").exists(),
         failures=run_failures(path),

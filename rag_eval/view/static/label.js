@@ -48,6 +48,8 @@
     return `${e.value.toFixed(2)} [${e.ci_low.toFixed(2)}, ${e.ci_high.toFixed(2)}]`;
   };
   const showFigures = (figs) => {
+    const counted = document.getElementById("counted");
+    if (counted && figs.counted) counted.textContent = figs.counted;
     for (const f of figs.lines) {
       for (const tr of document.querySelectorAll("#figures tbody tr")) {
         if (tr.dataset.prompt !== f.prompt || tr.dataset.figure !== f.figure) continue;
