@@ -21,13 +21,16 @@ if TYPE_CHECKING:
         compare,
         diff,
         generate,
+        history,
         judge_answers,
         judge_check,
         judge_traces,
         lint,
         load_run,
         read_run,
+        render_report,
         retrieval,
+        validate,
     )
 
     load_config = as_config
@@ -42,6 +45,7 @@ __all__ = [
     "compare",
     "diff",
     "generate",
+    "history",
     "judge_answers",
     "judge_check",
     "judge_traces",
@@ -49,7 +53,9 @@ __all__ = [
     "load_config",
     "load_run",
     "read_run",
+    "render_report",
     "retrieval",
+    "validate",
     "__version__",
 ]
 # What rag_eval.api provides (loaded on first use): the public names that are not defined here.

@@ -8,16 +8,14 @@ subclasses naming the file or row, what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rag_eval import progress as prog
-from rag_eval.answers.answer_records import Usage
 from rag_eval.answers.supplied import parse_rows
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, config_from_dict, load_config
@@ -39,6 +37,7 @@ from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.labels.columns import criteria_of
 from rag_eval.labels.human import known_answers, label_run, read_labels, weights_of
 from rag_eval.llm.settings import LLMConfig
+from rag_eval.answers.answer_records import Usage
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.orchestration.diff import RunDiff, diff_runs, write_diff
 from rag_eval.orchestration.finished import Run, read_finished_run
@@ -56,7 +55,7 @@ from rag_eval.report.history_records import HistoryData
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.retrievers.lint import Finding, generic_labels, split_evidence
-from rag_eval.rundir import RunStatus, read_finished, read_status, write_json, write_text
+from rag_eval.rundir import write_json, write_text
 from rag_eval.system.trace_audit import traces_config
 from rag_eval.system.trial import describe, try_system
 from rag_eval.testgen.question_writer import run_generate
@@ -151,36 +150,54 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 @dataclass
-class Result:
-    """A finished run: its folder, summary.json and report.json, with per-question tables."""
+class Result(Run):
+    """A run folder read back as typed records: what ``audit()``, ``retrieval()``, ``compare()``,
+    ``judge_answers()`` and ``judge_traces()`` return and what ``read_run()`` reads. Beside the
+    records of ``rag_eval.orchestration.finished.Run`` (``status``, ``config`` as saved, ``summary``
+    and ``report`` typed, per question ``retrieval``, ``answers`` and ``judgements``): the config the
+    gates come from (``audit_config``), the diff against a baseline (``diff``), ``figure(name)``,
+    ``gates()`` and four pandas views."""
 
-    run_dir: Path
-    summary: dict = field(repr=False)
-    report: dict = field(repr=False)
-    config: AuditConfig | None = field(default=None, repr=False)
+    # The validated config: the one the run was made with, or the folder's config.yaml read back
+    # (None where it no longer validates).
+    audit_config: AuditConfig | None = field(default=None, repr=False)
     # rag_eval.orchestration.diff.RunDiff against a baseline run, if one was given
-    diff: Any = field(default=None, repr=False)
+    diff: RunDiff | None = field(default=None, repr=False)
 
     @classmethod
-    def from_dir(cls, run_dir: str | Path, config: AuditConfig | None = None) -> Result:
-        run_dir = Path(run_dir)
-        summary, report = read_finished(run_dir)
-        return cls(run_dir, summary, report, config)
+    def read(cls, run_dir: str | Path, audit_config: AuditConfig | None = None) -> Result:
+        """The run folder's records; without ``audit_config`` its config.yaml validated, and a
+        ``diff.json`` (a run made with a baseline) read as its diff."""
+        run = _read_run(run_dir)
+        fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(Run)}
+        result = cls(**{**fields, "path": Path(run_dir)}, audit_config=audit_config)
+        if audit_config is None:
+            try:
+                result.audit_config = config_from_dict(run.config, run.path) if run.config else None
+            except ConfigError:
+                result.audit_config = None
+            result.diff = _recorded_diff(run.path)
+        return result
 
     @property
-    def status(self) -> RunStatus | None:
-        """status.json: finished (or failed, with the reason), and how the folder was opened."""
-        return read_status(self.run_dir)
+    def run_dir(self) -> Path:
+        """The run folder (``path``)."""
+        return self.path
+
+    @property
+    def typed_report(self) -> Report:
+        """An alias of ``report`` (report.json as typed records), kept for code written when
+        ``report`` was a dict."""
+        return self.report
 
     @cached_property
-    def typed_report(self) -> Report:
-        """report.json as the typed report: ``typed_report.attribution.rows[0].outcome``,
-        ``typed_report.judges.figures["baseline"]["correctness"].ci_low``."""
-        return Report.load(self.report)
+    def summary_json(self) -> dict:
+        """summary.json as a dict (``summary`` is its typed record)."""
+        return self.summary.dump()
 
     def figure(self, name: str) -> dict:
         """A figure of summary.json by its dotted name (``retrieval.hybrid.hit@5``): value, interval, n."""
-        node: Any = self.summary
+        node: Any = self.summary_json
         for part in name.split("."):
             if not isinstance(node, dict) or part not in node:
                 raise KeyError(f"no figure '{name}' in {self.run_dir}/summary.json ('{part}' is missing)")
@@ -219,17 +236,28 @@ class Result:
         """One row per question and prompt: the outcome and why, with the answer and the reference."""
         import pandas as pd  # noqa: PLC0415
 
-        rows = self.typed_report.rows()
+        rows = self.report.rows()
         return pd.DataFrame([r.model_dump(exclude_unset=True, exclude={"judges", "contexts"}) for r in rows])
 
-    def gates(self, gates: dict[str, str] | None = None) -> list:
+    def gates(self, gates: dict[str, str] | None = None) -> list[GateResult]:
         """Every gate's result (the config's gates unless ``gates`` is given)."""
-        gates = gates if gates is not None else (self.config.gates if self.config else {})
-        where = self.config.where("gates") if self.config else "gates"
-        return check_gates(gates, self.summary, where, self.diff.to_json() if self.diff is not None else None)
+        cfg = self.audit_config
+        gates = gates if gates is not None else (cfg.gates if cfg else {})
+        where = cfg.where("gates") if cfg else "gates"
+        return check_gates(gates, self.summary_json, where, self.diff.to_json() if self.diff is not None else None)
 
     def __str__(self) -> str:
         return f"{one_screen(self.summary)}\nrun folder: {self.run_dir}"
+
+
+def _recorded_diff(run_dir: Path) -> RunDiff | None:
+    """diff.json of a run made with ``--baseline``, as recorded (None without one, or unreadable)."""
+    if not (run_dir / "diff.json").exists():
+        return None
+    try:
+        return RunDiff.from_json(json.loads((run_dir / "diff.json").read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _quiet(progress: bool):
@@ -263,7 +291,7 @@ def audit(
         resume=Path(resume) if isinstance(resume, (str, Path)) else resume,
         inputs=_inputs(cfg, corpus, test_set),
     )
-    return _with_baseline(Result.from_dir(run_dir, cfg), baseline)
+    return _with_baseline(Result.read(run_dir, cfg), baseline)
 
 
 def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | None:
@@ -324,7 +352,7 @@ def retrieval(
     cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_retrieval(cfg, out=str(out) if out else None, inputs=_inputs(cfg, corpus, test_set))
-    result = Result.from_dir(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
+    result = Result.read(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
     return _with_baseline(result, baseline)
 
 
@@ -359,7 +387,7 @@ def compare(
         inputs=_inputs(cfg, corpus, test_set),
         settle={"batch": batch, "seed": seed} if stop_when_settled else None,
     )
-    return _with_baseline(Result.from_dir(run_dir, cfg), baseline)
+    return _with_baseline(Result.read(run_dir, cfg), baseline)
 
 
 def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_dir: str | Path | None = None) -> list:
@@ -395,7 +423,7 @@ def judge_answers(
         }
     )
     run_dir = run_audit(cfg, source=SuppliedAnswers(rows), use_cache=use_cache)
-    return Result.from_dir(run_dir, cfg)
+    return Result.read(run_dir, cfg)
 
 
 def judge_traces(
@@ -417,7 +445,7 @@ def judge_traces(
     cfg = traces_config(config if config is not None else {"name": "traces"}, out)
     paths = [files] if isinstance(files, (str, Path)) else list(files)
     run_dir = run_audit(cfg, source=TracedAnswers(paths, labels, seed), use_cache=use_cache)
-    return Result.from_dir(run_dir, cfg)
+    return Result.read(run_dir, cfg)
 
 
 def generate(
@@ -449,29 +477,20 @@ def generate(
     return run_generate(cfg, Path(out), use_cache=use_cache, corpus=corpus)
 
 
-def read_run(run_dir: str | Path) -> Run:
-    """The typed records a run folder holds (``rag_eval.orchestration.finished.Run``): ``status``
-    (``status.json``: finished, failed with its reason, ...), ``config`` as saved, ``summary`` and
-    ``report``, and per question ``retrieval``, ``answers`` and ``judgements``. Run folders written
-    by earlier versions read with the records they lack left empty."""
-    return _read_run(run_dir)
+def read_run(run_dir: str | Path) -> Result:
+    """A run folder read back: the same typed ``Result`` ``audit()`` returns. ``status``
+    (``status.json``: finished, failed with its reason, ...), ``config`` as saved and
+    ``audit_config`` validated (its gates apply), ``summary`` and ``report``, per question
+    ``retrieval``, ``answers`` and ``judgements``, the diff of a run made with a baseline. Run
+    folders written by earlier versions read with the records they lack left empty; a folder
+    without report.json is a ``DataError`` naming why."""
+    return Result.read(run_dir)
 
 
 def load_run(run_dir: str | Path) -> Result:
-    """A finished run folder as a Result (its saved config's gates apply)."""
-    run_dir = Path(run_dir)
-    result = Result.from_dir(run_dir)
-    try:
-        raw = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
-        result.config = config_from_dict(raw, run_dir)
-    except (OSError, yaml.YAMLError, ConfigError):
-        result.config = None
-    if (run_dir / "diff.json").exists():  # a run made with --baseline: its diff, as recorded
-        try:
-            result.diff = RunDiff.from_json(json.loads((run_dir / "diff.json").read_text(encoding="utf-8")))
-        except (ValueError, KeyError, TypeError):
-            result.diff = None
-    return result
+    """A finished run folder as a Result: an alias of ``read_run``, kept for code written before
+    the two returned the same record."""
+    return read_run(run_dir)
 
 
 @dataclass
@@ -524,8 +543,8 @@ def ci_gates(
     extra = diff_gate_markdown(result.diff.to_json()) if result.diff is not None else None
     write_ci_outputs(
         results,
-        result.summary,
-        result.report,
+        result.summary_json,
+        result.report.dump(),
         result.run_dir,
         suite,
         str(junit_xml) if junit_xml else None,

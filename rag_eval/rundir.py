@@ -128,17 +128,6 @@ def read_status(run_dir: Path) -> RunStatus | None:
     return RunStatus.load(data) if isinstance(data, dict) else None
 
 
-def read_finished(run_dir: Path, what: str = "the folder") -> tuple[dict[str, Any], dict[str, Any]]:
-    """(summary.json, report.json) of a run folder; a folder without them is a DataError naming why
-    (the reason a failed run recorded)."""
-    report = read_report_json(run_dir, what)
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise _not_a_run(run_dir, what, exc) from None
-    return summary, report
-
-
 def read_report_json(run_dir: Path, what: str = "the folder") -> dict[str, Any]:
     """report.json of a run folder (every figure and rendering comes from it); a folder without
     one is a DataError naming why (the reason a failed run recorded)."""

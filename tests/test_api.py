@@ -15,6 +15,7 @@ import pytest
 
 import rag_eval
 from rag_eval.cli import main
+from rag_eval.report.report_records import Report, Summary
 
 from .conftest import ROOT, SMALL_CORPUS, SMALL_QUESTIONS
 from .scripted_server import ScriptedServer, judge_name, structured_reply
@@ -231,6 +232,27 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
     assert namespace["same"].summary == namespace["result"].summary
 
 
+def test_audit_and_read_run_return_the_same_typed_run(tmp_path):
+    """One record for a run: what retrieval() returns and what read_run() reads back later are the
+    same class with the same typed summary, report, records, figures and gates."""
+    result = rag_eval.retrieval(
+        {**CONFIG, "report": {"out": str(tmp_path)}}, corpus=SMALL_CORPUS, test_set=SMALL_QUESTIONS
+    )
+    again = rag_eval.read_run(result.run_dir)
+    assert type(result) is type(again) is rag_eval.Result
+    assert isinstance(again.summary, Summary) and isinstance(again.report, Report)
+    assert again.summary == result.summary and again.report == result.report
+    assert again.summary.retrieval["dense"]["hit@1"].value == pytest.approx(2 / 3)
+    assert again.figure("retrieval.dense.hit@1") == result.figure("retrieval.dense.hit@1")
+    assert [(g.figure, g.passed) for g in again.gates()] == [(g.figure, g.passed) for g in result.gates()] == [
+        ("retrieval.dense.hit@1", False)
+    ]
+    assert set(again.by_retriever["bm25"]) == {"q1", "q2", "q3", "q4"}
+    assert again.status is not None and again.status.finished and again.finished
+    # load_run is an alias of read_run.
+    assert rag_eval.load_run(result.run_dir).summary == again.summary
+
+
 def test_audit_returns_every_stage_as_a_dataframe(tmp_path):
     with ScriptedServer(reply=structured_reply) as s:
         llm = {"provider": "openai", "model": "scripted", "base_url": s.base_url, "max_retries": 1}
@@ -270,7 +292,7 @@ def test_rows_inline_in_a_dict_config_are_taken_as_the_keyword_arguments(tmp_pat
     cols = ["question_id", "retriever", "first_relevant_rank", "miss"]
     for other in (b, c):
         pd.testing.assert_frame_equal(a.retrieval_df()[cols], other.retrieval_df()[cols])
-        assert a.summary["retrieval"] == other.summary["retrieval"]
+        assert a.summary.retrieval == other.summary.retrieval
     ranks = a.retrieval_df().set_index("question_id")["first_relevant_rank"].to_dict()
     assert ranks == {"q1": 1, "q2": 1, "q3": 1}
     # The run folder's config says where the rows came from; it does not hold them.

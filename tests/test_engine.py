@@ -51,7 +51,7 @@ def test_retrieval_on_ray_equals_local(tmp_path, monkeypatch):
     cols = ["question_id", "retriever", "first_relevant_rank", "miss", "retrieved"]
     local, on_ray = (runs[n].retrieval_df()[cols] for n in ("local", "ray"))
     pd.testing.assert_frame_equal(local, on_ray)
-    assert runs["local"].summary["retrieval"] == runs["ray"].summary["retrieval"]
+    assert runs["local"].summary.retrieval == runs["ray"].summary.retrieval
     # Three Ray tasks (2 + 2 + 1 passages) wrote the same embeddings as one local call, to 1e-6.
     a = sorted((tmp_path / "cache-local" / "embeddings").glob("*.npy"), key=lambda p: p.stat().st_size)
     b = sorted((tmp_path / "cache-ray" / "embeddings").glob("*.npy"), key=lambda p: p.stat().st_size)

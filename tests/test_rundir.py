@@ -8,7 +8,7 @@ import pytest
 from rag_eval.base_records import StageReuse
 from rag_eval.config import load_config
 from rag_eval.errors import ConfigError, DataError
-from rag_eval.rundir import RunFolder, read_finished, read_status
+from rag_eval.rundir import RunFolder, read_report_json, read_status
 
 
 def test_open_new_then_resume_what_did_not_finish(small_project):
@@ -37,7 +37,7 @@ def test_a_failed_status_keeps_its_reason_and_reading_the_folder_names_it(small_
     assert status["status"] == "failed" and status["reason"] == "questions.jsonl:3: no question"
     assert status["opened"] == f"new run folder {folder.path}"
     with pytest.raises(DataError, match="the base run failed: questions.jsonl:3: no question"):
-        read_finished(folder.path, "the base")
+        read_report_json(folder.path, "the base")
     folder.set_status("interrupted", "stopped by Ctrl-C")
     assert read_status(folder.path).unfinished_why() == "was interrupted (stopped by Ctrl-C)"
 

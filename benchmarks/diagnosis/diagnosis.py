@@ -74,14 +74,14 @@ def applied(cfg: dict, fix: dict) -> tuple[dict, str]:
 
 
 def misses(result, name: str) -> set[str]:
-    return {m["question_id"] for m in result.report["retrieval"]["misses"][name]}
+    return {m["question_id"] for m in result.report.dump()["retrieval"]["misses"][name]}
 
 
 def measure(label: str, cfg: dict, base: Path) -> tuple[int, int]:
     import rag_eval
 
     result = rag_eval.retrieval(cfg, base_dir=base)
-    r = result.report["retrieval"]
+    r = result.report.dump()["retrieval"]
     print(f"\n== {label}: {result.run_dir}")
     total = unclear = 0
     for name, rows in r["misses"].items():

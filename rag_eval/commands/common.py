@@ -45,12 +45,12 @@ def ci_options(p: argparse.ArgumentParser) -> None:
 
 def print_failures(result: api.Result) -> None:
     """The questions a deployed system failed, with each reason (the first 5, then a count)."""
-    system = result.typed_report.system
+    system = result.report.system
     if system is None or not system.failed:
         return
     print(f"{len(system.failed)} of {system.questions} questions failed (not judged; gate: system.failed):")
     failed = [(f.question_id, f.error or "no error recorded") for f in system.failed]
-    print("\n".join(failure_lines(required(result.config, "the run's config"), failed)))
+    print("\n".join(failure_lines(required(result.audit_config, "the run's config"), failed)))
 
 
 def finish(result: api.Result, args: argparse.Namespace, suite: str) -> int:
@@ -69,5 +69,5 @@ def finish(result: api.Result, args: argparse.Namespace, suite: str) -> int:
     for r in results:
         print(f"gate {r.message}")
         if not r.passed:
-            print("\n".join(describe_failure(r, result.summary, result.report, result.run_dir).splitlines()[1:]))
+            print("\n".join(describe_failure(r, result.summary_json, result.report, result.run_dir).splitlines()[1:]))
     return 0 if all(r.passed for r in results) else 1

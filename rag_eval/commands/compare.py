@@ -43,14 +43,14 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         baseline=args.baseline,
     )
-    comparison = result.typed_report.comparison
+    comparison = result.report.comparison
     seq = comparison.sequential if comparison else None
     if seq:
         print(
             f"stopped {'when settled' if seq.settled else 'at the end, not settled'}: {seq.questions_used} of "
             f"{seq.questions_total} questions, about {seq.calls_saved_estimate} model calls saved"
         )
-    for pairs in result.summary.get("comparison", {}).values():
+    for pairs in result.summary.comparison.values():
         for c in pairs.values():
             print(f"- {c['verdict']}")
     return finish(result, args, "compare")

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         progress=progress.shown(),
         baseline=args.baseline,
     )
-    comparisons = result.summary["retrieval_comparison"]
+    comparisons = result.summary.retrieval_comparison
     n = sum(len(pairs) for pairs in comparisons.values())
     if n:
         print(

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         progress=progress.shown(),
     )
-    t = required(result.typed_report.traces, "the report's traces section")
+    t = required(result.report.traces, "the report's traces section")
     skipped = ", ".join(f"{n} {why}" for why, n in t.skipped.items()) or "none"
     print(f"traces: {t.read} read, {t.audited} audited; skipped: {skipped}")
     for s in t.skipped_traces[:10]:

@@ -3,7 +3,6 @@ health; each runs ``run_pipeline`` over the config's answer source (``sources.so
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from rag_eval.orchestration.sources import SOURCES, GeneratedAnswers, source_for
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report, SequentialStop
 from rag_eval.retrievers.health import run_lint
-from rag_eval.rundir import read_jsonl
+from rag_eval.rundir import read_jsonl, read_report_json
 
 __all__ = ["load_inputs", "run_audit", "run_compare", "run_lint", "run_retrieval"]
 
@@ -100,7 +99,7 @@ def run_compare(
         run_dir, sequential = run_until_settled(cfg, inputs, run_audit, out=out, use_cache=use_cache, **settle)
     else:
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
-    report = Report.load(json.loads((run_dir / "report.json").read_text()))
+    report = Report.load(read_report_json(run_dir))
     generations = [a for a in map(Answer.load, read_jsonl(run_dir / "generation.jsonl")) if not a.failed]
     check_same_contexts(list[Answer | dict[str, Any]](generations))
     report.comparison = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})

@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import betaln
 
 from rag_eval.orchestration.compare import per_question_values
+from rag_eval.rundir import read_report_json
 
 TEST_NAME = (
     "sequential sign test (Jeffreys-mixture e-value on discordant questions; anytime-valid by Ville's inequality)"
@@ -79,7 +80,7 @@ def run_until_settled(
         part = dataclasses.replace(inputs, questions=questions[:used])
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, resume=run_dir, inputs=part)
         calls += _calls(run_dir)
-        report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+        report = read_report_json(run_dir)
         pairs = pair_evalues(report, answerable, cfg.judges.metrics, prompts)
         settled = all(p["e_value"] >= m / alpha for p in pairs)
         looks.append({"questions": used, "pairs": pairs, "settled": settled})

@@ -47,7 +47,7 @@ def test_an_old_run_reads_as_typed_records():
     assert correctness.value == result.figure("generation.a.correctness")["value"]
     assert correctness.ppi is not None and correctness.ppi.n_labels == 2
     assert report.labels.answers_labelled == 3 and report.labels.per_column["refused"] == 3
-    assert [c.metric for c in report.comparison.comparisons] == list(result.summary["comparison"])
+    assert [c.metric for c in report.comparison.comparisons] == list(result.summary.comparison)
     split = report.attribution.split["b"]
     assert split.failures == split.retrieval + split.generation
     att = result.attribution_df()

@@ -117,7 +117,7 @@ def test_hnsw_recall_is_in_the_report(small_project):
         text.replace("    bm25: {type: bm25}\n", "    bm25: {type: bm25}\n    ann: {type: dense, index: hnsw}\n")
     )
     result = rag_eval.retrieval(str(small_project / "audit.yaml"))
-    assert result.report["retrieval"]["index_notes"]["ann"]["recall@10_vs_exact"] == 1.0
+    assert result.report.dump()["retrieval"]["index_notes"]["ann"]["recall@10_vs_exact"] == 1.0
     assert "recall@10 against exact search 1.000 on 4 questions" in (result.run_dir / "report.md").read_text()
 
 

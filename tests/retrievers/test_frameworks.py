@@ -144,7 +144,7 @@ def test_llamaindex_query_engine_as_the_system(app):
     gens = [json.loads(line) for line in (result.run_dir / "generation.jsonl").read_text().splitlines()]
     assert len(gens) == 4 and all(g["answer"] and g["error"] is None for g in gens)
     assert result.figure("retrieval.system.hit@3")["n"] == 3 and "retrieval.bm25.hit@3" in {
-        f"retrieval.{r}.hit@3" for r in result.summary["retrieval"]
+        f"retrieval.{r}.hit@3" for r in result.summary.retrieval
     }
 
 

@@ -41,10 +41,10 @@ def _project(tmp_path):
 def test_rechunking_is_simulated_and_holds_when_applied(tmp_path):
     cfg = _project(tmp_path)
     before = rag_eval.retrieval(cfg, base_dir=tmp_path)
-    misses = before.report["retrieval"]["misses"]["bm25"]
+    misses = before.report.dump()["retrieval"]["misses"]["bm25"]
     assert [m["question_id"] for m in misses] == ["q1"]
     assert misses[0]["diagnosis"]["cause"] == "long_passage"
-    fixes = {f["change"]: f for f in before.report["retrieval"]["simulated_fixes"]}
+    fixes = {f["change"]: f for f in before.report.dump()["retrieval"]["simulated_fixes"]}
     fixed_by = [c for c, f in fixes.items() if f["fixes"] == ["q1"] and not f["causes"]]
     assert fixed_by, fixes
     f = fixes[fixed_by[0]]
@@ -52,14 +52,14 @@ def test_rechunking_is_simulated_and_holds_when_applied(tmp_path):
     # Applying the simulated chunker gives what the simulation said.
     applied = {**cfg, "corpus": {"folder": "docs", **f["config"]["corpus"]}}
     after = rag_eval.retrieval(applied, base_dir=tmp_path)
-    assert after.report["retrieval"]["misses"]["bm25"] == []
+    assert after.report.dump()["retrieval"]["misses"]["bm25"] == []
     assert "would fix 1 miss" in (tmp_path / "runs").joinpath(before.run_dir.name, "report.md").read_text()
 
 
 def test_no_simulation_without_a_chunking_cause_or_a_folder(small_project):
     cfg = rag_eval.as_config(str(small_project / "audit.yaml"))
     result = rag_eval.retrieval(cfg)
-    assert all("chunks" not in f for f in result.report["retrieval"]["simulated_fixes"])
+    assert all("chunks" not in f for f in result.report.dump()["retrieval"]["simulated_fixes"])
 
 
 def test_a_chunk_boundary_is_given_only_when_re_chunking_fixes_it(tmp_path):
@@ -85,7 +85,7 @@ def test_a_chunk_boundary_is_given_only_when_re_chunking_fixes_it(tmp_path):
         "report": {"out": str(tmp_path / "runs")},
     }
     result = rag_eval.retrieval(cfg, base_dir=tmp_path)
-    (miss,) = result.report["retrieval"]["misses"]["bm25"]
+    (miss,) = result.report.dump()["retrieval"]["misses"]["bm25"]
     d = miss["diagnosis"]
     assert d["cause"] == "chunk_boundary" and d["evidence"]["neighbour"] == "prompts.md#prompts"
     # The sections merged into one chunk put the question's words and the answer together.

@@ -173,7 +173,7 @@ def test_service_audited_from_config(tmp_path, monkeypatch):
         assert main(["-q", "retrieval", config, "--out", str(tmp_path / "ret")]) == 0
         alone = rag_eval.load_run(next((tmp_path / "ret").iterdir()))
         assert alone.figure("retrieval.system.mrr") == result.figure("retrieval.system.mrr")
-        assert "judges" not in alone.report and svc.calls == first_calls + 4
+        assert alone.report.judges is None and svc.calls == first_calls + 4
 
     # Resumed without the cache, against the service repaired (same URL): only the failed question is asked.
     port = int(svc.url.split(":")[2].split("/")[0])
@@ -215,7 +215,7 @@ def test_texts_without_ids_decided_by_evidence(tmp_path, monkeypatch):
     ):
         config = project(tmp_path, svc.url, judge.base_url, ids=None, headers={})
         result = rag_eval.audit(config)
-    report = result.report
+    report = result.report.dump()
     p = report["system"]["passages"]
     assert p["by_id"] == 0 and p["own_text"] >= 1 and p["by_text"] == p["passages"] - p["own_text"]
     df = result.retrieval_df().set_index("question_id")

@@ -48,7 +48,7 @@ def test_system_example(folder, monkeypatch):
         (folder / "docs-service.yaml").write_text(yaml.safe_dump(cfg))
         assert main(["-q", "run", "docs-service.yaml"]) == 0
     result = rag_eval.load_run(next((folder / "runs").iterdir()))
-    assert result.figure("retrieval.system.hit@3")["n"] == 3 and "bm25" in result.summary["retrieval"]
+    assert result.figure("retrieval.system.hit@3")["n"] == 3 and "bm25" in result.summary.retrieval
     assert result.figure("attribution.system.ok")["count"] >= 1
 
 

@@ -100,8 +100,8 @@ def test_traces_matched_to_a_labelled_test_set(tmp_path):
     assert result.figure("retrieval.traces.hit@1") == {**result.figure("retrieval.traces.hit@1"), "value": 0.5, "n": 2}
     assert result.figure("retrieval.traces.hit@3")["value"] == 1.0
     assert result.figure("retrieval.traces.mrr")["value"] == 0.75
-    assert "retrieval.bm25.hit@1" in json.dumps(result.summary) or "bm25" in result.summary["retrieval"]
-    t = result.report["traces"]
+    assert "retrieval.bm25.hit@1" in json.dumps(result.summary_json) or "bm25" in result.summary.retrieval
+    t = result.report.dump()["traces"]
     assert t["skipped"] == {"no_retriever_span": 1, "no_answer": 1, "error_status": 1, "not_in_test_set": 1}
     att = result.attribution_df().set_index("question_id")
     assert set(att.index) == {"q1", "q2"} and set(att["outcome"]) == {"ok"}
