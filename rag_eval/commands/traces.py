@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"    skipped {line.file}:{line.line} ({line.reason}): {line.detail}")
     if len(t.skipped_lines) > 10:
         print(f"    ... and {len(t.skipped_lines) - 10} more unreadable parts (report.md)")
+    failures = result.report.failures
+    if failures is not None and failures.any:  # as `run` says it: how many, the first error
+        print(failures.line())
     print(f"run folder: {result.run_dir} (report.md, report.html, summary.json, labels/)")
     results = result.gates()
     for r in results:
