@@ -46,7 +46,6 @@ class TreeFinder(importlib.abc.MetaPathFinder):
 KINDS = (
     ("Does the answer give the information asked for", "refusal"),
     ("Does the candidate answer state the reference answer", "correctness"),
-    ("give {reference} as the answer", "correctness_short"),
     ("as the answer to the question, without contradicting it", "correctness_short"),
     ("Is everything the answer states supported by the context", "supported"),
     ("Does the passage contain information that leads to the reference", "useful"),

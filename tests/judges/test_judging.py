@@ -104,7 +104,9 @@ def test_budget_of_calls_per_answered_question(small_project):
         run_dir = run_audit(_config(small_project, s.base_url))
         bodies = s.bodies
     kinds = Counter(judge_name(b) or "generation" for b in bodies)
-    outcomes = {r["question_id"]: r["outcome"] for r in json.loads((run_dir / "report.json").read_text())["attribution"]["rows"]}
+    outcomes = {
+        r["question_id"]: r["outcome"] for r in json.loads((run_dir / "report.json").read_text())["attribution"]["rows"]
+    }
     failed = sorted(q for q, o in outcomes.items() if o not in ("ok", "correct_refusal"))
     assert failed == ["q4"]  # answered an unanswerable question: no reference, one sentence
     # 4 questions answered; 2 with a reference (q1, q2); 3 answerable; none refused; top_k = 2.

@@ -94,15 +94,32 @@ def test_compare_after_an_audit_costs_only_the_new_prompts_calls(small_project, 
         run_dir = run_compare(_config(small_project, s.base_url, ["a", "b"]))
         new = s.bodies[audit_calls:]
     assert calls["retrieval"] == 1
-    # Every call of the comparison is for prompt b: its answers, and the judges of its answers.
-    assert all(
-        "careful assistant" in json.dumps(b["messages"]) or "The documents do not answer" in json.dumps(b["messages"])
+    for_b = [
+        b
         for b in new
-    )
+        if "careful assistant" in json.dumps(b["messages"])
+        or "The documents do not answer" in json.dumps(b["messages"])
+    ]
+    for_a = [b for b in new if b not in for_b]
     # b's 4 answers, the refusal judge on each, correctness on the 2 with a reference; faithfulness is
     # skipped for refusals, and context precision and recall (the same request for both prompts) are cached;
-    # each of those decisions' quoted reason is one short request more, two for correctness.
-    assert len(new) == 4 + 4 + 2 + (4 + 2 * 2)
+    # b's answers all decline, so the report shows them: each decision asked again with its reason, and
+    # its quoted reason one short request more, two for correctness.
+    assert len(for_b) == 4 + (4 + 2) + (4 + 2) + (4 + 2 * 2)
+    # a's answers to the questions b failed are shown beside b's (the prompts disagree on them): the
+    # audit left their own verdicts without reasons, so only those reasons are asked now.
+    # q1-q3 (q4 failed in the audit already and has its reasons): refusal, supported and correctness
+    # (q1, q2) again with their reasons, and their quoted reasons.
+    assert all(b["max_tokens"] == 48 or b["messages"][-1]["role"] == "assistant" for b in for_a)
+    kinds = [judge_name(b) for b in for_a]
+    assert {k: kinds.count(k) for k in kinds} == {
+        "refusal": 3,
+        "supported": 3,
+        "correctness": 2,
+        "refusal reason": 3,
+        "supported reason": 3,
+        "correctness reason": 2 * 2,
+    }
     summary = json.loads((run_dir / "summary.json").read_text())
     ref = summary["comparison"]["refusal_accuracy"]["a_vs_b"]
     assert (ref["wins"], ref["losses"], ref["ties"]) == (0, 1, 0)
