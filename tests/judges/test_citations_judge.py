@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import rag_eval
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.cli import main
@@ -270,3 +271,22 @@ def test_a_run_decides_miscited_and_uncited_reports_them_and_gates_on_citation_r
     md = (run_dir / "report.md").read_text()
     assert "## Citations" in md
     assert "A set holds no duplicates [2]. — MISCITED" in md and "It is unordered. — UNCITED" in md
+
+
+def test_supplied_answers_through_the_python_api_are_judged_for_citations(tmp_path):
+    rows = [
+        {
+            "question": "Which sequence type can be changed in place?",
+            "contexts": [SETS, LISTS],
+            "answer": "Lists can be changed in place [2].",
+        },
+        {"question": "What is a set?", "contexts": [LISTS, SETS], "answer": "A set holds no duplicates [1]."},
+    ]
+    with ScriptedServer(reply=run_reply, probability=lambda b: max(run_p(b), 1 - run_p(b))) as s:
+        llm = {"provider": "openai", "model": "scripted", "base_url": s.base_url, "max_retries": 1}
+        result = rag_eval.judge_answers(rows, judges={"llm": llm, "metrics": ["refusal", "citations"]}, out=tmp_path)
+    att = result.attribution_df().set_index("question")
+    assert att.loc["Which sequence type can be changed in place?", "outcome"] == "ok"
+    assert att.loc["What is a set?", "outcome"] == "miscited"
+    assert result.figure("generation.system.citation_recall")["value"] == 0.5
+    assert result.figure("generation.system.miscited")["value"] == 0.5

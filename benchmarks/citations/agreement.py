@@ -1,0 +1,176 @@
+"""Issue 50's study: the citations judge against the blind readers' labels.
+
+    python benchmarks/citations/agreement.py --json benchmarks/citations/results/result.json
+
+Reads the packets (``data/packets-*.jsonl``), their key (``data/packet-key.json``: model answer or
+moved citation, and the part) and the readers' labels (``data/labels/labels-*.jsonl``, written by
+readers who saw no judge output, per ``data/labeller.md``), runs the ``citations`` judge on the
+embedded model (every request through the response cache: a rerun asks nothing again), and reports
+per part (tuning: attrs, where the citing prompt was tuned; holdout: every other corpus):
+
+- per-sentence support: the judge's decision that a claim's cited passages support it against the
+  readers' ``union_supports``, over the sentences both call claims that cite a given document
+  (uncertain decisions counted apart, and their share);
+- per-citation precision: the judge's "needed" against ALCE's rule applied to the readers' labels
+  (needed unless it alone does not support the sentence and the sentence's other citations do);
+- per-answer ``miscited`` and ``uncited``: the answer's verdict as the readers' labels make it
+  (unsupported > miscited > uncited > cited, as the judge decides) against the judge's;
+- moved citations found: the share of the moved-citation answers whose verdict is miscited or
+  unsupported (their citation fails);
+- model time per cited answer (seconds of the judge's requests, the machine's load recorded).
+
+Do not run before the readers' labels exist (``/tmp/brief2/citations-labels.done``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from rag_eval.cache_dirs import cache_root
+from rag_eval.judges.citations_judge import DEFAULT_BAND, judge_citations
+from rag_eval.judges.registry import Inputs
+from rag_eval.judges.scored import ScoredJudges
+from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
+from rag_eval.types import Chunk
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+ORDER = {"supported": 0, "uncited": 1, "miscited": 2, "unsupported": 3}
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def passage_text(shown: str) -> tuple[str, str]:
+    """(title, text) of a context as the packet shows it: ``[n] title`` then the text."""
+    head, _, text = shown.partition("\n")
+    return head.split("] ", 1)[-1], text
+
+
+def human_sentence(lab: dict, packet_sentence: dict) -> dict:
+    """A reader's sentence as the judge's kinds name it, with each citation's relevance (ALCE's rule)."""
+    claim = bool(lab.get("claim"))
+    cites = packet_sentence["cites"]
+    if not claim:
+        return {"claim": False}
+    each = list(lab.get("each_supports") or [])
+    union = lab.get("union_supports")
+    anywhere = lab.get("any_supports")
+    if cites:
+        kind = "supported" if union else ("miscited" if anywhere else "unsupported")
+    else:
+        kind = "uncited" if anywhere else "unsupported"
+    relevant = []
+    for i in range(len(cites)):
+        alone = bool(each[i]) if i < len(each) else False
+        others = any(bool(x) for j, x in enumerate(each) if j != i) or (union and len(cites) > 2 and not alone)
+        relevant.append(bool(union) and (alone or not others))
+    relevant += [False] * len(packet_sentence.get("cites_no_given_document") or [])
+    return {"claim": True, "union": union, "kind": kind, "relevant": relevant, "cites": bool(cites)}
+
+
+def verdict(kinds: list[str]) -> str:
+    worst = max(kinds, key=lambda k: ORDER[k], default="supported")
+    return "cited" if worst == "supported" else worst
+
+
+async def judge_all(packets: list[dict], threads: int) -> tuple[dict[str, tuple], list[dict]]:
+    session = LLMSession(cache_root())
+    llm = session.llm(LLMConfig(provider="local", threads=threads), "the citations study")
+    scored = ScoredJudges.load(llm, None)
+    scored.citation_band = DEFAULT_BAND
+    out = {}
+    try:
+        for p in packets:
+            chunks = []
+            for n, shown in enumerate(p["contexts"], 1):
+                title, text = passage_text(shown)
+                chunks.append(Chunk(f"doc-{n}", text, title))
+            x = Inputs(p["packet_id"], "cite", p["question"], p["answer"], [c.text for c in chunks], None, chunks)
+            t0 = time.perf_counter()
+            j = await judge_citations(scored, x)
+            out[p["packet_id"]] = (j, time.perf_counter() - t0)
+    finally:
+        await session.aclose()
+    usage = session.usage()
+    session.close()
+    return out, usage
+
+
+def share(hits: int, n: int) -> float | None:
+    return round(hits / n, 4) if n else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    key = json.loads((DATA / "packet-key.json").read_text())
+    packets = [p for path in sorted(DATA.glob("packets-*.jsonl")) for p in read_jsonl(path)]
+    labels = {r["packet_id"]: r for path in sorted((DATA / "labels").glob("labels-*.jsonl")) for r in read_jsonl(path)}
+    missing = [p["packet_id"] for p in packets if p["packet_id"] not in labels]
+    if missing:
+        print(f"{len(missing)} packets have no label (first {missing[0]}): label them first", file=sys.stderr)
+        return 2
+    load = os.getloadavg()
+    judged, usage = asyncio.run(judge_all(packets, args.threads))
+    parts: dict[str, dict] = {}
+    for p in packets:
+        pid = p["packet_id"]
+        k = key[pid]
+        part = parts.setdefault(k["part"], {"support": [], "precision": [], "answers": [], "moved": [], "seconds": []})
+        j, seconds = judged[pid]
+        rows = (j.details or {}).get("sentences") or []
+        lab = labels[pid]
+        hs = [human_sentence(h, s) for h, s in zip(lab.get("sentences") or [], p["sentences"])]
+        if any(s["cites"] for s in p["sentences"]):
+            part["seconds"].append(seconds)
+        for r, h in zip(rows, hs):
+            if not (r.get("claim") and h["claim"]) or not r.get("cited") or not h.get("cites"):
+                continue
+            judge_says = None if r.get("kind") == "uncertain" else r.get("kind") == "supported"
+            part["support"].append((judge_says, bool(h["union"])))
+            for c, hr in zip(r.get("citations") or [], h["relevant"]):
+                if c.get("relevant") is not None:
+                    part["precision"].append((bool(c["relevant"]), hr))
+        human_kinds = [h["kind"] for h in hs if h["claim"]]
+        if human_kinds:
+            part["answers"].append((j.verdict if j.status == "judged" else j.status, verdict(human_kinds)))
+        if k["kind"] == "moved":
+            part["moved"].append(j.status == "judged" and j.verdict in ("miscited", "unsupported"))
+    result: dict = {"model_load_1min": round(load[0], 2), "usage": usage, "parts": {}}
+    for name, d in parts.items():
+        decided = [(a, b) for a, b in d["support"] if a is not None]
+        answers = [(a, b) for a, b in d["answers"] if a in ("cited", "miscited", "uncited", "unsupported")]
+        result["parts"][name] = {
+            "sentences": len(d["support"]),
+            "support_agreement": share(sum(a == b for a, b in decided), len(decided)),
+            "uncertain_share": share(len(d["support"]) - len(decided), len(d["support"])),
+            "citations": len(d["precision"]),
+            "precision_agreement": share(sum(a == b for a, b in d["precision"]), len(d["precision"])),
+            "answers": len(d["answers"]),
+            "answers_uncertain": len(d["answers"]) - len(answers),
+            "miscited_agreement": share(sum((a == "miscited") == (b == "miscited") for a, b in answers), len(answers)),
+            "uncited_agreement": share(sum((a == "uncited") == (b == "uncited") for a, b in answers), len(answers)),
+            "moved": len(d["moved"]),
+            "moved_found": share(sum(d["moved"]), len(d["moved"])),
+            "seconds_per_cited_answer": round(sum(d["seconds"]) / len(d["seconds"]), 1) if d["seconds"] else None,
+        }
+    print(json.dumps(result["parts"], indent=1))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
