@@ -37,7 +37,7 @@ from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES
 from rag_eval.labels.columns import criteria_of
 from rag_eval.labels.human import known_answers, label_run, read_labels, weights_of
 from rag_eval.llm.settings import LLMConfig
-from rag_eval.answers.answer_records import Usage
+from rag_eval.llm.usage import Usage
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.orchestration.diff import RunDiff, diff_runs, write_diff
 from rag_eval.orchestration.finished import Run, read_finished_run

@@ -32,8 +32,9 @@ import httpx
 from rag_eval import progress
 from rag_eval.config import load_config
 from rag_eval.judges.judging import _contexts
-from rag_eval.llm.client import LLM, Usage
+from rag_eval.llm.client import LLM
 from rag_eval.llm.local import MODEL_NAME, LocalServer, ServerSettings, default_model_path
+from rag_eval.llm.usage import Usage
 from rag_eval.offline import go_offline
 from rag_eval.orchestration.runner import load_inputs, run_audit
 
@@ -48,7 +49,7 @@ class Recording(httpx.AsyncBaseTransport):
     def __init__(self) -> None:
         self.inner = httpx.AsyncHTTPTransport()
         self.bodies: list[str] = []
-        self.usage = Usage(MODEL_NAME)
+        self.usage = Usage.counter(MODEL_NAME)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()

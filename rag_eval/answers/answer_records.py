@@ -4,6 +4,7 @@ prompt (a line of generation.jsonl), and the stage's counts and model usage."""
 from __future__ import annotations
 
 from rag_eval.base_records import Model, Num
+from rag_eval.llm.usage import Usage
 
 
 class Answer(Model):
@@ -38,26 +39,6 @@ class PromptCounts(Model):
     answered: int = 0
     failed: int = 0
     prompt_hash: str | None = None
-
-
-class Usage(Model):
-    """Model calls, tokens and cost of one model over the run (``llm_usage.json``'s rows)."""
-
-    model: str = ""
-    calls: int = 0
-    cache_hits: int = 0
-    failures: int = 0
-    shared: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    prompt_evaluated: int = 0
-    prompt_reused: int = 0
-    prefix_restored: int = 0  # saved slots of earlier runs loaded before a request (rag_eval/llm/slots.py)
-    prefix_saved: int = 0
-    model_ms: Num = 0
-    price_input: Num | None = None
-    price_output: Num | None = None
-    cost: Num = 0
 
 
 class GenerationSection(Model):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.answers.answer_records import Usage
 from rag_eval.base_records import Figure, Model, Num, StageReuse
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import Criterion
+from rag_eval.llm.usage import Usage
 
 
 class OutcomeCount(Figure):

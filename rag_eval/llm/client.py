@@ -11,7 +11,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -23,53 +23,11 @@ from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.schedule import PrefixScheduler, prompt_text
 from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.slots import SlotLibrary
+from rag_eval.llm.usage import Usage
 
 CACHE_HEADER = "x-rag-eval-cache"
 SLOT_TIMEOUT_S = 60.0  # a slot save or restore moves tens of MB
 LATENCY_HEADER = "x-rag-eval-latency"
-
-
-@dataclass
-class Usage:
-    """Calls, cache hits, failures and tokens of one model; cost from the price table."""
-
-    model: str
-    calls: int = 0
-    cache_hits: int = 0
-    failures: int = 0
-    shared: int = 0  # identical requests in flight at once, answered by one call
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    # From llama-server's per-response timings (absent elsewhere): prompt tokens evaluated and
-    # reused from its KV cache, and the milliseconds the model itself spent.
-    prompt_evaluated: int = 0
-    prompt_reused: int = 0
-    # Saved slots of earlier servers loaded before a request, and slots saved (rag_eval/llm/slots.py).
-    prefix_restored: int = 0
-    prefix_saved: int = 0
-    model_ms: float = 0.0
-    price_input: float = 0.0
-    price_output: float = 0.0
-
-    @property
-    def cost(self) -> float:
-        return (self.prompt_tokens * self.price_input + self.completion_tokens * self.price_output) / 1e6
-
-    def record(self, body: bytes) -> None:
-        try:
-            data = json.loads(body)
-            usage = data.get("usage") or {}
-        except (ValueError, AttributeError):
-            return
-        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.completion_tokens += int(usage.get("completion_tokens") or 0)
-        timings = data.get("timings") or {}
-        self.prompt_evaluated += int(timings.get("prompt_n") or 0)
-        self.prompt_reused += int(timings.get("cache_n") or 0)
-        self.model_ms += float(timings.get("prompt_ms") or 0) + float(timings.get("predicted_ms") or 0)
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "cost": self.cost}
 
 
 class EnvironmentTransport(httpx.AsyncBaseTransport):
@@ -300,7 +258,7 @@ class LLM:
 
         self.cfg, self.base_url, self.model = cfg, base_url, model
         self.identity = identity or base_url.rstrip("/")
-        self.usage = Usage(model, price_input=cfg.prices.input, price_output=cfg.prices.output)
+        self.usage = Usage.counter(model, price_input=cfg.prices.input, price_output=cfg.prices.output)
         self.transport = CachingTransport(self.identity, self.usage, cache, cfg.concurrency, inner, start, slots)
         self.http = httpx.AsyncClient(transport=self.transport, timeout=cfg.timeout_s)
         self.client = AsyncOpenAI(

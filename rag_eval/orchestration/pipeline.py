@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rag_eval.answers.answer_records import Answer, Usage
+from rag_eval.answers.answer_records import Answer
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.inputs import Inputs, load_inputs
@@ -31,6 +31,7 @@ from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import split_statements
 from rag_eval.labels.human import label_run
 from rag_eval.llm.session import LLMSession
+from rag_eval.llm.usage import Usage
 from rag_eval.progress import plan, say
 from rag_eval.report.assemble import Retrieved, add_judging, attribution_section, retrieved_by_recall
 from rag_eval.report.failures import CallFailures, call_failures

@@ -17,7 +17,7 @@ from rag_eval.config import AuditConfig
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.errors import DataError, Problem
 from rag_eval.labels.human import draw, write_csv
-from rag_eval.llm.client import Usage
+from rag_eval.llm.usage import Usage
 from rag_eval.orchestration.label_draw import write_page
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit, eta
 from rag_eval.progress import duration, plan, say
@@ -299,7 +299,7 @@ class TracedAnswers(AnswerSource):
         if self.supplied is not None:
             return self.supplied.answer(audit)
         source = {"type": "traces", "trace_of": self.trace_of}
-        return replies_answered(audit, self.replies, Usage("traces").to_dict(), source=source)
+        return replies_answered(audit, self.replies, Usage.counter("traces").to_dict(), source=source)
 
     def finish(self, audit: Audit, report: Report) -> Report:
         t = skipped_section(self.traces, [str(f) for f in self.files])

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_eval.answers.answer_records import Answer, GenerationSection, PromptCounts, Usage
+from rag_eval.answers.answer_records import Answer, GenerationSection, PromptCounts
 from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute, failed_criteria
 from rag_eval.attribution.records import (
     AttributionRow,
@@ -27,6 +27,7 @@ from rag_eval.judges.judge_records import CriterionSection, EscalationSection, J
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
 from rag_eval.judges.registry import FAITHFUL_SHARE
+from rag_eval.llm.usage import Usage
 from rag_eval.report.quotes import row_evidence
 from rag_eval.report.report_records import CorpusInfo, LintFinding, Report, Summary, SuppliedInfo, TestSetInfo
 from rag_eval.retrievers.diagnosis import CAUSES

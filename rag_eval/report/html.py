@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.answers.answer_records import Usage
 from rag_eval.attribution.records import AttributionRow, FailureSplit, OutcomeShare
 from rag_eval.base_records import Figure, PairedComparison, required
+from rag_eval.llm.usage import Usage
 from rag_eval.report.formatting import fmt, judge_columns
 from rag_eval.report.formatting import html_table as _table
 from rag_eval.report.markdown import (

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.answers.answer_records import GenerationSection, Usage
+from rag_eval.answers.answer_records import GenerationSection
 from rag_eval.attribution.records import AttributionRow, AttributionSection, FailureSplit, JudgeBrief, OutcomeShare
 from rag_eval.base_records import Figure, Model, Num, PairedComparison, StageReuse
 from rag_eval.judges.judge_records import Figures, JudgesSection, LabelledEstimate
+from rag_eval.llm.usage import Usage
 from rag_eval.report.failures import CallFailures
 from rag_eval.retrievers.retrieval_records import RetrievalSection
 from rag_eval.system.system_records import SystemSection, TracesSection

@@ -11,7 +11,7 @@ from typing import Any
 
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.json_paths import extract, parse_path
-from rag_eval.llm.client import Usage
+from rag_eval.llm.usage import Usage
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.mapping import document_passage, node_passage
 from rag_eval.system.http import SystemReply, Trial, fill
@@ -34,7 +34,7 @@ class _ThreadedSystem:
     """Runs ``self.call(question)`` in threads, ``concurrency`` at a time."""
 
     def __init__(self, name: str, concurrency: int):
-        self.usage = Usage(name)
+        self.usage = Usage.counter(name)
         self.gate = asyncio.Semaphore(concurrency)
         self.last_raw = ""  # the last output as it came, for ``rag-eval validate --try``
 

@@ -18,8 +18,9 @@ import httpx
 from rag_eval.base_records import required
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.json_paths import extract, is_single
-from rag_eval.llm.client import _SECRETS, Usage, redact
+from rag_eval.llm.client import _SECRETS, redact
 from rag_eval.llm.response_cache import ResponseCache, cache_key
+from rag_eval.llm.usage import Usage
 from rag_eval.retrievers.mapping import Passage
 from rag_eval.system.settings import _ENV_REF, HttpSystemConfig
 from rag_eval.types import Question
@@ -178,7 +179,7 @@ class HttpSystem:
             )
         self.headers = {k: expand_env(v, f"{where}.headers.{k}") for k, v in cfg.headers.items()}
         self.cache = cache if cfg.cache else None
-        self.usage = Usage(f"system: {cfg.url}")
+        self.usage = Usage.counter(f"system: {cfg.url}")
         self.gate = asyncio.Semaphore(cfg.concurrency)
         self.client = httpx.AsyncClient(timeout=cfg.timeout_s, trust_env=True)
 

@@ -1,0 +1,63 @@
+"""One model's calls, cache hits, failures, tokens and cost: counted live by the client layer
+(``llm/client.py``) and written as a row of ``llm_usage.json`` and the report's usage tables, which
+read it back as the same record."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rag_eval.base_records import Model, Num
+
+
+class Usage(Model):
+    """Calls, cache hits, failures and tokens of one model; cost from the price table."""
+
+    model: str = ""
+    calls: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    shared: int = 0  # identical requests in flight at once, answered by one call
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # From llama-server's per-response timings (absent elsewhere): prompt tokens evaluated and
+    # reused from its KV cache, and the milliseconds the model itself spent.
+    prompt_evaluated: int = 0
+    prompt_reused: int = 0
+    # Saved slots of earlier servers loaded before a request, and slots saved (rag_eval/llm/slots.py).
+    prefix_restored: int = 0
+    prefix_saved: int = 0
+    model_ms: Num = 0
+    price_input: Num | None = None  # per million prompt tokens
+    price_output: Num | None = None
+    cost: Num = 0  # as written when the run ended; ``priced()`` is the cost of the counts now
+
+    @classmethod
+    def counter(cls, model: str, price_input: float = 0.0, price_output: float = 0.0) -> Usage:
+        """A count that starts at zero for one model, as the client keeps it while calls run."""
+        return cls(model=model, model_ms=0.0, price_input=price_input, price_output=price_output)
+
+    def priced(self) -> float:
+        """The cost of the tokens counted so far at the prices."""
+        return (
+            self.prompt_tokens * (self.price_input or 0.0) + self.completion_tokens * (self.price_output or 0.0)
+        ) / 1e6
+
+    def record(self, body: bytes) -> None:
+        """Add the tokens and server timings of one response body (OpenAI's ``usage``, llama-server's
+        ``timings``); a body that is not JSON adds nothing."""
+        try:
+            data = json.loads(body)
+            usage = data.get("usage") or {}
+        except (ValueError, AttributeError):
+            return
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        timings = data.get("timings") or {}
+        self.prompt_evaluated += int(timings.get("prompt_n") or 0)
+        self.prompt_reused += int(timings.get("cache_n") or 0)
+        self.model_ms += float(timings.get("prompt_ms") or 0) + float(timings.get("predicted_ms") or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every count and the cost now (a row of ``llm_usage.json``)."""
+        return {**self.model_dump(mode="json", exclude={"cost"}), "cost": self.priced()}
