@@ -244,13 +244,37 @@ def test_audit_and_read_run_return_the_same_typed_run(tmp_path):
     assert again.summary == result.summary and again.report == result.report
     assert again.summary.retrieval["dense"]["hit@1"].value == pytest.approx(2 / 3)
     assert again.figure("retrieval.dense.hit@1") == result.figure("retrieval.dense.hit@1")
-    assert [(g.figure, g.passed) for g in again.gates()] == [(g.figure, g.passed) for g in result.gates()] == [
-        ("retrieval.dense.hit@1", False)
-    ]
+    assert (
+        [(g.figure, g.passed) for g in again.gates()]
+        == [(g.figure, g.passed) for g in result.gates()]
+        == [("retrieval.dense.hit@1", False)]
+    )
     assert set(again.by_retriever["bm25"]) == {"q1", "q2", "q3", "q4"}
     assert again.status is not None and again.status.finished and again.finished
     # load_run is an alias of read_run.
     assert rag_eval.load_run(result.run_dir).summary == again.summary
+
+
+def test_what_validate_report_and_history_do_is_a_python_call(small_project, tmp_path):
+    """The work of rag-eval validate, report and history, called from Python as the CLI calls it."""
+    checked = rag_eval.validate(small_project / "audit.yaml")
+    assert (len(checked.inputs.corpus), len(checked.inputs.questions)) == (5, 4)
+    assert (checked.trial_text, checked.trial_problem) == (None, None)
+    with pytest.raises(rag_eval.ConfigError) as err:
+        rag_eval.validate(small_project / "audit.yaml", try_question="Which container keeps no duplicates?")
+    assert "--try asks the system, but the config has no system: section" in err.value.render()
+    result = rag_eval.retrieval(small_project / "audit.yaml")
+    (result.run_dir / "report.md").unlink()
+    done = rag_eval.render_report(result.run_dir)
+    assert done.kind is None and result.run_dir / "report.md" in done.written
+    assert (result.run_dir / "report.md").exists()
+    with pytest.raises(rag_eval.DataError) as err:
+        rag_eval.render_report(result.run_dir, adapt="both")
+    assert "adapting the judges needs the run's labels" in err.value.render()
+    hist = rag_eval.history(small_project / "runs", json_out=tmp_path / "history.json")
+    assert hist.written == [small_project / "runs" / "history.html", tmp_path / "history.json"]
+    assert len(hist.data.systems["small"]) == 1 and "small" in str(hist)
+    assert json.loads((tmp_path / "history.json").read_text())["systems"]["small"][0]["name"] == "small"
 
 
 def test_audit_returns_every_stage_as_a_dataframe(tmp_path):
