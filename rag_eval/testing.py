@@ -35,13 +35,18 @@ class GateFailure(AssertionError):
 
 
 def assert_gates(result: Result, gates: dict[str, str] | None = None) -> None:
-    """Fail (``GateFailure``, an AssertionError) when a gate fails: the config's gates, or ``gates``."""
-    from rag_eval.report.gates import describe_failure  # noqa: PLC0415  (plugin: see the top)
+    """Fail (``GateFailure``, an AssertionError) when a gate fails: the config's gates, or ``gates``.
+    The run's own criteria (read back from its report) are the judges its gates read, whatever
+    config was loaded since (another fixture's, whose criteria are registered now)."""
+    from rag_eval.judges.registry import criteria_registered  # noqa: PLC0415  (plugin: see the top)
+    from rag_eval.labels.columns import criteria_of  # noqa: PLC0415
+    from rag_eval.report.gates import describe_failure  # noqa: PLC0415
 
-    results = result.gates(gates)
-    failed = [r for r in results if not r.passed]
+    with criteria_registered(criteria_of(result.typed_report)):
+        results = result.gates(gates)
+        failed = [r for r in results if not r.passed]
+        body = "\n".join(describe_failure(r, result.summary, result.report, result.run_dir) for r in failed)
     if failed:
-        body = "\n".join(describe_failure(r, result.summary_json, result.report, result.run_dir) for r in failed)
         raise GateFailure(f"{len(failed)} of {len(results)} rag-eval gates failed ({result.run_dir}):\n{body}")
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rag_eval.calibration.lexical import Blend
+from rag_eval.judges.registry import CRITERION_TARGET, JUDGES
 
 HOW = ("cutoff", "weights", "both")
 # Prior standard deviations, in log-odds: (cut-off shift, blend weights) per judge, chosen on the
@@ -243,6 +244,9 @@ def adapt(
     items = [i for i in labelled if i.positive is not None]
     if not items:
         return shipped
+    spec = JUDGES.get(judge or "")
+    if spec is not None and spec.criterion is not None:
+        return adapt_criterion(shipped, items, how, target=spec.band_target or CRITERION_TARGET)
     out = shipped
     if how in ("weights", "both"):
         ps, fs, ys = [], [], []
@@ -266,6 +270,47 @@ def adapt(
         labels=len(items),
         how=how,
         notes={"prior_cutoff": prior_cutoff, "prior_weights": prior_weights},
+    )
+
+
+# A criterion has no shipped calibration: nothing measured how the judge model reads the user's
+# question, so its labels calibrate it against a weak prior, the uncalibrated judge (the model's own
+# P(pass), cut at 0.5). The calibration is a logistic map of the model's log-odds z,
+# P(pass) = sigmoid(a + b z), fitted by maximum a posteriori with a ~ N(0, s^2), b ~ N(1, s^2),
+# s = CRITERION_PRIOR: one standard deviation of prior per unit of log-odds, so that 20 labels
+# move the cut-off as far as they disagree with the model (a skewed judge whose P(pass) runs
+# 0.6-0.97, the passing answers above 0.85: from 0.5 to about 0.84; tests/judges/test_criteria.py).
+CRITERION_PRIOR = 1.0
+MIN_SLOPE = 0.05  # a judge whose labels say it does not separate: nearly every decision uncertain
+
+
+def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", *, target: float) -> Decider:
+    """A criterion calibrated on its labelled items: the map ``sigmoid(a + b z)`` of the model's
+    log-odds ``z`` to P(pass) (``how`` ``cutoff``: the intercept ``a`` alone, ``b`` = 1; else both),
+    fitted with the weak prior ``CRITERION_PRIOR``; the cut-off where the map gives even odds, and the
+    band where it gives the decided verdict less than ``target`` (each decision left decided is one
+    the calibrated judge gets right with probability ``target`` or more). Both in the model's own
+    P(pass), so they read like every other judge's cut-off and band."""
+    z = np.array([answer_logodds(it.p_model, None) for it in items])
+    y = np.array([bool(it.positive) for it in items])
+    if how == "cutoff":
+        a, b = fit_shift(z, y, CRITERION_PRIOR), 1.0
+    else:
+        fitted = fit_weights(None, [_sigmoid(float(v)) for v in z], [{} for _ in z], list(y), CRITERION_PRIOR)
+        a, b = fitted.intercept, fitted.model
+    b = max(b, MIN_SLOPE)
+    edge = _logit(target)
+    cut = _sigmoid(-a / b)
+    band = (_sigmoid((-edge - a) / b), _sigmoid((edge - a) / b))
+    return replace(
+        shipped,
+        blend=None,
+        cutoff=cut,
+        band=band,
+        labels=len(items),
+        how=how,
+        shift=-a / b,
+        notes={"prior": CRITERION_PRIOR, "intercept": round(a, 6), "slope": round(b, 6), "target": target},
     )
 
 

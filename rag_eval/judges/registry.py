@@ -530,6 +530,8 @@ def criterion_spec(name: str, c: Criterion) -> JudgeSpec:
         yes="fail" if c.passes == "no" and not c.rubric else "pass",
         check=Check(CaseKind(name, ("pass", "fail"), needs)),
         band_target=CRITERION_TARGET,
+        # Its labels file column, named as it; read as whether the answer passes (``labels/columns.py``).
+        human_label=name,
         criterion=c,
     )
 

@@ -24,9 +24,10 @@ from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, figures
+from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, Criterion, criteria_registered, figures
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.labels.active import active_mean, draw_questions, draw_scores, probabilities_of
+from rag_eval.labels.columns import criteria_of, label_columns, passes
 from rag_eval.labels.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
 from rag_eval.types import Question
@@ -48,7 +49,8 @@ NO = {"no", "n", "false", "0"}
 
 @dataclass
 class Label:
-    """One labelled answer: yes/no per label column (None where left blank)."""
+    """One labelled answer: yes/no per label column (None where left blank); a criterion's column
+    holds whether the answer passes it (``columns.passes``)."""
 
     question_id: str
     prompt: str
@@ -119,6 +121,8 @@ class Sampler:
             if g.question_id not in ids:
                 ids.append(g.question_id)
         self.report = Report.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
+        # The run's label columns: the built-in ones and one per criterion it judged.
+        self.columns = label_columns(criteria_of(self.report))
         self.by_key = {(g.question_id, g.prompt): g for g in self.answers}
         self._refs = {r.question_id: r for r in self.report.rows()}
         self._dumped: dict | None = None
@@ -195,13 +199,15 @@ def draw(run_dir: Path, n: int, seed: int | Sequence[int] = 0, active: bool = Fa
     return Sampler(run_dir).draw(n, seed, active).rows
 
 
-def write_csv(rows: list[DrawnAnswer], path: Path) -> None:
-    """The labels file a person fills in: yes or no under each label column, blank to skip."""
+def write_csv(rows: list[DrawnAnswer], path: Path, columns: Mapping[str, str] | None = None) -> None:
+    """The labels file a person fills in: yes or no under each label column (``columns``: the run's,
+    a criterion's after the built-in ones; default the built-in ones), blank to skip."""
+    labels = columns or HUMAN_LABELS
     with path.open("w", encoding="utf-8", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+        w = csv.DictWriter(fh, fieldnames=COLUMNS + [c for c in labels if c not in COLUMNS], extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({**DrawnAnswer.load(r).dump(), **{c: "" for c in HUMAN_LABELS}, "note": ""})
+            w.writerow({**DrawnAnswer.load(r).dump(), **{c: "" for c in labels}, "note": ""})
 
 
 def _pre(cls: str, text: str) -> str:
@@ -238,6 +244,7 @@ def write_html(
     plan: list | None = None,
     given: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
     max_chars: int | None = None,
+    columns: Mapping[str, str] | None = None,
 ) -> None:
     """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
     the answer is labelled. ``contexts``: each chunk's whole text by id; ``max_chars``: the
@@ -249,7 +256,9 @@ def write_html(
     browser by question and prompt, not by place, so a page written again over a merged draw shows
     each pick on its own answer. ``plan`` (``report.triage.labels_plan``): the page shows,
     per judged figure, the answers labelled so far against the labels its chosen interval width
-    needs."""
+    needs. ``columns``: the run's label columns and their questions (``Sampler.columns``: a
+    criterion's after the built-in ones; default the built-in ones)."""
+    asked = columns or HUMAN_LABELS
     items = []
     drawn = [DrawnAnswer.load(x) for x in rows]
     given = given or {}
@@ -263,7 +272,7 @@ def write_html(
             for name, j in v.items()
         )
         row = given.get((r.question_id, r.prompt), {})
-        known = {c: _known_cell(row.get(c)) for c in HUMAN_LABELS}
+        known = {c: _known_cell(row.get(c)) for c in asked}
         already += any(v is not None for v in known.values())
         asks = "".join(
             f'<div class="ask">{html.escape(q)} '
@@ -273,7 +282,7 @@ def write_html(
                 for val in ("yes", "no", "skip")
             )
             + "</div>"
-            for c, q in HUMAN_LABELS.items()
+            for c, q in asked.items()
         )
         items.append(
             f'<section data-i="{i}" data-prompt="{html.escape(r.prompt)}"><h3>{i + 1}. {html.escape(r.question)}</h3>'
@@ -287,7 +296,7 @@ def write_html(
         )
     page_columns = ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
     data = json.dumps([{k: "" if getattr(r, k) is None else getattr(r, k) for k in page_columns} for r in drawn])
-    cols = json.dumps(list(HUMAN_LABELS))
+    cols = json.dumps(list(asked))
     goals = json.dumps(
         [
             {"prompt": p.prompt, "figure": p.figure, "label": p.label, "width": p.width, "need": p.active_need}
@@ -372,11 +381,16 @@ def _probability(raw, where: str, problems: list[Problem]) -> float | None:
     return p
 
 
-def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
+def read_labels(
+    path: Path, known: set[tuple[str, str]], criteria: Mapping[str, Criterion] | None = None
+) -> list[Label]:
     """The labelled answers of a CSV (``rag-eval label``'s) or JSON/JSONL file: the rows with yes or
     no under at least one label column (a blank row is left out; a blank column of a labelled row is
     None). Every problem raises DataError naming the file, line and column, blank rows checked too.
-    ``known``: the run's (question id, prompt) pairs."""
+    ``known``: the run's (question id, prompt) pairs; ``criteria``: the run's criteria
+    (``columns.criteria_of``), each a label column too, read as whether the answer passes."""
+    criteria = criteria or {}
+    columns = label_columns(criteria)
     if path.suffix.lower() in (".json", ".jsonl"):
         records = [(r.data, r.where) for r in read_records(path, "labels")]
     else:
@@ -421,9 +435,11 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
             continue
         seen[(qid, prompt)] = where
         values = {}
-        for c in HUMAN_LABELS:
+        for c in columns:
             raw = row.get(c)
             values[c] = raw if isinstance(raw, bool) or raw is None else _value(str(raw), where, c, problems)
+            if c in criteria:
+                values[c] = passes(criteria[c], values[c])
         labels.append(
             Label(qid, prompt, values, where, _probability(row.get("inclusion_probability"), where, problems))
         )
@@ -434,7 +450,7 @@ def read_labels(path: Path, known: set[tuple[str, str]]) -> list[Label]:
     labels = [lab for lab in labels if lab.labelled]
     if not labels:
         raise DataError(
-            Problem(str(path), "no answer is labelled yet", f"fill in yes or no under {', '.join(HUMAN_LABELS)}")
+            Problem(str(path), "no answer is labelled yet", f"fill in yes or no under {', '.join(columns)}")
         )
     return labels
 
@@ -673,10 +689,14 @@ def apply_labels(
 ) -> Report:
     """The report with PPI figures: ``ppi`` inside each labelled judged figure and attribution
     share (so ``generation.<prompt>.<metric>.ppi`` is a summary figure and a gate may name it),
-    and a ``labels`` section with what was labelled."""
+    and a ``labels`` section with what was labelled. The run's criteria (read back from its
+    report) are judges with a label column while the figures are made."""
     report = Report.load(report)
-    figs = labelled_figures(report, labels, weights, confidence)
-    outcomes = labelled_outcomes(report, labels, weights, confidence)
+    criteria = criteria_of(report)
+    with criteria_registered(criteria):
+        figs = labelled_figures(report, labels, weights, confidence)
+        outcomes = labelled_outcomes(report, labels, weights, confidence)
+        comparisons = paired_differences(report, labels, confidence)
     judged = required(report.judges, "the report's judges section").figures
     shares = required(report.attribution, "the report's attribution section").shares
     for section, found in ((judged, figs), (shares, outcomes)):
@@ -688,10 +708,10 @@ def apply_labels(
     report.labels = LabelsSection(
         source=source,
         answers_labelled=sum(lab.labelled for lab in labels),
-        per_column={c: sum(lab.values.get(c) is not None for lab in labels) for c in HUMAN_LABELS},
+        per_column={c: sum(lab.values.get(c) is not None for lab in labels) for c in label_columns(criteria)},
         figures=figs,
         outcomes=outcomes,
-        comparisons=paired_differences(report, labels, confidence),
+        comparisons=comparisons,
     )
     return report
 
@@ -707,5 +727,5 @@ def known_answers(run_dir: Path) -> set[tuple[str, str]]:
 
 def label_run(report: Report | dict, run_dir: Path, labels_path: Path, confidence: float) -> Report:
     """Read a labels file for a run and add the PPI figures to its report."""
-    labels = read_labels(labels_path, known_answers(run_dir))
+    labels = read_labels(labels_path, known_answers(run_dir), criteria_of(Report.load(report)))
     return apply_labels(report, labels, weights_of(run_dir), confidence, str(labels_path))

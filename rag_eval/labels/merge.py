@@ -25,12 +25,12 @@ since), the file is left as it is and the error says how to go on. The predictio
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval.base_records import Model
 from rag_eval.errors import DataError, Problem
-from rag_eval.judges.registry import HUMAN_LABELS
 from rag_eval.labels.human import Drawn, DrawnAnswer, Sampler
 from rag_eval.labels.store import has_label, locked, read_rows, write_atomically, write_rows
 
@@ -196,7 +196,9 @@ def add_draw(
             draws=[DrawSpec(n=n, active=active, seed=seed, stream=[seed], added=len(fresh.rows))],
             inclusion_probability={q: round(x, 6) for q, x in fresh.probabilities.items()},
         )
-        return Merged([_as_row(d) for d in fresh.rows], design, added=len(fresh.rows), replaced=len(rows))
+        return Merged(
+            [_as_row(d, sampler.columns) for d in fresh.rows], design, added=len(fresh.rows), replaced=len(rows)
+        )
     before = previous_design(sampler, rows, recorded, path)
     kept = [dict(r) for r in rows]
     merged = Merged(
@@ -228,7 +230,7 @@ def add_draw(
     p_before = before.inclusion_probability
     for d in new.rows:
         if (d.question_id, d.prompt) not in held:
-            row = _as_row(d)
+            row = _as_row(d, sampler.columns)
             row.update(inclusion_probability=_cell(union(p_before.get(d.question_id, 0.0), q[d.question_id])))
             kept.append(row)
             merged.added += 1
@@ -241,10 +243,10 @@ def add_draw(
     return merged
 
 
-def _as_row(d: DrawnAnswer) -> dict[str, str]:
-    """A drawn answer as a labels-file row, its labels blank."""
+def _as_row(d: DrawnAnswer, columns: Iterable[str]) -> dict[str, str]:
+    """A drawn answer as a labels-file row, its labels (``columns``: the run's) blank."""
     values = {k: "" if v is None else str(v) for k, v in d.dump().items() if not isinstance(v, list | bool)}
-    return {**values, **dict.fromkeys(HUMAN_LABELS, ""), "note": ""}
+    return {**values, **dict.fromkeys(columns, ""), "note": ""}
 
 
 def draw_into(sampler: Sampler, path: Path, n: int, seed: int, active: bool) -> Merged:

@@ -12,7 +12,7 @@ import io
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,16 +38,26 @@ def from_cell(raw: str | None) -> bool | None:
     return None
 
 
-def has_label(row: dict[str, str]) -> bool:
-    """Whether a row holds yes or no under any label column (a blank row is an answer drawn, not labelled)."""
-    return any(from_cell(row.get(c)) is not None for c in HUMAN_LABELS)
+def has_label(row: dict[str, str], columns: Iterable[str] | None = None) -> bool:
+    """Whether a row holds yes or no under any label column (a blank row is an answer drawn, not
+    labelled). ``columns``: the run's label columns; by default the built-in ones and every column
+    that is not one of ``rag-eval label``'s (a criterion's), so a row labelled for a criterion alone
+    is never taken for a blank one."""
+    names = (
+        columns
+        if columns is not None
+        else [*HUMAN_LABELS, *(c for c in row if isinstance(c, str) and c not in COLUMNS)]
+    )
+    return any(from_cell(row.get(c)) is not None for c in names)
 
 
-def label_counts(rows: list[dict[str, str]]) -> tuple[int, dict[str, int]]:
+def label_counts(rows: list[dict[str, str]], columns: Iterable[str] | None = None) -> tuple[int, dict[str, int]]:
     """(answers with a yes or no under any column, the answers with yes or no under each column):
-    a row counts for a column only where that column holds yes or no."""
-    per_column = {c: sum(from_cell(r.get(c)) is not None for r in rows) for c in HUMAN_LABELS}
-    return sum(has_label(r) for r in rows), per_column
+    a row counts for a column only where that column holds yes or no. ``columns``: the run's label
+    columns (``columns.label_columns``; default the built-in ones)."""
+    names = list(columns) if columns is not None else list(HUMAN_LABELS)
+    per_column = {c: sum(from_cell(r.get(c)) is not None for r in rows) for c in names}
+    return sum(has_label(r, names) for r in rows), per_column
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

@@ -33,8 +33,9 @@ from rag_eval.judges.adapted import adaptable, deciders_of, item_of, redecide, s
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
-from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, figures
+from rag_eval.judges.registry import FAITHFUL_SHARE, JUDGES, criteria_registered, figures
 from rag_eval.judges.uncertain import leaning_value
+from rag_eval.labels.columns import criteria_of
 from rag_eval.labels.human import Label, apply_labels, human_outcomes
 from rag_eval.labels.ppi import PPIEstimate, at_least_exact, human_mean
 from rag_eval.report.assemble import judge_brief, outcome_shares
@@ -196,7 +197,26 @@ def adapt_run(
     save: bool = True,
 ) -> Report:
     """The report with its verdicts decided by judges adapted on ``labels`` and its prediction-
-    powered figures cross-fitted; the adaptation saved for the corpus where ``save``."""
+    powered figures cross-fitted; the adaptation saved for the corpus where ``save``. The run's
+    criteria (read back from its report) are adapted like the built-in judges, each from its own
+    label column (``calibration.adaptation.adapt_criterion``)."""
+    report = Report.load(report)
+    with criteria_registered(criteria_of(report)):
+        return _adapt_run(report, labels, run_dir, weights, how, folds, seed, confidence, source, save)
+
+
+def _adapt_run(
+    report: Report,
+    labels: list[Label],
+    run_dir: Path | None,
+    weights: dict[str, float] | None,
+    how: str,
+    folds: int,
+    seed: int,
+    confidence: float,
+    source: str,
+    save: bool,
+) -> Report:
     if how not in HOW:
         raise ValueError(f"how must be one of {', '.join(HOW)}")
     report = Report.load(report)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.attribution import JudgeBrief
+from rag_eval.labels.columns import run_columns
 from rag_eval.labels.human import DrawnAnswer, Sampler, write_html
 from rag_eval.labels.merge import DrawSpec, Merged, draw_into, page_rows
 from rag_eval.orchestration.run_contexts import RunContexts, run_contexts
@@ -51,7 +52,16 @@ def write_page(
         (r.question_id, r.prompt): dict(r.judges) for r in report.rows()
     }
     rows: list[DrawnAnswer | dict[str, Any]] = list(page)
-    write_html(rows, path, texts, verdicts, plan=plan, given=given, max_chars=sources.max_chars)
+    write_html(
+        rows,
+        path,
+        texts,
+        verdicts,
+        plan=plan,
+        given=given,
+        max_chars=sources.max_chars,
+        columns=run_columns(report),
+    )
     return sources
 
 

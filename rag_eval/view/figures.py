@@ -11,6 +11,7 @@ from pathlib import Path
 from rag_eval.base_records import Figure
 from rag_eval.errors import DataError
 from rag_eval.judges.judge_records import LabelledEstimate
+from rag_eval.labels.columns import criteria_of
 from rag_eval.labels.human import apply_labels, known_answers, labelled_line, read_labels, weights_of
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.report.report_records import Report
@@ -69,7 +70,7 @@ def label_figures(run_dir: Path, report: Report, confidence: float = 0.95, adapt
     out = LabelFigures(report=report, labelled_answers=labelled, per_column=per_column)
     if labelled:
         try:
-            labels = read_labels(path, known_answers(run_dir))
+            labels = read_labels(path, known_answers(run_dir), criteria_of(report))
             if adapt:
                 out.report = adapt_run(
                     report,

@@ -7,9 +7,11 @@ each other's label."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from rag_eval.judges.registry import HUMAN_LABELS
+from rag_eval.labels.human import COLUMNS
 from rag_eval.labels.store import as_cell, from_cell, has_label, label_counts, locked, read_rows, update, write_rows
 
 __all__ = [
@@ -36,23 +38,33 @@ def labels_path(run_dir: Path) -> Path:
 
 
 def set_label(
-    rows: list[dict[str, str]], base: dict[str, str], values: dict[str, bool | None], note: str | None
+    rows: list[dict[str, str]],
+    base: dict[str, str],
+    values: dict[str, bool | None],
+    note: str | None,
+    columns: Iterable[str] = HUMAN_LABELS,
 ) -> list[dict[str, str]]:
     """``rows`` with one answer's labels set: its row updated in place (other columns kept), or
-    ``base`` (the answer's row without labels) appended."""
+    ``base`` (the answer's row without labels) appended. ``columns``: the run's label columns
+    (``labels.columns.label_columns``: a criterion's too)."""
+    columns = list(columns)
     key = (base["question_id"], base["prompt"])
-    cells = {c: as_cell(v) for c, v in values.items() if c in HUMAN_LABELS}
+    cells = {c: as_cell(v) for c, v in values.items() if c in columns}
     for r in rows:
         if (r.get("question_id"), r.get("prompt")) == key:
             r.update(cells)
             if note is not None:
                 r.update(note=note)
             return rows
-    return [*rows, {**base, **{c: "" for c in HUMAN_LABELS}, **cells, "note": note or ""}]
+    return [*rows, {**base, **{c: "" for c in columns}, **cells, "note": note or ""}]
 
 
 def labelled_values(rows: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, bool | None]]:
-    """Each row's labels by (question id, prompt)."""
+    """Each row's labels by (question id, prompt): the built-in columns and every column that is not
+    one of ``rag-eval label``'s (a criterion's)."""
     return {
-        (r.get("question_id", ""), r.get("prompt", "")): {c: from_cell(r.get(c)) for c in HUMAN_LABELS} for r in rows
+        (r.get("question_id", ""), r.get("prompt", "")): {
+            c: from_cell(r.get(c)) for c in [*HUMAN_LABELS, *(c for c in r if isinstance(c, str) and c not in COLUMNS)]
+        }
+        for r in rows
     }

@@ -19,13 +19,14 @@ from rag_eval.data.testset import stable_id
 from rag_eval.errors import RagEvalError
 from rag_eval.judges.judging import judged_contexts
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES
+from rag_eval.labels.columns import criteria_of, run_columns
 from rag_eval.labels.human import DrawnAnswer, draw
 from rag_eval.orchestration.run_contexts import run_contexts
 from rag_eval.report.quotes import highlight
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import uncertain_answers
 from rag_eval.types import Corpus
-from rag_eval.view.labels_file import from_cell
+from rag_eval.view.labels_file import from_cell, has_label
 
 # rag-eval label's defaults, so the view's draw is the one the command would make.
 DRAW_N = 30
@@ -100,7 +101,7 @@ def labelled_with_certainty(
     last = ranks[upto]
     for r in rows:
         at = ranks.get((r.get("question_id", ""), r.get("prompt", "")))
-        if at is not None and at <= last and any(r.get(c) for c in HUMAN_LABELS):
+        if at is not None and at <= last and has_label(r):
             r["inclusion_probability"] = "1.0"
     return rows
 
@@ -251,12 +252,16 @@ def context_view(cid: str, relevant: bool, sources: RunSources, quotes: list[str
 def _columns(report: Report, item: QueueItem, row: AttributionRow | None) -> list[tuple[str, str]]:
     """The label columns that feed a figure for this answer: those of its judges that applied."""
     records = report.judges.records if report.judges else []
+    criteria = criteria_of(report)  # a criterion's column is named as it (the view registers none)
     used = {
-        JUDGES[r.judge].human_label
+        r.judge if r.judge in criteria else JUDGES[r.judge].human_label
         for r in records
-        if r.question_id == item.question_id and r.prompt == item.prompt and r.status != "skipped" and r.judge in JUDGES
+        if r.question_id == item.question_id
+        and r.prompt == item.prompt
+        and r.status != "skipped"
+        and (r.judge in JUDGES or r.judge in criteria)
     }
-    cols = [(c, q) for c, q in HUMAN_LABELS.items() if c in used]
+    cols = [(c, q) for c, q in run_columns(report).items() if c in used]
     if cols:
         return cols
     answerable = row.answerable if row else True
@@ -290,7 +295,7 @@ def answer_view(
         contexts=contexts,
         columns=_columns(report, item, row),
         judges=[_judge(n, j) for n, j in (row.judges.items() if row else []) if j.status != "skipped"],
-        values={c: from_cell(saved.get(c)) for c in HUMAN_LABELS},
+        values={c: from_cell(saved.get(c)) for c in run_columns(report)},
         note=saved.get("note", "") or "",
         max_chars=sources.max_chars,
         notes=sources.notes,

@@ -2,16 +2,18 @@
 prompt, the decision by probability (a rubric's mean level), the outcomes, the report, the gates,
 compare, diff, judge-check and the Python API."""
 
+import csv
 import json
 import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.api import judge_answers
-from rag_eval.calibration.adaptation import Decider
+from rag_eval.calibration.adaptation import Decider, Item, adapt
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.data.corpus import load_corpus
@@ -19,7 +21,7 @@ from rag_eval.data.testset import load_test_set
 from rag_eval.errors import ConfigError
 from rag_eval.judges.adapted import save_adaptation
 from rag_eval.judges.criteria import half_width_for, labels_for, mean_level
-from rag_eval.judges.registry import JUDGES, criteria, set_criteria
+from rag_eval.judges.registry import JUDGES, Criterion, criteria, set_criteria
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.orchestration.diff import diff_runs
 from rag_eval.orchestration.pipeline import estimate_judge_calls
@@ -509,3 +511,109 @@ def test_a_criterion_with_the_real_embedded_model(tmp_path):
     assert all(0 <= r["probability"] <= 1 for r in judged)
     first, second = sorted(judged, key=lambda r: r["question_id"])
     assert first["probability"] > second["probability"]
+
+
+# -- labels for criteria ---------------------------------------------------------------------------
+
+
+def _fill(csv_path: Path, cells: dict[tuple[str, str], dict[str, str]]) -> None:
+    """Fill labels.csv's cells by (question id, prompt), as a person does in a spreadsheet."""
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    for r in rows:
+        r.update(cells.get((r["question_id"], r["prompt"]), {}))
+    with csv_path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_a_labels_file_has_a_column_per_criterion_read_into_its_figure(project, capsys):
+    """rag-eval label writes a column per criterion (its question on the page); report --labels
+    counts each column apart and corrects the criterion's figure; a yes to a pass: no criterion's
+    question ("gives legal advice") is a failure."""
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        run_dir = run_compare(load_config(_config(project, s.base_url, prompts=("a", "b"))))
+    set_criteria({})  # a later command reads the criteria from the run's report
+    assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
+    csv_path = run_dir / "labels" / "labels.csv"
+    header = next(csv.reader(csv_path.open(encoding="utf-8")))
+    assert {"names_type", "no_advice", "scope", "correct", "refused"} <= set(header)
+    page = (run_dir / "labels" / "labels.html").read_text()
+    assert f"{NAMES_TYPE} <label>" in page and f"{NO_ADVICE} <label>" in page
+    assert "How well does the answer keep to what was asked? Does it reach level 3 (a little more than asked)" in page
+    _fill(
+        csv_path,
+        {
+            ("q1", "a"): {"names_type": "yes", "no_advice": "no"},
+            ("q2", "a"): {"names_type": "no"},
+            ("q3", "a"): {"names_type": "no", "no_advice": "yes"},  # it gives legal advice: fails
+            ("q1", "b"): {"names_type": "no", "refused": "no"},
+            ("q2", "b"): {"names_type": "yes"},
+        },
+    )
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--labels", str(csv_path)]) == 0
+    out = capsys.readouterr().out
+    assert "labels: 5 answers (correct 0, faithful 0, refused 1, " in out
+    assert "names_type 5, no_advice 2, scope 0); prediction-powered figures added" in out
+    labelled = json.loads((run_dir / "report.labelled.json").read_text())
+    fig = labelled["labels"]["figures"]["a"]["names_type"]
+    assert fig["label"] == "names_type" and fig["human"]["value"] == pytest.approx(1 / 3)
+    assert fig["human"]["n_labels"] == 3 and fig["ppi"]["n_labels"] == 3
+    advice = labelled["labels"]["figures"]["a"]["no_advice"]
+    assert advice["human"]["value"] == pytest.approx(0.5)  # q1 passes, q3 fails
+    assert labelled["judges"]["figures"]["a"]["names_type"]["ppi"]["n_labels"] == 3
+
+
+def test_adapt_fits_a_criterion_from_its_labels_and_saves_it_for_the_corpus(project, monkeypatch, capsys):
+    """report --labels F --adapt: the criterion's cut-off and band come from its column (the wide
+    default band [0.1, 0.9) leaves q2's P 0.6 uncertain; labels that say the judge's 0.6 fails move
+    the cut-off above it), the figures are cross-fitted, and the adaptation is saved for the corpus."""
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(project / "own-cache"))
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        run_dir = run_compare(load_config(_config(project, s.base_url, prompts=("a", "b"))))
+    set_criteria({})
+    assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
+    csv_path = run_dir / "labels" / "labels.csv"
+    truth = {("q1", "a"): "yes", ("q2", "a"): "no", ("q3", "a"): "no", ("q1", "b"): "no", ("q2", "b"): "yes"}
+    _fill(csv_path, {k: {"names_type": v} for k, v in truth.items()} | {("q3", "b"): {"names_type": "yes"}})
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--labels", str(csv_path), "--adapt"]) == 0
+    out = capsys.readouterr().out
+    adapted = json.loads((run_dir / "report.adapted.json").read_text())
+    judge = next(a for a in adapted["adaptation"]["judges"] if a["variant"] == "names_type")
+    assert judge["labels"] == 6 and judge["cutoff_before"] == 0.5 and judge["band_before"] == [0.1, 0.9]
+    # One label (q2/a, P 0.6: fails) against the judge's word at 0.5: the cut-off moves up toward it.
+    assert 0.55 < judge["cutoff_after"] < 0.6, out
+    low, high = judge["band_after"]
+    assert low < judge["cutoff_after"] < high and [low, high] != [0.1, 0.9]
+    assert f"names_type: 6 labels, cut-off 0.500 -> {judge['cutoff_after']:.3f}" in out
+    names = {(r["question_id"], r["prompt"]): r for r in adapted["judges"]["records"] if r["judge"] == "names_type"}
+    assert names[("q2", "a")]["status"] == "uncertain" and names[("q1", "a")]["verdict"] == "pass"
+    assert adapted["labels"]["figures"]["a"]["names_type"]["ppi"]["method"].startswith("cross-ppi")
+    store = json.loads((project / "own-cache" / "adaptations.json").read_text())
+    saved = [v for k, v in store.items() if "|names_type|" in k]
+    assert len(saved) == 1 and saved[0]["cutoff"] == pytest.approx(judge["cutoff_after"], abs=1e-6)
+
+
+def test_twenty_labels_move_a_skewed_criterion_judge_far_from_its_uncalibrated_cut_off():
+    """No shipped calibration: the prior is the uncalibrated judge (cut at 0.5) and weak. A judge whose
+    P(pass) runs 0.6-0.97 on every answer, the passing ones above 0.85: 20 labels move its cut-off to
+    about 0.84, and its band to where the calibrated judge is 90% sure either way."""
+    set_criteria({"skewed": Criterion(question="Is it skewed?")})
+    shipped = Decider(None, 0.5, (0.1, 0.9))
+    ps = np.linspace(0.6, 0.97, 20)
+    items = [Item((float(p),), ({},), bool(p > 0.85)) for p in ps]
+    for how in ("both", "cutoff"):
+        d = adapt(shipped, items, how, judge="skewed")
+        assert 0.8 < d.cutoff < 0.87 and d.labels == 20, how
+        low, high = d.band
+        assert low < d.cutoff < high and d.notes["target"] == 0.9
+    # The built-in judges' strong prior would hardly move it.
+    built_in = adapt(shipped, items, "cutoff", judge="correctness")
+    assert built_in.cutoff < 0.52
+    # A judge the labels say does not separate (labels independent of its P) leaves most undecided.
+    noise = [Item((float(p),), ({},), bool(i % 2)) for i, p in enumerate(ps)]
+    flat = adapt(shipped, noise, "both", judge="skewed")
+    uncertain = sum(flat.decide(it)[0] for it in noise)
+    assert uncertain >= 15

@@ -4,6 +4,7 @@ and the figure moved; a server killed between two labels keeps the first on disk
 the list, a run page, the side-by-side page and the labelling view go to tmp_path, and to
 docs/guides/img/ when RAG_EVAL_VIEW_SCREENSHOTS is set (so a test run leaves the tree alone)."""
 
+import concurrent.futures
 import contextlib
 import csv
 import os
@@ -17,12 +18,17 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from rag_eval.config import load_config
 from rag_eval.judges.judging import judged_contexts
+from rag_eval.judges.registry import set_criteria
+from rag_eval.orchestration.runner import run_audit
 from rag_eval.types import Chunk, Corpus
 from rag_eval.view.app import create_app
 
+from .. import scripted_server
 from ..conftest import ROOT, SMALL_CORPUS
-from ..scripted_server import judge_name
+from ..judges import test_criteria as criteria_case
+from ..scripted_server import ScriptedServer, judge_name
 from .conftest import CUT_AT, LONG, LONG_QUESTION, free_port
 from .test_serve import start_server
 
@@ -307,3 +313,67 @@ def test_the_contexts_are_shown_as_the_generator_and_the_judges_were_given_them(
         summary.click()
         assert ctx.locator("pre.unseen").is_visible()
         _shot(page, tmp_path, "label-cut")
+
+
+@pytest.fixture
+def criteria_run(small_project, monkeypatch):
+    """A run of the small project whose config declares three criteria (``tests/judges/test_criteria.py``:
+    names_type, no_advice with pass: no, a rubric scope), judged by the scripted server; the criteria
+    then unregistered, as in a view started on its own: (runs folder, run name)."""
+    for marker in criteria_case.ANSWERS:
+        (small_project / f"{marker[-1].lower()}.md").write_text(
+            f"{marker}\nDocuments:\n{{contexts}}\n\nQuestion: {{question}}\nAnswer:"
+        )
+    monkeypatch.setattr(scripted_server, "first_token_logprobs", criteria_case.level_logprobs)
+    with ScriptedServer(reply=criteria_case.reply, probability=criteria_case.probability) as s:
+        cfg = load_config(criteria_case._config(small_project, s.base_url))
+        # In a thread of its own: the browser's event loop may be running in this one.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            run_dir = pool.submit(run_audit, cfg).result()
+    set_criteria({})
+    yield run_dir.parent, run_dir.name
+    set_criteria({})
+
+
+def test_criteria_in_the_view_filter_flag_and_label_with_the_keyboard(criteria_run, page):
+    """A run with criteria: the run page filters the answers a criterion failed or left uncertain,
+    flags a failed criterion beside the outcome (the failed_criterion colours), and the labelling page
+    asks each criterion's question, answered with the keyboard like the others, into its column."""
+    folder, name = criteria_run
+    with serving(folder) as base:
+        page.goto(f"{base}/runs/{name}")
+        page.select_option('select[name="criterion"]', "names_type:failed")
+        page.locator("#filters button[type=submit]").click()
+        page.wait_for_url("**criterion=names_type%3Afailed**")
+        shown = page.locator("#questions tbody tr td:first-child b").all_inner_texts()
+        assert shown == ["q3"]  # P(pass) 0.02; q2's 0.6 is uncertain, q1 passes, q4 is a refusal
+        flag = page.locator("#questions .chip.o-failed_criterion").filter(has_text="names_type")
+        assert flag.count() == 1 and flag.inner_text() == "⚑ names_type"
+        assert flag.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(253, 232, 236)"
+        outcome = page.locator("#questions tbody tr td:nth-child(3) .chip").first
+        assert outcome.inner_text() == "failed_criterion"  # no_advice counts as a failure
+        assert outcome.evaluate("e => getComputedStyle(e).color") == "rgb(176, 0, 32)"
+        page.select_option('select[name="criterion"]', "names_type:uncertain")
+        page.locator("#filters button[type=submit]").click()
+        page.wait_for_url("**criterion=names_type%3Auncertain**")
+        assert page.locator("#questions tbody tr td:first-child b").all_inner_texts() == ["q2"]
+
+        page.goto(f"{base}/runs/{name}/label")
+        page.wait_for_url("**/label/*")
+        asks = {}
+        for i in range(page.locator(".ask").count()):
+            ask = page.locator(".ask").nth(i)
+            asks[ask.get_attribute("data-col")] = ask.locator(".asktext").inner_text()
+        qid = page.locator("#answer").get_attribute("data-qid")
+        answered = qid != "q4"  # the refusal: names_type and scope apply to answered answers only
+        assert asks["no_advice"] == criteria_case.NO_ADVICE
+        if answered:
+            assert asks["names_type"] == criteria_case.NAMES_TYPE
+            assert asks["scope"].startswith(f"{criteria_case.SCOPE} Does it reach level 3")
+        keys = {"names_type": "n", "no_advice": "y", "scope": "y"}
+        _label_current(page, keys)
+        time.sleep(0.3)
+    row = _labels(folder, name)[qid]
+    assert row["no_advice"] == "yes"
+    if answered:
+        assert (row["names_type"], row["scope"]) == ("no", "yes")
