@@ -12,9 +12,11 @@ baseline answers of ``benchmarks/real_answers``, with their readers' refusal lab
 ``packets``: one line per answer for a reader who sees no judge output (``data/packets-<corpus>.jsonl``):
 the question, the contexts numbered as the model saw them, the answer, and its sentences each with
 the numbers it cites (as ``rag_eval.judges.citations`` reads them). Besides the model's answers, the
-moved-citation answers: for each answerable question whose labelled passage is among the contexts,
-the test set's reference answer citing that passage, with the citation moved to another given
-passage by a seeded draw (``data/moved.jsonl`` records which, never shown to readers). The packets of
+moved-citation answers: for each answerable question whose one labelled passage is among the
+contexts, the test set's reference answer (a correct answer) with its citation moved to another
+given passage by a seeded draw, and for a seeded half of them the same answer citing the labelled
+passage (``data/moved.jsonl`` records which, never shown to readers). A corpus without a run of the
+citing prompt gives these alone, on hybrid's top 3 computed here as the run computes it. The packets of
 a corpus are shuffled together under opaque ids; ``data/packet-key.json`` says which is which.
 The held-out part is fixed by corpus before any judge runs (``PARTS``).
 """
@@ -96,17 +98,19 @@ class Corpus:
         return [self.chunks[c] for c in ids]
 
     def top3(self) -> dict[str, list[str]]:
-        """Hybrid's top 3 per question, as the study's runs gave the generator (from the run where
-        there is one)."""
-        if self.answers:
-            return {g["question_id"]: g["contexts"] for g in self.answers}
+        """Hybrid's top 3 per question, as the study's runs gave the generator: the run's where it
+        answered every question, else computed here as the run computes it."""
+        given = {g["question_id"]: g["contexts"] for g in self.answers}
+        if set(given) >= set(self.questions):
+            return given
         rankings = run_retrievers(self.cfg, self.inputs.corpus, self.inputs.questions, cache_root(None))
         ranking = rankings[self.cfg.generation.retriever]
         top = self.cfg.generation.top_k
-        return {
-            q.id: [self.inputs.corpus.chunks[i].id for i in ranking.top[n][:top] if i >= 0]
-            for n, q in enumerate(self.inputs.questions)
+        chunks = self.inputs.corpus.chunks
+        computed = {
+            q.id: [chunks[i].id for i in ranking.top[n][:top] if i >= 0] for n, q in enumerate(self.inputs.questions)
         }
+        return {**computed, **given}
 
 
 def packet(c: Corpus, qid: str, ids: list[str], answer: str) -> dict:
@@ -142,8 +146,18 @@ def moved_answers(c: Corpus, rng: random.Random) -> list[dict]:
         wrong = rng.choice([n for n in range(len(ids)) if n != right])
         text = q.reference.strip()
         sentences = read_citations(text, c.given(ids)).sentences
-        cited = " ".join(f"{s.text.rstrip('.')} [{wrong + 1}]." for s in sentences)
-        out.append({"question_id": qid, "contexts": ids, "answer": cited, "right": right + 1, "moved_to": wrong + 1})
+
+        def citing(n: int, sentences=sentences) -> str:
+            return " ".join(f"{s.text.rstrip('.')} [{n + 1}]." for s in sentences)
+
+        out.append(
+            {"question_id": qid, "contexts": ids, "answer": citing(wrong), "right": right + 1, "moved_to": wrong + 1}
+        )
+        # A seeded half also as written, citing the labelled passage: the readers see right citations too.
+        if rng.random() < 0.5:
+            out.append(
+                {"question_id": qid, "contexts": ids, "answer": citing(right), "right": right + 1, "moved_to": None}
+            )
     return out
 
 
@@ -225,7 +239,7 @@ def packets(run_dirs: list[Path], moved_from: list[str]) -> None:
             moved_log.append({"corpus": name, **m})
             rows.append(
                 (
-                    {"kind": "moved", "question_id": m["question_id"]},
+                    {"kind": "moved" if m["moved_to"] else "reference", "question_id": m["question_id"]},
                     packet(c, m["question_id"], m["contexts"], m["answer"]),
                 )
             )
@@ -236,7 +250,11 @@ def packets(run_dirs: list[Path], moved_from: list[str]) -> None:
                 pid = f"ci-{name[:3]}-{i:03d}"
                 key[pid] = {"corpus": name, "part": PARTS[name], **what}
                 fh.write(json.dumps({"packet_id": pid, **p}, ensure_ascii=False) + "\n")
-        print(f"{len(rows)} packets ({sum(w['kind'] == 'moved' for w, _ in rows)} moved) in {path}")
+        kinds = [w["kind"] for w, _ in rows]
+        print(
+            f"{len(rows)} packets in {path}: "
+            + ", ".join(f"{k} {kinds.count(k)}" for k in ("model", "moved", "reference"))
+        )
     (DATA / "packet-key.json").write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
     (DATA / "moved.jsonl").write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in moved_log))
 

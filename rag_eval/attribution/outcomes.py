@@ -26,7 +26,7 @@ record for the answer, the one of highest precedence (faithfulness: the one the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from rag_eval.answers.answer_records import Answer
@@ -195,7 +195,9 @@ def _builtin(
     return "ok", "retrieved, answered" + (", judged correct" if correct else "")
 
 
-def _citations(judgements: Mapping[str, Verdict], considered, *, faithful: bool) -> tuple[str, str] | None:
+def _citations(
+    judgements: Mapping[str, Verdict], considered: Callable[[str | None], Verdict | None], *, faithful: bool
+) -> tuple[str, str] | None:
     """``miscited``, ``uncited`` (or ``unfaithful`` where no faithfulness judge ran) from the
     citations judge; None where it did not run or found every claim supported by its citations."""
     name = decider("citations", judgements)

@@ -488,7 +488,7 @@ def labelled_figures(
     for prompt in sorted({r.prompt for r in records}):
         figs: dict[str, LabelledFigure] = {}
         for spec, fig in figures(judges.metrics):
-            if not spec.labelled(fig):
+            if spec.human_label is None or not spec.labelled(fig):
                 continue
             rows = figure_records(records, spec.name, prompt, fig.subset, answerable)
             lab_y, lab_hat, lab_w, lab_pi, unl_hat, unl_w = [], [], [], [], [], []
@@ -645,7 +645,7 @@ def paired_differences(report: Report | dict, labels: list[Label], confidence: f
     prompts = sorted({r.prompt for r in records})
     out = []
     for spec, fig in figures(judges.metrics):
-        if not spec.labelled(fig) or spec.answer_independent:
+        if spec.human_label is None or not spec.labelled(fig) or spec.answer_independent:
             continue
         judged: dict[str, dict[str, float]] = {}
         for r in records:

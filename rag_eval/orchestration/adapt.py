@@ -271,7 +271,7 @@ def _cross_fit(
     unequal = bool(pis) and len(known) == len(pis) and max(known) - min(known) > 1e-9
     for prompt, figs in (report.labels.figures if report.labels else {}).items():
         for spec, fig in figures(judges.metrics):
-            if fig.name not in figs or not spec.labelled(fig):
+            if fig.name not in figs or spec.human_label is None or not spec.labelled(fig):
                 continue
             keys = [
                 (j.judge, j.question_id, j.prompt)

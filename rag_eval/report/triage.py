@@ -109,7 +109,7 @@ def labels_plan(report: Report | dict, chosen_width: float = 0.10) -> list[Label
     out = []
     for prompt in sorted({r.prompt for r in j.records}):
         for spec, fig in figures(j.metrics):
-            if not spec.labelled(fig):
+            if spec.human_label is None or not spec.labelled(fig):
                 continue
             rows = figure_records(j.records, spec.name, prompt, fig.subset, answerable)
             if not rows:
