@@ -59,6 +59,7 @@ def test_the_shipped_sections_in_their_order():
         "attribution",
         "judges",
         "criteria",
+        "citations",
         "adaptation",
         "labels",
         "triage",
