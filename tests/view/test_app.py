@@ -11,7 +11,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from rag_eval.cli import main
-from rag_eval.view.app import create_app
+from rag_eval.view import app as view_app
+from rag_eval.view.app import ROUTES, ViewState, create_app
 from rag_eval.view.queue import uncertain_ranks
 from rag_eval.view.run_folders import load_report
 
@@ -72,6 +73,22 @@ def test_a_link_out_of_the_runs_folder_is_listed_with_why_and_not_opened(client,
     assert 'href="/runs/linked"' not in listing and c.get("/runs/linked").status_code == 404
     (folder / "latest").symlink_to(folder / first)  # a link inside: listed and opened
     assert 'href="/runs/latest"' in c.get("/").text and c.get("/runs/latest").status_code == 200
+
+
+def test_each_route_is_a_named_function_over_one_state(client, tmp_path):
+    """A reader finds a page's code by its path: every route's endpoint is a documented function of
+    view/app.py, and what the pages share is one ViewState on the app (two apps, two states)."""
+    c, folder, *_ = client
+    pages = {r.path: r.endpoint for r in ROUTES if hasattr(r, "endpoint")}
+    assert pages["/runs/{name}/label/{i:int}"] is view_app.label_page
+    assert pages["/api/runs/{name}/labels"] is view_app.post_label
+    for path, endpoint in pages.items():
+        assert getattr(view_app, endpoint.__name__) is endpoint, path
+        assert endpoint.__doc__ or endpoint is view_app.favicon, path
+    state = c.app.state.view
+    assert isinstance(state, ViewState) and state.runs_dir == folder.resolve() and not state.adapt
+    other = create_app(tmp_path, adapt=True).state.view
+    assert other is not state and other.runs_dir == tmp_path.resolve() and other.adapt
 
 
 def test_the_browser_gets_an_icon(client):
