@@ -220,12 +220,18 @@ def measure(run_dirs: list[Path], out: Path | None) -> dict:
 
 
 def packets(run_dirs: list[Path], moved_from: list[str]) -> None:
-    rng = random.Random(SEED)
-    key: dict[str, dict] = {}
-    moved_log = []
+    key_path = DATA / "packet-key.json"
+    key: dict[str, dict] = json.loads(key_path.read_text()) if key_path.exists() else {}
+    moved_path = DATA / "moved.jsonl"
+    moved_log = read_jsonl(moved_path) if moved_path.exists() else []
     runs = newest_runs(run_dirs)
+    # Only the corpora named (a run's, or --moved-from): the other corpora's packets stay as they were.
     for name in [n for n in PARTS if n in runs or n in moved_from]:
+        key = {pid: k for pid, k in key.items() if k["corpus"] != name}
+        moved_log = [m for m in moved_log if m["corpus"] != name]
         c = Corpus(name, runs.get(name))
+        # One draw per corpus: a corpus made again (more answers) leaves the others' packets as they were.
+        rng = random.Random(f"{SEED}-{name}")
         rows = []
         for g in c.answers:
             if not g.get("error") and g.get("answer"):
@@ -255,8 +261,8 @@ def packets(run_dirs: list[Path], moved_from: list[str]) -> None:
             f"{len(rows)} packets in {path}: "
             + ", ".join(f"{k} {kinds.count(k)}" for k in ("model", "moved", "reference"))
         )
-    (DATA / "packet-key.json").write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
-    (DATA / "moved.jsonl").write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in moved_log))
+    key_path.write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
+    moved_path.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in moved_log))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("runs", nargs="+", type=Path)
     m.add_argument("--json", type=Path)
     p = sub.add_parser("packets", help="the blind packets, the moved citations and the key")
-    p.add_argument("runs", nargs="+", type=Path)
+    p.add_argument("runs", nargs="*", type=Path)
     p.add_argument(
         "--moved-from", default="", help="corpora without a run to make moved answers from (comma-separated)"
     )
