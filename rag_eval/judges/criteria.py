@@ -27,7 +27,15 @@ from pathlib import Path
 from scipy.stats import norm
 
 from rag_eval.judges.registry import Criterion, PromptFile
-from rag_eval.judges.yesno import TOP_LOGPROBS, YES_NO, Decision, YesNoPrompt, label_probabilities, load_prompt
+from rag_eval.judges.yesno import (
+    TOP_LOGPROBS,
+    YES_NO,
+    Decision,
+    YesNoPrompt,
+    label_probabilities,
+    load_prompt,
+    reply_tokens,
+)
 
 # How each input is shown to the judge, in this order whatever the order of ``sees``.
 INPUT_LINES = {
@@ -88,9 +96,11 @@ class RubricPrompt(YesNoPrompt):
 
     pass_level: int = 1
 
-    async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int = 48) -> Decision:
+    async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int | None = None) -> Decision:
         result = await llm.chat(
-            [{"role": "user", "content": self.render(**values)}], max_tokens=max_tokens, logprobs=TOP_LOGPROBS
+            [{"role": "user", "content": self.render(**values)}],
+            max_tokens=max_tokens or reply_tokens(),
+            logprobs=TOP_LOGPROBS,
         )
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
