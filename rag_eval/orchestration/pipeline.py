@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -233,7 +234,7 @@ def judge_stage(audit: Audit, got: Answered) -> Report:
     return report
 
 
-def shown_questions(cfg: AuditConfig, got: Answered):
+def shown_questions(cfg: AuditConfig, got: Answered) -> Callable[[list[Judgement]], set[str]]:
     """Which questions' answers a reader is shown with their judges' reasons, from every verdict: a
     failed outcome, a failed criterion or an uncertain decision on any prompt (so that a question
     the prompts disagree on shows every prompt's reasons). The judges quote reasons only for them."""
