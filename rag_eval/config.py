@@ -193,7 +193,7 @@ class AuditConfig(Settings):
 
 # A retriever or system kind registered later rebuilds the whole config's schema too.
 retriever_settings.HOLDERS.append(AuditConfig)
-system_settings.HOLDERS.append(AuditConfig)
+system_settings.held_by(AuditConfig)
 
 
 def _read_plugins() -> None:

@@ -167,7 +167,9 @@ class JudgeSpec:
     needs: tuple[str, ...]  # of: question, answer, contexts, reference
     figures: tuple[Figure, ...]
     labels: tuple[str, ...] = ()  # verdict judges: the verdicts, positive first; score judges: ()
-    family: Literal["ragas", "scored"] = "scored"
+    # scored: yes/no prompts scored by probability; ragas: a Ragas metric; plain: asks no model
+    # (a judge of your own that reads its inputs alone: no prompt, cut-off, band or reasons to ask).
+    family: Literal["ragas", "scored", "plain"] = "scored"
     answer_independent: bool = False  # judged once per question, shared by every prompt
     answerable_only: bool = False
     unanswerable_only: bool = False

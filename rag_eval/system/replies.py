@@ -73,7 +73,8 @@ def ask_all(cfg: AuditConfig, questions: list[Question], out: Path, cache) -> tu
                     fh.flush()
         finally:
             await system.aclose()
-        return system.usage.to_dict()
+        usage = getattr(system, "usage", None)  # a kind that calls no model may keep none
+        return usage.to_dict() if usage is not None else {"model": "system", "calls": len(todo)}
 
     usage = asyncio.run(main())
     ordered = {q.id: replies[q.id] for q in questions}

@@ -77,7 +77,8 @@ class SystemKind(Settings):
     ``client`` names the class that asks it, ``package.module:Class`` (imported when it runs) or the
     class itself; every kind's client is built the same way, ``Client(cfg, cache=..., where=...)``
     (``cache``: the response cache, ``where``: the config's place, for errors), and has ``await
-    ask(question) -> SystemReply``, ``usage`` and ``await aclose()`` (``system/http.py``). A new
+    ask(question) -> SystemReply`` and ``await aclose()``, and may keep ``usage`` (its model calls,
+    ``rag_eval.llm`` Usage; ``system/http.py``). A new
     kind is one such class registered in ``SYSTEM_KINDS`` (``@SYSTEM_KINDS.register``) and its client.
     """
 
@@ -231,6 +232,15 @@ else:
 
 # The models with a ``system`` field (the whole config), rebuilt when a kind is registered.
 HOLDERS: list[type[BaseModel]] = []
+_SHIPPED = tuple(SYSTEM_KINDS.so_far())
+
+
+def held_by(model: type[BaseModel]) -> None:
+    """``model``'s ``system`` field takes every kind registered, now and later (a kind registered
+    before the model was made, e.g. by a module imported before rag_eval.config, too)."""
+    HOLDERS.append(model)
+    if tuple(SYSTEM_KINDS.so_far()) != _SHIPPED:
+        _rebuild_systems()
 
 
 def _rebuild_systems() -> None:

@@ -10,6 +10,7 @@ import pytest
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.errors import ConfigError
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import (
     JUDGES,
     CaseKind,
@@ -209,3 +210,37 @@ def test_an_installed_plugins_judge_is_a_choice_of_the_config(small_project, mon
         assert main(["validate", str(config)]) == 2
         assert "unknown judge 'echos'; did you mean 'echoes'?" in capsys.readouterr().err
     assert "echoes" not in JUDGES
+
+
+async def _words(families, x):
+    n = len((x.answer or "").split())
+    return Judgement("words", x.question_id, x.prompt, "judged", score=float(n), reason=f"{n} words")
+
+
+WORDS = JudgeSpec(
+    "words", ("question", "answer"), (Figure("words"),), family="plain", calls=lambda k, s: 0, judge=_words
+)
+
+
+def test_a_judge_that_asks_no_model_runs_beside_the_scored_ones(project):
+    # family plain: no prompt, cut-off, band or reasons to ask; the scored judges run as before.
+    with registered(WORDS), ScriptedServer(reply=reply) as s:
+        run_dir = run_audit(_config(project, s.base_url, ["a"], metrics="[refusal, words]"))
+    records = [json.loads(line) for line in (run_dir / "judgements.jsonl").read_text().splitlines()]
+    words = {
+        r["question_id"]: (r["score"], r["reason"], r["judge_prompt_hash"]) for r in records if r["judge"] == "words"
+    }
+    assert words == {
+        "q1": (1.0, "1 words", None),
+        "q2": (5.0, "5 words", None),
+        "q3": (1.0, "1 words", None),
+        "q4": (1.0, "1 words", None),
+    }
+    assert {r["question_id"] for r in records if r["judge"] == "refusal" and r["status"] == "judged"} == {
+        "q1",
+        "q2",
+        "q3",
+        "q4",
+    }
+    report = json.loads((run_dir / "report.json").read_text())
+    assert "words" not in report["judges"]["calibration"] and "refusal" in report["judges"]["calibration"]
