@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -169,7 +170,7 @@ def newest_runs(run_dirs: list[Path]) -> dict[str, Path]:
     return runs
 
 
-def measure(run_dirs: list[Path], out: Path | None) -> dict:
+def measure(run_dirs: list[Path], out: Path | None, version: str = "shipped", prompt: Path | None = None) -> dict:
     plain = plain_answers()
     rows = {}
     for name, run_dir in newest_runs(run_dirs).items():
@@ -211,11 +212,15 @@ def measure(run_dirs: list[Path], out: Path | None) -> dict:
             "plain_refused_by_readers",
         )
     }
-    result = {"corpora": rows, "total": total, "prompt": (HERE.parents[1] / "prompts" / "answer_cite.md").read_text()}
+    prompt = prompt or HERE.parents[1] / "prompts" / "answer_cite.md"
+    result = {"corpora": rows, "total": total, "prompt": prompt.read_text(), "load_1min": round(os.getloadavg()[0], 2)}
     print(json.dumps({"corpora": rows, "total": total}, indent=1))
     if out:
+        # One entry per prompt version measured, kept beside the others.
+        kept = json.loads(out.read_text()) if out.exists() else {"versions": {}}
+        kept["versions"][version] = result
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=1) + "\n")
+        out.write_text(json.dumps(kept, indent=1) + "\n")
     return result
 
 
@@ -271,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("measure", help="answers with citations and refusals, citing against plain prompt")
     m.add_argument("runs", nargs="+", type=Path)
     m.add_argument("--json", type=Path)
+    m.add_argument("--version", default="shipped", help="the name of the prompt version measured")
+    m.add_argument("--prompt", type=Path, help="the prompt file of that version (default the shipped one)")
     p = sub.add_parser("packets", help="the blind packets, the moved citations and the key")
     p.add_argument("runs", nargs="*", type=Path)
     p.add_argument(
@@ -278,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.what == "measure":
-        measure(args.runs, args.json)
+        measure(args.runs, args.json, args.version, args.prompt)
     else:
         packets(args.runs, [x for x in args.moved_from.split(",") if x])
     return 0
