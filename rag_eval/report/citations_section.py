@@ -4,6 +4,8 @@ words that decided it."""
 
 from __future__ import annotations
 
+from html import escape
+
 from rag_eval.attribution.records import Quote
 from rag_eval.judges.citations_judge import JUDGE, SentenceCheck
 from rag_eval.judges.judgement import Judgement
@@ -90,4 +92,56 @@ def citations_markdown(report: Report) -> list[str]:
             out.append(f"- ... and {len(failing) - SHOWN} more (report.json)")
     if uncertain:
         out += ["", f"Uncertain ({len(uncertain)}): " + ", ".join(f"{r.question_id} ({r.prompt})" for r in uncertain)]
+    return out
+
+
+def _html_sentence(r: SentenceCheck) -> str:
+    cites = ", ".join(
+        f"<code>{escape(c.marker)}</code> "
+        + ("names no given passage" if not c.contexts else ("needed" if c.relevant else "not needed"))
+        for c in r.citations
+        if c.relevant is not None
+    )
+    why = f"; {escape(r.reason)}" if r.kind not in ("supported", "no_claim") else ""
+    quote = escape(_quote(r))
+    css = "ok" if r.kind in ("supported", "no_claim") else "bad"
+    return (
+        f"<li class=cite-{css}>{escape(r.display)} — <b>{escape(MARK.get(r.kind, r.kind))}</b>"
+        + (f" ({cites})" if cites else "")
+        + why
+        + quote
+        + "</li>"
+    )
+
+
+def citations_html(report: Report) -> list[str]:
+    """The citations section (``citations_markdown`` as HTML)."""
+    j = report.judges
+    if j is None or JUDGE not in j.metrics:
+        return []
+    records = [r for r in j.records if r.judge == JUDGE]
+    outcomes = {(r.question_id, r.prompt): r.outcome for r in (report.attribution.rows if report.attribution else [])}
+    out = [
+        "<h2>Citations</h2>",
+        "<p class=meta>Each sentence that makes a claim checked against the passages it cites: citation recall, "
+        "citation precision (ALCE's rule) and the shares of well cited, miscited and uncited answers, with 95% "
+        "intervals; uncertain decisions counted apart.</p>",
+        "<ul class=meta>",
+    ]
+    for prompt, figs in j.figures.items():
+        shown = [f"{name} {fmt(figs[name], 2)} (n={figs[name].n})" for name in FIGURES if name in figs]
+        if shown:
+            out.append(f"<li>{escape(prompt)}: {escape(', '.join(shown))}</li>")
+    out.append("</ul>")
+    failing = [r for r in records if r.status == "judged" and r.verdict != "cited"]
+    for r in failing[:SHOWN]:
+        outcome = outcomes.get((r.question_id, r.prompt), "")
+        out.append(
+            f"<h3>{escape(r.question_id)} ({escape(r.prompt)}, <span class=o-{escape(outcome)}>{escape(outcome)}</span>): "
+            f"{escape(r.verdict or '')}</h3><ul>"
+            + "".join(_html_sentence(s) for s in map(SentenceCheck.load, r.details.get("sentences") or []))
+            + "</ul>"
+        )
+    if len(failing) > SHOWN:
+        out.append(f"<p class=meta>... and {len(failing) - SHOWN} more (report.json)</p>")
     return out

@@ -20,7 +20,7 @@ from typing import Any
 from rag_eval.base_records import required
 from rag_eval.registry import Registry
 from rag_eval.report import html
-from rag_eval.report.citations_section import citations_markdown
+from rag_eval.report.citations_section import citations_html, citations_markdown
 from rag_eval.report.markdown import (
     adaptation_markdown,
     attribution_markdown,
@@ -107,7 +107,7 @@ for _section in (
     ),
     Section("judges", markdown=_judged(judges_markdown), html=_judged(html.judges_html), html_rank=6),
     Section("criteria", markdown=_judged(criteria_markdown), html=_judged(html.criteria_html), html_rank=7),
-    Section("citations", markdown=_judged(citations_markdown)),
+    Section("citations", markdown=_judged(citations_markdown), html=_judged(citations_html), html_rank=7),
     Section("adaptation", markdown=_judged(adaptation_markdown)),
     Section("labels", markdown=_judged(labels_markdown)),
     Section("triage", markdown=_judged(triage_markdown), html=_judged(triage_html), html_rank=8),

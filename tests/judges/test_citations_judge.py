@@ -271,6 +271,8 @@ def test_a_run_decides_miscited_and_uncited_reports_them_and_gates_on_citation_r
     md = (run_dir / "report.md").read_text()
     assert "## Citations" in md
     assert "A set holds no duplicates [2]. — MISCITED" in md and "It is unordered. — UNCITED" in md
+    page = (run_dir / "report.html").read_text()
+    assert "<h2>Citations</h2>" in page and "A set holds no duplicates [2]. — <b>MISCITED" in page
 
 
 def test_supplied_answers_through_the_python_api_are_judged_for_citations(tmp_path):

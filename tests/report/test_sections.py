@@ -74,5 +74,6 @@ def test_the_shipped_sections_in_their_order():
         "retrieval",
         "judges",
         "criteria",
+        "citations",
         "triage",
     ]
