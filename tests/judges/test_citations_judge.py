@@ -14,11 +14,13 @@ import rag_eval
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.cli import main
+from rag_eval.config import load_config
 from rag_eval.judges.citations_judge import band_from, judge_citations, makes_claim
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, Inputs
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.client import ChatResult
+from rag_eval.orchestration.runner import run_compare
 from rag_eval.types import Question
 
 from .. import scripted_server
@@ -292,3 +294,30 @@ def test_supplied_answers_through_the_python_api_are_judged_for_citations(tmp_pa
     assert att.loc["What is a set?", "outcome"] == "miscited"
     assert result.figure("generation.system.citation_recall")["value"] == 0.5
     assert result.figure("generation.system.miscited")["value"] == 0.5
+
+
+def test_compare_tests_the_citation_figures_between_prompts_question_by_question(small_project):
+    plain = "PLAIN-PROMPT\nDocuments:\n{contexts}\n\nQuestion: {question}\nAnswer:"
+    (small_project / "plain.md").write_text(plain)
+
+    def reply(body: dict) -> str:
+        text = body["messages"][0]["content"]
+        if "PLAIN-PROMPT" in text and body["messages"][-1]["role"] != "assistant":
+            # The same answers without their markers: every claim uncited.
+            answer = next((a for q, a in ANSWERS.items() if f"Question: {q}" in text), "Lists.")
+            return re.sub(r"\s*\[\d\]", "", answer)
+        return run_reply(body)
+
+    with ScriptedServer(reply=reply, probability=lambda b: max(run_p(b), 1 - run_p(b))) as s:
+        path = _project(small_project, s.base_url)
+        text = path.read_text().replace(
+            f"prompts: {{cite: {small_project / 'cite.md'}}}",
+            f"prompts: {{cite: {small_project / 'cite.md'}, plain: {small_project / 'plain.md'}}}",
+        )
+        path.write_text(text)
+        run_dir = run_compare(load_config(path))
+    comparison = json.loads((run_dir / "summary.json").read_text())["comparison"]
+    recall = comparison["citation_recall"]["cite_vs_plain"]
+    # q1 cites right (1.0 against 0.0), q2 and q3 are 0.0 either way; q4 declines (skipped).
+    assert (recall["wins"], recall["losses"], recall["ties"]) == (1, 0, 2)
+    assert "no_uncited" in comparison and "citation_precision" not in comparison  # plain cites nothing
