@@ -27,7 +27,7 @@ from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, Criterion, criteria_registered, figures
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.labels.active import active_mean, draw_questions, draw_scores, probabilities_of
-from rag_eval.labels.columns import criteria_of, label_columns, passes
+from rag_eval.labels.columns import criteria_of, label_columns, optional_columns, passes, run_columns
 from rag_eval.labels.ppi import at_least_exact, human_mean, ppi_mean
 from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
 from rag_eval.types import Question
@@ -122,7 +122,7 @@ class Sampler:
                 ids.append(g.question_id)
         self.report = Report.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
         # The run's label columns: the built-in ones and one per criterion it judged.
-        self.columns = label_columns(criteria_of(self.report))
+        self.columns = run_columns(self.report)
         self.by_key = {(g.question_id, g.prompt): g for g in self.answers}
         self._refs = {r.question_id: r for r in self.report.rows()}
         self._dumped: dict | None = None
@@ -410,6 +410,8 @@ def read_labels(
         for row in reader:
             records.append((row, f"{path}:{prev + 1}"))
             prev = reader.line_num
+    # A column of an optional judge (citations_support) is read where the file has it.
+    columns = {**columns, **optional_columns({k for row, _ in records for k in row})}
     labels: list[Label] = []
     problems: list[Problem] = []
     seen: dict[tuple[str, str], str] = {}
@@ -708,7 +710,10 @@ def apply_labels(
     report.labels = LabelsSection(
         source=source,
         answers_labelled=sum(lab.labelled for lab in labels),
-        per_column={c: sum(lab.values.get(c) is not None for lab in labels) for c in label_columns(criteria)},
+        per_column={
+            c: sum(lab.values.get(c) is not None for lab in labels)
+            for c in {**label_columns(criteria), **optional_columns({k for lab in labels for k in lab.values})}
+        },
         figures=figs,
         outcomes=outcomes,
         comparisons=comparisons,

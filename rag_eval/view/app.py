@@ -19,7 +19,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rag_eval.errors import RagEvalError
-from rag_eval.labels.columns import criteria_of, label_columns
+from rag_eval.labels.columns import run_columns
 from rag_eval.orchestration.diff import diff_runs
 from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.assemble import summary
@@ -274,7 +274,7 @@ async def label_page(request: Request) -> Response:
         labelled=sum(any(v is not None for v in done.get(it.key, {}).values()) for it in queue),
         figs=view.label_figures(path, report),
         blind=request.query_params.get("blind", "1") != "0",
-        columns=label_columns(criteria_of(report)),
+        columns=run_columns(report),
     )
 
 
@@ -295,7 +295,7 @@ async def post_label(request: Request) -> Response:
     except (ValueError, KeyError, TypeError):
         return JSONResponse({"error": "expected {question_id, prompt, values: {column: true|false|null}}"}, 400)
     report, _, queue = _queue_of(path)
-    columns = label_columns(criteria_of(report))  # a criterion of the run is a label column too
+    columns = run_columns(report)  # a criterion of the run is a label column too
     bad = [c for c, v in values.items() if c not in columns or v not in (True, False, None)]
     if bad or (note is not None and not isinstance(note, str)):
         return JSONResponse({"error": f"unknown label column or value: {', '.join(bad) or 'note'}"}, 400)
@@ -315,7 +315,7 @@ def _labelled(
     """The change to the labels file's rows that sets the item's labels."""
     rows_by_key = {(r.question_id, r.prompt): r for r in report.rows()}
     ranks = uncertain_ranks(report)
-    columns = label_columns(criteria_of(report))
+    columns = run_columns(report)
 
     def change(rows: list[dict[str, str]]) -> list[dict[str, str]]:
         if not rows:  # the first label: the file starts as the draw, like rag-eval label's

@@ -4,6 +4,7 @@ decisions counted apart; and through ``rag-eval run``: the outcomes miscited and
 the report section and the figures."""
 
 import asyncio
+import csv
 import json
 import re
 from pathlib import Path
@@ -321,3 +322,34 @@ def test_compare_tests_the_citation_figures_between_prompts_question_by_question
     # q1 cites right (1.0 against 0.0), q2 and q3 are 0.0 either way; q4 declines (skipped).
     assert (recall["wins"], recall["losses"], recall["ties"]) == (1, 0, 2)
     assert "no_uncited" in comparison and "citation_precision" not in comparison  # plain cites nothing
+
+
+def test_a_run_with_the_judge_has_a_citations_label_column_read_into_its_figure(small_project, capsys):
+    """rag-eval label asks "Does each citation support its sentence?" only for a run with the
+    citations judge; report --labels reads the column into well_cited's figure (its positive
+    verdict) and not into miscited's or uncited's, which a yes does not record."""
+    with ScriptedServer(reply=run_reply, probability=lambda b: max(run_p(b), 1 - run_p(b))) as s:
+        path = _project(small_project, s.base_url)
+        assert main(["--quiet", "run", str(path)]) == 0
+    run_dir = next((small_project / "runs").iterdir())
+    assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
+    csv_path = run_dir / "labels" / "labels.csv"
+    header = next(csv.reader(csv_path.open(encoding="utf-8")))
+    assert "citations_support" in header and "correct" in header
+    assert "Does each citation support its sentence?" in (run_dir / "labels" / "labels.html").read_text()
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    cells = {"q1": "yes", "q2": "no", "q3": "no"}
+    for r in rows:
+        r["citations_support"] = cells.get(r["question_id"], "")
+    with csv_path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--labels", str(csv_path)]) == 0
+    assert "citations_support 3" in capsys.readouterr().out
+    labelled = json.loads((run_dir / "report.labelled.json").read_text())
+    figs = labelled["labels"]["figures"]["cite"]
+    assert figs["well_cited"]["label"] == "citations_support"
+    assert figs["well_cited"]["human"]["value"] == pytest.approx(1 / 3)
+    assert "miscited" not in figs and "uncited" not in figs and "citation_precision" not in figs
