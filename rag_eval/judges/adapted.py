@@ -23,6 +23,7 @@ from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.adaptation import Decider, Item, adapt
 from rag_eval.calibration.cutoffs import key, model_identity, saved
 from rag_eval.calibration.lexical import Blend
+from rag_eval.judges.details import VerdictDetails
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, banded
 from rag_eval.judges.scored import DEFAULT_CUTOFF
@@ -38,7 +39,7 @@ def adaptable(judge: str) -> bool:
 
 
 def variant_of(j: Judgement) -> str:
-    return str(j.details.get("variant") or j.judge)
+    return str(j.typed_details.variant or j.judge)
 
 
 def _statements(j: Judgement) -> list[dict] | None:
@@ -60,7 +61,8 @@ def item_of(j: Judgement, positive: bool | None = None) -> Item | None:
         return Item(tuple(ps), tuple(fs), positive) if ps else None
     if j.probability is None:
         return None
-    words = (j.details.get("evidence") or {}).get("words")
+    details = j.typed_details
+    words = (details.evidence or {}).get("words") if isinstance(details, VerdictDetails) else None
     if words:
         return Item((float(words["p_model"]),), (dict(words["features"]),), positive)
     return Item((float(j.probability),), ({},), positive)

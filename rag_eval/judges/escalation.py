@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag_eval.calibration.cutoffs import blends_for, cutoffs_for
+from rag_eval.judges.details import StatementsDetails
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
@@ -88,7 +89,8 @@ class Escalation:
 
 
 def _needed(j: Judgement) -> int:
-    return len(j.details.get("uncertain_statements") or []) if "statements" in j.details else 1
+    details = j.typed_details
+    return len(details.uncertain_statements or []) if isinstance(details, StatementsDetails) else 1
 
 
 async def escalate(
@@ -159,9 +161,9 @@ async def _one(
     who = {"model": second.llm.model, "identity": second.llm.identity}
     if values is None:
         return _note(j, {**who, "error": "the answer's inputs are not in this run"})
-    if "statements" in j.details:
+    if isinstance(j.typed_details, StatementsDetails):
         return await _statements(j, values, second, bands, threshold, who)
-    variant = j.details.get("variant") or j.judge
+    variant = j.typed_details.variant or j.judge
     spec = JUDGES[j.judge]
     (yes, no), positive = spec.yes_no, spec.positive
     ask = {k: values[k] for k in second.prompt_for(variant).placeholders}
@@ -196,7 +198,7 @@ async def _statements(
     """The uncertain statements asked again; the answer decided when the rest can no longer move
     its share across ``threshold``."""
     rows = [dict(r) for r in j.details["statements"]]
-    unsure = j.details.get("uncertain_statements") or []
+    unsure = j.typed_details.uncertain_statements or []
     ops = await asyncio.gather(
         *(
             second_opinion(
@@ -209,7 +211,7 @@ async def _statements(
             for k in unsure
         )
     )
-    band = j.details.get("band") or [0.0, 0.0]
+    band = j.typed_details.band or [0.0, 0.0]
     # Each statement: supported (True/False) where decided, None where still uncertain.
     decided: list[bool | None] = [None if band[0] <= r["p_supported"] < band[1] else r["supported"] for r in rows]
     for k, op in zip(unsure, ops):

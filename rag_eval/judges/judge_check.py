@@ -216,9 +216,9 @@ def prediction(name: str, j) -> Prediction:
     if reading == "score":
         return Prediction(fixed=None, score=j.score)
     if reading == "statements":
-        ps = [s["p_supported"] for s in j.details["statements"]]
+        ps = j.typed_details.probabilities
         return Prediction(probs=ps, score=min(ps), item=item_of(j))
-    return Prediction(probs=[j.probability], score=j.probability, variant=j.details.get("variant"), item=item_of(j))
+    return Prediction(probs=[j.probability], score=j.probability, variant=j.typed_details.variant, item=item_of(j))
 
 
 def kind_of(name: str) -> str:

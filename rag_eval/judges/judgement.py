@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from rag_eval.judges.details import Details, details_of
+
 Status = Literal["judged", "not_judged", "skipped", "uncertain"]
 
 
@@ -27,6 +29,11 @@ class Judgement:
     cutoff: float | None = None  # the probability at and above which the verdict is positive
     method: str | None = None  # "logprobs", "text" (no logprobs from the endpoint) or None (Ragas)
     input_hash: str | None = None  # judge, its prompt, the model and every input: what resume compares
+
+    @property
+    def typed_details(self) -> Details:
+        """``details`` as the typed record of its judge's kind (``judges/details.py``)."""
+        return details_of(self.details)
 
     def to_dict(self) -> dict:
         return asdict(self)

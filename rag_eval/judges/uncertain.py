@@ -25,6 +25,7 @@ import numpy as np
 
 from rag_eval.calibration import cutoffs as calibration
 from rag_eval.calibration.cutoffs import fold_assignment, key
+from rag_eval.judges.details import StatementsDetails
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import band_targets, banded, variants
 
@@ -220,13 +221,13 @@ def mark(j: Judgement, bands: dict[str, Band], threshold: float) -> Judgement:
     of supported statements) falls in the band of its cut-off; else unchanged."""
     if j.status != "judged" or j.judge not in banded():
         return j
-    variant = j.details.get("variant") or j.judge
+    details = j.typed_details
+    variant = details.variant or j.judge
     band = bands.get(variant)
     if band is None:
         return j
-    statements = j.details.get("statements")
-    if statements is not None:
-        ps = [s["p_supported"] for s in statements]
+    if isinstance(details, StatementsDetails):
+        ps = details.probabilities
         unsure, _ = case_status(ps, band.low, band.high, threshold)
         lo, hi = share_range(ps, band.low, band.high)
         extra = {
