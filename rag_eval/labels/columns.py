@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rag_eval.judges.registry import HUMAN_LABELS, OPTIONAL_LABELS, Criterion
-from rag_eval.report.report_records import Report
+from rag_eval.labels.label_records import JudgedReport
 
 
-def criteria_of(report: Report | None) -> dict[str, Criterion]:
+def criteria_of(report: JudgedReport | None) -> dict[str, Criterion]:
     """The run's criteria, read back from its report (none for a run without any)."""
     judges = report.judges if report is not None else None
     return {name: c.criterion() for name, c in (judges.criteria if judges else {}).items()}
@@ -38,7 +38,7 @@ def label_columns(criteria: Mapping[str, Criterion] | None = None) -> dict[str, 
     return {**HUMAN_LABELS, **{name: labelling_question(c) for name, c in (criteria or {}).items()}}
 
 
-def run_columns(report: Report | None) -> dict[str, str]:
+def run_columns(report: JudgedReport | None) -> dict[str, str]:
     """The label columns of one run: ``label_columns`` of its criteria, and the column of each
     optional built-in judge it ran (``citations_support`` where the citations judge ran)."""
     metrics = report.judges.metrics if report is not None and report.judges is not None else []

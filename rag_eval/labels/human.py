@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,8 +29,8 @@ from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, Criterion, criteria_r
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.labels.active import active_mean, draw_questions, draw_scores, probabilities_of
 from rag_eval.labels.columns import criteria_of, label_columns, optional_columns, passes, run_columns
+from rag_eval.labels.label_records import JudgedReport, LabelledDifference, LabelledFigure, LabelsSection, ReportFile
 from rag_eval.labels.ppi import at_least_exact, human_mean, ppi_mean
-from rag_eval.report.report_records import LabelledDifference, LabelledFigure, LabelsSection, Report
 from rag_eval.types import Question
 
 COLUMNS = [
@@ -45,6 +46,9 @@ COLUMNS = [
 ]
 YES = {"yes", "y", "true", "1"}
 NO = {"no", "n", "false", "0"}
+
+# A report given to apply_labels or label_run comes back as the same type, labelled.
+R = TypeVar("R", bound=JudgedReport)
 
 
 @dataclass
@@ -120,7 +124,7 @@ class Sampler:
             ids = self.strata.setdefault(g.stratum or "all", [])
             if g.question_id not in ids:
                 ids.append(g.question_id)
-        self.report = Report.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
+        self.report = ReportFile.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
         # The run's label columns: the built-in ones and one per criterion it judged.
         self.columns = run_columns(self.report)
         self.by_key = {(g.question_id, g.prompt): g for g in self.answers}
@@ -470,12 +474,12 @@ def figure_records(records: list[Judgement], judge: str, prompt: str, subset: st
     ]
 
 
-def _answerable(report: Report) -> dict[str, bool]:
+def _answerable(report: JudgedReport) -> dict[str, bool]:
     return {r.question_id: r.answerable for r in report.rows()}
 
 
 def labelled_figures(
-    report: Report, labels: list[Label], weights: dict[str, float], confidence: float
+    report: JudgedReport, labels: list[Label], weights: dict[str, float], confidence: float
 ) -> dict[str, dict[str, LabelledFigure]]:
     """PPI figures beside the judge-only ones: ``{prompt: {figure: {ppi, human, label, agreement}}}``
     for every judged figure with a human label column. An uncertain verdict enters with what the
@@ -570,7 +574,7 @@ def estimates(
     return est, human_mean(y, confidence=confidence, w=w, bounded=bounded)
 
 
-def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str], str]:
+def human_outcomes(report: JudgedReport, labels: list[Label]) -> dict[tuple[str, str], str]:
     """The outcome of each labelled answer (yes or no under at least one column) with the labels in
     place of the judges' verdicts (a blank column keeps the judge's verdict), by the same
     attribution rules."""
@@ -606,7 +610,7 @@ def human_outcomes(report: Report, labels: list[Label]) -> dict[tuple[str, str],
 
 
 def labelled_outcomes(
-    report: Report, labels: list[Label], weights: dict[str, float], confidence: float
+    report: JudgedReport, labels: list[Label], weights: dict[str, float], confidence: float
 ) -> dict[str, dict[str, LabelledFigure]]:
     """PPI shares of every outcome: ``{prompt: {outcome: {ppi, human}}}``."""
     att = required(report.attribution, "the report's attribution section")
@@ -635,11 +639,11 @@ def labelled_outcomes(
     return out
 
 
-def paired_differences(report: Report | dict, labels: list[Label], confidence: float) -> list[LabelledDifference]:
+def paired_differences(report: JudgedReport | dict, labels: list[Label], confidence: float) -> list[LabelledDifference]:
     """For every pair of prompts and labelled figure: the difference (first minus second) from the
     labels alone and by paired PPI, over the questions both prompts were judged on; questions
     labelled for both are the labelled pairs, the others are judged-only pairs."""
-    report = Report.load(report)
+    report = ReportFile.load(report) if isinstance(report, dict) else report
     judges = required(report.judges, "the report's judges section")
     records = [r for r in judges.records if r.status == "judged"]
     answerable = _answerable(report)
@@ -686,14 +690,12 @@ def paired_differences(report: Report | dict, labels: list[Label], confidence: f
     return out
 
 
-def apply_labels(
-    report: Report | dict, labels: list[Label], weights: dict[str, float], confidence: float, source: str
-) -> Report:
+def apply_labels(report: R, labels: list[Label], weights: dict[str, float], confidence: float, source: str) -> R:
     """The report with PPI figures: ``ppi`` inside each labelled judged figure and attribution
     share (so ``generation.<prompt>.<metric>.ppi`` is a summary figure and a gate may name it),
     and a ``labels`` section with what was labelled. The run's criteria (read back from its
-    report) are judges with a label column while the figures are made."""
-    report = Report.load(report)
+    report) are judges with a label column while the figures are made. ``report``: the run's
+    ``Report`` (or a ``ReportFile``), given back with the figures added."""
     criteria = criteria_of(report)
     with criteria_registered(criteria):
         figs = labelled_figures(report, labels, weights, confidence)
@@ -730,7 +732,7 @@ def known_answers(run_dir: Path) -> set[tuple[str, str]]:
     return {(g.question_id, g.prompt) for g in _answers(run_dir)}
 
 
-def label_run(report: Report | dict, run_dir: Path, labels_path: Path, confidence: float) -> Report:
+def label_run(report: R, run_dir: Path, labels_path: Path, confidence: float) -> R:
     """Read a labels file for a run and add the PPI figures to its report."""
-    labels = read_labels(labels_path, known_answers(run_dir), criteria_of(Report.load(report)))
+    labels = read_labels(labels_path, known_answers(run_dir), criteria_of(report))
     return apply_labels(report, labels, weights_of(run_dir), confidence, str(labels_path))

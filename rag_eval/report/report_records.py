@@ -12,7 +12,8 @@ from typing import Any
 from rag_eval.answers.answer_records import GenerationSection
 from rag_eval.attribution.records import AttributionRow, AttributionSection, FailureSplit, JudgeBrief, OutcomeShare
 from rag_eval.base_records import Figure, Model, Num, PairedComparison, StageReuse
-from rag_eval.judges.judge_records import Figures, JudgesSection, LabelledEstimate
+from rag_eval.judges.judge_records import Figures, JudgesSection
+from rag_eval.labels.label_records import LabelsSection
 from rag_eval.llm.usage import Usage
 from rag_eval.report.failures import CallFailures
 from rag_eval.retrievers.retrieval_records import RetrievalSection
@@ -100,36 +101,6 @@ class ComparisonSection(Model):
     comparisons: list[PairedComparison] = []
     disagreements: list[Disagreement] = []
     sequential: SequentialStop | None = None
-
-
-class LabelledFigure(Model):
-    """A judged figure with human labels: the labels alone and combined with the judge."""
-
-    ppi: LabelledEstimate | None = None
-    human: LabelledEstimate | None = None
-    label: str = ""
-    agreement_on_labelled: Num | None = None
-
-
-class LabelledDifference(Model):
-    """A prompt difference on a labelled figure (first minus second), paired PPI."""
-
-    metric: str = ""
-    a: str = ""
-    b: str = ""
-    ppi: LabelledEstimate | None = None
-    human: LabelledEstimate | None = None
-
-
-class LabelsSection(Model):
-    """What people labelled, and the prediction-powered figures from it."""
-
-    source: str = ""
-    answers_labelled: int = 0
-    per_column: dict[str, int] = {}
-    figures: dict[str, dict[str, LabelledFigure]] = {}
-    outcomes: dict[str, dict[str, LabelledFigure]] = {}
-    comparisons: list[LabelledDifference] = []
 
 
 class AdaptedJudge(Model):

@@ -42,6 +42,7 @@ def main() -> None:
     from rag_eval.labels.human import label_run
     from rag_eval.orchestration.runner import run_compare, run_retrieval
     from rag_eval.report.files import write_report
+    from rag_eval.report.report_records import Report
     from tests.conftest import SMALL_CORPUS, SMALL_QUESTIONS, write_jsonl
     from tests.scripted_server import ScriptedServer, judge_name, structured_reply
 
@@ -85,7 +86,7 @@ def main() -> None:
             w = csv.writer(fh)
             w.writerow(["question_id", "prompt", "correct", "faithful", "refused"])
             w.writerows([["q1", "a", "yes", "yes", "no"], ["q2", "a", "yes", "yes", "no"], ["q4", "a", "", "", "no"]])
-        report = json.loads((run_dir / "report.json").read_text())
+        report = Report.load(json.loads((run_dir / "report.json").read_text()))
         write_report(run_dir, label_run(report, run_dir, labels, 0.95))
         _keep(run_dir, "compare-labelled")
 
