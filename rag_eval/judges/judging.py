@@ -332,7 +332,7 @@ async def explain_shown(
     again with their reasons, where they were asked without; one answer's judges in a row, so its
     prompts follow the verdict requests' in the server's cache."""
     gens = {(g.question_id, g.prompt): g for g in generations}
-    todo = [(i, j) for i, j in enumerate(records) if j.question_id in wanted and j.details.get("reasons_deferred")]
+    todo = [(i, j) for i, j in enumerate(records) if j.question_id in wanted and j.typed_details.reasons_deferred]
     if not todo:
         return records
     out = list(records)
