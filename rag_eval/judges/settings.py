@@ -211,7 +211,7 @@ class JudgesConfig(Settings):
     metrics: list[str] = Field(
         default_factory=lambda: list(DEFAULT_METRICS),
         min_length=1,
-        description="judges to run: " + ", ".join(JUDGES),
+        description="judges to run: " + ", ".join(JUDGES.so_far()),  # plug-ins not read while the package imports
     )
     prompts_dir: str | None = Field(
         None, description="folder of the own judges' prompts; default: the prompts shipped with rag-eval"
@@ -273,7 +273,7 @@ class JudgesConfig(Settings):
     def _known_judges(cls, names: list[str]) -> list[str]:
         for n in names:
             if n not in JUDGES:
-                raise ValueError(f"unknown judge '{n}'; " + did_you_mean(n, tuple(JUDGES)))
+                raise ValueError(JUDGES.unknown(n))
         return list(dict.fromkeys(names))
 
     @model_validator(mode="after")

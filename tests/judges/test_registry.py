@@ -3,7 +3,10 @@ the test) runs in judge-check, in an audit and in compare, and decides attributi
 with no other file touched."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -23,6 +26,7 @@ from rag_eval.judges.registry import (
 )
 from rag_eval.orchestration.runner import run_audit, run_compare
 
+from ..conftest import ROOT
 from ..plugins import install, plugins_read_again
 from ..scripted_server import ScriptedServer, structured_reply
 
@@ -244,3 +248,27 @@ def test_a_judge_that_asks_no_model_runs_beside_the_scored_ones(project):
     }
     report = json.loads((run_dir / "report.json").read_text())
     assert "words" not in report["judges"]["calibration"] and "refusal" in report["judges"]["calibration"]
+
+
+def test_a_plugin_that_imports_rag_eval_is_read_after_the_package_imports(tmp_path, monkeypatch):
+    # Nothing reads the plug-ins while the package imports: a plug-in may import any of rag_eval.
+    site = tmp_path / "site"
+    install(
+        site,
+        monkeypatch,
+        """
+        [rag_eval.judges]
+        echoes = rag_eval_echo_full:ECHOES
+        """,
+        {
+            "rag_eval_echo_full": """
+                from rag_eval.config import AuditConfig  # the whole package, as a plug-in may
+                from rag_eval.judges.registry import Figure, JudgeSpec
+                ECHOES = JudgeSpec("echoes", ("question", "answer"), (Figure("echoes"),), family="plain")
+            """
+        },
+    )
+    code = "import rag_eval.cli; from rag_eval.judges.registry import JUDGES; print('echoes' in JUDGES)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "True\n"), proc.stderr[-2000:]
