@@ -11,7 +11,7 @@ from rag_eval.labels.human import labelled_line
 from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.formatting import fmt
 from rag_eval.report.report_records import Report, Summary
-from rag_eval.rundir import RunFailures, read_status
+from rag_eval.rundir import RunFailures, read_report_json, read_status
 from rag_eval.view.labels_file import label_counts, labels_path, read_rows
 
 HEADLINES_SHOWN = 6
@@ -169,6 +169,6 @@ def load_report(run_dir: Path) -> Report:
     mtime = path.stat().st_mtime
     got = _reports.get(path)
     if got is None or got[0] != mtime:
-        got = (mtime, Report.load(json.loads(path.read_text(encoding="utf-8"))))
+        got = (mtime, Report.load(read_report_json(run_dir)))
         _reports[path] = got
     return got[1].model_copy(deep=True)
