@@ -1,4 +1,6 @@
-"""rag-eval from Python: the same stages as the CLI, returning results with pandas views.
+"""rag-eval from Python: the work of every command (each command of the CLI is one of these calls
+plus printing), returning typed records with pandas views. An audit returns the ``Result`` that
+``read_run`` reads back from its folder later.
 
 A config may be a path to a YAML file, a dict of the same shape, or an ``AuditConfig``. The corpus
 and the test set may come from the config's files or be passed as lists of dicts, pandas

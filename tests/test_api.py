@@ -44,7 +44,7 @@ def test_audit_from_dataframes_equals_the_run_from_files(small_project, tmp_path
     )
     (small_project / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
     assert main(["-q", "retrieval", str(small_project / "audit.yaml")]) == 0
-    from_files = rag_eval.load_run(next((small_project / "runs").iterdir()))
+    from_files = rag_eval.read_run(next((small_project / "runs").iterdir()))
 
     df = result.retrieval_df()
     assert len(df) == 6 and set(df["retriever"]) == {"bm25", "dense"}
@@ -86,7 +86,7 @@ def test_api_errors_name_the_row_and_the_key(tmp_path):
         rag_eval.retrieval({**CONFIG, "corpus": {"source": "given"}}, test_set=SMALL_QUESTIONS)
     assert "needs the corpus passed from Python" in err.value.render()
     with pytest.raises(rag_eval.DataError) as err:
-        rag_eval.load_run(tmp_path)
+        rag_eval.read_run(tmp_path)
     assert "not a finished rag-eval run folder" in err.value.render()
     # The function names survive the import of the submodules of the same name.
     importlib.import_module("rag_eval.retrievers.bm25")
