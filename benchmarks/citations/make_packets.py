@@ -175,7 +175,8 @@ def measure(run_dirs: list[Path], out: Path | None, version: str = "shipped", pr
     rows = {}
     for name, run_dir in newest_runs(run_dirs).items():
         c = Corpus(name, run_dir)
-        cite = cites = declined = plain_declined = plain_refused = both = 0
+        cite = cites = declined = plain_declined = plain_refused = both = copied = 0
+        example = (prompt or HERE.parents[1] / "prompts" / "answer_cite.md").read_text()
         for g in c.answers:
             if g.get("error"):
                 continue
@@ -183,6 +184,8 @@ def measure(run_dirs: list[Path], out: Path | None, version: str = "shipped", pr
             read = read_citations(g["answer"] or "", chunks)
             cite += 1
             cites += any(s.cited for s in read.sentences)
+            # A sentence of the prompt's own example answer written again: the model copied it.
+            copied += any(len(s.text.split()) >= 4 and s.text.rstrip(".") in example for s in read.sentences)
             d = declines(g["answer"], chunks)
             declined += d
             p = plain.get((name, g["question_id"]))
@@ -195,6 +198,7 @@ def measure(run_dirs: list[Path], out: Path | None, version: str = "shipped", pr
             "part": PARTS[name],
             "answers": cite,
             "with_citations": cites,
+            "copied_the_example": copied,
             "declined": declined,
             "plain_answers": both,
             "plain_declined": plain_declined,
@@ -206,6 +210,7 @@ def measure(run_dirs: list[Path], out: Path | None, version: str = "shipped", pr
         for k in (
             "answers",
             "with_citations",
+            "copied_the_example",
             "declined",
             "plain_answers",
             "plain_declined",
