@@ -68,7 +68,8 @@ class RetrievalSection(Model):
 class RetrievedChunk(Model):
     id: str = ""
     score: float = 0.0
-    grade: int = 0
+    # Graded relevance: a quote cut by a chunk boundary grades each chunk by its share (0.43).
+    grade: int | float = 0
 
 
 class QuestionRecord(Model):
@@ -82,7 +83,7 @@ class QuestionRecord(Model):
     labels: Any = None
     first_relevant_rank: int | None = None
     miss: bool = False
-    relevant: dict[str, int] = {}
+    relevant: dict[str, int | float] = {}
     retrieved: list[RetrievedChunk] = []
     diagnosis: Cause | None = None
     metrics: dict[str, float] | None = None
