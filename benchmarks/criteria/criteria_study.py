@@ -35,6 +35,7 @@ import os
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -73,9 +74,12 @@ JUDGED = RESULTS / "judged.jsonl"
 USAGE = ("calls", "cache_hits", "prompt_tokens", "prompt_evaluated", "prompt_reused", "completion_tokens", "model_ms")
 RESULT = RESULTS / "result.json"
 HALVES = 2
+MIN_PART = 10  # a criterion is measured once each part has this many judged answers
 CRITERIA = ("names_api", "quotes_context", "only_asked")
-# The short criteria first (one pass over the answers), then the one that reads the contexts.
-ORDER = (("names_api", "only_asked"), ("quotes_context",))
+# One criterion over every answer before the next: the visible one, the one that reads the
+# contexts, then the judgement one (on a machine this slow a run stops before the end; the
+# criteria the target names come first).
+ORDER = (("names_api",), ("quotes_context",), ("only_asked",))
 KIND = {"names_api": "visible", "quotes_context": "context", "only_asked": "judgement"}
 NS = (0, 10, 20, 30)
 HOWS = ("both", "cutoff")
@@ -112,15 +116,14 @@ def packets() -> None:
 
 
 def labels() -> dict[str, dict[str, bool]]:
-    """The readers' labels by packet: each criterion's yes (passes) or no. SystemExit until every
-    packet is labelled (no judge runs on the answers before)."""
+    """The readers' labels by packet: each criterion's yes (passes) or no; only the packets labelled
+    so far (no judge runs on an answer before its label exists)."""
     found: dict[str, dict[str, bool]] = {}
     for path in sorted((DATA / "labels").glob("labels-*.jsonl")):
         for r in _jsonl(path):
             found[r["packet_id"]] = {c: str(r[c]).strip().lower() == "yes" for c in CRITERIA}
-    missing = [p["packet_id"] for p in _jsonl(PACKETS) if p["packet_id"] not in found]
-    if missing:
-        raise SystemExit(f"{len(missing)} packets are not labelled yet (first: {missing[0]}): no judge runs before")
+    if not found:
+        raise SystemExit("no packet is labelled yet: no judge runs before its labels exist")
     return found
 
 
@@ -179,11 +182,14 @@ def judge(minutes: float | None) -> None:
     """Each criterion on every packet, once (the response cache keeps every request, so a rerun
     continues where one stopped), appended to ``results/judged.jsonl``; ``minutes``: stop asking
     after this long (what was asked is kept)."""
-    labels()  # the labels exist before any judge runs
+    labelled = labels()
     load_config(CONFIG)  # registers the criteria
     # The verdict alone: what an audit asks of a decision whose reason no reader is shown.
     REASONS_WANTED.set(False)
-    rows = _jsonl(PACKETS)
+    every = _jsonl(PACKETS)
+    # Only the answers already labelled: no judge runs on an answer before its label exists.
+    rows = [p for p in every if p["packet_id"] in labelled]
+    print(f"{len(rows)} of {len(every)} packets labelled: judging those")
     RESULTS.mkdir(parents=True, exist_ok=True)
     done = {(r["packet_id"], r["criterion"]) for r in _jsonl(JUDGED)} if JUDGED.exists() else set()
     stop_at = time.time() + 60 * minutes if minutes else None
@@ -197,7 +203,7 @@ def judge(minutes: float | None) -> None:
     judged = _jsonl(JUDGED)
     info = {"model": identity, "machine": machine(), "commit": commit(), "judged": len(judged)}
     (RESULTS / "judged-run.json").write_text(json.dumps(info, indent=1) + "\n")
-    print(f"{len(judged)} of {len(rows) * len(CRITERIA)} decisions in {JUDGED.relative_to(ROOT)}")
+    print(f"{len(judged)} of {len(every) * len(CRITERIA)} decisions in {JUDGED.relative_to(ROOT)}")
 
 
 # -- the analysis (no model) ---------------------------------------------------------------------
@@ -294,18 +300,24 @@ def analyse(draws: int) -> dict:
 
     load_config(CONFIG)
     judged = _jsonl(JUDGED)
-    run = json.loads((RESULTS / "judged-run.json").read_text())
+    info = RESULTS / "judged-run.json"  # written when a judge run ends
+    run = json.loads(info.read_text()) if info.exists() else {"model": None, "machine": None, "commit": None}
     key = json.loads((REAL / "packet-key.json").read_text())
     truth_all = labels()
     for r in judged:
         corpus = _corpus(r["packet_id"], key)
         r.update(corpus=corpus, part=PARTS[corpus], question=f"{corpus}/{key[r['packet_id']].split('/')[-1]}")
-    results, parts = [], {}
+    results, parts, measured, not_measured = [], {}, [], {}
     for name in CRITERIA:
-        rows = [r for r in judged if r["criterion"] == name and r["p_pass"] is not None]
+        rows = [r for r in judged if r["criterion"] == name and r["p_pass"] is not None and r["packet_id"] in truth_all]
         truth = {pid: t[name] for pid, t in truth_all.items()}
         cal = [r for r in rows if r["part"] == "calibration"]
         held = [r for r in rows if r["part"] == "heldout"]
+        if len(cal) < MIN_PART or len(held) < MIN_PART:
+            # Judged on too few answers so far (the run stopped): no figure.
+            not_measured[name] = {"calibration": len(cal), "heldout": len(held)}
+            continue
+        measured.append(name)
         parts[name] = {
             part: {
                 "answers": len(mine),
@@ -317,12 +329,14 @@ def analyse(draws: int) -> dict:
         }
         for n in NS:
             for how in ("shipped",) if n == 0 else HOWS:
-                counts, cutoffs, bands = [], [], []
+                counts, cutoffs, bands, at_cut = [], [], [], []
                 for d in range(1 if n == 0 else draws):
                     chosen = draw(cal, n, seed=[48, n, d]) if n else set()
                     items = [_item(r, truth[r["packet_id"]]) for r in cal if r["packet_id"] in chosen]
                     decider = adapt(SHIPPED, items, how, judge=name) if n else SHIPPED
                     counts.append(evaluate(decider, held, truth))
+                    # Every answer decided at the cut-off, no band: what the band buys.
+                    at_cut = [*at_cut, evaluate(replace(decider, band=None), held, truth)[0] / max(len(held), 1)]
                     cutoffs.append(decider.cutoff)
                     bands.append(decider.band)
                 results.append(
@@ -332,6 +346,7 @@ def analyse(draws: int) -> dict:
                         "n": n,
                         "how": how,
                         **_figures(counts),
+                        "accuracy_without_band": float(np.mean(at_cut)),
                         "cutoff_median": float(np.median(cutoffs)),
                         "band_median": [
                             float(np.median([b[0] for b in bands])),
@@ -358,8 +373,10 @@ def analyse(draws: int) -> dict:
         "usage": usage,
         "judged_on": {"machine": run["machine"], "commit": run["commit"]},
         "results": results,
-        "at_20": {name: by[(name, "both", 20)] for name in CRITERIA},
-        "at_0": {name: by[(name, "shipped", 0)] for name in CRITERIA},
+        "measured": measured,
+        "not_measured": not_measured,
+        "at_20": {name: by[(name, "both", 20)] for name in measured},
+        "at_0": {name: by[(name, "shipped", 0)] for name in measured},
         "analysed": {"machine": machine(), "commit": commit()},
     }
 
@@ -380,7 +397,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         result = analyse(args.draws)
         RESULT.write_text(json.dumps(result, indent=1) + "\n")
-        for name in CRITERIA:
+        for name in result["measured"]:
             for n in NS:
                 r = (
                     result["at_0"][name]
