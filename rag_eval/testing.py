@@ -45,7 +45,7 @@ def assert_gates(result: Result, gates: dict[str, str] | None = None) -> None:
     with criteria_registered(criteria_of(result.typed_report)):
         results = result.gates(gates)
         failed = [r for r in results if not r.passed]
-        body = "\n".join(describe_failure(r, result.summary, result.report, result.run_dir) for r in failed)
+        body = "\n".join(describe_failure(r, result.summary_json, result.report, result.run_dir) for r in failed)
     if failed:
         raise GateFailure(f"{len(failed)} of {len(results)} rag-eval gates failed ({result.run_dir}):\n{body}")
 

@@ -29,7 +29,7 @@ from run_info import commit, machine  # noqa: E402
 
 from rag_eval.llm.client import LLM  # noqa: E402
 from rag_eval.llm.response_cache import ResponseCache  # noqa: E402
-from rag_eval.llm.settings import LLMConfig
+from rag_eval.llm.settings import LLMConfig  # noqa: E402
 from tests.scripted_server import ScriptedServer  # noqa: E402
 
 CALLS, CONCURRENCY, LATENCY = 200, 16, 0.3

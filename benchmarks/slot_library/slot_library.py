@@ -33,7 +33,7 @@ from run_info import commit, machine  # noqa: E402
 
 from rag_eval.llm.schedule import prompt_text  # noqa: E402
 from rag_eval.llm.session import LLMSession  # noqa: E402
-from rag_eval.llm.settings import LLMConfig
+from rag_eval.llm.settings import LLMConfig  # noqa: E402
 
 
 def by_question(requests: list[dict]) -> tuple[list[dict], list[dict]]:

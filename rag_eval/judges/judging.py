@@ -340,7 +340,7 @@ async def explain_shown(
     async def one(i: int, j: Judgement) -> tuple[int, Judgement]:
         g, q = gens[(j.question_id, j.prompt)], by_id[j.question_id]
         contexts = judged_contexts(corpus, g.contexts, max_chars)
-        return i, await jr.run(j.judge, q, j.prompt, g.answer, contexts, explain=True)
+        return i, await jr.run(j.judge, q, j.prompt, g.answer or "", contexts, explain=True)
 
     async for i, j in track_async([one(i, j) for i, j in todo], "quoting the reasons shown"):
         out[i] = j

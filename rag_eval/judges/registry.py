@@ -52,7 +52,6 @@ class Figure:
         v = (getattr(j, "details", None) or {}).get(self.detail) if self.detail else j.score
         return None if v is None else float(v)
 
-
     @property
     def comparison_name(self) -> str:
         """The name of the paired comparison, where higher is always better."""
