@@ -219,6 +219,14 @@ def judge_name(body: dict) -> str | None:
     return f"{name} reason" if forced and name else name
 
 
+def asks_verdict_only(body: dict) -> bool:
+    """Whether a judge request asks the verdict alone (the judging stage's first question), not the
+    verdict with its reason (asked again, later, for the answers a reader is shown)."""
+    from rag_eval.judges.yesno import VERDICT_TOKENS
+
+    return body.get("max_tokens") == VERDICT_TOKENS
+
+
 def main(argv: list[str] | None = None) -> None:
     """Stand in for llama-server (``--port N``, other arguments ignored) in tests that count starts
     and calls: appends a line to ``$SCRIPTED_SERVER_STARTS`` when it starts, replies like
