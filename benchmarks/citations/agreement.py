@@ -38,6 +38,7 @@ from rag_eval.judges.registry import Inputs
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.session import LLMSession
 from rag_eval.llm.settings import LLMConfig
+from rag_eval.stats import wilson_interval
 from rag_eval.types import Chunk
 
 HERE = Path(__file__).resolve().parent
@@ -109,6 +110,16 @@ def share(hits: int, n: int) -> float | None:
     return round(hits / n, 4) if n else None
 
 
+def interval(hits: int, n: int) -> list[float] | None:
+    """The Wilson 95% interval of a share (sentences of one answer are not independent: the
+    interval is narrower than a clustered one would be, which the validation page says)."""
+    if not n:
+        return None
+    est = wilson_interval(hits, n)
+    assert est.ci_low is not None and est.ci_high is not None
+    return [round(float(est.ci_low), 4), round(float(est.ci_high), 4)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", type=Path, help="write the figures here")
@@ -151,18 +162,28 @@ def main(argv: list[str] | None = None) -> int:
     for name, d in parts.items():
         decided = [(a, b) for a, b in d["support"] if a is not None]
         answers = [(a, b) for a, b in d["answers"] if a in ("cited", "miscited", "uncited", "unsupported")]
+        support_hits = sum(a == b for a, b in decided)
+        precision_hits = sum(a == b for a, b in d["precision"])
+        miscited_hits = sum((a == "miscited") == (b == "miscited") for a, b in answers)
+        uncited_hits = sum((a == "uncited") == (b == "uncited") for a, b in answers)
         result["parts"][name] = {
             "sentences": len(d["support"]),
-            "support_agreement": share(sum(a == b for a, b in decided), len(decided)),
+            "sentences_decided": len(decided),
+            "support_agreement": share(support_hits, len(decided)),
+            "support_agreement_interval": interval(support_hits, len(decided)),
             "uncertain_share": share(len(d["support"]) - len(decided), len(d["support"])),
             "citations": len(d["precision"]),
-            "precision_agreement": share(sum(a == b for a, b in d["precision"]), len(d["precision"])),
+            "precision_agreement": share(precision_hits, len(d["precision"])),
+            "precision_agreement_interval": interval(precision_hits, len(d["precision"])),
             "answers": len(d["answers"]),
             "answers_uncertain": len(d["answers"]) - len(answers),
-            "miscited_agreement": share(sum((a == "miscited") == (b == "miscited") for a, b in answers), len(answers)),
-            "uncited_agreement": share(sum((a == "uncited") == (b == "uncited") for a, b in answers), len(answers)),
+            "miscited_agreement": share(miscited_hits, len(answers)),
+            "miscited_agreement_interval": interval(miscited_hits, len(answers)),
+            "uncited_agreement": share(uncited_hits, len(answers)),
+            "uncited_agreement_interval": interval(uncited_hits, len(answers)),
             "moved": len(d["moved"]),
             "moved_found": share(sum(d["moved"]), len(d["moved"])),
+            "moved_found_interval": interval(sum(d["moved"]), len(d["moved"])),
             "seconds_per_cited_answer": round(sum(d["seconds"]) / len(d["seconds"]), 1) if d["seconds"] else None,
         }
     print(json.dumps(result["parts"], indent=1))
