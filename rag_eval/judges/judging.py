@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -393,6 +394,52 @@ def _blend_text(scored: ScoredJudges, name: str) -> str | None:
     return "; ".join(f"{v}: {d}" for v, d in shown.items())
 
 
+@dataclass(frozen=True)
+class FirstJudge:
+    """A run's verdicts as the first judge alone left them (each escalated record restored from
+    ``details.escalation.first_record``), and the judged figures they aggregate to."""
+
+    records: list[Judgement]
+    figures: Figures
+
+
+@dataclass(frozen=True)
+class JudgedFigures:
+    """What the judging stage's verdicts aggregate to (``aggregate``): the judged figures, and where
+    an escalation ran, the verdicts and figures without it (the report's escalation section)."""
+
+    figures: Figures
+    without_escalation: FirstJudge | None = None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What the judging stage returns: the verdicts, what it reused and decided with, and their figures."""
+
+    records: list[Judgement]
+    info: JudgingInfo
+    figures: JudgedFigures
+
+
+def judged_figures(
+    cfg: AuditConfig,
+    questions: list[Question],
+    judgements: list[Judgement],
+    weights: dict[str, float] | None = None,
+    *,
+    escalated: bool = False,
+) -> JudgedFigures:
+    """The judged figures of ``judgements`` (``aggregate``), and with ``escalated`` (an escalation ran)
+    the first judge's verdicts and their figures beside them; ``weights``: see ``aggregate``."""
+    if not escalated:
+        return JudgedFigures(aggregate(cfg, questions, judgements, weights))
+    first = [Judgement.from_dict(first_pass(j.to_dict())) for j in judgements]
+    return JudgedFigures(
+        aggregate(cfg, questions, judgements, weights),
+        FirstJudge(first, aggregate(cfg, questions, first, weights)),
+    )
+
+
 def run_judging(
     cfg: AuditConfig,
     corpus: Corpus,
@@ -401,8 +448,10 @@ def run_judging(
     session,
     run_dir: Path,
     shown: Callable[[list[Judgement]], set[str]] | None = None,
-) -> tuple[list[Judgement], JudgingInfo]:
-    """Judgements of every answer, and what a resumed run reused; ``shown``: see ``judge_all``."""
+    weights: dict[str, float] | None = None,
+) -> Judged:
+    """Judgements of every answer, what a resumed run reused, and the figures they aggregate to
+    (``weights``: each question's sampling weight); ``shown``: see ``judge_all``."""
     answers = [Answer.load(g) for g in generations]
     jc = required(cfg.judges, "the config's judges section")
 
@@ -415,7 +464,10 @@ def run_judging(
         finally:
             await session.aclose()
 
-    return asyncio.run(main())
+    records, info = asyncio.run(main())
+    return Judged(
+        records, info, judged_figures(cfg, questions, records, weights, escalated=info.escalation is not None)
+    )
 
 
 def aggregate(

@@ -223,12 +223,29 @@ def judge_stage(audit: Audit, got: Answered) -> Report:
         say(f"uncertain decisions are then asked again of {esc.llm.model or esc.llm.provider} ({cap})")
     answers: list[Answer | dict[str, Any]] = list(got.answers)
     with plan(calls=calls, decisions=len(got.answers) * len(jc.metrics)):
-        judgements, info = run_judging(
-            cfg, got.corpus, got.questions, answers, audit.session, audit.run_dir, shown_questions(cfg, got)
+        judged = run_judging(
+            cfg,
+            got.corpus,
+            got.questions,
+            answers,
+            audit.session,
+            audit.run_dir,
+            shown_questions(cfg, got),
+            weights=got.weights,
         )
-    audit.say_reuse("judgements", info.reused, info.redone)
-    retrieved = got.retrieved or retrieved_by_recall(jc.deciding("retrieval"), judgements)
-    add_judging(report, cfg, got.questions, got.answers, judgements, retrieved, reuse=info, weights=got.weights)
+    audit.say_reuse("judgements", judged.info.reused, judged.info.redone)
+    retrieved = got.retrieved or retrieved_by_recall(jc.deciding("retrieval"), judged.records)
+    add_judging(
+        report,
+        cfg,
+        got.questions,
+        got.answers,
+        judged.records,
+        retrieved,
+        figures=judged.figures,
+        reuse=judged.info,
+        weights=got.weights,
+    )
     if jc.labels:
         report = label_run(report, audit.run_dir, cfg.resolve_path(jc.labels), cfg.stats.confidence)
     return report

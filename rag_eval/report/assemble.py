@@ -22,10 +22,9 @@ from rag_eval.attribution.records import (
 from rag_eval.base_records import Figure, PairedComparison, required
 from rag_eval.config import AuditConfig
 from rag_eval.judges.criteria import half_width_for, labels_for
-from rag_eval.judges.escalation import without_escalation
 from rag_eval.judges.judge_records import CriterionSection, EscalationSection, JudgesSection, JudgingInfo
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.judging import aggregate
+from rag_eval.judges.judging import JudgedFigures
 from rag_eval.judges.registry import FAITHFUL_SHARE
 from rag_eval.llm.usage import Usage
 from rag_eval.report.quotes import row_evidence
@@ -327,12 +326,13 @@ def add_judging(
     judgements: list[Judgement],
     retrieved: Retrieved,
     *,
+    figures: JudgedFigures,
     reuse: JudgingInfo | dict | None = None,
     weights: dict[str, float] | None = None,
 ) -> Report:
-    """The judges section (figures aggregated from the verdicts, kept typed) and attribution, added
-    to ``report``; ``reuse`` is what the judging stage returned beside the verdicts (calibration,
-    escalation); ``weights`` the sampling weight of each question."""
+    """The judges section (the figures the judging stage aggregated, ``figures``, kept typed) and
+    attribution, added to ``report``; ``reuse`` is what the judging stage returned beside the
+    verdicts (calibration, escalation); ``weights`` the sampling weight of each question."""
     jc, reuse = cfg.judges, JudgingInfo.load(reuse or {})
     assert jc is not None  # judging runs only with a judges section
     report.judges = JudgesSection(
@@ -344,7 +344,7 @@ def add_judging(
         ragas_agreement=reuse.ragas_agreement,
         same_model=cfg.generation is not None and _same_model(cfg),
         weighted=bool(weights),
-        figures=aggregate(cfg, questions, judgements, weights),
+        figures=figures.figures,
         records=judgements,
     )
     criteria = criteria_section(cfg, report.judges)
@@ -352,18 +352,15 @@ def add_judging(
         report.judges.criteria = criteria
     report.attribution = attribution_section(cfg, questions, generations, judgements, retrieved)
     if reuse.escalation is not None:
+        # What the escalation did and cost, with the figures and outcome shares as the first judge alone left them.
+        first = required(figures.without_escalation, "the judged figures without escalation")
+        shares = attribution_section(cfg, questions, generations, first.records, retrieved).shares
         report.judges.escalation = EscalationSection.load(
-            without_escalation(
-                reuse.escalation,
-                [j.to_dict() for j in judgements],
-                lambda js: dump_figures(aggregate(cfg, questions, [Judgement.from_dict(j) for j in js], weights)),
-                lambda js: {
-                    p: {o: s.dump() for o, s in sh.items()}
-                    for p, sh in attribution_section(
-                        cfg, questions, generations, [Judgement.from_dict(j) for j in js], retrieved
-                    ).shares.items()
-                },
-            )
+            {
+                **reuse.escalation,
+                "figures_without": dump_figures(first.figures),
+                "outcomes_without": {p: {o: s.dump() for o, s in sh.items()} for p, sh in shares.items()},
+            }
         )
     return report
 

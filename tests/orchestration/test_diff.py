@@ -331,6 +331,7 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     from rag_eval.data.inputs import load_inputs
     from rag_eval.hashing import inputs_hash
     from rag_eval.judges.judgement import Judgement
+    from rag_eval.judges.judging import judged_figures
     from rag_eval.orchestration.sources import retrieval_report
     from rag_eval.report.assemble import add_judging, generation_section, retrieved_in_top_k
     from rag_eval.report.files import write_report
@@ -378,7 +379,14 @@ def judged_run(folder: Path, name: str, answers: dict[str, tuple[str, str]], agr
     calibration = {"correctness": {"cutoff": 0.5, "cutoffs": {"correct": 0.5}, "calibrated": True, "agreement": agree}}
     reuse = {"calibration": calibration if agreement is not None else {}}
     add_judging(
-        report, cfg, res.questions, report.generation.records, judgements, retrieved_in_top_k(cfg, res), reuse=reuse
+        report,
+        cfg,
+        res.questions,
+        report.generation.records,
+        judgements,
+        retrieved_in_top_k(cfg, res),
+        figures=judged_figures(cfg, res.questions, judgements),
+        reuse=reuse,
     )
     report.judges.same_model = False
     write_report(run_dir, report)

@@ -6,6 +6,7 @@ import json
 from rag_eval.answers.answer_records import Answer
 from rag_eval.config import config_from_dict
 from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.judging import judged_figures
 from rag_eval.report.assemble import add_judging, retrieved_by_recall, summary, supplied_report
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report
@@ -46,7 +47,13 @@ def _supplied(tmp_path):
     ]
     report = supplied_report(cfg, len(answers), "context_recall_yesno")
     return add_judging(
-        report, cfg, questions, answers, judgements, retrieved_by_recall("context_recall_yesno", judgements)
+        report,
+        cfg,
+        questions,
+        answers,
+        judgements,
+        retrieved_by_recall("context_recall_yesno", judgements),
+        figures=judged_figures(cfg, questions, judgements),
     )
 
 
