@@ -6,37 +6,78 @@ from __future__ import annotations
 
 import re
 from html import escape
+from typing import Any
 
 from rag_eval.attribution.records import JudgeBrief, Quote
+from rag_eval.base_records import Model
 
 QUOTES_SHOWN = 4  # quotes listed per judge in a failed question (a statement judge may have 8)
+
+
+class _Evidence(Model):
+    """A reason's evidence as a judgement's details hold it (its quotes kept as written)."""
+
+    shown: Any = None
+    quotes: list[Any] | None = None
+
+
+class _Statement(Model):
+    """One statement of a statement judge's details, as far as the report row reads it."""
+
+    statement: Any = None
+    supported: Any = None
+    evidence: _Evidence | None = None
+
+
+class _RowDetails(Model):
+    """What a report row reads of a judgement's ``details`` (any kind of judge): the model's word,
+    the reason's evidence, each statement's or context's."""
+
+    model_said: Any = None
+    evidence: _Evidence | None = None
+    statements: list[_Statement] | None = None
+    contexts: list[_Evidence] | None = None
+
+
+def _held(m: Model | None) -> bool:
+    """Whether a record read from a dict held any key (an empty dict reads as nothing)."""
+    return m is not None and bool(m.model_fields_set or m.model_extra)
 
 
 def row_evidence(j: dict) -> dict:
     """What a report row keeps of a judgement's evidence: the model's word, the quotes of its
     reason (each statement's or context's too), and how the shown reason was made."""
-    d = j.get("details") or {}
+    return details_evidence(j.get("details"))
+
+
+def details_evidence(details: dict | None) -> dict:
+    """``row_evidence`` of a judgement's ``details`` dict."""
+    d = _RowDetails.model_validate(details or {})
     out: dict = {}
-    if "model_said" in d:
-        out["model_said"] = d["model_said"]
-    ev = d.get("evidence")
-    if ev:
-        out["evidence"] = {"shown": ev.get("shown"), "quotes": ev.get("quotes") or []}
-    parts = d.get("statements") or []
-    if parts and any("evidence" in s for s in parts):
-        out["parts"] = [
-            {
-                "text": s["statement"],
-                "decided": "supported" if s.get("supported") else "not supported",
-                "quotes": (s.get("evidence") or {}).get("quotes") or [],
-            }
-            for s in parts
-        ]
-    elif d.get("contexts"):
-        out["parts"] = [
-            {"text": f"context {i + 1}", "decided": None, "quotes": e.get("quotes") or []}
-            for i, e in enumerate(d["contexts"])
-        ]
+    if "model_said" in d.model_fields_set:
+        out |= {"model_said": d.model_said}
+    ev = d.evidence
+    if ev is not None and _held(ev):
+        out |= {"evidence": {"shown": ev.shown, "quotes": ev.quotes or []}}
+    parts = d.statements or []
+    if parts and any("evidence" in s.model_fields_set for s in parts):
+        out |= {
+            "parts": [
+                {
+                    "text": s.statement,
+                    "decided": "supported" if s.supported else "not supported",
+                    "quotes": (s.evidence.quotes if s.evidence is not None else None) or [],
+                }
+                for s in parts
+            ]
+        }
+    elif d.contexts:
+        out |= {
+            "parts": [
+                {"text": f"context {i + 1}", "decided": None, "quotes": e.quotes or []}
+                for i, e in enumerate(d.contexts)
+            ]
+        }
     return out
 
 
