@@ -31,9 +31,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from rag_eval.base_records import Model, Num
 from rag_eval.calibration.lexical import Blend
 from rag_eval.judges.registry import CRITERION_TARGET, JUDGES
 
@@ -54,10 +56,18 @@ PRIORS: dict[str, tuple[float, float]] = {
 }
 
 
-def priors_for(judge: str | None) -> dict[str, float]:
+@dataclass(frozen=True)
+class Priors:
+    """How strongly an adaptation keeps the shipped cut-off and blend weights (normal priors' sd)."""
+
+    prior_cutoff: float
+    prior_weights: float
+
+
+def priors_for(judge: str | None) -> Priors:
     """The prior strengths of one judge (a prompt variant's judge), else the defaults."""
     pc, pw = PRIORS.get(judge or "", (PRIOR_CUTOFF, PRIOR_WEIGHTS))
-    return {"prior_cutoff": pc, "prior_weights": pw}
+    return Priors(pc, pw)
 
 
 def _logit(p: float) -> float:
@@ -149,18 +159,33 @@ class Decider:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Decider:
-        band = d.get("band")
+    def from_dict(cls, d: dict[str, Any] | SavedDecider) -> Decider:
+        saved = SavedDecider.load(d)
+        band = saved.band
         return cls(
-            Blend.from_dict(d["blend"]) if d.get("blend") else None,
-            float(d["cutoff"]),
+            Blend.from_dict(saved.blend) if saved.blend else None,
+            float(saved.cutoff),
             (float(band[0]), float(band[1])) if band else None,
-            d.get("threshold"),
-            int(d.get("labels", 0)),
-            str(d.get("how", "shipped")),
-            float(d.get("shift", 0.0)),
-            dict(d.get("notes") or {}),
+            saved.threshold,
+            int(saved.labels),
+            str(saved.how),
+            float(saved.shift),
+            dict(saved.notes or {}),
         )
+
+
+class SavedDecider(Model):
+    """A decider as a file keeps it (``Decider.to_dict``, e.g. ``adaptations.json``); what older
+    entries lacked defaults to the shipped decider's."""
+
+    blend: dict[str, Any] | None = None
+    cutoff: Num
+    band: list[Num] | None = None
+    threshold: Num | None = None
+    labels: Num = 0
+    how: str = "shipped"
+    shift: Num = 0.0
+    notes: dict[str, Any] | None = None
 
 
 def answer_logodds(probs: Sequence[float], threshold: float | None) -> float:
@@ -237,8 +262,8 @@ def adapt(
     """``shipped`` adapted to the labelled items (those with ``positive`` set), as ``how`` says;
     the priors given, else ``judge``'s (``priors_for``)."""
     defaults = priors_for(judge)
-    prior_cutoff = defaults["prior_cutoff"] if prior_cutoff is None else prior_cutoff
-    prior_weights = defaults["prior_weights"] if prior_weights is None else prior_weights
+    prior_cutoff = defaults.prior_cutoff if prior_cutoff is None else prior_cutoff
+    prior_weights = defaults.prior_weights if prior_weights is None else prior_weights
     if how not in HOW:
         raise ValueError(f"how must be one of {', '.join(HOW)}, not {how!r}")
     items = [i for i in labelled if i.positive is not None]

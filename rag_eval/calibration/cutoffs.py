@@ -13,9 +13,11 @@ import json
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from rag_eval.base_records import Model, Num, required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.lexical import Blend
 from rag_eval.judges.registry import prompt_files, variants
@@ -56,15 +58,40 @@ def saved() -> dict:
     return {**_read(files("rag_eval.calibration").joinpath(SHIPPED)), **_read(user_path())}
 
 
+class SavedCalibration(Model):
+    """One saved calibration (an entry of ``calibrations.json``): a judge prompt's cut-off with its
+    band and blend (``judge-check --save``), or only the measured agreement (a Ragas metric's).
+    Keys an entry lacks are None; the ones not named here (the cases, the band's figures) are kept."""
+
+    cutoff: Num | None = None
+    blend: dict[str, Any] | None = None
+    band: list[Num] | None = None
+    band_target: Num | None = None
+    fitted_on: str | None = None
+    agreement: dict[str, Any] | None = None
+    accuracy_out_of_fold: Num | None = None
+    n: Num | None = None
+    sources: list[str] | None = None
+
+
+def saved_calibrations() -> dict[str, SavedCalibration]:
+    """Every saved calibration (``saved``), each read as a record."""
+    return {k: SavedCalibration.model_validate(e) for k, e in saved().items()}
+
+
 def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dict[str, float], dict[str, bool]]:
     """(cut-off per judge, whether it is calibrated) for every scored judge with a saved calibration
     for this model and its current prompt; the config's ``judges.cutoffs`` win."""
-    table = saved()
+    table = saved_calibrations()
     cutoffs, calibrated = {}, {}
     for judge in prompt_files():
-        entry = table.get(key(identity, judge, scored.prompt_hash(judge)))
+        k = key(identity, judge, scored.prompt_hash(judge))
+        entry = table.get(k)
         if entry is not None:
-            cutoffs[judge], calibrated[judge] = float(entry["cutoff"]), True
+            cutoffs[judge], calibrated[judge] = (
+                float(required(entry.cutoff, f"the saved calibration {k}'s cutoff")),
+                True,
+            )
     for judge, cut in overrides.items():
         # A judge's name sets every variant of it that the config does not name itself.
         for name in [v for v in variants(judge) if v == judge or v not in overrides] or [judge]:
@@ -75,29 +102,29 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
 def blends_for(identity: str, scored) -> dict[str, Blend]:
     """The saved blend of the model's probability with word evidence (``lexical.py``) of every
     scored judge that has one for this model and its current prompt."""
-    table = saved()
+    table = saved_calibrations()
     out = {}
     for judge in prompt_files():
-        entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or {}
-        if entry.get("blend"):
-            out[judge] = Blend.from_dict(entry["blend"])
+        entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or SavedCalibration()
+        if entry.blend:
+            out[judge] = Blend.from_dict(entry.blend)
     return out
 
 
 def agreement_for(identity: str, scored) -> dict[str, dict]:
     """The measured agreement with human labels (accuracy, n, where measured) of each scored judge
     with a saved calibration for this model and its current prompt."""
-    table = saved()
+    table = saved_calibrations()
     out = {}
     for judge in prompt_files():
-        entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or {}
-        if "agreement" in entry:
-            out[judge] = entry["agreement"]
-        elif entry.get("accuracy_out_of_fold") is not None:
+        entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or SavedCalibration()
+        if entry.agreement is not None:
+            out[judge] = entry.agreement
+        elif entry.accuracy_out_of_fold is not None:
             out[judge] = {
-                "accuracy": entry["accuracy_out_of_fold"],
-                "n": entry.get("n"),
-                "measured_on": "judge-check --save (out of fold): " + ", ".join(entry.get("sources", [])),
+                "accuracy": entry.accuracy_out_of_fold,
+                "n": entry.n,
+                "measured_on": "judge-check --save (out of fold): " + ", ".join(entry.sources or []),
             }
     return out
 
@@ -126,12 +153,12 @@ def ragas_key(identity: str, metric: str, requests: str) -> str:
 def ragas_agreement_for(identity: str, metrics: list[str], requests: str) -> dict[str, dict]:
     """The measured agreement with people of each Ragas metric among ``metrics`` for this model and
     way of sending (``benchmarks/real_answers/ragas_agreement.py --save``)."""
-    table = saved()
+    table = saved_calibrations()
     out = {}
     for m in metrics:
-        entry = table.get(ragas_key(identity, m, requests)) or {}
-        if "agreement" in entry:
-            out[m] = entry["agreement"]
+        entry = table.get(ragas_key(identity, m, requests)) or SavedCalibration()
+        if entry.agreement is not None:
+            out[m] = entry.agreement
     return out
 
 

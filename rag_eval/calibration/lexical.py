@@ -18,9 +18,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
+
+from rag_eval.base_records import Model, Num
 
 _STOPWORDS = """a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing done down during each either else
@@ -205,6 +208,17 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+class SavedBlend(Model):
+    """A blend as a file keeps it (``Blend.to_dict``: calibrations, adaptations, reports); the
+    weights, the cases it was fitted on and their number default as older files lacked them."""
+
+    intercept: Num
+    model: Num
+    weights: dict[str, Num] | None = None
+    fitted_on: str | None = ""
+    n: Num = 0
+
+
 @dataclass(frozen=True)
 class Blend:
     """P(positive) = sigmoid(intercept + model * logit(P from the model) + sum of weight * feature)."""
@@ -230,13 +244,14 @@ class Blend:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Blend:
+    def from_dict(cls, d: dict[str, Any] | SavedBlend) -> Blend:
+        saved = SavedBlend.load(d)
         return cls(
-            float(d["intercept"]),
-            float(d["model"]),
-            {k: float(v) for k, v in (d.get("weights") or {}).items()},
-            str(d.get("fitted_on", "")),
-            int(d.get("n", 0)),
+            float(saved.intercept),
+            float(saved.model),
+            {k: float(v) for k, v in (saved.weights or {}).items()},
+            str(saved.fitted_on),
+            int(saved.n),
         )
 
     def describe(self) -> str:
