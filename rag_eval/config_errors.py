@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from pydantic import (
     BaseModel,
+    ConfigDict,
     ValidationError,
 )
 
@@ -17,14 +18,34 @@ from rag_eval.retrievers.settings import RETRIEVER_KINDS, RetrievalConfig
 from rag_eval.system.settings import SYSTEM_KINDS
 
 
+class _Context(BaseModel):
+    """What pydantic's error says it expected (a literal's or an enum's values), if it says."""
+
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+
+    expected: Any = ""
+
+
+class _Error(BaseModel):
+    """One of pydantic's error details (its ``ErrorDetails``), read once."""
+
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+
+    loc: tuple[int | str, ...]
+    msg: str
+    type: str
+    input: Any = None
+    ctx: _Context | None = None
+
+
 def problems_from(
     exc: ValidationError, path: str, root: yaml.Node | None, raw: dict, model: type[BaseModel]
 ) -> list[Problem]:
     """Each error of ``model``'s validation as a Problem: ``path:line (key)``, what is wrong, the fix."""
     problems = []
     systems: dict[str, type[BaseModel]] = dict(SYSTEM_KINDS)
-    for err in exc.errors():
-        loc = tuple(err["loc"])
+    for err in (_Error.model_validate(e) for e in exc.errors()):
+        loc = err.loc
         system_model: type[BaseModel] | None = None
         if loc[:1] == ("system",) and len(loc) > 1 and loc[1] in systems:
             # The system's type tag is in pydantic's location; the user never wrote it.
@@ -39,22 +60,22 @@ def problems_from(
         dotted = ".".join(shown) or "(top level)"
         line = line_of(root, loc)
         where = f"{path}:{line}" if line else path
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = err.msg.removeprefix("Value error, ")
         fix = ""
-        if err["type"] == "extra_forbidden":
+        if err.type == "extra_forbidden":
             parent = sorted(system_model.model_fields) if system_model and len(loc) == 2 else _parent_fields(model, loc)
             msg = f"unknown key '{loc[-1]}'"
             fix = did_you_mean(str(loc[-1]), parent) if parent else "remove it"
-        elif err["type"] == "missing":
+        elif err.type == "missing":
             msg = f"'{loc[-1]}' is required here"
             fix = f"add {loc[-1]}: ..."
-        elif err["type"] in ("literal_error", "enum"):
-            allowed = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
-            msg = f"{err.get('input')!r} is not a valid value here"
-            fix = did_you_mean(str(err.get("input")), allowed) if allowed else msg
-        elif err["type"] in ("list_type", "dict_type", "int_type", "float_type", "bool_type", "string_type"):
-            kind = err["type"].split("_")[0]
-            msg = f"expected a {dict(dict='mapping', list='list', int='whole number', float='number', bool='true or false', string='string').get(kind, kind)}, got {err.get('input')!r}"
+        elif err.type in ("literal_error", "enum"):
+            allowed = re.findall(r"'([^']*)'", str(err.ctx.expected if err.ctx else ""))
+            msg = f"{err.input!r} is not a valid value here"
+            fix = did_you_mean(str(err.input), allowed) if allowed else msg
+        elif err.type in ("list_type", "dict_type", "int_type", "float_type", "bool_type", "string_type"):
+            kind = err.type.split("_")[0]
+            msg = f"expected a {dict(dict='mapping', list='list', int='whole number', float='number', bool='true or false', string='string').get(kind, kind)}, got {err.input!r}"
             fix = {
                 "list": "write it as a list, e.g. [1, 5, 10]",
                 "dict": "write it as a mapping, e.g. {key: value}",
@@ -75,14 +96,15 @@ def problems_from(
             re.match(r"(body|params|inputs)[.\[:]", msg) or " is not an http(s) URL; " in msg
         ):
             msg, _, fix = msg.partition("; ")  # what is wrong; how to fix it
-        elif err["type"] in ("union_tag_invalid", "union_tag_not_found") and loc[:1] == ("system",):
-            tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
-            msg = f"unknown system type {tag!r}" if tag else "the system has no 'type'"
-            fix = "set type to one of them: " + did_you_mean(str(tag or ""), list(systems))
-        elif err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            tag = err.get("input", {}).get("type") if isinstance(err.get("input"), dict) else None
-            msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"
-            fix = "set type to one of them: " + did_you_mean(str(tag or ""), tuple(RETRIEVER_KINDS))
+        elif err.type in ("union_tag_invalid", "union_tag_not_found"):
+            # The section the user wrote, with the type tag pydantic did not know (or none).
+            tag = err.input.get("type") if isinstance(err.input, dict) else None
+            if loc[:1] == ("system",):
+                msg = f"unknown system type {tag!r}" if tag else "the system has no 'type'"
+                fix = "set type to one of them: " + did_you_mean(str(tag or ""), list(systems))
+            else:
+                msg = f"unknown retriever type {tag!r}" if tag else "retriever has no 'type'"
+                fix = "set type to one of them: " + did_you_mean(str(tag or ""), tuple(RETRIEVER_KINDS))
         elif not loc and (m := re.match(r"([a-z_]+(?:\.[a-z_]+)+) ", msg)):
             # A check of the whole config that names one key (generation.retriever '...'): that key's line.
             dotted = m.group(1)
