@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.data.records import Record, read_records
 from rag_eval.errors import DataError, Problem
@@ -301,6 +302,31 @@ def label_provenance(question: Question, corpus: Corpus) -> dict:
     return {"evidence": list(question.evidence), "chunk_ids": by_id}
 
 
+class _Row(BaseModel):
+    """A test-set record's fields as the file wrote them, any type: ``_parse`` checks each and names
+    what is wrong; the other keys are the question's metadata."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: Any = None
+    question: Any = None
+    answer_in: Any = None
+    evidence: Any = None
+    doc_id: Any = None
+    reference: Any = None
+    answerable: Any = None
+
+
+class _Quote(BaseModel):
+    """An evidence item written as a mapping, ``{quote, doc_id}`` (a ``doc_id`` it leaves out is the
+    question's)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    quote: Any = None
+    doc_id: Any = None
+
+
 def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
     """Every question of the file with its labels resolved; raises DataError listing all problems."""
     return questions_from_records(read_records(path, "test set"), corpus, str(path))
@@ -309,14 +335,15 @@ def load_test_set(path: Path, corpus: Corpus) -> list[Question]:
 def questions_from_records(records: list[Record], corpus: Corpus, source: str) -> list[Question]:
     """Every question of the records (each naming its file and line, or its row) with labels resolved;
     raises DataError listing all problems."""
+    rows = [_Row.model_validate(rec.data) for rec in records]
     quotes = [
-        q.get("quote") if isinstance(q, dict) else q for rec in records for q in _as_list(rec.data.get("evidence"))
+        _Quote.model_validate(q).quote if isinstance(q, dict) else q for row in rows for q in _as_list(row.evidence)
     ]
     index = EvidenceIndex(corpus, [q for q in quotes if isinstance(q, str)])
     questions, problems = [], []
     first_seen: dict[str, str] = {}
-    for rec in records:
-        q, probs = _parse(rec, corpus, index)
+    for rec, row in zip(records, rows, strict=True):
+        q, probs = _parse(rec, row, corpus, index)
         problems += probs
         if q is None:
             continue
@@ -352,16 +379,16 @@ def questions_from_records(records: list[Record], corpus: Corpus, source: str) -
     return questions
 
 
-def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question | None, list[Problem]]:
+def _parse(rec: Record, row: _Row, corpus: Corpus, index: EvidenceIndex) -> tuple[Question | None, list[Problem]]:
     d, where = rec.data, rec.where
     problems: list[Problem] = []
-    text = d.get("question")
+    text = row.question
     if not isinstance(text, str) or not text.strip():
         return None, [Problem(where, "the question is missing or empty", 'add "question": "..."')]
-    qid = str(d["id"]) if d.get("id") not in (None, "") else stable_id(text)
+    qid = str(row.id) if row.id not in (None, "") else stable_id(text)
     label = f"{where} (question '{qid}')"
 
-    answerable = d.get("answerable")
+    answerable = row.answerable
     if answerable is not None and not isinstance(answerable, bool):
         problems.append(
             Problem(
@@ -375,11 +402,11 @@ def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question 
     qrels: dict[str, float] = {}
     matches: dict[str, int] = {}
     spans: dict[str, dict[str, float]] = {}
-    has_labels = d.get("answer_in") not in (None, [], {}, "") or d.get("evidence") not in (None, [], "")
-    if d.get("answer_in") not in (None, [], {}, ""):
-        qrels.update(_answer_in(d["answer_in"], corpus, label, problems))
-    if d.get("evidence") not in (None, [], ""):
-        for cid, grade in _evidence(d["evidence"], d.get("doc_id"), index, label, problems, matches, spans).items():
+    has_labels = row.answer_in not in (None, [], {}, "") or row.evidence not in (None, [], "")
+    if row.answer_in not in (None, [], {}, ""):
+        qrels.update(_answer_in(row.answer_in, corpus, label, problems))
+    if row.evidence not in (None, [], ""):
+        for cid, grade in _evidence(row.evidence, row.doc_id, index, label, problems, matches, spans).items():
             qrels.setdefault(cid, grade)
 
     if answerable is False and has_labels:
@@ -399,14 +426,14 @@ def _parse(rec: Record, corpus: Corpus, index: EvidenceIndex) -> tuple[Question 
                 "or answerable: false if the documents cannot answer it",
             )
         )
-    reference = d.get("reference")
+    reference = row.reference
     if reference is not None and not isinstance(reference, str):
         problems.append(Problem(label, "reference must be a string", "write the reference answer as text"))
         reference = None
     meta = {k: v for k, v in d.items() if k not in KNOWN_FIELDS}
     if problems:
         return None, problems
-    quotes = [e if isinstance(e, str) else e.get("quote", "") for e in _as_list(d.get("evidence"))]
+    quotes = [e if isinstance(e, str) else _Quote.model_validate(e).quote for e in _as_list(row.evidence)]
     return Question(
         qid,
         text.strip(),
@@ -474,6 +501,12 @@ def _answer_in(value: Any, corpus: Corpus, label: str, problems: list[Problem]) 
     return items
 
 
+def _quote_of(item: _Quote, doc_id: Any) -> tuple[Any, Any]:
+    """The quote of an evidence mapping and the document it is restricted to: its own ``doc_id`` if it
+    writes one (even null), else the question's."""
+    return item.quote, item.doc_id if "doc_id" in item.model_fields_set else doc_id
+
+
 def _evidence(
     value: Any,
     doc_id: Any,
@@ -492,7 +525,7 @@ def _evidence(
         quote, restrict = (
             (item, doc_id)
             if isinstance(item, str)
-            else ((item.get("quote"), item.get("doc_id", doc_id)) if isinstance(item, dict) else (None, None))
+            else (_quote_of(_Quote.model_validate(item), doc_id) if isinstance(item, dict) else (None, None))
         )
         if not isinstance(quote, str) or not quote.strip():
             problems.append(
