@@ -19,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from rag_eval.base_records import required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.adaptation import Decider, Item, adapt
-from rag_eval.calibration.cutoffs import key, model_identity, saved
+from rag_eval.calibration.cutoffs import key, model_identity, saved_calibrations
 from rag_eval.calibration.lexical import Blend
-from rag_eval.judges.details import VerdictDetails
+from rag_eval.judges.details import StatementsDetails, VerdictDetails
+from rag_eval.judges.judge_records import Calibration
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, banded
-from rag_eval.judges.scored import DEFAULT_CUTOFF
+from rag_eval.judges.scored import DEFAULT_CUTOFF, word_evidence
 from rag_eval.rundir import write_json
 
 FILE = "adaptations.json"
@@ -51,20 +53,19 @@ def item_of(j: Judgement, positive: bool | None = None) -> Item | None:
     probability (not judged, a Ragas score)."""
     if j.status not in ("judged", "uncertain"):
         return None
-    rows = _statements(j)
-    if rows is not None:
+    details = j.typed_details
+    if isinstance(details, StatementsDetails):
         ps, fs = [], []
-        for s in rows:
-            words = (s.get("evidence") or {}).get("words")
-            ps.append(float(words["p_model"]) if words else float(s["p_supported"]))
-            fs.append(dict(words["features"]) if words else {})
+        for s in details.statements:
+            words = word_evidence(s.evidence)
+            ps.append(float(words.p_model) if words else float(required(s.p_supported, "a statement's P(supported)")))
+            fs.append(dict(words.features) if words else {})
         return Item(tuple(ps), tuple(fs), positive) if ps else None
     if j.probability is None:
         return None
-    details = j.typed_details
-    words = (details.evidence or {}).get("words") if isinstance(details, VerdictDetails) else None
+    words = word_evidence(details.evidence) if isinstance(details, VerdictDetails) else None
     if words:
-        return Item((float(words["p_model"]),), (dict(words["features"]),), positive)
+        return Item((float(words.p_model),), (dict(words.features),), positive)
     return Item((float(j.probability),), ({},), positive)
 
 
@@ -85,9 +86,10 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
     rows = _statements(j)
     if rows is not None:
         supported = [p >= d.cutoff for p in probs]
-        details["statements"] = [
+        statements = [
             {**s, "p_supported": round(p, 6), "supported": ok} for s, p, ok in zip(rows, probs, supported, strict=True)
         ]
+        details = {**details, "statements": statements}
         score: float | None = sum(supported) / len(supported)
         verdict = None
         probability = round(min(probs), 6)
@@ -114,18 +116,19 @@ def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], th
     for name, cal in calibration.items():
         if not adaptable(name):
             continue
-        c = cal if isinstance(cal, dict) else cal.dump()
-        for variant, cut in (c.get("cutoffs") or {name: c.get("cutoff")}).items():
+        c = Calibration.load(cal)
+        cuts: Mapping[str, float | None] = c.cutoffs or {name: c.cutoff}
+        for variant, cut in cuts.items():
             if cut is None:
                 continue
-            band = (c.get("bands") or {}).get(variant)
-            blend = (c.get("blends") or {}).get(variant)
-            if "blends" not in c:  # a report written before reports kept their blends
+            band = c.bands.get(variant)
+            blend = c.blends.get(variant)
+            if "blends" not in c.model_fields_set:  # a report written before reports kept their blends
                 blend = _saved_blend(variant, records)
             out[variant] = Decider(
                 Blend.from_dict(blend) if blend else None,
                 float(cut),
-                (float(band["low"]), float(band["high"])) if band else None,
+                (float(band.low), float(band.high)) if band else None,
                 threshold if _is_statement_judge(name) else None,
             )
     return out
@@ -141,7 +144,9 @@ def _saved_blend(variant: str, records: list[Judgement]) -> dict | None:
     before reports kept their blends."""
     hashes = {r.judge_prompt_hash for r in records if variant_of(r) == variant and r.judge_prompt_hash}
     found = [
-        e["blend"] for k, e in saved().items() if k.split("|")[1:] in ([variant, h] for h in hashes) and e.get("blend")
+        e.blend
+        for k, e in saved_calibrations().items()
+        if k.split("|")[1:] in ([variant, h] for h in hashes) and e.blend
     ]
     return found[0] if len({json.dumps(f, sort_keys=True) for f in found}) == 1 else None
 
@@ -194,21 +199,21 @@ def saved_adaptation(
 def shipped_deciders(identity: str, prompt_hash: Callable[[str], str], threshold: float) -> dict[str, Decider]:
     """Each adaptable judge prompt's decider as saved for this judge model (the shipped calibration,
     or the user's ``judge-check --save``): blend, cut-off and band; the default cut-off without one."""
-    table = saved()
+    table = saved_calibrations()
     out = {}
     for name, spec in JUDGES.items():
         if not adaptable(name):
             continue
         for v in spec.variants:
             e = table.get(key(identity, v, prompt_hash(v)))
-            if not e or "cutoff" not in e:
+            if e is None or "cutoff" not in e.model_fields_set:
                 # No calibration for this model and prompt: decided as an audit decides it then.
                 out[v] = Decider(None, DEFAULT_CUTOFF, None, threshold if _is_statement_judge(name) else None)
                 continue
-            band = e.get("band")
+            band = e.band
             out[v] = Decider(
-                Blend.from_dict(e["blend"]) if e.get("blend") else None,
-                float(e["cutoff"]),
+                Blend.from_dict(e.blend) if e.blend else None,
+                float(required(e.cutoff, f"the saved calibration of {v}'s cutoff")),
                 (float(band[0]), float(band[1])) if band else None,
                 threshold if _is_statement_judge(name) else None,
             )

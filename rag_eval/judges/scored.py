@@ -25,7 +25,7 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_eval.base_records import required
+from rag_eval.base_records import Model, Num, required
 from rag_eval.calibration.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.hashing import text_hash
 from rag_eval.judges.citations_judge import judge_citations
@@ -469,6 +469,25 @@ def _declining_note(words: Declining, *, answered: bool) -> str:
         if not words.new_words:
             parts.append("it says nothing the question did not")
     return "; ".join(parts)
+
+
+class WordEvidence(Model):
+    """The word evidence a blend decided with (``_words_record``, a decision's ``evidence.words``):
+    the model's own P and the features; the words listed and the note are kept as written."""
+
+    p_model: Num
+    features: dict[str, Num]
+
+
+class EvidenceWords(Model):
+    """What a decision's ``evidence`` record says of its word evidence (none where no blend decided)."""
+
+    words: WordEvidence | None = None
+
+
+def word_evidence(evidence: dict | None) -> WordEvidence | None:
+    """The word evidence of a decision's ``evidence`` record, read back from a judgement."""
+    return EvidenceWords.model_validate(evidence or {}).words
 
 
 def _words_record(words: Evidence, p_model: float, blend: Blend, note: str) -> dict:
