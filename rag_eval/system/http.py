@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.base_records import required
 from rag_eval.errors import ConfigError, Problem
@@ -27,6 +28,33 @@ from rag_eval.types import Question
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_WAIT_S = 30.0
+
+
+class StoredPassage(BaseModel):
+    """A passage as ``system.jsonl`` holds it (``Passage.to_dict``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    text: str | None = None
+    score: float | None = None
+
+
+class StoredReply(BaseModel):
+    """A line of ``system.jsonl``: a reply (``SystemReply.to_dict``) and what it was asked with;
+    a key a line leaves out has the reply's default."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: str
+    answer: str | None = None
+    passages: list[StoredPassage] | None = None
+    error: str | None = None
+    status: int | None = None
+    attempts: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    request_key: str | None = None
 
 
 @dataclass
@@ -56,15 +84,19 @@ class SystemReply:
 
     @classmethod
     def from_dict(cls, d: dict) -> SystemReply:
+        return cls.from_stored(StoredReply.model_validate(d))
+
+    @classmethod
+    def from_stored(cls, r: StoredReply) -> SystemReply:
         return cls(
-            d["question_id"],
-            d.get("answer"),
-            [Passage(p.get("id"), p.get("text"), p.get("score")) for p in d.get("passages") or []],
-            d.get("error"),
-            d.get("status"),
-            d.get("attempts", 0),
-            d.get("latency_s", 0.0),
-            d.get("cached", False),
+            r.question_id,
+            r.answer,
+            [Passage(p.id, p.text, p.score) for p in r.passages or []],
+            r.error,
+            r.status,
+            r.attempts,
+            r.latency_s,
+            r.cached,
         )
 
 

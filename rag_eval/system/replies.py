@@ -16,7 +16,7 @@ from rag_eval.progress import say, track_async
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.settings import SystemRetrieverConfig
 from rag_eval.rundir import read_jsonl, write_text
-from rag_eval.system.http import SystemReply
+from rag_eval.system.http import StoredReply, SystemReply
 from rag_eval.system.settings import HttpSystemConfig
 from rag_eval.types import Question
 
@@ -50,14 +50,15 @@ def request_key(cfg: AuditConfig, q: Question) -> str:
 def ask_all(cfg: AuditConfig, questions: list[Question], out: Path, cache) -> tuple[dict[str, SystemReply], dict]:
     """Every question's reply, appended to ``out`` as each comes; finished replies of an unchanged
     request are reused (failed ones are asked again). Returns the replies and the usage."""
-    done = {r["question_id"]: r for r in read_jsonl(out) if r.get("error") is None}
+    stored = (StoredReply.model_validate(r) for r in read_jsonl(out))
+    done = {r.question_id: r for r in stored if r.error is None}
     replies: dict[str, SystemReply] = {}
     keys = {q.id: request_key(cfg, q) for q in questions}
     todo = []
     for q in questions:
         old = done.get(q.id)
-        if old is not None and old.get("request_key") == keys[q.id]:
-            replies[q.id] = SystemReply.from_dict(old)
+        if old is not None and old.request_key == keys[q.id]:
+            replies[q.id] = SystemReply.from_stored(old)
         else:
             todo.append(q)
     if replies:
