@@ -292,6 +292,11 @@ class Said:
     p_model: float | None = None  # the model's own P(positive), where a blend with word evidence decided
 
     @property
+    def model_said(self) -> str | None:
+        """The model's own word as a reader sees it ("Yes", "No"), None where it wrote neither."""
+        return WORD.get(self.word or "")
+
+    @property
     def overturned(self) -> bool:
         return self.word is not None and self.word != self.decided
 
@@ -358,7 +363,7 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
     everything = [pair for pairs in sources.values() for pair in pairs]
     own = [check_quote(s, everything, prompt.template) for s in quoted_spans(model_reason)]
     record = {
-        "model_said": WORD.get(said.word or ""),
+        "model_said": said.model_said,
         "model_reason": model_reason,
         "model_reason_copies_prompt": copied,
         "calls": 0,
@@ -383,7 +388,10 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
             reason = "no quote: the model's own reason repeats its prompt" if copied else "no reason given"
         else:
             shown_from, reason = "model", model_reason
-    record.update(shown=shown_from, quotes=[q.to_dict() for q in quotes], verified=any(q.verified for q in quotes))
-    if error:
-        record["error"] = error
-    return reason, record
+    return reason, {
+        **record,
+        "shown": shown_from,
+        "quotes": [q.to_dict() for q in quotes],
+        "verified": any(q.verified for q in quotes),
+        **({"error": error} if error else {}),
+    }

@@ -30,7 +30,7 @@ from rag_eval.calibration.lexical import Blend, Coverage, Declining, Support, co
 from rag_eval.hashing import text_hash
 from rag_eval.judges.citations_judge import judge_citations
 from rag_eval.judges.criteria import criterion_prompt
-from rag_eval.judges.evidence import WORD, Said, explain
+from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.statements import split_statements  # also imported from here (cascade, pipeline)
@@ -180,7 +180,7 @@ class ScoredJudges:
                 "raw": d.raw,
                 "calibrated": calibrated,
                 "variant": variant,
-                "model_said": evidence["model_said"],
+                "model_said": said.model_said,
                 "evidence": evidence,
                 **(d.extra or {}),
             },
@@ -195,11 +195,13 @@ class ScoredJudges:
         placeholders = self.prompt_for(variant).placeholders
         values = {p: _value(x, p) for p in placeholders}
         # Where a quote of the reason may come from: the inputs this judge's prompt shows.
-        sources: dict[str, list[tuple[str, str]]] = {"answer": [("answer", x.answer or "")]}
-        if "reference" in placeholders and x.reference:
-            sources["reference"] = [("reference", x.reference)]
-        if {"context", "contexts"} & set(placeholders):
-            sources["context"] = [(f"context {i + 1}", c) for i, c in enumerate(x.contexts)]
+        shows_reference = "reference" in placeholders and x.reference
+        shows_contexts = {"context", "contexts"} & set(placeholders)
+        sources: dict[str, list[tuple[str, str]]] = {
+            "answer": [("answer", x.answer or "")],
+            **({"reference": [("reference", x.reference or "")]} if shows_reference else {}),
+            **({"context": [(f"context {i + 1}", c) for i, c in enumerate(x.contexts)]} if shows_contexts else {}),
+        }
         return await self._verdict(
             judge,
             x.question_id,
@@ -216,7 +218,7 @@ class ScoredJudges:
         none asked where the judging stage asks reasons later, for the answers a reader is shown."""
         if not REASONS_WANTED.get():
             return "", {
-                "model_said": WORD.get(said.word or ""),
+                "model_said": said.model_said,
                 "shown": "not asked",
                 "calls": 0,
                 "completion_tokens": 0,
@@ -233,7 +235,7 @@ class ScoredJudges:
             reason = f"{reason}; {note}" if reason else note
         if words is not None:
             p_model = required(said.p_model, f"the model's own P behind {blend_name}'s blend")
-            evidence["words"] = _words_record(words, p_model, self.blends[blend_name], note)
+            evidence = {**evidence, "words": _words_record(words, p_model, self.blends[blend_name], note)}
         return reason, evidence
 
     async def citations(self, x: Inputs) -> Judgement:
@@ -289,7 +291,7 @@ class ScoredJudges:
         # One at a time, in order: each request then shares the long context prefix with the last
         # one, which the server keeps in its KV cache (a statement's reason request its whole prompt).
         decisions: list[Decision] = []
-        explained: list[tuple[float, str, dict]] = []
+        explained: list[tuple[float, str, dict, str | None]] = []
         for s in statements:
             values = {"context": context, "question": question, "statement": s}
             d = await self.prompts["supported"].ask_with(self.llm, values)
@@ -311,11 +313,11 @@ class ScoredJudges:
             )
             note = word_note(words, negative=not ok)
             reason, evidence = await self._explain_with_words("supported", d, said, values, sources, words, judge, note)
-            explained.append((p, reason, evidence))
+            explained.append((p, reason, evidence, said.model_said))
         bad = [d.error or "no yes/no" for d in decisions if d.error or d.p("yes") is None]
         if bad:
             return self._failed(judge, qid, prompt, f"{len(bad)} of {len(decisions)} statements not judged: {bad[0]}")
-        ps = [p for p, _, _ in explained]
+        ps = [p for p, _, _, _ in explained]
         supported = [p >= cut for p in ps]
         rows = [
             {
@@ -323,13 +325,15 @@ class ScoredJudges:
                 "p_supported": round(p, 6),
                 "supported": ok,
                 "reason": reason,
-                "model_said": evidence["model_said"],
+                "model_said": model_said,
                 "evidence": evidence,
             }
-            for s, ok, (p, reason, evidence) in zip(statements, supported, explained)
+            for s, ok, (p, reason, evidence, model_said) in zip(statements, supported, explained)
         ]
         missing = [
-            f"{r['statement']}" + (f" ({r['reason']})" if r["reason"] else "") for r in rows if not r["supported"]
+            f"{s}" + (f" ({reason})" if reason else "")
+            for s, ok, (_, reason, _, _) in zip(statements, supported, explained)
+            if not ok
         ]
         verb = "supported by" if what == "answer" else "found in"
         reason = f"{sum(supported)} of {len(rows)} {what} statements are {verb} the contexts" + (
@@ -348,7 +352,7 @@ class ScoredJudges:
             details={
                 "statements": rows,
                 "calibrated": calibrated,
-                "model_said": [r["model_said"] for r in rows],
+                "model_said": [model_said for _, _, _, model_said in explained],
             },
         )
 
@@ -378,17 +382,19 @@ class ScoredJudges:
         ps = [p for d in decisions if (p := d.p("yes")) is not None]  # every one: none is in ``bad``
         useful = [p >= cut for p in ps]
 
-        async def explain_one(i: int) -> tuple[str, dict]:
+        async def explain_one(i: int) -> tuple[str, dict, str | None]:
             d, u = decisions[i], useful[i]
             verdict = "useful" if u else "not useful"
             said = Said(d.text_label, ps[i], "useful", cut, calibrated, verdict, "yes" if u else "no")
             values = {"question": question, "reference": reference, "context": contexts[i]}
-            return await self._explain("useful", d, said, values, {"context": [(f"context {i + 1}", contexts[i])]})
+            sources = {"context": [(f"context {i + 1}", contexts[i])]}
+            reason, evidence = await self._explain("useful", d, said, values, sources)
+            return reason, evidence, said.model_said
 
         explained = await asyncio.gather(*(explain_one(i) for i in range(len(contexts))))
         reason = "; ".join(
             f"context {i + 1}: {'useful' if u else 'not useful'} ({r})"
-            for i, (u, (r, _)) in enumerate(zip(useful, explained))
+            for i, (u, (r, _, _)) in enumerate(zip(useful, explained))
         )
         return self._record(
             judge,
@@ -402,8 +408,8 @@ class ScoredJudges:
             details={
                 "p_useful": [round(p, 6) for p in ps],
                 "calibrated": calibrated,
-                "model_said": [e["model_said"] for _, e in explained],
-                "contexts": [e for _, e in explained],
+                "model_said": [model_said for _, _, model_said in explained],
+                "contexts": [e for _, e, _ in explained],
             },
         )
 
