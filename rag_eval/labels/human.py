@@ -13,9 +13,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import context_seen
@@ -76,6 +77,31 @@ def labelled_line(answers: int, per_column: Mapping[str, int]) -> str:
     return f"{answers} answer{'' if answers == 1 else 's'} labelled" + (f": {columns}" if columns and answers else "")
 
 
+class LabelsRow(BaseModel):
+    """A labels file's row as read, by the columns read by name (a CSV's cells as text, None where a
+    line is short; a JSON labels file's values as written; a column the file lacks is None). The
+    label columns (one per judge and criterion) are read from the row by column name; the row itself
+    stays the dict that is written back, so no cell is lost."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    question_id: Any = None
+    prompt: Any = None
+    weight: Any = None
+    inclusion_probability: Any = None
+    note: Any = None
+
+    @classmethod
+    def of(cls, row: Mapping) -> LabelsRow:
+        """The row's named cells (keys that are no column name, such as DictReader's None for extra cells, ignored)."""
+        return cls.model_validate(row)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(question id, prompt), blank where a cell is."""
+        return (self.question_id or "", self.prompt or "")
+
+
 class DrawnAnswer(Model):
     """One answer drawn for people to label: a row of labels.csv and an item of labels.html."""
 
@@ -129,18 +155,12 @@ class Sampler:
         self.columns = run_columns(self.report)
         self.by_key = {(g.question_id, g.prompt): g for g in self.answers}
         self._refs = {r.question_id: r for r in self.report.rows()}
-        self._dumped: dict | None = None
         self._scores: dict[str, float] | None = None
 
     @property
     def questions(self) -> list[str]:
         """The run's questions with an answer to label, stratum by stratum."""
         return [q for ids in self.strata.values() for q in ids]
-
-    def _report(self) -> dict:
-        if self._dumped is None:
-            self._dumped = self.report.dump()
-        return self._dumped
 
     def _take(self, n: int) -> dict[str, int]:
         """Questions drawn from each stratum: largest-remainder allocation, so the sample's strata
@@ -158,7 +178,7 @@ class Sampler:
         which): ``take / stratum size`` for the plain draw, the active draw's otherwise."""
         if active:
             if self._scores is None:
-                self._scores = draw_scores(self._report(), self.questions)
+                self._scores = draw_scores(self.report, self.questions)
             return probabilities_of(self._scores, n)
         take = self._take(n)
         return {q: take[s] / len(ids) for s, ids in self.strata.items() for q in ids}
@@ -171,7 +191,7 @@ class Sampler:
         chosen = {qid for s, ids in self.strata.items() for qid in rng.permutation(sorted(ids))[: take[s]]}
         pi = self.probabilities(n, active=False)
         if active:
-            chosen, pi = draw_questions(self._report(), self.questions, min(n, len(self.questions)), seed)
+            chosen, pi = draw_questions(self.report, self.questions, min(n, len(self.questions)), seed)
         rows = [self.row(key, pi[key[0]]) for key in sorted(self.by_key) if key[0] in chosen]
         return Drawn([r for r in rows if r is not None], pi)
 
@@ -294,7 +314,7 @@ def write_html(
             f"{'' if r.answerable else ', unanswerable from the documents'}</p>"
             f"<p><b>Reference:</b> {html.escape(r.reference or '–')}</p>{ctx}"
             f"<p><b>Answer:</b></p><pre>{html.escape(r.answer)}</pre>{asks}"
-            f'<textarea placeholder="note (optional)" name="note-{i}">{html.escape(row.get("note") or "")}</textarea>'
+            f'<textarea placeholder="note (optional)" name="note-{i}">{html.escape(LabelsRow.of(row).note or "")}</textarea>'
             f'<div class="judges" hidden><p>Judges (shown once every question above is answered):</p><ul>{judged}</ul></div>'
             "</section>"
         )
@@ -420,7 +440,8 @@ def read_labels(
     problems: list[Problem] = []
     seen: dict[tuple[str, str], str] = {}
     for row, where in records:
-        qid, prompt = str(row.get("question_id") or "").strip(), str(row.get("prompt") or "").strip()
+        named = LabelsRow.of(row)
+        qid, prompt = str(named.question_id or "").strip(), str(named.prompt or "").strip()
         if (qid, prompt) not in known:
             problems.append(
                 Problem(
@@ -446,9 +467,7 @@ def read_labels(
             values[c] = raw if isinstance(raw, bool) or raw is None else _value(str(raw), where, c, problems)
             if c in criteria:
                 values[c] = passes(criteria[c], values[c])
-        labels.append(
-            Label(qid, prompt, values, where, _probability(row.get("inclusion_probability"), where, problems))
-        )
+        labels.append(Label(qid, prompt, values, where, _probability(named.inclusion_probability, where, problems)))
     if problems:
         raise DataError(problems)
     # A row with no yes or no is an answer drawn and not labelled yet (the view writes a row for

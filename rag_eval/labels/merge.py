@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rag_eval.base_records import Model
 from rag_eval.errors import DataError, Problem
-from rag_eval.labels.human import Drawn, DrawnAnswer, Sampler
+from rag_eval.labels.human import Drawn, DrawnAnswer, LabelsRow, Sampler
 from rag_eval.labels.store import has_label, locked, read_rows, write_atomically, write_rows
 
 # The file keeps probabilities to 6 decimals.
@@ -101,7 +101,7 @@ def _cell(p: float) -> str:
 
 def _probability(row: dict[str, str]) -> float | None:
     try:
-        p = float(row.get("inclusion_probability") or "")
+        p = float(LabelsRow.of(row).inclusion_probability or "")
     except ValueError:
         return None
     return p if 0 < p <= 1 else None
@@ -109,7 +109,7 @@ def _probability(row: dict[str, str]) -> float | None:
 
 def _kept(row: dict[str, str]) -> bool:
     """Whether a row holds a person's work: a label under any column, or a note."""
-    return has_label(row) or bool((row.get("note") or "").strip())
+    return has_label(row) or bool((LabelsRow.of(row).note or "").strip())
 
 
 def _refuse(path: Path, rows: list[dict[str, str]], why: str) -> DataError:
@@ -131,7 +131,7 @@ def work_out(sampler: Sampler, rows: list[dict[str, str]], path: Path) -> tuple[
     under it; DataError where none is."""
     ps = []
     for i, r in enumerate(rows, start=2):
-        key = (r.get("question_id") or "", r.get("prompt") or "")
+        key = LabelsRow.of(r).key
         if key not in sampler.by_key:
             raise _refuse(path, rows, f"line {i} (question '{key[0]}', prompt '{key[1]}') is no answer of this run")
         p = _probability(r)
@@ -169,7 +169,7 @@ def previous_design(sampler: Sampler, rows: list[dict[str, str]], recorded: Desi
         p = recorded.inclusion_probability
         agrees = all(
             (x := _probability(r)) is not None
-            and (x >= 1 - TOLERANCE or abs(x - p.get(r.get("question_id") or "", -1.0)) <= TOLERANCE)
+            and (x >= 1 - TOLERANCE or abs(x - p.get(LabelsRow.of(r).key[0], -1.0)) <= TOLERANCE)
             for r in rows
         )
         if agrees and all(q in p for q in sampler.questions):
@@ -213,7 +213,7 @@ def add_draw(
         # drawn again with its seed, it picks only answers the file holds.
         spec = before.draws[0]
         again = sampler.draw(spec.n, seed, spec.active)
-        held = {(r.get("question_id"), r.get("prompt")) for r in rows}
+        held = {(n.question_id, n.prompt) for n in map(LabelsRow.of, rows)}
         if all((d.question_id, d.prompt) in held for d in again.rows):
             spec.seed, spec.stream = seed, [seed]
     if any(_same(d, n, seed, active) for d in before.draws):
@@ -225,8 +225,8 @@ def add_draw(
     for r in kept:
         p = _probability(r)
         if p is not None:
-            r.update(inclusion_probability=_cell(union(p, q.get(r.get("question_id") or "", 0.0))))
-    held = {(r.get("question_id"), r.get("prompt")) for r in kept}
+            r.update(inclusion_probability=_cell(union(p, q.get(LabelsRow.of(r).key[0], 0.0))))
+    held = {(n.question_id, n.prompt) for n in map(LabelsRow.of, kept)}
     p_before = before.inclusion_probability
     for d in new.rows:
         if (d.question_id, d.prompt) not in held:
@@ -274,9 +274,10 @@ def page_rows(
     starts with."""
     items, given = [], {}
     for r in rows:
-        key = (r.get("question_id") or "", r.get("prompt") or "")
+        named = LabelsRow.of(r)
+        key = named.key
         try:
-            weight = float(r.get("weight") or "")
+            weight = float(named.weight or "")
         except ValueError:
             weight = None
         d = sampler.row(key, _probability(r), weight)
