@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence, Set
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 from scipy.stats import norm
 
+from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import of_role
+from rag_eval.labels.label_records import JudgedReport, ReportFile
 from rag_eval.labels.ppi import PPIEstimate, human_mean
 
 # The share of each inclusion probability that is uniform: a floor that keeps every pi > 0 and
@@ -35,19 +39,39 @@ UNKNOWN = 0.25
 OTHER_WEIGHT = 0.5
 
 
-def decision_uncertainty(record: dict) -> float | None:
+class Decision(BaseModel):
+    """What the draw reads of one judgement given as its dict (a ``judgements.jsonl`` line, or
+    part of one): missing keys are None."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    judge: Any = None
+    question_id: Any = None
+    status: Any = None
+    probability: Any = None
+    cutoff: Any = None
+    score: Any = None
+
+
+def decision_of(record: dict | Judgement | Decision) -> Judgement | Decision:
+    """A judgement as the draw reads it: the record itself, or its dict read once."""
+    return record if isinstance(record, Judgement | Decision) else Decision.model_validate(record)
+
+
+def decision_uncertainty(record: dict | Judgement | Decision) -> float | None:
     """How unsure one decision is, 0 (sure) to 0.5 (at its cut-off): the probability of the wrong
     verdict if the judge's probability were calibrated around its cut-off,
     1 / (1 + exp(|logit p - logit cut-off|)); 0.5 for an uncertain record; None where the judge
     did not apply."""
-    status = record.get("status")
+    r = decision_of(record)
+    status = r.status
     if status == "skipped":
         return None
     if status == "uncertain":
         return 0.5
-    p, cut = record.get("probability"), record.get("cutoff")
+    p, cut = r.probability, r.cutoff
     if status != "judged" or p is None:
-        score = record.get("score")
+        score = r.score
         if status == "judged" and score is not None:
             return float(min(score, 1 - score)) if 0 <= score <= 1 else UNKNOWN
         return UNKNOWN
@@ -60,18 +84,20 @@ def decision_uncertainty(record: dict) -> float | None:
     return 1.0 / (1.0 + math.exp(abs(logit(p) - logit(cut))))
 
 
-def question_scores(records: list[dict], deciding: Set[str], unanswerable: Set[str] = frozenset()) -> dict[str, float]:
+def question_scores(
+    records: Sequence[dict | Judgement], deciding: Set[str], unanswerable: Set[str] = frozenset()
+) -> dict[str, float]:
     """Each question's chance of a wrong deciding verdict: the most unsure decision among its
     answers (a judge that does not decide the outcome counts half). The draw's probabilities grow
     with its square root (the standard deviation of the label's correction). Only the refusal
     judge decides the outcome of a question in ``unanswerable``."""
     out: dict[str, float] = {}
     refusal = of_role("refusal")
-    for r in records:
+    for r in map(decision_of, records):
         u = decision_uncertainty(r)
         if u is None:
             continue
-        judge, qid = r["judge"], r["question_id"]
+        judge, qid = r.judge, r.question_id
         decides = judge in refusal if qid in unanswerable else judge in deciding
         u *= 1.0 if decides else OTHER_WEIGHT
         out[qid] = max(out.get(qid, 0.0), u)
@@ -195,19 +221,19 @@ def labels_for_width(
     return n_u, min(n_a, n_u)
 
 
-def draw_scores(report: dict, question_ids: Sequence[str]) -> dict[str, float]:
+def draw_scores(report: JudgedReport | dict, question_ids: Sequence[str]) -> dict[str, float]:
     """Each question's score in the active draw (sorted by id): the square root of its chance of a
     wrong deciding verdict (``question_scores``; ``UNKNOWN`` where none is known)."""
-    judges = report.get("judges") or {}
-    faithfulness = judges.get("faithfulness_judge")
+    typed = ReportFile.load(report) if isinstance(report, dict) else report
+    judges = typed.judges
+    faithfulness = judges.faithfulness_judge if judges else None
     deciding = {*of_role("refusal"), *of_role("correctness"), *([faithfulness] if faithfulness is not None else [])}
-    rows = (report.get("attribution") or {}).get("rows", [])
-    unanswerable = {r.get("question_id") for r in rows if not r.get("answerable", True)}
-    err = question_scores(judges.get("records", []), deciding, unanswerable)
+    unanswerable = {r.question_id for r in typed.rows() if not r.answerable}
+    err = question_scores(judges.records if judges else [], deciding, unanswerable)
     return {q: math.sqrt(err.get(q, UNKNOWN)) for q in sorted(set(question_ids))}
 
 
-def question_probabilities(report: dict, question_ids: Sequence[str], n: int) -> dict[str, float]:
+def question_probabilities(report: JudgedReport | dict, question_ids: Sequence[str], n: int) -> dict[str, float]:
     """Each question's inclusion probability in an active draw of ``n`` questions (all, if fewer):
     its ``draw_scores`` share mixed with the uniform rate. It does not depend on the seed, only on
     the report's verdicts and ``n``."""
@@ -221,7 +247,7 @@ def probabilities_of(scores: dict[str, float], n: int) -> dict[str, float]:
 
 
 def draw_questions(
-    report: dict, question_ids: list[str], n: int, seed: int | Sequence[int] = 0
+    report: JudgedReport | dict, question_ids: list[str], n: int, seed: int | Sequence[int] = 0
 ) -> tuple[set[str], dict[str, float]]:
     """The questions to label (exactly ``n``, or all) and each question's inclusion probability
     (``question_probabilities``), drawn by systematic sampling seeded with ``seed``."""
