@@ -7,9 +7,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import BaseModel, ConfigDict
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -278,6 +280,19 @@ async def label_page(request: Request) -> Response:
     )
 
 
+class LabelBody(BaseModel):
+    """The JSON body of ``POST /api/runs/{name}/labels`` (what the labelling page posts): the
+    answer's question id and prompt, its labels by column (true, false or null) and a note; the
+    values are checked against the run's columns after."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: Any
+    prompt: Any
+    values: Any = None
+    note: Any = None
+
+
 async def post_label(request: Request) -> Response:
     """``POST /api/runs/{name}/labels``: one answer's labels written to the run's labels file; the
     figures with the labels so far in the reply (unless ``?figures=0``)."""
@@ -288,10 +303,10 @@ async def post_label(request: Request) -> Response:
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
         return JSONResponse({"error": "send the label as application/json"}, 415)
     try:
-        body = await request.json()
-        key = (str(body["question_id"]), str(body["prompt"]))
-        values = {str(c): v for c, v in dict(body.get("values") or {}).items()}
-        note = body.get("note")
+        body = LabelBody.model_validate(await request.json())
+        key = (str(body.question_id), str(body.prompt))
+        values = {str(c): v for c, v in dict(body.values or {}).items()}
+        note = body.note
     except (ValueError, KeyError, TypeError):
         return JSONResponse({"error": "expected {question_id, prompt, values: {column: true|false|null}}"}, 400)
     report, _, queue = _queue_of(path)

@@ -12,7 +12,7 @@ from rag_eval.base_records import Figure
 from rag_eval.errors import DataError
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.labels.columns import criteria_of
-from rag_eval.labels.human import apply_labels, known_answers, labelled_line, read_labels, weights_of
+from rag_eval.labels.human import LabelsRow, apply_labels, known_answers, labelled_line, read_labels, weights_of
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import WIDTHS, labels_plan
@@ -54,7 +54,7 @@ class LabelFigures:
 
 def _unequal(rows: list[dict[str, str]]) -> bool:
     """Whether the labels were drawn with unequal probabilities (the active draw)."""
-    ps = {r.get("inclusion_probability") for r in rows if r.get("inclusion_probability")}
+    ps = {p for p in (LabelsRow.of(r).inclusion_probability for r in rows) if p}
     return len(ps) > 1
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rag_eval.judges.registry import HUMAN_LABELS
-from rag_eval.labels.human import COLUMNS
+from rag_eval.labels.human import COLUMNS, LabelsRow
 from rag_eval.labels.store import as_cell, from_cell, has_label, label_counts, locked, read_rows, update, write_rows
 
 __all__ = [
@@ -48,10 +48,12 @@ def set_label(
     ``base`` (the answer's row without labels) appended. ``columns``: the run's label columns
     (``labels.columns.label_columns``: a criterion's too)."""
     columns = list(columns)
-    key = (base["question_id"], base["prompt"])
+    named = LabelsRow.of(base)
+    key = (named.question_id, named.prompt)
     cells = {c: as_cell(v) for c, v in values.items() if c in columns}
     for r in rows:
-        if (r.get("question_id"), r.get("prompt")) == key:
+        n = LabelsRow.of(r)
+        if (n.question_id, n.prompt) == key:
             r.update(cells)
             if note is not None:
                 r.update(note=note)
@@ -63,7 +65,7 @@ def labelled_values(rows: list[dict[str, str]]) -> dict[tuple[str, str], dict[st
     """Each row's labels by (question id, prompt): the built-in columns and every column that is not
     one of ``rag-eval label``'s (a criterion's)."""
     return {
-        (r.get("question_id", ""), r.get("prompt", "")): {
+        LabelsRow.of(r).key: {
             c: from_cell(r.get(c)) for c in [*HUMAN_LABELS, *(c for c in r if isinstance(c, str) and c not in COLUMNS)]
         }
         for r in rows

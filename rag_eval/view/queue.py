@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.attribution import AttributionRow, JudgeBrief
 from rag_eval.config import AuditConfig
@@ -20,7 +23,7 @@ from rag_eval.errors import RagEvalError
 from rag_eval.judges.judging import judged_contexts
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES
 from rag_eval.labels.columns import criteria_of, run_columns
-from rag_eval.labels.human import DrawnAnswer, draw
+from rag_eval.labels.human import DrawnAnswer, LabelsRow, draw
 from rag_eval.orchestration.run_contexts import run_contexts
 from rag_eval.report.quotes import highlight
 from rag_eval.report.report_records import Report
@@ -60,15 +63,9 @@ def build_queue(run_dir: Path, report: Report, rows: list[dict[str, str]]) -> li
     answers not among them, most unsure first."""
     if rows:
         items = [
-            QueueItem(
-                r["question_id"],
-                r["prompt"],
-                "labels file",
-                _float(r.get("inclusion_probability")),
-                _float(r.get("weight")) or 1.0,
-            )
-            for r in rows
-            if r.get("question_id")
+            QueueItem(n.question_id, n.prompt, "labels file", _float(n.inclusion_probability), _float(n.weight) or 1.0)
+            for n in map(LabelsRow.of, rows)
+            if n.question_id
         ]
     else:
         drawn = draw(run_dir, DRAW_N, DRAW_SEED, active=True)
@@ -100,7 +97,8 @@ def labelled_with_certainty(
     draw's."""
     last = ranks[upto]
     for r in rows:
-        at = ranks.get((r.get("question_id", ""), r.get("prompt", "")))
+        n = LabelsRow.of(r)
+        at = ranks.get((n.question_id, n.prompt))
         if at is not None and at <= last and has_label(r):
             r["inclusion_probability"] = "1.0"
     return rows
@@ -197,6 +195,25 @@ def _test_set_path(run_dir: Path, report: Report, cfg: AuditConfig | None) -> Pa
     return recorded if recorded is not None and recorded.is_file() else None
 
 
+class _TestSetQuote(BaseModel):
+    """An evidence quote given as a record (``{"quote": ...}``) in a test set line."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    quote: Any = ""
+
+
+class _TestSetLine(BaseModel):
+    """What the view reads of a test set line: its id, question and evidence (a quote, or a list
+    of quotes, each text or a record)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: Any = None
+    question: Any = None
+    evidence: Any = None
+
+
 def _evidence(path: Path | None) -> dict[str, list[str]]:
     """The test set's evidence quotes by question id; none when it cannot be read."""
     if path is None:
@@ -207,13 +224,14 @@ def _evidence(path: Path | None) -> dict[str, list[str]]:
         return {}
     out: dict[str, list[str]] = {}
     for rec in records:
-        question = rec.data.get("question")
+        line = _TestSetLine.model_validate(rec.data)
+        question = line.question
         if not question:
             continue
-        ev = rec.data.get("evidence")
+        ev = line.evidence
         ev = ev if isinstance(ev, list) else [ev] if ev else []
-        quotes = [e if isinstance(e, str) else (e or {}).get("quote", "") for e in ev]
-        out[str(rec.data.get("id") or stable_id(str(question)))] = [q for q in quotes if isinstance(q, str) and q]
+        quotes = [e if isinstance(e, str) else _TestSetQuote.model_validate(e or {}).quote for e in ev]
+        out[str(line.id or stable_id(str(question)))] = [q for q in quotes if isinstance(q, str) and q]
     return out
 
 
@@ -284,7 +302,7 @@ def answer_view(
     row = next((r for r in report.rows() if (r.question_id, r.prompt) == item.key), None)
     quotes = sources.evidence.get(item.question_id, [])
     contexts = [context_view(m.id, m.relevant, sources, quotes) for m in (row.contexts if row else [])]
-    saved = next((r for r in rows if (r.get("question_id"), r.get("prompt")) == item.key), {})
+    saved = next((r for r in rows if (LabelsRow.of(r).question_id, LabelsRow.of(r).prompt) == item.key), {})
     return AnswerView(
         index=index,
         item=item,
@@ -296,7 +314,7 @@ def answer_view(
         columns=_columns(report, item, row),
         judges=[_judge(n, j) for n, j in (row.judges.items() if row else []) if j.status != "skipped"],
         values={c: from_cell(saved.get(c)) for c in run_columns(report)},
-        note=saved.get("note", "") or "",
+        note=LabelsRow.of(saved).note or "",
         max_chars=sources.max_chars,
         notes=sources.notes,
     )
