@@ -24,7 +24,7 @@ from rag_eval.config import AuditConfig, config_from_dict, load_config
 from rag_eval.data.frames import records_from
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.data.settings import TestSetConfig
-from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
 from rag_eval.judges.adapted import AdaptedCheck
 from rag_eval.judges.cascade import CascadeRow, measure, second_opinions
 from rag_eval.judges.judge_check import (
@@ -56,7 +56,7 @@ from rag_eval.report.history_html import render_history_html
 from rag_eval.report.history_records import HistoryData
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
-from rag_eval.retrievers.lint import Finding, generic_labels, split_evidence
+from rag_eval.retrievers.lint import Finding, fails, generic_labels, split_evidence
 from rag_eval.rundir import write_json, write_text
 from rag_eval.system.trace_audit import traces_config
 from rag_eval.system.trial import describe, try_system
@@ -111,10 +111,13 @@ def _is_rows(value: Any) -> bool:
     return isinstance(value, (list, tuple)) or hasattr(value, "columns") or hasattr(value, "column_names")
 
 
-def _config_with_given(config: ConfigLike, corpus: Any, test_set: Any, base_dir) -> tuple[AuditConfig, Any, Any]:
+def _config_with_given(
+    config: ConfigLike, corpus: Any, test_set: Any, base_dir, test_set_file: str | Path | None = None
+) -> tuple[AuditConfig, Any, Any]:
     """The config and the rows to load: rows a dict config carries inline (``{"corpus": [...],
     "test_set": [...]}``) are taken as the ``corpus`` / ``test_set`` arguments, and ``source:
-    given`` is filled in where rows are passed and the config does not name a source."""
+    given`` is filled in where rows are passed and the config does not name a source;
+    ``test_set_file``: see ``as_config``."""
     if isinstance(config, dict):
         config = dict(config)
         given = {"corpus": corpus, "test_set": test_set}
@@ -135,7 +138,7 @@ def _config_with_given(config: ConfigLike, corpus: Any, test_set: Any, base_dir)
             config["corpus"] = {"source": "given"}
         if test_set is not None and "test_set" not in config:
             config["test_set"] = {"source": "given"}
-    return as_config(config, base_dir=base_dir), corpus, test_set
+    return as_config(config, base_dir=base_dir, test_set_file=test_set_file), corpus, test_set
 
 
 def _inputs(cfg: AuditConfig, corpus: Any, test_set: Any):
@@ -165,6 +168,10 @@ class Result(Run):
     audit_config: AuditConfig | None = field(default=None, repr=False)
     # rag_eval.orchestration.diff.RunDiff against a baseline run, if one was given
     diff: RunDiff | None = field(default=None, repr=False)
+    # The gates the call that returned this result checked (its ``gates=``): each one's result, or
+    # what kept them from being checked (a gate naming a figure the run lacks, a CI file not written).
+    gate_results: list[GateResult] | None = field(default=None, repr=False)
+    gate_problem: RagEvalError | OSError | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, run_dir: str | Path, audit_config: AuditConfig | None = None) -> Result:
@@ -266,6 +273,35 @@ def _quiet(progress: bool):
     prog.set_enabled(progress)
 
 
+@dataclass(frozen=True)
+class Gates:
+    """The gates an audit call checks once its run is written, in ``Result.gate_results`` (the
+    config's gates: ``Result.gates()``). With ``files`` the CI files are written with them as
+    ``ci_gates`` writes them: ``junit_xml`` (one test case per gate, in the JUnit suite ``suite``),
+    ``summary_md``, and the Markdown summary appended to ``$GITHUB_STEP_SUMMARY`` when set."""
+
+    suite: str = "audit"
+    junit_xml: str | Path | None = None
+    summary_md: str | Path | None = None
+    files: bool = True
+
+
+def _gated(result: Result, gates: Gates | None) -> Result:
+    """``result`` with ``gates`` checked (and their CI files written); what kept them from being
+    checked is left in ``gate_problem`` (the run itself is written and returned)."""
+    if gates is None:
+        return result
+    try:
+        result.gate_results = (
+            ci_gates(result, gates.suite, junit_xml=gates.junit_xml, summary_md=gates.summary_md)
+            if gates.files
+            else result.gates()
+        )
+    except (RagEvalError, OSError) as exc:
+        result.gate_problem = exc
+    return result
+
+
 def audit(
     config: ConfigLike,
     *,
@@ -277,14 +313,18 @@ def audit(
     base_dir: str | Path | None = None,
     progress: bool = False,
     baseline: str | Path | None = None,
+    test_set_file: str | Path | None = None,
+    gates: Gates | None = None,
 ) -> Result:
     """The whole audit (retrieval, generation, judges, attribution, report); a Result.
 
     ``corpus`` / ``test_set``: rows (list of dicts, DataFrame, Dataset) instead of the config's
-    files. ``resume``: True for the newest unfinished run of this config, or a run folder.
-    ``baseline``: a finished run folder to diff against (``diff.`` gates; diff.json in the run)."""
+    files; ``test_set_file``: a test set file in place of the config's (``as_config``).
+    ``resume``: True for the newest unfinished run of this config, or a run folder.
+    ``baseline``: a finished run folder to diff against (``diff.`` gates; diff.json in the run).
+    ``gates``: the gates checked after the run, in ``result.gate_results`` (``Gates``)."""
     _quiet(progress)
-    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir, test_set_file)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_audit(
         cfg,
@@ -293,7 +333,7 @@ def audit(
         resume=Path(resume) if isinstance(resume, (str, Path)) else resume,
         inputs=_inputs(cfg, corpus, test_set),
     )
-    return _with_baseline(Result.read(run_dir, cfg), baseline)
+    return _gated(_with_baseline(Result.read(run_dir, cfg), baseline), gates)
 
 
 def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | None:
@@ -348,14 +388,17 @@ def retrieval(
     base_dir: str | Path | None = None,
     progress: bool = False,
     baseline: str | Path | None = None,
+    test_set_file: str | Path | None = None,
+    gates: Gates | None = None,
 ) -> Result:
-    """The retrieval stage alone (no LLM); a Result. ``baseline``: a run folder to diff against."""
+    """The retrieval stage alone (no LLM); a Result. ``baseline``: a run folder to diff against;
+    ``test_set_file``, ``gates``: as ``audit`` (the config's retrieval gates)."""
     _quiet(progress)
-    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir, test_set_file)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_retrieval(cfg, out=str(out) if out else None, inputs=_inputs(cfg, corpus, test_set))
     result = Result.read(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
-    return _with_baseline(result, baseline)
+    return _gated(_with_baseline(result, baseline), gates)
 
 
 def _retrieval_gates(cfg: AuditConfig) -> dict[str, str]:
@@ -375,12 +418,15 @@ def compare(
     stop_when_settled: bool = False,
     batch: int = 10,
     seed: int = 0,
+    test_set_file: str | Path | None = None,
+    gates: Gates | None = None,
 ) -> Result:
     """Every prompt on the same retrieved contexts, with paired comparisons; a Result.
     ``baseline``: a run folder to diff against. ``stop_when_settled``: questions in a seeded
-    random order, ``batch`` at a time, until an always-valid test settles the differences."""
+    random order, ``batch`` at a time, until an always-valid test settles the differences.
+    ``test_set_file``, ``gates``: as ``audit``."""
     _quiet(progress)
-    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir, test_set_file)
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_compare(
         cfg,
@@ -389,13 +435,32 @@ def compare(
         inputs=_inputs(cfg, corpus, test_set),
         settle={"batch": batch, "seed": seed} if stop_when_settled else None,
     )
-    return _with_baseline(Result.read(run_dir, cfg), baseline)
+    return _gated(_with_baseline(Result.read(run_dir, cfg), baseline), gates)
 
 
-def lint(config: ConfigLike, *, corpus: Any = None, test_set: Any = None, base_dir: str | Path | None = None) -> list:
-    """Test-set health findings (``rag_eval.retrievers.lint.Finding``: code, severity, message, questions, fix)."""
-    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir)
-    return run_lint(cfg, _inputs(cfg, corpus, test_set))
+class Findings(list[Finding]):
+    """What ``lint`` found: the findings (a list of ``rag_eval.retrievers.lint.Finding``), the
+    config's ``lint.fail_on``, and whether they fail it (``failed``)."""
+
+    def __init__(self, findings: list[Finding], fail_on: str, failed: bool):
+        super().__init__(findings)
+        self.fail_on = fail_on
+        self.failed = failed
+
+
+def lint(
+    config: ConfigLike,
+    *,
+    corpus: Any = None,
+    test_set: Any = None,
+    base_dir: str | Path | None = None,
+    test_set_file: str | Path | None = None,
+) -> Findings:
+    """Test-set health findings (``rag_eval.retrievers.lint.Finding``: code, severity, message,
+    questions, fix), and whether they fail the config's ``lint.fail_on``; ``test_set_file``: as ``audit``."""
+    cfg, corpus, test_set = _config_with_given(config, corpus, test_set, base_dir, test_set_file)
+    findings = run_lint(cfg, _inputs(cfg, corpus, test_set))
+    return Findings(findings, cfg.lint.fail_on, fails(cfg, findings))
 
 
 def judge_answers(
@@ -437,17 +502,18 @@ def judge_traces(
     seed: int | None = None,
     use_cache: bool = True,
     progress: bool = False,
+    gates: Gates | None = None,
 ) -> Result:
     """Audit production traces: OTLP JSON exports with OpenInference attributes (Phoenix and other
     OpenTelemetry exports). ``config``: a YAML path or dict with judges (default: every default
     judge on the embedded model) and, optionally, a corpus and a labelled test set to match the
-    traces' questions to. ``labels``: traces drawn (seeded) to label. Returns a Result; skipped
-    traces are counted by reason in ``report["traces"]``."""
+    traces' questions to. ``labels``: traces drawn (seeded) to label. ``gates``: as ``audit``.
+    Returns a Result; skipped traces are counted by reason in ``report.traces``."""
     _quiet(progress)
     cfg = traces_config(config if config is not None else {"name": "traces"}, out)
     paths = [files] if isinstance(files, (str, Path)) else list(files)
     run_dir = run_audit(cfg, source=TracedAnswers(paths, labels, seed), use_cache=use_cache)
-    return Result.read(run_dir, cfg)
+    return _gated(Result.read(run_dir, cfg), gates)
 
 
 def generate(

@@ -8,7 +8,7 @@ from typing import Any
 
 from rag_eval import api
 from rag_eval.base_records import required
-from rag_eval.report.gates import describe_failure
+from rag_eval.report.gates import GateResult, describe_failure
 from rag_eval.report.screen import one_screen
 from rag_eval.system.replies import failure_lines
 
@@ -25,6 +25,12 @@ def add_command(sub: Any, name: str, summary: str, description: str, *, config: 
     if config:
         p.add_argument("config", help=CONFIG_HELP)
     return p
+
+
+def gates_of(args: argparse.Namespace, suite: str) -> api.Gates:
+    """The gates an audit command checks after its run, with the CI files its options ask for
+    (``suite``: the JUnit suite's name)."""
+    return api.Gates(suite, junit_xml=args.junit_xml, summary_md=args.summary_md)
 
 
 def ci_options(p: argparse.ArgumentParser) -> None:
@@ -53,9 +59,9 @@ def print_failures(result: api.Result) -> None:
     print("\n".join(failure_lines(required(result.audit_config, "the run's config"), failed)))
 
 
-def finish(result: api.Result, args: argparse.Namespace, suite: str) -> int:
+def finish(result: api.Result) -> int:
     """The one-screen summary, what opening the run folder did (a resume), the failed questions
-    of a deployed system, then the gates (exit 1 when one fails) and the CI files asked for."""
+    of a deployed system, then the gates the API call checked (exit 1 when one fails)."""
     print(one_screen(result.summary))
     status = result.status
     if status is not None and status.opened and status.opened.startswith(("--resume", "resumed")):
@@ -65,9 +71,17 @@ def finish(result: api.Result, args: argparse.Namespace, suite: str) -> int:
     if result.diff is not None:
         print(str(result.diff))
         print(f"diff against the baseline: {result.run_dir}/diff.md and diff.json")
-    results = api.ci_gates(result, suite, junit_xml=args.junit_xml, summary_md=args.summary_md)
+    results = gate_results(result)
     for r in results:
         print(f"gate {r.message}")
         if not r.passed:
             print("\n".join(describe_failure(r, result.summary_json, result.report, result.run_dir).splitlines()[1:]))
     return 0 if all(r.passed for r in results) else 1
+
+
+def gate_results(result: api.Result) -> list[GateResult]:
+    """The gates the API call checked; what kept them from being checked is raised now, after
+    what the run printed (as when the command checked them itself)."""
+    if result.gate_problem is not None:
+        raise result.gate_problem
+    return required(result.gate_results, "the gates checked by the API call")

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from rag_eval import api, progress
-from rag_eval.commands.common import add_command, ci_options, finish
+from rag_eval.base_records import PairedComparison
+from rag_eval.commands.common import add_command, ci_options, finish, gates_of
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         batch=args.batch,
         seed=args.seed,
         baseline=args.baseline,
+        gates=gates_of(args, "compare"),
     )
     comparison = result.report.comparison
     seq = comparison.sequential if comparison else None
@@ -52,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
         )
     for pairs in result.summary.comparison.values():
         for c in pairs.values():
-            print(f"- {c['verdict']}")
-    return finish(result, args, "compare")
+            print(f"- {PairedComparison.load(c).verdict}")
+    return finish(result)

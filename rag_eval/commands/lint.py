@@ -7,7 +7,6 @@ from typing import Any
 
 from rag_eval import api
 from rag_eval.commands.common import add_command
-from rag_eval.retrievers.lint import fails
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -24,8 +23,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = api.as_config(args.config, test_set_file=args.test_set)
-    findings = api.lint(cfg)
+    findings = api.lint(args.config, test_set_file=args.test_set)
     for f in findings:
         print(f"[{f.severity}] {f.code}: {f.message}")
         if f.questions:
@@ -33,6 +31,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"    questions: {', '.join(f.questions[:12])}{more}")
         if f.fix:
             print(f"    fix: {f.fix}")
-    failed = fails(cfg, findings)
-    print(f"lint: {len(findings)} findings; " + (f"failing (lint.fail_on: {cfg.lint.fail_on})" if failed else "ok"))
+    failed = findings.failed
+    print(f"lint: {len(findings)} findings; " + (f"failing (lint.fail_on: {findings.fail_on})" if failed else "ok"))
     return 1 if failed else 0

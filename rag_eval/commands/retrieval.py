@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from rag_eval import api, progress
-from rag_eval.commands.common import add_command, ci_options, finish
+from rag_eval.base_records import PairedComparison
+from rag_eval.commands.common import add_command, ci_options, finish, gates_of
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -26,10 +27,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     result = api.retrieval(
-        api.as_config(args.config, test_set_file=args.test_set),
+        args.config,
+        test_set_file=args.test_set,
         out=args.out,
         progress=progress.shown(),
         baseline=args.baseline,
+        gates=gates_of(args, "retrieval"),
     )
     comparisons = result.summary.retrieval_comparison
     n = sum(len(pairs) for pairs in comparisons.values())
@@ -40,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
         )
     for pairs in comparisons.values():
         for pair in pairs.values():
-            print(f"- {pair['verdict']}")
-    return finish(result, args, "retrieval")
+            print(f"- {PairedComparison.load(pair).verdict}")
+    return finish(result)

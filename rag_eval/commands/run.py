@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from rag_eval import api, progress
-from rag_eval.commands.common import add_command, ci_options, finish
+from rag_eval.commands.common import add_command, ci_options, finish, gates_of
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -34,11 +34,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     result = api.audit(
-        api.as_config(args.config, test_set_file=args.test_set),
+        args.config,
+        test_set_file=args.test_set,
         out=args.out,
         use_cache=not args.no_cache,
         resume=True if args.resume == "newest" else args.resume,
         progress=progress.shown(),
         baseline=args.baseline,
+        gates=gates_of(args, "audit"),
     )
-    return finish(result, args, "audit")
+    return finish(result)
