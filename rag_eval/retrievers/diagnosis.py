@@ -80,6 +80,7 @@ from rag_eval.retrievers.dense import DenseRetriever
 from rag_eval.retrievers.hybrid import fuse
 from rag_eval.retrievers.rankings import RetrieverContext
 from rag_eval.retrievers.rechunk import CHUNKING_CAUSES, rechunk_retrievers, simulate_rechunking
+from rag_eval.retrievers.retrieval_records import OtherCause, SimulatedFix
 from rag_eval.retrievers.settings import Bm25Config, DenseConfig, HybridConfig
 from rag_eval.retrievers.stage import RetrievalResults, first_relevant_rank
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, shingles, tokens
@@ -135,21 +136,21 @@ class Diagnosis:
     @property
     def causes(self) -> list[str]:
         """The cause and every other cause that fits, most specific first."""
-        return [self.cause] + [a["cause"] for a in self.also]
+        return [self.cause] + [OtherCause.load(a).cause for a in self.also]
 
 
 class Confirmations:
     """Which simulated fixes fix which misses: ``{(retriever, question id)}`` per kind of fix."""
 
-    def __init__(self, fixes: list[dict] | None, rechunked: set[str] | None = None):
+    def __init__(self, fixes: list[SimulatedFix] | list[dict] | None, rechunked: set[str] | None = None):
         self.simulated = fixes is not None
         self.rechunked = rechunked or set()
         self.by_kind: dict[str, dict[tuple[str, str], str]] = {"rechunk": {}, "fusion": {}, "hybrid": {}}
-        for f in fixes or []:
-            cfg = f.get("config", {})
+        for f in map(SimulatedFix.load, fixes or []):
+            cfg = f.config
             kind = "rechunk" if "corpus" in cfg else "hybrid" if cfg.get("type") == "hybrid" else "fusion"
-            for qid in f["fixes"]:
-                self.by_kind[kind].setdefault((f["retriever"], qid), f["change"])
+            for qid in f.fixes:
+                self.by_kind[kind].setdefault((f.retriever, qid), f.change)
 
     def fixed_by(self, kind: str, retriever: str, qid: str) -> str | None:
         return self.by_kind[kind].get((retriever, qid))
@@ -566,7 +567,7 @@ def diagnose_misses(
     cfg: AuditConfig,
     corpus: Corpus,
     results: RetrievalResults,
-    fixes: list[dict] | None = None,
+    fixes: list[SimulatedFix] | list[dict] | None = None,
     rechunked: set[str] | None = None,
     meaning: MeaningMatch | None = None,
     diagnoser: Diagnoser | None = None,
@@ -597,8 +598,8 @@ def diagnose_with_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResu
     fixes = simulate_fixes(cfg, corpus, results)
     rechunked = rechunk_retrievers(cfg, corpus, results, proposed)
     if rechunked:
-        fixes += simulate_rechunking(cfg, corpus, results, proposed, cache_dir)
-    results.simulated_fixes = sorted(fixes, key=lambda f: -f["net"])
+        fixes += map(SimulatedFix.load, simulate_rechunking(cfg, corpus, results, proposed, cache_dir))
+    results.simulated_fixes = sorted(fixes, key=lambda f: -f.net)
     return diagnose_misses(cfg, corpus, results, results.simulated_fixes, rechunked, diagnoser=diagnoser)
 
 
@@ -619,7 +620,7 @@ def meaning_match(cfg: AuditConfig, corpus: Corpus, cache_dir) -> MeaningMatch |
     return MeaningMatch(embed)
 
 
-def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) -> list[dict]:
+def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) -> list[SimulatedFix]:
     """Fixes tried on every answerable question before anyone applies them: for each hybrid, other
     ``rrf_k`` values and weights; for each keyword or embedding retriever with misses, a hybrid
     with a retriever of the other kind. Each says how many misses it fixes and how many hits it
@@ -629,7 +630,7 @@ def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) 
     answerable = results.answerable
     out = []
 
-    def outcome(name: str, rankings, change: str, config: dict) -> dict | None:
+    def outcome(name: str, rankings, change: str, config: dict) -> SimulatedFix | None:
         before = [results.is_miss(name, q) for q in answerable]
         after = []
         for q in answerable:
@@ -639,28 +640,29 @@ def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) 
         caused = [results.questions[q].id for q, b, a in zip(answerable, before, after) if a and not b]
         if not fixed and not caused:
             return None
-        return {
-            "retriever": name,
-            "change": change,
-            "config": config,
-            "fixes": fixed,
-            "causes": caused,
-            "net": len(fixed) - len(caused),
-            "summary": f"{change} would fix {len(fixed)} miss{'es' if len(fixed) != 1 else ''} and cause "
+        return SimulatedFix(
+            retriever=name,
+            change=change,
+            config=config,
+            fixes=fixed,
+            causes=caused,
+            net=len(fixed) - len(caused),
+            summary=f"{change} would fix {len(fixed)} miss{'es' if len(fixed) != 1 else ''} and cause "
             f"{len(caused)} (at k={k})",
-        }
+        )
 
     for name, h in types.items():
         if not isinstance(h, HybridConfig):
             continue
         parts = [results.retrievers[p].rankings for p in h.of]
-        trials: list[tuple[str, dict[str, Any]]] = [
-            (f"rrf_k {v:g}", {"rrf_k": v}) for v in (10, 30, 100) if v != h.rrf_k
+        # (what changes, the config change as the fix records it, the fusion's rrf_k and weights)
+        trials: list[tuple[str, dict[str, Any], Any, Any]] = [
+            (f"rrf_k {v:g}", {"rrf_k": v}, v, h.weights) for v in (10, 30, 100) if v != h.rrf_k
         ]
         if len(h.of) == 2:
-            trials += [(f"weights {w}", {"weights": w}) for w in ([2.0, 1.0], [1.0, 2.0]) if w != h.weights]
-        for change, upd in trials:
-            ranked = fuse(parts, len(corpus), depth, upd.get("rrf_k", h.rrf_k), upd.get("weights", h.weights))
+            trials += [(f"weights {w}", {"weights": w}, h.rrf_k, w) for w in ([2.0, 1.0], [1.0, 2.0]) if w != h.weights]
+        for change, upd, rrf_k, weights in trials:
+            ranked = fuse(parts, len(corpus), depth, rrf_k, weights)
             found = outcome(name, ranked, f"{name} with {change}", upd)
             if found:
                 out.append(found)
@@ -674,7 +676,7 @@ def simulate_fixes(cfg: AuditConfig, corpus: Corpus, results: RetrievalResults) 
             found = outcome(a, ranked, f"a hybrid of {a} and {b} (rrf_k 60)", {"type": "hybrid", "of": [a, b]})
             if found:
                 out.append(found)
-    return sorted(out, key=lambda f: -f["net"])
+    return sorted(out, key=lambda f: -f.net)
 
 
 def _decided(basis: str, fix: str | None, simulated: bool, tried: str) -> str:

@@ -8,6 +8,16 @@ from typing import Any
 from rag_eval.base_records import Figure, Model, PairedComparison
 
 
+class OtherCause(Model):
+    """Another cause that fits a miss (or one its simulated fix did not confirm): ``{cause, rule,
+    evidence, decided}`` as ``diagnosis.Diagnosis`` writes it."""
+
+    cause: str = ""
+    rule: str = ""
+    evidence: dict[str, Any] = {}
+    decided: str = ""
+
+
 class Cause(Model):
     """A miss's diagnosed cause (``diagnosis.Diagnosis`` as written): the rule that found it, its
     evidence, how it was decided, and the other causes that fit."""
@@ -16,14 +26,14 @@ class Cause(Model):
     rule: str = ""
     evidence: dict[str, Any] = {}
     decided: str = ""
-    also: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
+    also: list[OtherCause] = []
+    dropped: list[OtherCause] = []
 
     def notes(self) -> str:
         """How the cause was decided, and the other causes that fit (with their evidence)."""
         out = f"; {self.decided}" if self.decided else ""
         for a in self.also:
-            out += f"; also {a['cause']}: {a['rule']}" + (f" ({a['decided']})" if a.get("decided") else "")
+            out += f"; also {a.cause}: {a.rule}" + (f" ({a.decided})" if a.decided else "")
         return out
 
 

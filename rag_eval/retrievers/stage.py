@@ -14,6 +14,7 @@ from rag_eval.data.records import collection_paused
 from rag_eval.data.testset import label_provenance
 from rag_eval.metrics import MetricSpec, default_metrics, parse_metric, relevance_data
 from rag_eval.retrievers.rankings import Rankings
+from rag_eval.retrievers.retrieval_records import SimulatedFix
 from rag_eval.stats import Comparison, Estimate, apply_holm, bootstrap_mean, compare_paired
 from rag_eval.types import Corpus, Question
 
@@ -39,7 +40,7 @@ class RetrievalResults:
     miss_k: int
     retrievers: dict[str, RetrieverResult]
     comparisons: list[Comparison] = field(default_factory=list)
-    simulated_fixes: list[dict] = field(default_factory=list)  # set by the runner (diagnosis, rechunk)
+    simulated_fixes: list[SimulatedFix] = field(default_factory=list)  # set by the runner (diagnosis, rechunk)
 
     def is_miss(self, retriever: str, q: int) -> bool:
         """Answerable question ``q`` has no relevant chunk in the retriever's top miss_k."""
@@ -141,11 +142,9 @@ def question_records(
                     for c, s in zip(top, r.rankings.scores[i][:show])
                     if c >= 0
                 ],
+                **({"diagnosis": diagnoses[name][i].to_dict()} if i in diagnoses.get(name, {}) else {}),
+                **({"metrics": {m: float(v[pos[i]]) for m, v in r.per_question.items()}} if i in pos else {}),
             }
-            if i in diagnoses.get(name, {}):
-                record["diagnosis"] = diagnoses[name][i].to_dict()
-            if i in pos:
-                record["metrics"] = {m: float(v[pos[i]]) for m, v in r.per_question.items()}
             records.append(record)
     return records
 

@@ -173,9 +173,9 @@ def test_simulated_fixes_equal_what_applying_them_gives():
 
     cfg, corpus, q, rankings = _hybrid_case()
     res = evaluate(cfg, corpus, [q], rankings)
-    fixes = {f["change"]: f for f in simulate_fixes(cfg, corpus, res) if f["retriever"] == "hybrid"}
+    fixes = {f.change: f for f in simulate_fixes(cfg, corpus, res) if f.retriever == "hybrid"}
     # Weighting bm25 twice puts f1 first: the simulation says it fixes q...
-    assert fixes["hybrid with weights [1.0, 2.0]"]["fixes"] == ["q"]
+    assert fixes["hybrid with weights [1.0, 2.0]"].fixes == ["q"]
     # ...and really applying that config does.
     applied = fuse([rankings["dense"], rankings["bm25"]], len(corpus), 10, 60, [1.0, 2.0])
     rankings2 = {**rankings, "hybrid": applied}
