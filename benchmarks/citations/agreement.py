@@ -19,7 +19,7 @@ per part (tuning: attrs, where the citing prompt was tuned; holdout: every other
   unsupported (their citation fails);
 - model time per cited answer (seconds of the judge's requests, the machine's load recorded).
 
-Do not run before the readers' labels exist (``/tmp/brief2/citations-labels.done``).
+Do not run before the readers' labels exist. `--no-cache` asks every request again (the seconds are then model time; a cached packet is not timed).
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
+
+from sklearn.metrics import roc_auc_score
 
 from rag_eval.cache_dirs import cache_root
 from rag_eval.judges.citations_judge import DEFAULT_BAND, judge_citations
@@ -38,7 +41,6 @@ from rag_eval.judges.registry import Inputs
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.session import LLMSession
 from rag_eval.llm.settings import LLMConfig
-from rag_eval.stats import wilson_interval
 from rag_eval.types import Chunk
 
 HERE = Path(__file__).resolve().parent
@@ -83,8 +85,15 @@ def verdict(kinds: list[str]) -> str:
     return "cited" if worst == "supported" else worst
 
 
-async def judge_all(packets: list[dict], threads: int) -> tuple[dict[str, tuple], list[dict]]:
-    session = LLMSession(cache_root())
+def calls_made(session: LLMSession) -> int:
+    """The model calls the session has made so far (cache hits not counted)."""
+    return sum(int(u["calls"]) for u in session.usage())
+
+
+async def judge_all(packets: list[dict], threads: int, use_cache: bool = True) -> tuple[dict[str, tuple], list[dict]]:
+    """Each packet's judgement with the seconds it took, or None where every request came from the
+    response cache (a cached answer's time is no model time)."""
+    session = LLMSession(cache_root(), use_cache=use_cache)
     llm = session.llm(LLMConfig(provider="local", threads=threads), "the citations study")
     scored = ScoredJudges.load(llm, None)
     scored.citation_band = DEFAULT_BAND
@@ -96,9 +105,10 @@ async def judge_all(packets: list[dict], threads: int) -> tuple[dict[str, tuple]
                 title, text = passage_text(shown)
                 chunks.append(Chunk(f"doc-{n}", text, title))
             x = Inputs(p["packet_id"], "cite", p["question"], p["answer"], [c.text for c in chunks], None, chunks)
-            t0 = time.perf_counter()
+            t0, calls = time.perf_counter(), calls_made(session)
             j = await judge_citations(scored, x)
-            out[p["packet_id"]] = (j, time.perf_counter() - t0)
+            seconds = time.perf_counter() - t0 if calls_made(session) > calls else None
+            out[p["packet_id"]] = (j, seconds)
     finally:
         await session.aclose()
     usage = session.usage()
@@ -110,20 +120,19 @@ def share(hits: int, n: int) -> float | None:
     return round(hits / n, 4) if n else None
 
 
-def interval(hits: int, n: int) -> list[float] | None:
-    """The Wilson 95% interval of a share (sentences of one answer are not independent: the
-    interval is narrower than a clustered one would be, which the validation page says)."""
-    if not n:
+def auc(scores: list[tuple[float, bool]]) -> float | None:
+    """The area under the ROC curve of P(supported) against the readers' labels (None: one class)."""
+    ys = [y for _, y in scores]
+    if not any(ys) or all(ys):
         return None
-    est = wilson_interval(hits, n)
-    assert est.ci_low is not None and est.ci_high is not None
-    return [round(float(est.ci_low), 4), round(float(est.ci_high), 4)]
+    return round(float(roc_auc_score(ys, [p for p, _ in scores])), 4)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-cache", action="store_true", help="ask the model every request (the times are model time)")
     args = ap.parse_args(argv)
     key = json.loads((DATA / "packet-key.json").read_text())
     packets = [p for path in sorted(DATA.glob("packets-*.jsonl")) for p in read_jsonl(path)]
@@ -133,23 +142,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(missing)} packets have no label (first {missing[0]}): label them first", file=sys.stderr)
         return 2
     load = os.getloadavg()
-    judged, usage = asyncio.run(judge_all(packets, args.threads))
+    judged, usage = asyncio.run(judge_all(packets, args.threads, use_cache=not args.no_cache))
     parts: dict[str, dict] = {}
     for p in packets:
         pid = p["packet_id"]
         k = key[pid]
-        part = parts.setdefault(k["part"], {"support": [], "precision": [], "answers": [], "moved": [], "seconds": []})
+        part = parts.setdefault(
+            k["part"],
+            {"support": [], "scores": [], "precision": [], "answers": [], "moved": [], "seconds": [], "kinds": []},
+        )
         j, seconds = judged[pid]
         rows = (j.details or {}).get("sentences") or []
         lab = labels[pid]
         hs = [human_sentence(h, s) for h, s in zip(lab.get("sentences") or [], p["sentences"])]
-        if any(s["cites"] for s in p["sentences"]):
+        if any(s["cites"] for s in p["sentences"]) and seconds is not None:
             part["seconds"].append(seconds)
         for r, h in zip(rows, hs):
             if not (r.get("claim") and h["claim"]) or not r.get("cited") or not h.get("cites"):
                 continue
             judge_says = None if r.get("kind") == "uncertain" else r.get("kind") == "supported"
             part["support"].append((judge_says, bool(h["union"])))
+            part["kinds"].append((k["kind"], bool(h["union"]), r.get("kind")))
+            if r.get("p_supported") is not None:
+                part["scores"].append((float(r["p_supported"]), bool(h["union"])))
             for c, hr in zip(r.get("citations") or [], h["relevant"]):
                 if c.get("relevant") is not None:
                     part["precision"].append((bool(c["relevant"]), hr))
@@ -158,7 +173,13 @@ def main(argv: list[str] | None = None) -> int:
             part["answers"].append((j.verdict if j.status == "judged" else j.status, verdict(human_kinds)))
         if k["kind"] == "moved":
             part["moved"].append(j.status == "judged" and j.verdict in ("miscited", "unsupported"))
-    result: dict = {"model_load_1min": round(load[0], 2), "usage": usage, "parts": {}}
+    result: dict = {
+        "command": "python benchmarks/citations/agreement.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "model_load_1min": round(load[0], 2),
+        "model_load_1min_at_end": round(os.getloadavg()[0], 2),
+        "usage": usage,
+        "parts": {},
+    }
     for name, d in parts.items():
         decided = [(a, b) for a, b in d["support"] if a is not None]
         answers = [(a, b) for a, b in d["answers"] if a in ("cited", "miscited", "uncited", "unsupported")]
@@ -170,21 +191,47 @@ def main(argv: list[str] | None = None) -> int:
             "sentences": len(d["support"]),
             "sentences_decided": len(decided),
             "support_agreement": share(support_hits, len(decided)),
-            "support_agreement_interval": interval(support_hits, len(decided)),
+            "support_agreement_pair": [
+                support_hits,
+                len(decided),
+            ],  # agreed of judged: the docs write it with its Wilson interval
             "uncertain_share": share(len(d["support"]) - len(decided), len(d["support"])),
+            "readers_supported": sum(b for _, b in d["support"]),
+            # The judge's sentence kinds, by the packet's kind (moved citation or not) and the readers' word.
+            "judge_kinds": {
+                f"{kind}, readers {'supported' if union else 'not supported'}": dict(
+                    Counter(j for kd, u, j in d["kinds"] if kd == kind and u == union)
+                )
+                for kind, union in sorted({(kd, u) for kd, u, _ in d["kinds"]})
+            },
+            # How well the model's P(supported) separates the readers' yes from no, whatever the cut-off.
+            "support_auc": auc(d["scores"]),
             "citations": len(d["precision"]),
             "precision_agreement": share(precision_hits, len(d["precision"])),
-            "precision_agreement_interval": interval(precision_hits, len(d["precision"])),
+            "precision_agreement_pair": [
+                precision_hits,
+                len(d["precision"]),
+            ],  # agreed of judged: the docs write it with its Wilson interval
             "answers": len(d["answers"]),
             "answers_uncertain": len(d["answers"]) - len(answers),
             "miscited_agreement": share(miscited_hits, len(answers)),
-            "miscited_agreement_interval": interval(miscited_hits, len(answers)),
+            "miscited_agreement_pair": [
+                miscited_hits,
+                len(answers),
+            ],  # agreed of judged: the docs write it with its Wilson interval
             "uncited_agreement": share(uncited_hits, len(answers)),
-            "uncited_agreement_interval": interval(uncited_hits, len(answers)),
+            "uncited_agreement_pair": [
+                uncited_hits,
+                len(answers),
+            ],  # agreed of judged: the docs write it with its Wilson interval
             "moved": len(d["moved"]),
             "moved_found": share(sum(d["moved"]), len(d["moved"])),
-            "moved_found_interval": interval(sum(d["moved"]), len(d["moved"])),
+            "moved_found_pair": [
+                sum(d["moved"]),
+                len(d["moved"]),
+            ],  # agreed of judged: the docs write it with its Wilson interval
             "seconds_per_cited_answer": round(sum(d["seconds"]) / len(d["seconds"]), 1) if d["seconds"] else None,
+            "timed_answers": len(d["seconds"]),
         }
     print(json.dumps(result["parts"], indent=1))
     if args.json:
