@@ -12,8 +12,10 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.settings import GenerationConfig
@@ -168,16 +170,22 @@ def _strata(cfg: AuditConfig, res: RetrievalResults) -> dict[str, list[int]]:
     return strata
 
 
-def read_done(path: Path) -> dict[tuple[str, str], dict]:
-    """Finished records of a generation.jsonl, keyed by (question id, prompt); failures are redone."""
-    return {(r["question_id"], r["prompt"]): r for r in read_jsonl(path) if r.get("error") is None}
+def read_done(path: Path) -> dict[tuple[str, str], tuple[Answer, dict]]:
+    """Finished records of a generation.jsonl, keyed by (question id, prompt), each read as an Answer
+    beside its line as written (a reused one is written back as it was); failures are redone."""
+    done = {}
+    for line in read_jsonl(path):
+        answer = Answer.load(line)
+        if answer.error is None:
+            done[(answer.question_id, answer.prompt)] = (answer, line)
+    return done
 
 
-def why_changed(old: dict, prompt: PromptTemplate, context_ids: list[str]) -> str:
+def why_changed(old: Answer, prompt: PromptTemplate, context_ids: list[str]) -> str:
     """What differs between a finished answer and the one the current config asks for."""
-    if old.get("prompt_hash") != prompt.hash:
+    if old.prompt_hash != prompt.hash:
         return "prompt file"
-    if old.get("contexts") != context_ids:
+    if "contexts" not in old.model_fields_set or old.contexts != context_ids:
         return "contexts"
     return "model or generation settings"
 
@@ -217,9 +225,9 @@ async def generate(
                 number_contexts(chunks, g.max_context_chars),
             )
             key = inputs_hash(content, llm.identity, llm.model, llm.cfg.temperature, llm.cfg.max_tokens, llm.cfg.seed)
-            old = done.get((question.id, name))
-            if old is not None and old.get("input_hash") == key:
-                placed.append((len(placed) + len(jobs), {**old, **weights.get(question.id, {})}))
+            old, line = done.get((question.id, name), (None, {}))
+            if old is not None and old.input_hash == key:
+                placed.append((len(placed) + len(jobs), {**line, **weights.get(question.id, {})}))
                 continue
             if old is not None:
                 why = why_changed(old, prompt, [c.id for c in chunks])
@@ -257,6 +265,17 @@ async def generate(
     return records, {"reused": reused, "redone": redone}
 
 
+class _SuppliedAnswer(BaseModel):
+    """A line of the user's answers file as written: ``supplied_answers`` checks it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: Any = None
+    answer: Any = None
+    prompt: Any = "system"
+    contexts: Any = None
+
+
 def supplied_answers(
     cfg: AuditConfig,
     corpus: Corpus,
@@ -274,7 +293,8 @@ def supplied_answers(
         path = cfg.resolve_path(value)
         by_id = {}
         for rec in read_records(path, "answers"):
-            qid, answer = rec.data.get("question_id"), rec.data.get("answer")
+            line = _SuppliedAnswer.model_validate(rec.data)
+            qid, answer = line.question_id, line.answer
             if qid is None or not isinstance(answer, str):
                 raise DataError(
                     Problem(
@@ -283,12 +303,12 @@ def supplied_answers(
                         '{"question_id": "q1", "answer": "..."}',
                     )
                 )
-            by_id[(str(qid), rec.data.get("prompt", "system"))] = rec.data
+            by_id[(str(qid), line.prompt)] = line
         for (qid, prompt), d in by_id.items():
             if qid not in ids:
                 continue
             q = ids[qid]
-            contexts = d.get("contexts") or [c.id for c in contexts_for(res, corpus, g, q)]
+            contexts = d.contexts or [c.id for c in contexts_for(res, corpus, g, q)]
             records.append(
                 {
                     "question_id": qid,
@@ -296,7 +316,7 @@ def supplied_answers(
                     "prompt_hash": None,
                     "retriever": g.retriever,
                     "contexts": contexts,
-                    "answer": d["answer"],
+                    "answer": d.answer,
                     "model": "supplied",
                     "error": None,
                     **(weights or {}).get(qid, {}),
