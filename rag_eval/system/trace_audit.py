@@ -13,11 +13,11 @@ skipped for a missing part is counted by reason and named in the report.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.answers.settings import GenerationConfig
 from rag_eval.answers.supplied import SuppliedAnswer, context_id
@@ -190,13 +190,30 @@ def trace_records(traces: list[Trace]) -> list[dict]:
     ]
 
 
+class _StoredDocument(BaseModel):
+    """A trace's document as ``traces.jsonl`` keeps it (``TraceDocument``); only id and text are read."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    content: str | None = None
+
+
+class _StoredTrace(BaseModel):
+    """A line of ``traces.jsonl`` (``trace_records``); only its documents are read back."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    documents: list[_StoredDocument] = []
+
+
 def passage_texts(run_dir: Path) -> dict[str, str]:
     """Passage texts by context id, for the labelling page."""
     texts = {}
     for line in (run_dir / "traces.jsonl").read_text(encoding="utf-8").splitlines():
-        for d in json.loads(line)["documents"]:
-            if d.get("content"):
-                texts[context_id(d["content"])] = d["content"]
-                if d.get("id"):
-                    texts.setdefault(str(d["id"]), d["content"])
+        for d in _StoredTrace.model_validate_json(line).documents:
+            if d.content:
+                texts[context_id(d.content)] = d.content
+                if d.id:
+                    texts.setdefault(d.id, d.content)
     return texts
