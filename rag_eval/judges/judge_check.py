@@ -19,12 +19,14 @@ import asyncio
 import dataclasses
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from rag_eval.base_records import required
+from rag_eval.base_records import Model, required
 from rag_eval.calibration.adaptation import Item
 from rag_eval.calibration.cutoffs import balanced_accuracy, blends_for, fit_cutoff, out_of_fold
 from rag_eval.calibration.cutoffs import save as save_calibration
@@ -44,11 +46,49 @@ from rag_eval.resources import resolve_shipped
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
 
 
+class Case(Model):
+    """One labelled case: a line of a cases file (``load_cases``, which adds its ``source``), a
+    HaluEval item's (``halueval_cases``) or a dict given to ``api.judge_check``; keys not named here
+    are kept."""
+
+    id: str
+    judge: str
+    label: str
+    source: str
+    question: str | None = None  # every kind's cases have one; a judge reads it (``case_inputs``)
+    answer: str | None = None
+    contexts: list[str] | None = None
+    reference: str | None = None
+
+
+def as_cases(cases: Sequence[Case | dict]) -> list[Case]:
+    """The cases as records (the dicts ``load_cases`` and ``halueval_cases`` give read once)."""
+    return [Case.load(c) for c in cases]
+
+
+class CaseLine(Model):
+    """What ``load_cases`` checks of a line before it is a case: any value, checked there."""
+
+    judge: Any = None
+    label: Any = None
+    id: Any = None
+
+
+class HaluEvalItem(Model):
+    """A HaluEval QA item (``qa_data.json``'s lines)."""
+
+    knowledge: str
+    question: str
+    right_answer: str
+    hallucinated_answer: str
+
+
 def load_cases(path: Path) -> list[dict]:
     cases, problems = [], []
     for rec in read_records(path, "judge-check"):
         d = rec.data
-        judge = d.get("judge")
+        line = CaseLine.model_validate(d)
+        judge = line.judge
         kind = CASE_KINDS.get(judge) if isinstance(judge, str) else None
         if kind is None:
             problems.append(
@@ -58,7 +98,7 @@ def load_cases(path: Path) -> list[dict]:
             )
             continue
         missing = [f for f in kind.needs if not d.get(f)]
-        if missing or d.get("label") not in kind.labels:
+        if missing or line.label not in kind.labels:
             problems.append(
                 Problem(
                     rec.where,
@@ -67,7 +107,7 @@ def load_cases(path: Path) -> list[dict]:
                 )
             )
             continue
-        cases.append({"source": path.stem, **d, "id": str(d.get("id") or f"{path.stem}:{rec.where}")})
+        cases.append({"source": path.stem, **d, "id": str(line.id or f"{path.stem}:{rec.where}")})
     if problems:
         raise DataError(problems)
     return cases
@@ -122,13 +162,8 @@ def halueval_cases(path: Path, start: int = 0, stop: int | None = None) -> list[
         )
     cases = []
     for i, line in enumerate(lines, start=start):
-        item = json.loads(line)
-        k, q, right, wrong = (
-            item["knowledge"].strip(),
-            item["question"],
-            item["right_answer"],
-            item["hallucinated_answer"],
-        )
+        item = HaluEvalItem.model_validate(json.loads(line))
+        k, q, right, wrong = item.knowledge.strip(), item.question, item.right_answer, item.hallucinated_answer
         base = {"source": "halueval", "question": q}
         cases.append(
             {**base, "id": f"h{i}-f1", "judge": "faithfulness", "contexts": [k], "answer": right, "label": "faithful"}
@@ -201,10 +236,11 @@ class Prediction:
     item: Item | None = None  # what the decision was made of (model P, word evidence): adaptation reads it
 
 
-def case_inputs(case: dict) -> Inputs:
+def case_inputs(case: Case | dict) -> Inputs:
     """A labelled case as the inputs of a judge (the generation prompt's name is "check")."""
+    c = Case.load(case)
     return Inputs(
-        case["id"], "check", case["question"], case.get("answer"), case.get("contexts") or [], case.get("reference")
+        c.id, "check", required(c.question, f"case {c.id}'s question"), c.answer, c.contexts or [], c.reference
     )
 
 
@@ -226,14 +262,14 @@ def kind_of(name: str) -> str:
     return JUDGES[name].checked.kind.name
 
 
-async def _predict(cases: list[dict], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
+async def _predict(cases: list[Case], llm, scored, ragas, judges: list[str]) -> dict[str, list[Prediction]]:
 
     families = Families(scored, ragas)
 
-    async def one(name: str, i: int, c: dict):
+    async def one(name: str, i: int, c: Case):
         return name, i, prediction(name, await JUDGES[name].judge(families, case_inputs(c)))
 
-    jobs = [one(name, i, c) for name in judges for i, c in enumerate(cases) if name in judges_for(c["judge"])]
+    jobs = [one(name, i, c) for name in judges for i, c in enumerate(cases) if name in judges_for(c.judge)]
     out: dict[str, list[Prediction]] = {name: [Prediction(error="not run")] * len(cases) for name in judges}
     async for name, i, pred in track_async(jobs, "judge check"):
         out[name][i] = pred
@@ -274,7 +310,7 @@ def cutoff_fitter(name: str, probs: list[np.ndarray], positive: np.ndarray, vari
 
 def score_judge(
     name: str,
-    cases: list[dict],
+    cases: Sequence[Case | dict],
     preds: list[Prediction],
     *,
     threshold: float,
@@ -289,12 +325,13 @@ def score_judge(
     Probability-scored judges also get the band of uncertain decisions around each cut-off
     (``judges/uncertain.py``; ``uncertain_target``: the decided verdicts' agreement it aims at,
     default per judge), fitted on all cases and measured out of fold, in ``extra``."""
+    cases = as_cases(cases)
     kind = kind_of(name)
     pos_label = CASE_KINDS[kind].positive
     extra: dict = {}
-    idx = [i for i, c in enumerate(cases) if c["judge"] == kind]
+    idx = [i for i, c in enumerate(cases) if c.judge == kind]
     ok = [i for i in idx if preds[i].error is None]
-    positive = np.array([cases[i]["label"] == pos_label for i in ok])
+    positive = np.array([cases[i].label == pos_label for i in ok])
     if JUDGES[name].checked.reading == "score":  # Ragas: a score, decided at the attribution threshold
         predicted = np.array([required(preds[i].score, f"{name}'s score on case {i + 1}") >= threshold for i in ok])
         cutoffs, method = None, f"Ragas score >= {threshold}"
@@ -316,20 +353,20 @@ def score_judge(
             cutoffs = fit(np.arange(len(ok))) if ok else None
             method = f"P(yes) cut-off{'s per prompt' if len(variants) > 1 else ''}, {folds}-fold cross-validated"
             if ok:
-                extra = uncertain_bands(
-                    probs, positive, variant, cutoffs, fit, uncertain_target, threshold, folds, seed
-                )
-                extra["cases"] = [
-                    {
-                        "id": cases[i]["id"],
-                        "p": [float(x) for x in probs[n]],
-                        "positive": bool(positive[n]),
-                        "variant": variant[n],
-                    }
-                    for n, i in enumerate(ok)
-                ]
+                extra = {
+                    **uncertain_bands(probs, positive, variant, cutoffs, fit, uncertain_target, threshold, folds, seed),
+                    "cases": [
+                        {
+                            "id": cases[i].id,
+                            "p": [float(x) for x in probs[n]],
+                            "positive": bool(positive[n]),
+                            "variant": variant[n],
+                        }
+                        for n, i in enumerate(ok)
+                    ],
+                }
     scores = []
-    source_of = {i: cases[i]["source"] for i in idx}
+    source_of = {i: cases[i].source for i in idx}
     sources = ["all"] + sorted({source_of[i] for i in idx})
     for source in sources:
         sel = [n for n, i in enumerate(ok) if source == "all" or source_of[i] == source]
@@ -341,7 +378,7 @@ def score_judge(
         out = [pos_label if p else f"not {pos_label}" for p in pred]
         confusion: dict[str, dict[str, int]] = {}
         for n in sel:
-            row = confusion.setdefault(cases[ok[n]]["label"], {})
+            row = confusion.setdefault(cases[ok[n]].label, {})
             key = pos_label if predicted[n] else f"not {pos_label}"
             row[key] = row.get(key, 0) + 1
         sc = np.array([preds[ok[n]].score for n in sel], dtype=float)
@@ -381,7 +418,7 @@ def _families(judges: list[str]) -> set[str]:
 
 
 def predict(
-    cases: list[dict],
+    cases: Sequence[Case | dict],
     llm_cfg: LLMConfig,
     cache_dir: Path,
     prompts_dir: Path | None,
@@ -393,6 +430,7 @@ def predict(
     judges. ``blends``: the saved blends with word evidence apply (the judges as an audit runs
     them); without, the model's own probabilities (what a blend is fitted on)."""
     session = LLMSession(cache_dir)
+    rows = as_cases(cases)
 
     async def main() -> tuple[dict[str, list[Prediction]], str, ScoredJudges]:
         llm = session.llm(llm_cfg, "judge-check --llm")
@@ -401,7 +439,7 @@ def predict(
             scored.blends = blends_for(llm.identity, scored)
         ragas = RagasJudges(llm, json_schema=llm_cfg.json_schema) if _families(judges) & {"ragas"} else None
         try:
-            return await _predict(cases, llm, scored, ragas, judges), llm.identity, scored
+            return await _predict(rows, llm, scored, ragas, judges), llm.identity, scored
         finally:
             await session.aclose()
 
@@ -414,7 +452,7 @@ def predict(
 
 
 def run_judge_check(
-    cases: list[dict],
+    cases: Sequence[Case | dict],
     llm_cfg: LLMConfig,
     cache_dir: Path,
     prompts_dir: Path | None,
@@ -431,7 +469,8 @@ def run_judge_check(
     ``adapt``: each adaptable judge also adapted on that many labelled cases of each source (seeded
     draws) and measured on the source's other cases, beside the saved judge on the same cases
     (``JudgeScore.extra["adapted"]`` of the source's score)."""
-    kinds = {c["judge"] for c in cases}
+    cases = as_cases(cases)
+    kinds = {c.judge for c in cases}
     measured = [n for n, spec in JUDGES.items() if spec.check is not None]
     for name in judges or []:
         if name not in measured:
@@ -466,7 +505,7 @@ def run_judge_check(
                     "accuracy_out_of_fold": overall.accuracy.value,
                     "balanced_accuracy_out_of_fold": overall.balanced_accuracy,
                     "auc": overall.auc,
-                    "sources": sorted({c["source"] for c in cases if name in judges_for(c["judge"])}),
+                    "sources": sorted({c.source for c in cases if name in judges_for(c.judge)}),
                     **saved_band(overall.extra, variant),
                     # The cut-off is on the scale the judge decided on: the blend it was measured with stays.
                     **({"blend": scored.blends[variant].to_dict()} if variant in scored.blends else {}),
@@ -475,7 +514,7 @@ def run_judge_check(
     return scores, usage
 
 
-def _add_adapted(name, cases, preds, scores, identity, scored, threshold, labels: int, seed: int) -> None:
+def _add_adapted(name, cases: list[Case], preds, scores, identity, scored, threshold, labels: int, seed: int) -> None:
     """Each source's score gets the judge adapted on ``labels`` of its cases (``adapted.adapted_check``)."""
     if not adaptable(name):
         return
@@ -483,26 +522,46 @@ def _add_adapted(name, cases, preds, scores, identity, scored, threshold, labels
     positive = JUDGES[name].checked.kind.positive
     for s in scores:
         items = [
-            (p.variant or name, dataclasses.replace(p.item, positive=c["label"] == positive))
+            (p.variant or name, dataclasses.replace(p.item, positive=c.label == positive))
             for c, p in zip(cases, preds, strict=True)
-            if p.item is not None and c["judge"] == kind_of(name) and s.source in ("all", c["source"])
+            if p.item is not None and c.judge == kind_of(name) and s.source in ("all", c.source)
         ]
         found = adapted_check(name, s.source, items, shipped, labels, seed=seed)
         if found is not None:
-            s.extra["adapted"] = found.to_dict()
+            s.extra = {**s.extra, "adapted": found.to_dict()}
+
+
+class CaseProbabilities(Model):
+    """One case's probabilities as ``score_judge`` keeps them (``JudgeScore.extra["cases"]``)."""
+
+    id: str = ""
+    p: list[float] = []
+    positive: bool = False
+    variant: str = ""
+
+
+class CheckExtra(Model):
+    """What ``score_judge`` adds to a probability-scored judge's overall score (``JudgeScore.extra``):
+    the band fitted around each variant's cut-off, the bands' out-of-fold figures, each case's
+    probabilities; and the adapted judge (``--adapt``)."""
+
+    bands: dict[str, FittedBand] | None = None
+    band_out_of_fold: Any = None
+    cases: list[CaseProbabilities] = []
+    adapted: dict[str, Any] | None = None
 
 
 def saved_band(extra: dict, variant: str) -> dict:
     """What a calibration keeps of the band: its edges and target, its out-of-fold figures, and the
     cases' probabilities (so a band can be refitted without asking the model again)."""
-    found = (extra.get("bands") or {}).get(variant)
-    if not found:
+    got = CheckExtra.model_validate(extra)
+    band = (got.bands or {}).get(variant)
+    if not band:
         return {}
-    band = FittedBand.load(found)
     return {
         "band": [band.low, band.high],
         "band_target": band.target,
         "band_reached": band.reached,
-        "band_out_of_fold": extra.get("band_out_of_fold"),
-        "cases": [[c["p"], c["positive"]] for c in extra.get("cases", []) if c["variant"] == variant],
+        "band_out_of_fold": got.band_out_of_fold,
+        "cases": [[c.p, c.positive] for c in got.cases if c.variant == variant],
     }
