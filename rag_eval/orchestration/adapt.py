@@ -38,6 +38,7 @@ from rag_eval.judges.uncertain import leaning_value
 from rag_eval.labels.columns import criteria_of
 from rag_eval.labels.human import Label, apply_labels, human_outcomes
 from rag_eval.labels.ppi import PPIEstimate, at_least_exact, human_mean
+from rag_eval.orchestration.history import SavedConfig
 from rag_eval.report.assemble import judge_brief, outcome_shares
 from rag_eval.report.report_records import AdaptationSection, AdaptedJudge, Report
 from rag_eval.report.settings import StatsConfig
@@ -145,7 +146,7 @@ def _stats(run_dir: Path | None) -> StatsConfig:
     path = None if run_dir is None else run_dir / "config.yaml"
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) if path and path.exists() else {}
-        return StatsConfig.model_validate((raw or {}).get("stats") or {})
+        return StatsConfig.model_validate(SavedConfig.load(raw or {}).stats or {})
     except (OSError, ValueError, yaml.YAMLError):
         return StatsConfig()
 

@@ -24,14 +24,17 @@ from typing import Any
 import numpy as np
 
 from rag_eval.attribution import OUTCOMES, AttributionRow, ContextMark
+from rag_eval.base_records import Model
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.judges.registry import Criterion, criteria_registered, figures
 from rag_eval.metrics import parse_metric
 from rag_eval.orchestration.compare import per_question_values
 from rag_eval.orchestration.finished import Run, read_finished_run
+from rag_eval.orchestration.history import SavedConfig
 from rag_eval.orchestration.judge_noise import flag_judge_noise, same_input_flips
 from rag_eval.report.diff_records import DiffData, Evidence, FigureEntry, MovedEntry, NotCompared
 from rag_eval.report.diff_report import diff_screen, render_diff_markdown
+from rag_eval.report.markdown import AdaptedNote
 from rag_eval.report.settings import StatsConfig
 from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import write_json, write_text
@@ -102,9 +105,7 @@ class RunDiff:
             "not_compared": [x.dump() for x in self.not_compared],
             "notes": self.notes,
         }
-        if self.warnings:
-            out["warnings"] = self.warnings
-        return out
+        return {**out, "warnings": self.warnings} if self.warnings else out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunDiff:
@@ -125,7 +126,7 @@ class RunDiff:
             data.same_corpus,
             float(data.confidence),
             float(data.alpha),
-            list(d.get("warnings") or []),
+            list(data.warnings),
         )
 
     def figures_df(self):
@@ -221,7 +222,7 @@ def _adapted(run: Run) -> str:
     for variant, a in sorted(
         (v, a) for c in (report.judges.calibration.values() if report.judges else []) for v, a in c.adapted.items()
     ):
-        parts.append(f"{variant} with {a.get('labels')} labels")
+        parts.append(f"{variant} with {AdaptedNote.load(a).labels} labels")
     if report.adaptation is not None:
         parts += [f"{j.variant} with {j.labels} labels" for j in report.adaptation.judges if j.labels]
     return ", ".join(sorted(set(parts)))
@@ -232,6 +233,15 @@ def _names(run: Run) -> str:
     if run.rows:
         parts.append(f"prompts: {', '.join(sorted(run.rows))}")
     return "; ".join(parts)
+
+
+class LabelProvenance(Model):
+    """A question's labels as a run recorded them (``QuestionRecord.labels``, written by
+    ``data.testset.label_provenance``): its evidence quotes and its chunk-id labels with the hash of
+    each chunk's passage."""
+
+    evidence: list[Any] = []
+    chunk_ids: dict[str, Any] = {}
 
 
 def retrieval_why(b: QuestionRecord, n: QuestionRecord, same_corpus: bool) -> str | None:
@@ -251,10 +261,11 @@ def retrieval_why(b: QuestionRecord, n: QuestionRecord, same_corpus: bool) -> st
             "the corpus changed and a run folder has no label records (written by an older rag-eval), so "
             "whether its labels still mean the same cannot be checked: rerun that audit"
         )
-    if sorted(lb["evidence"]) != sorted(ln["evidence"]):
+    lb, ln = LabelProvenance.load(lb), LabelProvenance.load(ln)
+    if sorted(lb.evidence) != sorted(ln.evidence):
         return "its evidence quotes changed between the runs"
     # Chunk-id labels: each labelled chunk's id and the hash of its passage in that run.
-    base_ids, new_ids = lb["chunk_ids"], ln["chunk_ids"]
+    base_ids, new_ids = lb.chunk_ids, ln.chunk_ids
     for cid in sorted(set(base_ids) | set(new_ids)):
         if cid not in new_ids:
             return f"chunk-id label '{cid}' no longer exists in the new run's corpus (or labels)"
@@ -372,7 +383,7 @@ def _figure(
 def _stats_settings(run: Run) -> StatsConfig:
     """The statistics settings the new run was made with (a config of another version: the defaults)."""
     try:
-        return StatsConfig(**(run.config.get("stats") or {}))
+        return StatsConfig(**(SavedConfig.load(run.config).stats or {}))
     except Exception:
         return StatsConfig()
 

@@ -7,14 +7,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rag_eval.base_records import Figure
+from rag_eval.base_records import Figure, Model
 from rag_eval.errors import DataError, Problem, did_you_mean
 from rag_eval.orchestration.finished import Run, read_run
+from rag_eval.report.history_html import CorpusNote
 from rag_eval.report.history_records import HistoryData, HistoryRun, HistoryTestSet, RunChange
 from rag_eval.report.report_records import Report, Summary
 from rag_eval.rundir import read_status
 
 IGNORED_KEYS = ("report", "gates")  # where runs are written and what they must pass change no figure
+
+
+class SavedConfig(Model):
+    """The sections of a run's saved config (its config.yaml, as written) that are read as a whole:
+    the gates and the statistics settings; every other key kept as written."""
+
+    gates: Any = None
+    stats: Any = None
 
 
 def headline_figures(summary: Summary | dict, report: Report | dict) -> dict[str, dict[str, Any]]:
@@ -90,14 +99,16 @@ def changes_between(prev: HistoryRun, cur: HistoryRun) -> list[RunChange]:
     keys = config_changes(prev.config, cur.config)
     if keys:
         out.append(RunChange(kind="config", what="config: " + ", ".join(keys)))
-    gates = config_changes(prev.config.get("gates") or {}, cur.config.get("gates") or {}, "gates.", 1)
+    gates = config_changes(
+        SavedConfig.load(prev.config).gates or {}, SavedConfig.load(cur.config).gates or {}, "gates.", 1
+    )
     if gates:
         out.append(
             RunChange(kind="gates", what="gates changed: " + ", ".join(gates) + " (pass/fail is not comparable)")
         )
-    pc, cc = prev.corpus, cur.corpus
-    if pc.get("fingerprint") != cc.get("fingerprint"):
-        what = f"corpus: {pc.get('chunks', '?')} -> {cc.get('chunks', '?')} chunks ({cc.get('source', '?')})"
+    pc, cc = CorpusNote.load(prev.corpus), CorpusNote.load(cur.corpus)
+    if pc.fingerprint != cc.fingerprint:
+        what = f"corpus: {pc.chunks} -> {cc.chunks} chunks ({cc.source})"
         out.append(RunChange(kind="corpus", what=what))
     pi, ci = set(prev.test_set.ids), set(cur.test_set.ids)
     if pi != ci:

@@ -58,9 +58,7 @@ class FigureEntry(Model):
     def entry(self) -> dict[str, Any]:
         """The figure's entry in the JSON of the diff (every key; ``judge_noise`` where measured)."""
         out = self.model_dump(mode="json", exclude={"judge_noise"})
-        if self.judge_noise is not None:
-            out["judge_noise"] = self.judge_noise.dump()
-        return out
+        return {**out, "judge_noise": self.judge_noise.dump()} if self.judge_noise is not None else out
 
     @property
     def changed(self) -> bool:
@@ -121,6 +119,13 @@ class NotCompared(Model):
     why: str = ""
 
 
+class MovedIds(Model):
+    """The questions that moved on one figure: better and worse."""
+
+    better: list[str] = []
+    worse: list[str] = []
+
+
 class DiffData(Model):
     """Two runs compared: every shared figure, the questions that moved, what was not compared."""
 
@@ -134,7 +139,7 @@ class DiffData(Model):
     same_corpus: bool = True
     empty: bool = False
     figures: dict[str, FigureEntry] = {}
-    moved: dict[str, dict[str, list[str]]] = {}
+    moved: dict[str, MovedIds] = {}
     questions: list[MovedEntry] = []
     only_in_base: list[str] = []
     only_in_new: list[str] = []
@@ -150,17 +155,13 @@ class DiffData(Model):
         """The figures with their names and moved questions filled in from the JSON's keys."""
         out = []
         for name, e in self.figures.items():
-            moved = self.moved.get(name, {})
-            out.append(
-                e.model_copy(
-                    update={"name": name, "better_ids": moved.get("better", []), "worse_ids": moved.get("worse", [])}
-                )
-            )
+            moved = self.moved.get(name, MovedIds())
+            out.append(e.model_copy(update={"name": name, "better_ids": moved.better, "worse_ids": moved.worse}))
         return out
 
     def moved_lines(self, figure: str, *, limit: int = 10) -> list[str]:
         """The questions that got worse on a figure, as ``id: before -> after`` lines (gate output)."""
-        worse = self.moved.get(figure, {}).get("worse", [])
+        worse = self.moved.get(figure, MovedIds()).worse
         system = figure.split(".")[1] if figure.count(".") >= 2 else ""
         scope = "retrieval" if figure.startswith("retrieval.") else "generation"
         by_q = {m.question_id: m for m in self.questions if m.scope == scope and m.system == system}

@@ -5,8 +5,9 @@ or test set changed marked on every plot."""
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
-from rag_eval.base_records import Figure
+from rag_eval.base_records import Figure, Model
 from rag_eval.report.history_records import HistoryData, HistoryRun
 from rag_eval.report.html import COLORS, CSS, _table, y_grid
 from rag_eval.report.markdown import fmt
@@ -18,6 +19,15 @@ CHANGE_COLORS = {
     "test_set": "#7a5cc2",
     "version": "#8c8c3b",
 }
+
+
+class CorpusNote(Model):
+    """What the history says of a run's corpus (``HistoryRun.corpus``): its fingerprint, its chunks
+    and where it came from ("?" where a run folder did not say)."""
+
+    fingerprint: Any = None
+    chunks: Any = "?"
+    source: Any = "?"
 
 
 def trend_plot(runs: list[HistoryRun], figure: str, plot_id: str) -> str:
@@ -87,7 +97,7 @@ def render_history_html(hist: HistoryData | dict) -> str:
                 str(i),
                 escape(r.created),
                 f"<code>{escape(r.run)}</code>",
-                f"{r.corpus.get('chunks', '?')} chunks · {len(r.test_set.ids)} questions",
+                f"{CorpusNote.load(r.corpus).chunks} chunks · {len(r.test_set.ids)} questions",
                 "<br>".join(escape(c.what) for c in r.changes) or ("first run" if i == 1 else "–"),
             ]
             for i, r in enumerate(runs, 1)

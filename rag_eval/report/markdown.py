@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
 
 from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD
 from rag_eval.attribution.records import AttributionRow, AttributionSection
-from rag_eval.base_records import Num, PairedComparison, StageReuse, required
+from rag_eval.base_records import Model, Num, PairedComparison, StageReuse, required
 from rag_eval.judges.judge_records import CriterionSection, JudgedFigure, JudgesSection
 from rag_eval.judges.ragas_judges import describe_requests
 from rag_eval.judges.registry import JUDGES
@@ -19,6 +22,23 @@ from rag_eval.report.report_records import ComparisonSection, Report
 from rag_eval.retrievers.diagnosis import CAUSES, FIXES
 from rag_eval.retrievers.retrieval_records import Cause, Miss, SimulatedFix
 from rag_eval.stats import format_p
+
+
+class IndexNote(Model):
+    """How an approximate index ranked (``RetrievalSection.index_notes``, one per retriever): its
+    kind, its recall@10 against exact search and the questions that was measured on."""
+
+    index: Any = ""
+    recall_at_10: Any = Field(float("nan"), alias="recall@10_vs_exact")
+    recall_sample: Any = None
+
+
+class AdaptedNote(Model):
+    """What the report says of a prompt variant's adaptation to the corpus (``Calibration.adapted``):
+    the labels it was adapted with and where they came from."""
+
+    labels: Any = None
+    source: str | None = None
 
 
 def comparison_rows(comparisons: list[PairedComparison], pair_first: bool) -> list[list[str]]:
@@ -73,11 +93,11 @@ def retrieval_markdown(report: Report) -> list[str]:
         ]
         header = ["pair", "metric", "difference [95% CI]", "better/worse/same", "p (Holm)", "verdict"]
         out += _table(header, comparison_rows(r.comparisons, pair_first=True))
-    for name, note in r.index_notes.items():
+    for name, n in ((k, IndexNote.model_validate(v)) for k, v in r.index_notes.items()):
         out += [
             "",
-            f"**{name}** searched an approximate {note.get('index', '')} index: recall@10 against exact search "
-            f"{note.get('recall@10_vs_exact', float('nan')):.3f} on {note.get('recall_sample')} questions "
+            f"**{name}** searched an approximate {n.index} index: recall@10 against exact search "
+            f"{n.recall_at_10:.3f} on {n.recall_sample} questions "
             "(chunks exact search ranks high may be missing from its lists).",
         ]
     out += ["", f"### Misses (no relevant chunk in the top {r.miss_k}), by probable cause", ""]
@@ -289,8 +309,8 @@ def calibration_lines(j: JudgesSection) -> list[str]:
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"
         if c.adapted:
             line += "; adapted to this corpus: " + ", ".join(
-                f"`{v}` with {a.get('labels')} labels ({a.get('source') or 'rag-eval report --adapt'})"
-                for v, a in c.adapted.items()
+                f"`{v}` with {a.labels} labels ({a.source or 'rag-eval report --adapt'})"
+                for v, a in ((v, AdaptedNote.model_validate(x)) for v, x in c.adapted.items())
             )
         if c.blend:
             line += (
