@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 
 from rag_eval import progress
 from rag_eval.base_records import required
@@ -23,7 +24,7 @@ from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.schedule import PrefixScheduler, prompt_text
 from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.slots import SlotLibrary
-from rag_eval.llm.usage import Usage
+from rag_eval.llm.usage import TokenUsage, Usage
 
 CACHE_HEADER = "x-rag-eval-cache"
 SLOT_TIMEOUT_S = 60.0  # a slot save or restore moves tens of MB
@@ -180,12 +181,12 @@ class CachingTransport(httpx.AsyncBaseTransport):
         )
         try:
             response = await asyncio.wait_for(self.inner.handle_async_request(request), SLOT_TIMEOUT_S)
-            data = json.loads(await response.aread())
-        except (httpx.HTTPError, ValueError, TimeoutError):
+            data = _SlotReply.model_validate_json(await response.aread())
+        except (httpx.HTTPError, ValueError, TimeoutError):  # pydantic's ValidationError is a ValueError
             return 0
-        if response.status_code != 200 or not isinstance(data, dict):
+        if response.status_code != 200:
             return 0
-        return int(data.get("n_written") or data.get("n_read") or 0)
+        return data.n_written or data.n_read or 0
 
     def _routed(self, request: httpx.Request, body: bytes) -> httpx.Request:
         """The request aimed at the started local server (started here on first need), else as it is."""
@@ -213,11 +214,36 @@ def _response(status: int, content: bytes, headers: list, request: httpx.Request
     return httpx.Response(status, content=content, headers=headers, request=request)
 
 
+class _SlotReply(BaseModel):
+    """llama-server's answer to a slot save (``n_written``) or restore (``n_read``): the bytes moved."""
+
+    n_written: int | None = None
+    n_read: int | None = None
+
+
+class _Message(BaseModel):
+    content: str | None = None
+
+
+class _Choice(BaseModel):
+    """A choice of a chat completion, as far as the client reads it (logprobs stay in ``raw``)."""
+
+    message: _Message | None = None
+    finish_reason: str | None = None
+
+
+class _ChatBody(BaseModel):
+    """An OpenAI-compatible chat completion body, as far as the client reads it."""
+
+    choices: list[_Choice] | None = None
+    usage: TokenUsage | None = None
+
+
 def _complete(content: bytes) -> bool:
     """Only whole JSON responses with choices are worth caching."""
     try:
-        return bool(json.loads(content).get("choices"))
-    except (ValueError, AttributeError):
+        return bool(_ChatBody.model_validate_json(content).choices)
+    except ValueError:  # not JSON, or not a chat completion (pydantic's ValidationError)
         return False
 
 
@@ -312,18 +338,18 @@ class LLM:
         except ValueError as exc:
             self.usage.failures += 1
             return ChatResult(None, self.model, error=f"the server's response is not JSON: {exc}")
-        choices = data.get("choices") or []
-        choice = choices[0] if choices else {}
-        usage = data.get("usage") or {}
+        body = _ChatBody.model_validate(data)
+        choice = body.choices[0] if body.choices else _Choice()
+        usage = body.usage or TokenUsage()
         return ChatResult(
-            text=(choice.get("message") or {}).get("content"),
+            text=choice.message.content if choice.message else None,
             model=self.model,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=usage.prompt_tokens or 0,
+            completion_tokens=usage.completion_tokens or 0,
             latency_s=float(raw.headers.get(LATENCY_HEADER) or 0.0),
             cached=raw.headers.get(CACHE_HEADER) == "hit",
-            finish_reason=choice.get("finish_reason"),
-            error=None if choices else "the response had no choices",
+            finish_reason=choice.finish_reason,
+            error=None if body.choices else "the response had no choices",
             raw=data,
         )
 

@@ -4,10 +4,35 @@ read it back as the same record."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pydantic import BaseModel
+
 from rag_eval.base_records import Model, Num
+
+
+class TokenUsage(BaseModel):
+    """A response body's ``usage`` (OpenAI's chat completion)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class ServerTimings(BaseModel):
+    """A response body's ``timings`` (llama-server's): prompt tokens evaluated and reused from its
+    KV cache, and the milliseconds spent on the prompt and the answer."""
+
+    prompt_n: int | None = None
+    cache_n: int | None = None
+    prompt_ms: float | None = None
+    predicted_ms: float | None = None
+
+
+class _Counted(BaseModel):
+    """What ``Usage.record`` reads of a response body (the rest of it is left unread)."""
+
+    usage: TokenUsage | None = None
+    timings: ServerTimings | None = None
 
 
 class Usage(Model):
@@ -47,16 +72,16 @@ class Usage(Model):
         """Add the tokens and server timings of one response body (OpenAI's ``usage``, llama-server's
         ``timings``); a body that is not JSON adds nothing."""
         try:
-            data = json.loads(body)
-            usage = data.get("usage") or {}
-        except (ValueError, AttributeError):
+            data = _Counted.model_validate_json(body)
+        except ValueError:  # not JSON, or not a body of this shape (pydantic's ValidationError)
             return
-        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.completion_tokens += int(usage.get("completion_tokens") or 0)
-        timings = data.get("timings") or {}
-        self.prompt_evaluated += int(timings.get("prompt_n") or 0)
-        self.prompt_reused += int(timings.get("cache_n") or 0)
-        self.model_ms += float(timings.get("prompt_ms") or 0) + float(timings.get("predicted_ms") or 0)
+        usage = data.usage or TokenUsage()
+        self.prompt_tokens += usage.prompt_tokens or 0
+        self.completion_tokens += usage.completion_tokens or 0
+        timings = data.timings or ServerTimings()
+        self.prompt_evaluated += timings.prompt_n or 0
+        self.prompt_reused += timings.cache_n or 0
+        self.model_ms += float(timings.prompt_ms or 0) + float(timings.predicted_ms or 0)
 
     def to_dict(self) -> dict[str, Any]:
         """Every count and the cost now (a row of ``llm_usage.json``)."""
