@@ -19,7 +19,7 @@ import numpy as np
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import context_seen
-from rag_eval.base_records import required
+from rag_eval.base_records import Model, required
 from rag_eval.calibration.adaptation import Decider
 from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for, ragas_agreement_for
 from rag_eval.config import AuditConfig
@@ -117,11 +117,10 @@ class JudgeRun:
             bands = {v: [b.low, b.high] for v in cuts if (b := self.bands.get(v))}
             if bands:  # a band changes the status: part of the key (and only then, for earlier runs)
                 cut = {"cutoffs": cuts, "bands": bands}
-            # Reasons made another way are redone (the verdict requests come from the response cache).
-            cut = {"cut": cut, "reasons": self.scored.reasons}
+            # Reasons made another way are redone (the verdict requests come from the response cache);
+            # a blend changes the probability: part of the key (and only then, for earlier runs).
             blends = {v: b.to_dict() for v in cuts if (b := self.scored.blends.get(v))}
-            if blends:  # a blend changes the probability: part of the key (and only then, for earlier runs)
-                cut["blends"] = blends
+            cut = {"cut": cut, "reasons": self.scored.reasons, **({"blends": blends} if blends else {})}
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if not explain and (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
@@ -360,6 +359,17 @@ def criterion_bands(bands: dict[str, Band], notes: dict[str, str], setting, metr
             notes.pop(name, None)
 
 
+class AdaptationNote(Model):
+    """An adaptation to the corpus as the store saved it (``Decider.to_dict`` with the labels file it
+    came from and when: ``judges/adapted.py``) and as a run's calibration names it
+    (``Calibration.adapted``, by prompt variant): how many labels, how, from which file, when."""
+
+    labels: int | None = None
+    how: str | None = None
+    source: str | None = ""
+    saved: str | None = None
+
+
 def use_saved_adaptations(scored: ScoredJudges, bands: dict[str, Band], corpus: str, identity: str, jc) -> dict:
     """Where an adaptation to this corpus was saved for this judge model and prompt (``rag-eval report
     --labels F --adapt``), its blend, cut-off and band decide instead of the shipped ones; the
@@ -372,15 +382,13 @@ def use_saved_adaptations(scored: ScoredJudges, bands: dict[str, Band], corpus: 
             entry = saved_adaptation(corpus, identity, v, scored.prompt_hash(v))
             if entry is None or v in jc.cutoffs or name in jc.cutoffs:
                 continue
-            d = Decider.from_dict(entry)
+            d, note = Decider.from_dict(entry), AdaptationNote.load(entry)
             scored.cutoffs[v] = d.cutoff
             if d.blend is not None:
                 scored.blends[v] = d.blend
             if d.band is not None and jc.uncertain == "auto":
-                bands[v] = Band(
-                    d.band[0], d.band[1], f"adapted to this corpus with {d.labels} labels ({entry.get('source', '')})"
-                )
-            used[v] = {"labels": d.labels, "how": d.how, "source": entry.get("source", ""), "saved": entry.get("saved")}
+                bands[v] = Band(d.band[0], d.band[1], f"adapted to this corpus with {d.labels} labels ({note.source})")
+            used[v] = {"labels": d.labels, "how": d.how, "source": note.source, "saved": note.saved}
     return used
 
 

@@ -19,12 +19,12 @@ from rag_eval.attribution.records import (
     JudgeBrief,
     OutcomeShare,
 )
-from rag_eval.base_records import Figure, PairedComparison, required
+from rag_eval.base_records import Figure, Model, Num, PairedComparison, required
 from rag_eval.config import AuditConfig
 from rag_eval.judges.criteria import half_width_for, labels_for
 from rag_eval.judges.judge_records import CriterionSection, EscalationSection, JudgesSection, JudgingInfo
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.judging import JudgedFigures
+from rag_eval.judges.judging import AdaptationNote, JudgedFigures
 from rag_eval.judges.registry import FAITHFUL_SHARE
 from rag_eval.llm.usage import Usage
 from rag_eval.report.quotes import row_evidence
@@ -365,6 +365,13 @@ def add_judging(
     return report
 
 
+class RubricDetails(Model):
+    """What a rubric criterion's judgement details hold for its report section (``judges/criteria.py``):
+    the probability-weighted mean level (the other keys kept as they are)."""
+
+    mean_level: Num | None = None
+
+
 CRITERION_HALF_WIDTH = 0.10  # the interval a criterion's labels are counted for ("label N answers for ±0.10")
 
 
@@ -378,7 +385,9 @@ def criteria_section(cfg: AuditConfig, judges: JudgesSection) -> dict[str, Crite
         mine = [r for r in judges.records if r.judge == name and r.status == "judged"]
         means = {}
         for prompt in sorted({r.prompt for r in mine}) if c.levels else []:
-            levels = [m for r in mine if r.prompt == prompt and (m := r.details.get("mean_level")) is not None]
+            levels = [
+                m for r in mine if r.prompt == prompt and (m := RubricDetails.load(r.details).mean_level) is not None
+            ]
             if levels:
                 est = bootstrap_mean(
                     np.array(levels, dtype=float),
@@ -423,8 +432,8 @@ def _criterion_calibration(cal, needed: int | None, judged: int, confidence: flo
     )
     cut = f"cut-off {cal.cutoff:.3f}" if cal.cutoff is not None else "cut-off 0.5"
     if cal.adapted:
-        a = next(iter(cal.adapted.values()))
-        return f"adapted to this corpus with {a.get('labels')} labels ({a.get('source', '')}): {cut}, {where}"
+        a = AdaptationNote.load(next(iter(cal.adapted.values())))
+        return f"adapted to this corpus with {a.labels} labels ({a.source}): {cut}, {where}"
     if cal.calibrated:
         return f"calibrated on labelled cases (judge-check --save): {cut}, {where}"
     line = f"not calibrated: label {needed} answers for ±{CRITERION_HALF_WIDTH:.2f} ({cut}, {where})"
