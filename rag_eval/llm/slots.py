@@ -30,8 +30,10 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rag_eval.llm.schedule import shared_prefix
 
@@ -62,25 +64,24 @@ class SlotStats:
     failed: int = 0
 
 
-@dataclass
-class SlotEntry:
-    """A saved slot of the index: its file, the beginning of the prompt it holds, its size, its last use."""
+class SlotEntry(BaseModel):
+    """A saved slot of the index (``index.json``): its file, the beginning of the prompt it holds, its
+    size, its last use. Strict: an entry of another shape is skipped, never coerced."""
 
-    file: str
+    model_config = ConfigDict(strict=True)
+
+    file: str = Field(pattern=_FILE.pattern)
     text: str
     bytes: int
-    used: float
+    used: int | float
 
 
-def _valid(e) -> bool:
-    return (
-        isinstance(e, dict)
-        and isinstance(e.get("file"), str)
-        and bool(_FILE.match(e["file"]))
-        and isinstance(e.get("text"), str)
-        and isinstance(e.get("bytes"), int)
-        and isinstance(e.get("used"), int | float)
-    )
+def _entry(item: object) -> SlotEntry | None:
+    """An item of the index as an entry; None where it is malformed."""
+    try:
+        return SlotEntry.model_validate(item)
+    except ValidationError:
+        return None
 
 
 class SlotLibrary:
@@ -116,7 +117,7 @@ class SlotLibrary:
             return []
         if not isinstance(data, list):
             return []
-        found = [SlotEntry(e["file"], e["text"], e["bytes"], e["used"]) for e in data if _valid(e)]
+        found = [e for e in map(_entry, data) if e is not None]
         return [e for e in found if (self.dir / e.file).is_file()]
 
     @contextlib.contextmanager
@@ -132,7 +133,7 @@ class SlotLibrary:
 
     def _write(self, entries: list[SlotEntry]) -> None:
         tmp = self.index_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([asdict(e) for e in entries], ensure_ascii=False), encoding="utf-8")
+        tmp.write_text(json.dumps([e.model_dump() for e in entries], ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, self.index_path)
 
     def held(self, text: str) -> int:
@@ -205,7 +206,7 @@ class SlotLibrary:
         slot files the index does not know (older than ``ORPHAN_AGE_S``)."""
         with self._locked():
             old = sorted((e for e in self.entries() if e.file != file), key=lambda e: e.used, reverse=True)
-            new = SlotEntry(file, text[:MATCH_CHARS], int(n_bytes), time.time())
+            new = SlotEntry(file=file, text=text[:MATCH_CHARS], bytes=int(n_bytes), used=time.time())
             kept: list[SlotEntry] = []
             total = 0
             for e in [new, *old]:
