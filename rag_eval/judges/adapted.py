@@ -44,7 +44,8 @@ def variant_of(j: Judgement) -> str:
     return str(j.typed_details.variant or j.judge)
 
 
-def _statements(j: Judgement) -> list[dict] | None:
+def statement_rows(j: Judgement) -> list[dict] | None:
+    """A statement judgement's statements as its details hold them (every key kept, in order)."""
     return j.details.get("statements")
 
 
@@ -83,7 +84,7 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
     details = {**j.details, "adapted": note, "band": list(d.band) if d.band else None}
     for k in ("leaning", "leaning_score", "score_range", "uncertain_statements"):
         details.pop(k, None)
-    rows = _statements(j)
+    rows = statement_rows(j)
     if rows is not None:
         supported = [p >= d.cutoff for p in probs]
         statements = [

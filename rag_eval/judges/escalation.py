@@ -20,8 +20,12 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rag_eval.answers.answer_records import Answer
+from rag_eval.base_records import Model, required
 from rag_eval.calibration.cutoffs import blends_for, cutoffs_for
+from rag_eval.judges.adapted import statement_rows
 from rag_eval.judges.details import StatementsDetails
+from rag_eval.judges.judge_records import EscalationRecord
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
@@ -64,10 +68,46 @@ async def second_opinion(
     return Opinion(prob, p >= 0.5, "P >= 0.5 (no verdict word in the text)", d.reason, d.method)
 
 
+class _EscalatedDetails(Model):
+    escalation: EscalationRecord | None = None
+
+
+class _Escalated(Model):
+    """A judgement record as ``first_pass`` reads it: its details' escalation, if any."""
+
+    details: _EscalatedDetails | None = None
+
+
 def first_pass(record: dict) -> dict:
     """The first judge's record of an escalated one (the record itself otherwise)."""
-    esc = (record.get("details") or {}).get("escalation") or {}
-    return esc.get("first_record") or record
+    details = _Escalated.model_validate(record).details
+    esc = details.escalation if details else None
+    return (esc.first_record if esc else None) or record
+
+
+def escalation_of(j: Judgement) -> EscalationRecord:
+    """What the escalation did to ``j`` (nothing set where it was not escalated)."""
+    return EscalationRecord.model_validate(j.typed_details.escalation or {})
+
+
+@dataclass(frozen=True)
+class AnswerTexts:
+    """The texts an escalated judgement's prompts are filled from."""
+
+    question: str
+    answer: str
+    reference: str
+    context: str  # the contexts joined
+
+    def placeholders(self) -> dict[str, str]:
+        """Each prompt placeholder's value (``contexts`` as ``context``: the contexts joined)."""
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "reference": self.reference,
+            "context": self.context,
+            "contexts": self.context,
+        }
 
 
 @dataclass
@@ -95,7 +135,7 @@ def _needed(j: Judgement) -> int:
 
 async def escalate(
     records: list[Judgement],
-    inputs: Callable[[Judgement], dict[str, str] | None],
+    inputs: Callable[[Judgement], AnswerTexts | None],
     second: ScoredJudges,
     second_bands: dict[str, Band],
     *,
@@ -134,9 +174,7 @@ async def escalate(
     refused = {
         (j.question_id, j.prompt)
         for j in records
-        if refusal(j)
-        and j.verdict == JUDGES[j.judge].positive
-        and (j.details.get("escalation") or {}).get("decided_by")
+        if refusal(j) and j.verdict == JUDGES[j.judge].positive and escalation_of(j).decided_by
     }
     for i, j in enumerate(records):
         spec = JUDGES.get(j.judge)
@@ -156,17 +194,18 @@ def _note(j: Judgement, escalation: dict, first: Judgement | None = None) -> Jud
 
 
 async def _one(
-    j: Judgement, values: dict[str, str] | None, second: ScoredJudges, bands: dict[str, Band], threshold: float
+    j: Judgement, values: AnswerTexts | None, second: ScoredJudges, bands: dict[str, Band], threshold: float
 ) -> Judgement:
     who = {"model": second.llm.model, "identity": second.llm.identity}
     if values is None:
         return _note(j, {**who, "error": "the answer's inputs are not in this run"})
     if isinstance(j.typed_details, StatementsDetails):
-        return await _statements(j, values, second, bands, threshold, who)
+        return await _statements(j, j.typed_details, values, second, bands, threshold, who)
     variant = j.typed_details.variant or j.judge
     spec = JUDGES[j.judge]
     (yes, no), positive = spec.yes_no, spec.positive
-    ask = {k: values[k] for k in second.prompt_for(variant).placeholders}
+    texts = values.placeholders()
+    ask = {k: texts[k] for k in second.prompt_for(variant).placeholders}
     op = await second_opinion(second, bands, variant, yes == positive, ask)
     esc = {
         **who,
@@ -193,12 +232,19 @@ async def _one(
 
 
 async def _statements(
-    j: Judgement, values: dict[str, str], second: ScoredJudges, bands: dict[str, Band], threshold: float, who: dict
+    j: Judgement,
+    typed: StatementsDetails,
+    values: AnswerTexts,
+    second: ScoredJudges,
+    bands: dict[str, Band],
+    threshold: float,
+    who: dict,
 ) -> Judgement:
     """The uncertain statements asked again; the answer decided when the rest can no longer move
     its share across ``threshold``."""
-    rows = [dict(r) for r in j.details["statements"]]
-    unsure = j.typed_details.uncertain_statements or []
+    rows = statement_rows(j) or []
+    statements = typed.statements
+    unsure = typed.uncertain_statements or []
     ops = await asyncio.gather(
         *(
             second_opinion(
@@ -206,16 +252,20 @@ async def _statements(
                 bands,
                 j.judge,
                 True,
-                {"context": values["context"], "question": values["question"], "statement": rows[k]["statement"]},
+                {"context": values.context, "question": values.question, "statement": statements[k].statement},
             )
             for k in unsure
         )
     )
-    band = j.typed_details.band or [0.0, 0.0]
+    band = typed.band or [0.0, 0.0]
     # Each statement: supported (True/False) where decided, None where still uncertain.
-    decided: list[bool | None] = [None if band[0] <= r["p_supported"] < band[1] else r["supported"] for r in rows]
-    for k, op in zip(unsure, ops):
-        rows[k]["second"] = op.to_dict()
+    decided: list[bool | None] = [
+        None if band[0] <= required(s.p_supported, "a statement's P(supported)") < band[1] else s.supported
+        for s in statements
+    ]
+    second_of = dict(zip(unsure, ops))
+    rows = [{**r, "second": second_of[k].to_dict()} if k in second_of else dict(r) for k, r in enumerate(rows)]
+    for k, op in second_of.items():
         decided[k] = op.positive
     lo = sum(d is True for d in decided) / len(rows)
     hi = sum(d is not False for d in decided) / len(rows)
@@ -230,8 +280,10 @@ async def _statements(
     details = {**j.details, "statements": rows, "score_range": [lo, hi]}
     if still:
         return _note(dataclasses.replace(j, details=details), esc, first=j)
-    supported = [d if d is not None else r["supported"] for d, r in zip(decided, rows)]
-    missing = [r["statement"] for r, s in zip(rows, supported) if not s]
+    supported = [
+        d if d is not None else required(s.supported, "a statement's decision") for d, s in zip(decided, statements)
+    ]
+    missing = [s.statement for s, ok in zip(statements, supported) if not ok]
     reason = (
         f"{sum(supported)} of {len(rows)} answer statements are supported by the contexts"
         + (f"; not: {'; '.join(missing)}" if missing else "")
@@ -253,18 +305,12 @@ async def escalate_records(cfg, records: list[dict], llm, answer_of, contexts_of
     second.blends = blends_for(llm.identity, second)
     bands, _ = bands_for(llm.identity, second, "off" if jc.uncertain == "off" else "auto", judges=jc.metrics)
 
-    def inputs(j: Judgement) -> dict[str, str] | None:
+    def inputs(j: Judgement) -> AnswerTexts | None:
         q, gen = answer_of(j.question_id, j.prompt)
-        if q is None or gen is None or not gen.get("answer"):
+        answer = Answer.load(gen) if gen is not None else None
+        if q is None or answer is None or not answer.answer:
             return None
-        values = {
-            "question": q.question,
-            "answer": gen["answer"],
-            "reference": q.reference or "",
-            "context": "\n\n".join(contexts_of(gen.get("contexts", []))),
-        }
-        values["contexts"] = values["context"]
-        return values
+        return AnswerTexts(q.question, answer.answer, q.reference or "", "\n\n".join(contexts_of(answer.contexts)))
 
     judgements = [Judgement.from_dict(r) for r in records]
     done, info = await escalate(

@@ -135,6 +135,23 @@ class EscalationSection(Model):
     outcomes_without: dict[str, dict[str, OutcomeCount]] = {}
 
 
+class SecondJudgement(Model):
+    """The second judge's decision as an escalated verdict keeps it (``escalation.Opinion``)."""
+
+    how: str | None = None
+
+
+class EscalationRecord(Model):
+    """What the escalation did to a judgement (its ``details.escalation``): who decided, why it was
+    not sent or failed, the second judge's decision and the first judge's record."""
+
+    decided_by: str | None = None
+    not_sent: str | None = None
+    error: str | None = None
+    second: SecondJudgement | None = None
+    first_record: dict[str, Any] | None = None
+
+
 class UncertainDetails(Model):
     """What ``Judgement.details`` holds about an uncertain decision: its band, what the judge leaned
     to, the statements still undecided, and what the escalation did."""
@@ -153,8 +170,8 @@ class UncertainDetails(Model):
     @property
     def escalation_note(self) -> str | None:
         """Why the decision was not escalated, the error, or how the second judge decided."""
-        e = self.escalation or {}
-        return e.get("not_sent") or e.get("error") or (e.get("second") or {}).get("how")
+        e = EscalationRecord.model_validate(self.escalation or {})
+        return e.not_sent or e.error or (e.second.how if e.second else None)
 
     @property
     def decisions(self) -> int:
