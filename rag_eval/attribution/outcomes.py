@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from rag_eval.answers.answer_records import Answer
+from rag_eval.base_records import Model
+from rag_eval.judges.details import details_of
 from rag_eval.judges.registry import JUDGES, decider
 from rag_eval.types import Question
 
@@ -63,6 +65,19 @@ GOOD = ("ok", "correct_refusal")
 # The threshold of a report that recorded none: written before the setting existed, under the
 # majority rule of those versions (the config's default is ``judges.registry.FAITHFUL_SHARE``).
 UNRECORDED_FAITHFULNESS_THRESHOLD = 0.5
+
+
+class _CitedSentence(Model):
+    """What an outcome reads of one sentence the citations judge decided: its kind and citations."""
+
+    kind: Any = None
+    cited: Any = None
+
+
+class _CitationsDetails(Model):
+    """What an outcome reads of the citations judge's details: each sentence."""
+
+    sentences: list[_CitedSentence] | None = None
 
 
 class Verdict(Protocol):
@@ -212,9 +227,9 @@ def _citations(
         if not faithful:
             return "unfaithful", f"{name}: {j.reason}"
         # The faithfulness judge found support the citations judge did not: the citation is what failed.
-        rows = (getattr(j, "details", None) or {}).get("sentences") or []
-        bad = [r for r in rows if r.get("kind") in ("unsupported", "miscited")]
-        return ("miscited" if any(r.get("cited") for r in bad) else "uncited"), f"{name}: {j.reason}"
+        rows = _CitationsDetails.load(getattr(j, "details", None) or {}).sentences or []
+        bad = [r for r in rows if r.kind in ("unsupported", "miscited")]
+        return ("miscited" if any(r.cited for r in bad) else "uncited"), f"{name}: {j.reason}"
     if j.verdict in ("miscited", "uncited"):
         return j.verdict, f"{name}: {j.reason}"
     return None
@@ -222,10 +237,10 @@ def _citations(
 
 def _unsure(name: str | None, j: Verdict | None) -> str:
     """Why an outcome is uncertain: the judge, its probability and its band."""
-    d: dict[str, Any] = getattr(j, "details", None) or {}
-    band = d.get("band") or ["?", "?"]
-    if d.get("score_range") is not None:
-        lo, hi = d["score_range"]
+    d = details_of(getattr(j, "details", None) or {})
+    band: list[Any] = d.band or ["?", "?"]
+    if d.score_range is not None:
+        lo, hi = d.score_range
         what = f"its share of supported statements lies between {lo:.2f} and {hi:.2f}"
     else:
         probability = j.probability if j is not None else None

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.config import AuditConfig, config_from_dict, load_config
 from rag_eval.data.corpus import load_corpus
@@ -32,6 +34,17 @@ def run_config(run_dir: Path, report: Report) -> AuditConfig | None:
         return None
 
 
+class KeptChunk(BaseModel):
+    """A chunk as a run kept it (a line of inputs/corpus.jsonl)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: Any
+    text: Any = None
+    title: Any = None
+    doc_id: Any = None
+
+
 def run_corpus(run_dir: Path, report: Report, cfg: AuditConfig | None) -> Corpus | None:
     """The run's corpus: its kept inputs (inputs/corpus.jsonl), else the one its config names; a
     traces run's passages (traces.jsonl) join it, by the ids its answers give them."""
@@ -39,9 +52,8 @@ def run_corpus(run_dir: Path, report: Report, cfg: AuditConfig | None) -> Corpus
     corpus: Corpus | None = None
     if kept:
         chunks = [
-            Chunk(str(r["id"]), str(r.get("text") or ""), str(r.get("title") or ""), str(r.get("doc_id") or ""))
-            for r in kept
-            if "id" in r
+            Chunk(str(c.id), str(c.text or ""), str(c.title or ""), str(c.doc_id or ""))
+            for c in (KeptChunk.model_validate(r) for r in kept if "id" in r)
         ]
         corpus = Corpus(chunks, "corpus (given)")
     else:

@@ -22,8 +22,10 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 from scipy.special import betaln
 
 from rag_eval.orchestration.compare import per_question_values
@@ -52,12 +54,20 @@ def pair_evalues(report: dict, answerable: dict[str, bool], judges: list[str], p
     return out
 
 
+class _Usage(BaseModel):
+    """What a sequential comparison reads of an entry of llm_usage.json: its calls."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    calls: Any = 0
+
+
 def _calls(run_dir: Path) -> int:
     try:
         usage = json.loads((run_dir / "llm_usage.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return 0
-    return sum(int(u.get("calls", 0)) for u in usage)
+    return sum(int(u.calls) for u in map(_Usage.model_validate, usage))
 
 
 def run_until_settled(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from rag_eval.attribution.records import Quote
+from rag_eval.attribution.records import ReasonEvidence
+from rag_eval.base_records import Model, Num
 from rag_eval.judges.citations_judge import JUDGE, SentenceCheck
 from rag_eval.judges.judgement import Judgement
 from rag_eval.report.formatting import fmt, text
@@ -24,13 +25,21 @@ MARK = {
 }
 
 
+class CitationsDetails(Model):
+    """The citations judge's details as the report reads them: each sentence decided, and the
+    answer's citation precision."""
+
+    sentences: list[SentenceCheck] | None = None
+    citation_precision: Num | None = None
+
+
 def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
 
 
 def _quote(row: SentenceCheck) -> str:
     """The verified quote of the passage that decided a sentence, where the reason has one."""
-    quotes = [Quote.load(q) for q in row.evidence.get("quotes") or []]
+    quotes = ReasonEvidence.load(row.evidence).quotes
     passage = next((q for q in quotes if q.verified and str(q.found_in or "").startswith("passage")), None)
     return f' — {passage.found_in} says "{passage.text}"' if passage else ""
 
@@ -38,7 +47,7 @@ def _quote(row: SentenceCheck) -> str:
 def sentence_lines(j: Judgement) -> list[str]:
     """Each sentence of one judged answer: its text as written, its kind, each citation's relevance."""
     out = []
-    for r in map(SentenceCheck.load, j.details.get("sentences") or []):
+    for r in CitationsDetails.load(j.details).sentences or []:
         cites = []
         for c in r.citations:
             mark = "names no given passage" if not c.contexts else ("needed" if c.relevant else "not needed")
@@ -85,7 +94,7 @@ def citations_markdown(report: Report) -> list[str]:
             outcome = outcomes.get((r.question_id, r.prompt), "")
             out.append(
                 f"- **{r.question_id}** ({r.prompt}, `{outcome}`): {r.verdict}, recall {_num(r.score)}, "
-                f"precision {_num(r.details.get('citation_precision'))}"
+                f"precision {_num(CitationsDetails.load(r.details).citation_precision)}"
             )
             out += sentence_lines(r)
         if len(failing) > SHOWN:
@@ -139,7 +148,7 @@ def citations_html(report: Report) -> list[str]:
         out.append(
             f"<h3>{escape(r.question_id)} ({escape(r.prompt)}, <span class=o-{escape(outcome)}>{escape(outcome)}</span>): "
             f"{escape(r.verdict or '')}</h3><ul>"
-            + "".join(_html_sentence(s) for s in map(SentenceCheck.load, r.details.get("sentences") or []))
+            + "".join(_html_sentence(s) for s in CitationsDetails.load(r.details).sentences or [])
             + "</ul>"
         )
     if len(failing) > SHOWN:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from rag_eval.data.records import read_text
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.offline import go_offline
@@ -149,6 +151,16 @@ class LangchainRetriever:
         return Rankings.from_lists(lists, depth)
 
 
+class RunRecord(BaseModel):
+    """A line of a JSONL run file: a query, a document it retrieved and its score."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    query_id: Any
+    doc_id: Any
+    score: Any
+
+
 def read_run_file(path: Path) -> dict[str, list[tuple[str, float]]]:
     """``{query_id: [(doc_id, score)]}`` from a TREC run file or a JSONL of query_id, doc_id, score."""
     text = read_text(path, "run")
@@ -159,8 +171,8 @@ def read_run_file(path: Path) -> dict[str, list[tuple[str, float]]]:
         where = f"{path}:{n}"
         if line.lstrip().startswith("{"):
             try:
-                d = json.loads(line)
-                qid, did, score = str(d["query_id"]), str(d["doc_id"]), float(d["score"])
+                d = RunRecord.model_validate(json.loads(line))
+                qid, did, score = str(d.query_id), str(d.doc_id), float(d.score)
             except json.JSONDecodeError as exc:
                 raise DataError(Problem(where, f"malformed JSON: {exc.msg}", "one JSON object per line")) from None
             except (KeyError, TypeError, ValueError):

@@ -8,8 +8,10 @@ import json
 import os
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from rag_eval.cache_dirs import cache_root, load_array
 from rag_eval.embedding import encode_texts
@@ -23,6 +25,13 @@ from rag_eval.retrievers.settings import DenseConfig
 from rag_eval.types import Corpus, Question
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+class EmbeddingProgress(BaseModel):
+    """An interrupted embedding's progress file (``*.partial.done``): the batch size and the batches done."""
+
+    step: Any
+    done: list[Any]
 
 
 def resolve_model(name: str) -> Path | str:
@@ -131,10 +140,10 @@ class DenseRetriever:
         out = None
         try:
             out = np.lib.format.open_memmap(partial, mode="r+")
-            state = json.loads(done_file.read_text())
-            if out.shape[0] != len(texts) or state["step"] != step:
+            state = EmbeddingProgress.model_validate(json.loads(done_file.read_text()))
+            if out.shape[0] != len(texts) or state.step != step:
                 raise ValueError("another shape")
-            done = set(state["done"])
+            done = set(state.done)
         except (OSError, ValueError, KeyError):
             out = None
         batches = {s: texts[s : s + step] for s in range(0, len(texts), step) if s not in done}
