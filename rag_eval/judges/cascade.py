@@ -14,20 +14,23 @@ their cost is each judge's mean cost per call times that number.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from rag_eval.base_records import required
 from rag_eval.calibration.cutoffs import blends_for, cutoffs_for, out_of_fold
 from rag_eval.judges.escalation import Opinion, second_opinion
-from rag_eval.judges.judge_check import cutoff_fitter, kind_of
+from rag_eval.judges.judge_check import Case, as_cases, cutoff_fitter, kind_of
 from rag_eval.judges.registry import CASE_KINDS, JUDGES, judges_for
 from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_statements
 from rag_eval.judges.uncertain import band_folds, bands_for
 from rag_eval.judges.uncertain import target as target_of
 from rag_eval.llm.session import LLMSession
 from rag_eval.llm.settings import LLMConfig
+from rag_eval.llm.usage import Usage
 from rag_eval.stats import Estimate, wilson_interval
 
 
@@ -57,23 +60,26 @@ class CascadeRow:
         return asdict(self)
 
 
-def _values(judge: str, case: dict, placeholders: tuple[str, ...]) -> list[dict[str, str]]:
-    """The texts of each decision the judge takes on a case: its prompt's placeholders, or one
-    decision per statement of the answer for a statement judge (faithfulness)."""
+def _values(judge: str, case: Case, placeholders: tuple[str, ...]) -> list[dict[str, str]]:
+    """The texts of each decision the judge takes on a case: its prompt's placeholders (the case's
+    fields of those names), or one decision per statement of the answer for a statement judge
+    (faithfulness)."""
 
     if not _statements(judge):
-        return [{p: case[p] for p in placeholders}]
-    context = "\n\n".join(case["contexts"])
-    return [
-        {"context": context, "question": case["question"], "statement": s} for s in split_statements(case["answer"])
-    ]
+        fields = case.dump()
+        return [{p: fields[p] for p in placeholders}]
+    context = "\n\n".join(required(case.contexts, f"case {case.id}'s contexts"))
+    answer = required(case.answer, f"case {case.id}'s answer")
+    question = required(case.question, f"case {case.id}'s question")
+    return [{"context": context, "question": question, "statement": s} for s in split_statements(answer)]
 
 
 def second_opinions(
-    cases: list[dict], judges: list[str], llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path | None
+    cases: Sequence[Case | dict], judges: list[str], llm_cfg: LLMConfig, cache_dir: Path, prompts_dir: Path | None
 ) -> tuple[dict[str, list[list[Opinion] | None]], dict]:
     """Every decision of every case asked of the second judge; and its usage."""
     session = LLMSession(cache_dir)
+    rows = as_cases(cases)
 
     async def main():
         llm = session.llm(llm_cfg, "judge-check --escalate")
@@ -82,8 +88,12 @@ def second_opinions(
         second.blends = blends_for(llm.identity, second)
         bands, _ = bands_for(llm.identity, second, "auto", judges=judges)
 
-        async def one(judge: str, case: dict) -> list[Opinion]:
-            variant = correctness_variant(case["reference"]) if judge == "correctness" else judge
+        async def one(judge: str, case: Case) -> list[Opinion]:
+            variant = (
+                correctness_variant(required(case.reference, f"case {case.id}'s reference"))
+                if judge == "correctness"
+                else judge
+            )
             values = _values(judge, case, second.prompt_for(variant).placeholders)
             yes = _yes_is_positive(judge)
             return list(await asyncio.gather(*(second_opinion(second, bands, variant, yes, v) for v in values)))
@@ -91,9 +101,9 @@ def second_opinions(
         out: dict[str, list[list[Opinion] | None]] = {}
         try:
             for judge in judges:
-                mine = [i for i, c in enumerate(cases) if judge in judges_for(c["judge"])]
-                got = await asyncio.gather(*(one(judge, cases[i]) for i in mine))
-                out[judge] = [None] * len(cases)
+                mine = [i for i, c in enumerate(rows) if judge in judges_for(c.judge)]
+                got = await asyncio.gather(*(one(judge, rows[i]) for i in mine))
+                out[judge] = [None] * len(rows)
                 for i, ops in zip(mine, got):
                     out[judge][i] = ops
             return out, llm.usage.to_dict()
@@ -106,9 +116,10 @@ def second_opinions(
         session.close()
 
 
-def _per_call(usage: dict) -> float:
+def _per_call(usage: dict | Usage) -> float:
     """A model's mean cost per request (cache hits included: the cost of the first call)."""
-    return usage.get("cost", 0.0) / max(usage.get("calls", 0) + usage.get("cache_hits", 0), 1)
+    u = Usage.load(usage)
+    return u.cost / max(u.calls + u.cache_hits, 1)
 
 
 def _second_decision(ops: list[Opinion], threshold: float, single: bool) -> bool | None:
@@ -121,7 +132,7 @@ def _second_decision(ops: list[Opinion], threshold: float, single: bool) -> bool
 
 def measure(
     judge: str,
-    cases: list[dict],
+    cases: Sequence[Case | dict],
     first_preds: list,
     second_ops: list[list[Opinion] | None],
     usage_first: dict,
@@ -134,9 +145,10 @@ def measure(
 ) -> list[CascadeRow]:
     """The three ways of deciding this judge's cases (see the module's docstring)."""
 
+    rows = as_cases(cases)
     kind = kind_of(judge)
-    ok = [i for i, c in enumerate(cases) if c["judge"] == kind and first_preds[i].error is None]
-    positive = np.array([cases[i]["label"] == CASE_KINDS[kind].positive for i in ok])
+    ok = [i for i, c in enumerate(rows) if c.judge == kind and first_preds[i].error is None]
+    positive = np.array([rows[i].label == CASE_KINDS[kind].positive for i in ok])
     probs = [np.array(first_preds[i].probs) for i in ok]
     variant = [first_preds[i].variant or judge for i in ok]
     decide, fit = cutoff_fitter(judge, probs, positive, variant, threshold)
