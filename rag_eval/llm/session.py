@@ -127,7 +127,7 @@ class LLMSession:
         totals: dict[str, dict] = {}
         for usage in self._usages:
             d = usage.to_dict()
-            if d["model"] in totals:
+            if usage.model in totals:
                 for k in (
                     "calls",
                     "cache_hits",
@@ -142,9 +142,9 @@ class LLMSession:
                     "model_ms",
                     "cost",
                 ):
-                    totals[d["model"]][k] += d[k]
+                    totals[usage.model][k] += d[k]
             else:
-                totals[d["model"]] = d
+                totals[usage.model] = d
         return list(totals.values())
 
     async def aclose(self) -> None:
