@@ -183,11 +183,12 @@ def config_changes(run_dir: Path, cfg: AuditConfig) -> str | None:
     except (OSError, yaml.YAMLError):
         return "no saved config"
     now = resolved_config(cfg)
-    if saved.get("name") not in (None, cfg.name):
+    saved_name = saved.get("name")
+    if saved_name not in (None, cfg.name):
         raise ConfigError(
             Problem(
                 str(run_dir),
-                f"this run folder belongs to config '{saved.get('name')}', not '{cfg.name}'",
+                f"this run folder belongs to config '{saved_name}', not '{cfg.name}'",
                 "give a run folder of this config, or drop --resume to start fresh",
             )
         )
@@ -264,13 +265,13 @@ class RunFolder:
     def set_status(self, status: Status, reason: str | None = None, failures: RunFailures | None = None) -> None:
         """Write ``status.json``: the status, the time, for a failure its reason, and for a run that
         finished with failed answers or judgements what failed."""
-        record: dict[str, Any] = {"status": status, "at": datetime.now(UTC).isoformat(timespec="seconds")}
-        if reason is not None:
-            record["reason"] = reason
-        if failures is not None and failures.any:
-            record["failures"] = failures.model_dump()
-        if self.opened:
-            record["opened"] = self.opened
+        record: dict[str, Any] = {
+            "status": status,
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            **({"reason": reason} if reason is not None else {}),
+            **({"failures": failures.model_dump()} if failures is not None and failures.any else {}),
+            **({"opened": self.opened} if self.opened else {}),
+        }
         write_json(self.path / "status.json", record)
 
     def write_text(self, name: str, text: str) -> Path:
