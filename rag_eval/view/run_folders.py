@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from rag_eval.labels.human import labelled_line
 from rag_eval.orchestration.history import headline_figures
@@ -38,6 +41,16 @@ def _json(path: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+class ReportHead(BaseModel):
+    """What the runs page reads of a report.json written before its summary.json: the config's
+    name and when the run was made (the rest of the report is not read here)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: Any = None
+    created: Any = None
 
 
 @dataclass
@@ -137,11 +150,12 @@ def _entry(runs_dir: Path, p: Path) -> RunEntry | None:
     figs = _figures(summary, report) if summary else {}
     shown = list(figs.items())[:HEADLINES_SHOWN]
     labelled, per_column = labelled_count(path)
+    head = ReportHead.model_validate(report) if isinstance(report, dict) else ReportHead()
     return RunEntry(
         name=p.name,
         status=run_status(path),
-        config=(summary.name if summary else "") or str((report or {}).get("name") or ""),
-        created=(summary.created if summary else "") or str((report or {}).get("created") or ""),
+        config=(summary.name if summary else "") or str(head.name or ""),
+        created=(summary.created if summary else "") or str(head.created or ""),
         outcomes=_outcomes(summary) if summary else [],
         headlines=[(k, fmt(v, 2)) for k, v in shown],
         more_figures=len(figs) - len(shown),
