@@ -29,8 +29,10 @@ from rag_eval.judges.adapted import AdaptedCheck
 from rag_eval.judges.cascade import CascadeRow, measure, second_opinions
 from rag_eval.judges.judge_check import (
     DEFAULT_CASES,
+    CheckExtra,
     JudgeScore,
     Prediction,
+    as_cases,
     halueval_cases,
     read_case_files,
     run_judge_check,
@@ -57,6 +59,7 @@ from rag_eval.report.history_records import HistoryData
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
 from rag_eval.retrievers.lint import Finding, fails, generic_labels, split_evidence
+from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import write_json, write_text
 from rag_eval.system.trace_audit import traces_config
 from rag_eval.system.trial import describe, try_system
@@ -120,25 +123,28 @@ def _config_with_given(
     ``test_set_file``: see ``as_config``."""
     if isinstance(config, dict):
         config = dict(config)
-        given = {"corpus": corpus, "test_set": test_set}
-        for key in _ROW_KEYS:
-            if not _is_rows(config.get(key)):
-                continue
-            if given[key] is not None:
-                raise ConfigError(
-                    Problem(
-                        f"config (dict) ({key})",
-                        f"{key} rows are given twice: inline in the config and as the {key}= argument",
-                        f"keep one: drop the config's {key} rows or the {key}= argument",
-                    )
-                )
-            given[key] = config.pop(key)
-        corpus, test_set = given["corpus"], given["test_set"]
-        if corpus is not None and "corpus" not in config:
-            config["corpus"] = {"source": "given"}
-        if test_set is not None and "test_set" not in config:
-            config["test_set"] = {"source": "given"}
+        corpus = _rows_of(config, "corpus", corpus)
+        test_set = _rows_of(config, "test_set", test_set)
     return as_config(config, base_dir=base_dir, test_set_file=test_set_file), corpus, test_set
+
+
+def _rows_of(config: dict, section: str, given: Any) -> Any:
+    """The rows standing in for the dict config's ``section`` (one of ``_ROW_KEYS``): its inline
+    rows, taken out of ``config``, else ``given``; where there are rows and the config names no
+    source for the section, ``source: given`` is filled in."""
+    if _is_rows(config.get(section)):
+        if given is not None:
+            raise ConfigError(
+                Problem(
+                    f"config (dict) ({section})",
+                    f"{section} rows are given twice: inline in the config and as the {section}= argument",
+                    f"keep one: drop the config's {section} rows or the {section}= argument",
+                )
+            )
+        given = config.pop(section)
+    if given is not None and section not in config:
+        config[section] = {"source": "given"}
+    return given
 
 
 def _inputs(cfg: AuditConfig, corpus: Any, test_set: Any):
@@ -220,14 +226,15 @@ class Result(Run):
 
         rows = []
         for r in _read_jsonl(self.run_dir / "retrieval.jsonl"):
-            row = {k: v for k, v in r.items() if k not in ("metrics", "retrieved", "labels")}
-            row["retrieved"] = [x["id"] for x in r.get("retrieved", [])]
-            row.update(r.get("metrics") or {})
-            rows.append(row)
+            rec = QuestionRecord.load(r)  # the line's columns as written, its chunks and metrics typed
+            rows.append(
+                {k: v for k, v in r.items() if k not in ("metrics", "retrieved", "labels")}
+                | {"retrieved": [c.id for c in rec.retrieved]}
+                | (rec.metrics or {})
+            )
         df = pd.DataFrame(rows)
-        if "first_relevant_rank" in df:
-            df["first_relevant_rank"] = df["first_relevant_rank"].astype("Int64")  # missing: not retrieved
-        return df
+        # The rank as a nullable integer (missing: not retrieved).
+        return df.astype({"first_relevant_rank": "Int64"}) if "first_relevant_rank" in df else df
 
     def generation_df(self):
         """One row per answer: question, prompt, contexts, answer, model, tokens, latency, cache hit."""
@@ -531,7 +538,7 @@ def generate(
     section (``n=100``, ``seed=1``, ``mix={...}``, ``llm={...}``)."""
     _quiet(progress)
     if isinstance(config, dict):
-        config = {**config, "test_set": config.get("test_set", {"source": "given"})}
+        config = {"test_set": {"source": "given"}, **config}  # generate reads no test set: it writes one
     cfg, corpus, _ = _config_with_given(config, corpus, None, base_dir)
     if testgen:
         merged = {**cfg.testgen.model_dump(exclude_none=True), **testgen}
@@ -689,7 +696,7 @@ class JudgeCheck:
     @property
     def adapted(self) -> list[AdaptedCheck]:
         """Each judge adapted to a source (``adapt=N``), beside the saved judge on the same cases."""
-        return [AdaptedCheck(**s.extra["adapted"]) for s in self.scores if "adapted" in s.extra]
+        return [AdaptedCheck(**a) for s in self.scores if (a := CheckExtra.model_validate(s.extra).adapted) is not None]
 
     def to_json(self) -> dict:
         """What ``rag-eval judge-check --json`` writes."""
@@ -786,8 +793,9 @@ def cascade_rows(
     preds = {}
     for s in scores:
         if s.source == "all" and s.judge in names:
-            got = {c["id"]: Prediction(probs=c["p"], variant=c["variant"]) for c in s.extra.get("cases", [])}
-            preds[s.judge] = [got.get(c["id"], Prediction(error="not judged")) for c in cases]
+            extra = CheckExtra.model_validate(s.extra)
+            got = {c.id: Prediction(probs=c.p, variant=c.variant) for c in extra.cases}
+            preds[s.judge] = [got.get(c.id, Prediction(error="not judged")) for c in as_cases(cases)]
     ops, usage_second = second_opinions(cases, names, second, cache_root(), prompts)
     used = [Usage.load(u) for u in usage]
     first_usage = {"calls": sum(u.calls + u.cache_hits for u in used), "cost": sum(u.cost for u in used)}

@@ -35,9 +35,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides: dict[str, Any] = {k: v for k, v in {"n": args.n, "seed": args.seed}.items() if v is not None}
-    if args.mix:
-        overrides["mix"] = parse_mix(args.mix)
+    given = {"n": args.n, "seed": args.seed, "mix": parse_mix(args.mix) if args.mix else None}
+    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     report = GenerationReport.load(
         api.generate(args.config, out=args.out, progress=progress.shown(), use_cache=not args.no_cache, **overrides)
     )

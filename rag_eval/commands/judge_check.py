@@ -10,8 +10,8 @@ from typing import Any
 from rag_eval import api
 from rag_eval.calibration.cutoffs import user_path
 from rag_eval.commands.common import add_command
-from rag_eval.judges.judge_check import JudgeScore
-from rag_eval.judges.judge_records import BandOutOfFold, FittedBand
+from rag_eval.judges.judge_check import CheckExtra, JudgeScore
+from rag_eval.judges.judge_records import BandOutOfFold
 from rag_eval.judges.registry import FAITHFUL_SHARE
 from rag_eval.report.markdown import fmt
 
@@ -86,16 +86,14 @@ def _second_judge(args: argparse.Namespace) -> dict | None:
     """The second judge's llm section, from the --escalate options."""
     if not args.escalate:
         return None
-    second: dict[str, Any] = {
+    inp, _, out = (args.escalate_prices or "").partition(",")
+    return {
         "provider": "openai",
         "model": args.escalate_model or "second",
         "base_url": args.escalate,
         "api_key_env": args.escalate_api_key_env,
+        **({"prices": {"input": float(inp), "output": float(out or inp)}} if args.escalate_prices else {}),
     }
-    if args.escalate_prices:
-        inp, _, out = args.escalate_prices.partition(",")
-        second["prices"] = {"input": float(inp), "output": float(out or inp)}
-    return second
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,11 +169,11 @@ def _print_adapted(check: api.JudgeCheck, n: int | None) -> None:
 
 def band_line(s: JudgeScore) -> str:
     """A judge's band of uncertain decisions, as judge-check fitted and measured it."""
-    fitted, out_of_fold = s.extra.get("bands"), s.extra.get("band_out_of_fold")
-    if not fitted:
+    extra = CheckExtra.model_validate(s.extra)
+    bands = extra.bands
+    if not bands:
         return "    no band of uncertain decisions (no probabilities)"
-    bands = {v: FittedBand.load(b) for v, b in fitted.items()}
-    oof = BandOutOfFold.load(out_of_fold or {})
+    oof = BandOutOfFold.load(extra.band_out_of_fold or {})
     edges = ", ".join(
         f"{v + ' ' if len(bands) > 1 else ''}"
         + (f"[{b.low:.3f}, {b.high:.3f})" if b.high > b.low else "empty (the cut-off alone reaches it)")
