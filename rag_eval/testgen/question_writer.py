@@ -326,10 +326,13 @@ class Generator:
             out.dropped = "reference_not_supported"
             return out
         out.checks.append(f"reference_supported (P={p:.2f})")
-        rec = {"id": stable_id(got.question), "question": got.question, "reference": got.answer, "evidence": got.quote}
-        if job.chunk.doc_id:
-            rec["doc_id"] = job.chunk.doc_id
-        out.record = rec
+        out.record = {
+            "id": stable_id(got.question),
+            "question": got.question,
+            "reference": got.answer,
+            "evidence": got.quote,
+            **({"doc_id": job.chunk.doc_id} if job.chunk.doc_id else {}),
+        }
         return out
 
     async def unanswerable_job(self, job: Job) -> Outcome:
