@@ -20,9 +20,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from rag_eval.base_records import Model
 from rag_eval.calibration import cutoffs as calibration
 from rag_eval.calibration.cutoffs import fold_assignment, key
 from rag_eval.judges.details import StatementsDetails
@@ -255,15 +257,28 @@ def mark(j: Judgement, bands: dict[str, Band], threshold: float) -> Judgement:
     )
 
 
+class _Leaning(Model):
+    leaning: Any = None
+    leaning_score: Any = None
+
+
+class _Leaned(Model):
+    """A judgement record as ``leaning_value`` reads it: its status and what it leaned to."""
+
+    status: Any = None
+    details: _Leaning | None = None
+
+
 def leaning_value(record: dict, verdict: str | None) -> float | None:
     """What the judge leaned to on an uncertain record: 1/0 for ``verdict``, or the share of
     supported statements at the cut-off; None for other records."""
-    if record.get("status") != "uncertain":
+    r = _Leaned.model_validate(record)
+    if r.status != "uncertain":
         return None
-    d = record.get("details") or {}
+    d = r.details or _Leaning()
     if verdict is not None:
-        return float(d.get("leaning") == verdict)
-    return d.get("leaning_score")
+        return float(d.leaning == verdict)
+    return d.leaning_score
 
 
 def bands_for(identity: str, scored, setting, *, judges: Sequence[str]) -> tuple[dict[str, Band], dict[str, str]]:
@@ -283,22 +298,23 @@ def bands_for(identity: str, scored, setting, *, judges: Sequence[str]) -> tuple
             if not any(v in bands for v in variants(j)):
                 notes[j] = "no band in judges.uncertain: every decision is taken at the cut-off"
         return bands, notes
-    table = calibration.saved()
+    table = calibration.saved_calibrations()
     for j in mine:
         missing = []
         for v in variants(j):
             entry = table.get(key(identity, v, scored.prompt_hash(v)))
             if entry is None:
                 missing.append(f"`{v}` has no calibration for this judge model and prompt")
-            elif not entry.get("band"):
+            elif not entry.band:
                 missing.append(f"`{v}`'s calibration was saved without a band")
             else:
-                low, high = entry["band"]
+                low, high = entry.band
+                fitted_on = entry.fitted_on if entry.fitted_on is not None else "labelled cases"
+                target = entry.band_target if entry.band_target is not None else DEFAULT_TARGET
                 bands[v] = Band(
                     float(low),
                     float(high),
-                    f"fitted on {', '.join(entry.get('sources') or [entry.get('fitted_on', 'labelled cases')])}"
-                    f" (target agreement {entry.get('band_target', DEFAULT_TARGET):.2f})",
+                    f"fitted on {', '.join(entry.sources or [fitted_on])} (target agreement {target:.2f})",
                 )
         if missing:
             notes[j] = (
