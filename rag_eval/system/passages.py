@@ -11,6 +11,7 @@ from rag_eval.data.testset import normalise
 from rag_eval.retrievers.mapping import TextMatcher, chunk_of
 from rag_eval.retrievers.rankings import Rankings
 from rag_eval.system.http import SystemReply
+from rag_eval.system.system_records import PassageCounts
 from rag_eval.types import Chunk, Corpus, Question
 
 
@@ -22,7 +23,7 @@ class Mapped:
     corpus: Corpus
     ids: dict[str, list[str]]
     texts: dict[str, str]
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: PassageCounts = field(default_factory=PassageCounts)
     unknown_ids: list[tuple[str, str]] = field(default_factory=list)  # (question id, returned id)
 
 
@@ -34,23 +35,26 @@ def map_replies(corpus: Corpus, replies: dict[str, SystemReply]) -> Mapped:
     foreign: dict[str, Chunk] = {}
     ids: dict[str, list[str]] = {}
     texts: dict[str, str] = {}
-    counts = dict.fromkeys(("passages", "by_id", "by_text", "own_text", "unknown_id"), 0)
+    n_passages = by_id = by_text = own_text = unknown_id = 0
     unknown: list[tuple[str, str]] = []
     for qid, reply in replies.items():
         mine: list[str] = []
         for p in reply.passages:
-            counts["passages"] += 1
+            n_passages += 1
             idx = chunk_of(corpus, matcher, p.id, p.text)
             if idx is not None:
                 cid = corpus.chunks[idx].id
-                counts["by_id" if p.id is not None and p.id in corpus.index else "by_text"] += 1
+                if p.id is not None and p.id in corpus.index:
+                    by_id += 1
+                else:
+                    by_text += 1
             else:
                 cid = _own_id(p.id, p.text, foreign)
                 foreign.setdefault(cid, Chunk(cid, p.text or "", metadata={"returned_id": p.id}))
                 if p.text:
-                    counts["own_text"] += 1
+                    own_text += 1
                 else:
-                    counts["unknown_id"] += 1
+                    unknown_id += 1
                     unknown.append((qid, str(p.id)))
             if p.text:
                 texts.setdefault(cid, p.text)
@@ -58,6 +62,7 @@ def map_replies(corpus: Corpus, replies: dict[str, SystemReply]) -> Mapped:
                 mine.append(cid)
         ids[qid] = mine
     grown = Corpus(corpus.chunks + list(foreign.values()), source=corpus.source)
+    counts = PassageCounts(passages=n_passages, by_id=by_id, by_text=by_text, own_text=own_text, unknown_id=unknown_id)
     return Mapped(grown, ids, texts, counts, unknown)
 
 

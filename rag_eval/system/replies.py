@@ -118,7 +118,7 @@ def system_section(cfg: AuditConfig, questions: list[Question], replies: dict[st
         "questions": len(questions),
         "answered": len(questions) - len(failed),
         "failed": failed,
-        "passages": mapped.counts,
+        "passages": mapped.counts.model_dump(),
         "unknown_ids": [{"question_id": q, "id": i} for q, i in mapped.unknown_ids[:20]],
         "usage": usage,
         "note": "retrieval figures are over the questions the system answered; a failed question is not_judged",
