@@ -145,11 +145,11 @@ class RayEngine(LocalEngine):
 class _ModelWorker:
     """A Ray actor running the embedded model's llama-server on its node."""
 
-    def __init__(self, cfg: dict, threads: int):
-        path = Path(cfg["model_path"]).expanduser() if cfg.get("model_path") else default_model_path()
-        binary = Path(cfg["server_binary"]) if cfg.get("server_binary") else None
+    def __init__(self, cfg: LLMConfig, threads: int):
+        path = Path(cfg.model_path).expanduser() if cfg.model_path else default_model_path()
+        binary = Path(cfg.server_binary) if cfg.server_binary else None
         self.server = LocalServer(
-            path, binary=binary, threads=threads, settings=ServerSettings.from_config(cfg)
+            path, binary=binary, threads=threads, settings=ServerSettings.from_config(cfg.model_dump())
         ).start()
 
     def post(self, path: str, body: bytes, content_type: str) -> tuple[int, bytes, list]:
@@ -177,9 +177,8 @@ class RayModelTransport(httpx.AsyncBaseTransport):
     def _start(self) -> asyncio.Queue:
         ray = ray_init(self.engine)
         actor = ray.remote(num_cpus=self.engine.worker_threads)(_ModelWorker)
-        cfg = self.llm.model_dump()
         say(f"engine: starting {self.engine.model_workers} model server(s) on Ray")
-        self.actors = [actor.remote(cfg, self.engine.worker_threads) for _ in range(self.engine.model_workers)]
+        self.actors = [actor.remote(self.llm, self.engine.worker_threads) for _ in range(self.engine.model_workers)]
         self.idle = idle = asyncio.Queue[Any]()
         for a in self.actors:
             idle.put_nowait(a)
