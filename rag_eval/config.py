@@ -238,14 +238,12 @@ def config_from_dict(raw: Any, base_dir: str | Path | None = None, label: str = 
 def resolved_config(cfg: AuditConfig) -> dict:
     """The config as run, for the run folder (it holds no secrets: keys are named by env var only).
     Settings that do not apply are left out (a heading chunker has no size or overlap)."""
-    out = cfg.model_dump(mode="json", exclude_none=True)
-    chunker = out.get("corpus", {}).get("chunker", {})
-    if chunker.get("type") == "heading":
-        chunker.pop("size", None)
-        chunker.pop("overlap", None)
-    if cfg.testgen == TestGenConfig():
-        out.pop("testgen", None)
-    if not cfg.corpus.folder:
-        out["corpus"].pop("chunker", None)
-        out["corpus"].pop("extensions", None)
-    return out
+    corpus: dict[str, Any] = (
+        {"chunker": True, "extensions": True}
+        if not cfg.corpus.folder
+        else {"chunker": {"size": True, "overlap": True}}
+        if cfg.corpus.chunker.type == "heading"
+        else {}
+    )
+    exclude: dict[str, Any] = {"corpus": corpus, **({"testgen": True} if cfg.testgen == TestGenConfig() else {})}
+    return cfg.model_dump(mode="json", exclude_none=True, exclude=exclude)
