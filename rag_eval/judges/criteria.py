@@ -32,6 +32,7 @@ from rag_eval.judges.yesno import (
     YES_NO,
     Decision,
     YesNoPrompt,
+    first_choice,
     label_probabilities,
     load_prompt,
     reply_tokens,
@@ -104,8 +105,7 @@ class RubricPrompt(YesNoPrompt):
         )
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
-        choices = result.raw.get("choices") or [{}]
-        probs = label_probabilities(choices[0], self.label_words)
+        probs = label_probabilities(first_choice(result.raw), self.label_words)
         said, reason = _level_said(result.text, len(self.labels))
         if probs is None and said is None:
             return Decision(

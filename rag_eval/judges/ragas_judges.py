@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
+from rag_eval.base_records import Model
 from rag_eval.hashing import text_hash
 from rag_eval.judges.judgement import Judgement
 from rag_eval.llm.client import redact
@@ -62,22 +63,34 @@ def bounded_reasons(model: type[M], chars: int | None) -> type[M]:
     return create_model(model.__name__, __base__=model, **fields)
 
 
-def describe_requests(settings: dict) -> str:
+class RagasRequests(Model):
+    """How the Ragas metrics sent their requests (``RagasJudges.settings``, the report's
+    ``judges.ragas_requests``); a key not written reads as None."""
+
+    setting: Any = None
+    mode: Any = None
+    reason_chars: Any = None
+    temperature: Any = None
+    top_p: Any = None
+
+
+def describe_requests(requests: dict | RagasRequests) -> str:
     """One sentence for the report: what the Ragas metrics sent (``RagasJudges.settings``) and how
     that differs from Ragas' own requests."""
-    sampling = f"temperature {settings.get('temperature')}, top_p {settings.get('top_p')}"
-    if settings.get("setting") == "native":
+    settings = RagasRequests.load(requests)
+    sampling = f"temperature {settings.temperature}, top_p {settings.top_p}"
+    if settings.setting == "native":
         return (
             f"Ragas metrics: `ragas_requests: native`: Ragas' own requests, unchanged (Ragas' `llm_factory`: "
-            f"instructor {settings.get('mode')}, the schema in a system message, unbounded reasons, {sampling}), "
+            f"instructor {settings.mode}, the schema in a system message, unbounded reasons, {sampling}), "
             "as Ragas' own `metric.ascore` sends them, so the figures are Ragas' numbers. rag-eval's default, "
             "`guided` (schema-guided decoding, reasons bounded), is stricter: on the demo's answers the two agree "
             "on faithfulness (same side of 0.5) but differ on context precision and context recall."
         )
-    if settings.get("reason_chars"):
+    if settings.reason_chars:
         how = (
-            f"schema-guided decoding (instructor {settings.get('mode')}), each reason bounded to "
-            f"{settings['reason_chars']} characters, {sampling}"
+            f"schema-guided decoding (instructor {settings.mode}), each reason bounded to "
+            f"{settings.reason_chars} characters, {sampling}"
         )
         return (
             f"Ragas metrics: `ragas_requests: guided`: Ragas' prompts and output models, sent with {how}. This is "
@@ -88,7 +101,7 @@ def describe_requests(settings: dict) -> str:
         )
     return (
         f"Ragas metrics: `ragas_requests: guided`, but the endpoint does no guided decoding (`llm.json_schema: "
-        f"false`): Ragas' prompts and output models in instructor {settings.get('mode')}, unbounded reasons, "
+        f"false`): Ragas' prompts and output models in instructor {settings.mode}, unbounded reasons, "
         f"{sampling}; `judges.ragas_requests: native` sends Ragas' own requests unchanged (its own sampling), "
         "to reproduce a Ragas number."
     )

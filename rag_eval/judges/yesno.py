@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_eval.base_records import Model
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.hashing import text_hash
 
@@ -62,19 +63,55 @@ def _norm(token: str) -> str:
     return token.strip().strip("*\"'`.,:;!()[]").lower()
 
 
-def label_probabilities(choice: dict, labels: dict[str, tuple[str, ...]]) -> dict[str, float] | None:
+class TokenLogprob(Model):
+    """One token's logprob in a chat completion (an alternative of ``top_logprobs``)."""
+
+    token: str | None = None
+    logprob: float = -math.inf
+
+
+class GeneratedToken(TokenLogprob):
+    """A generated token with its most likely alternatives."""
+
+    top_logprobs: list[TokenLogprob] | None = None
+
+
+class ChoiceLogprobs(Model):
+    content: list[GeneratedToken] | None = None
+
+
+class Choice(Model):
+    """A chat completion's choice, as far as its logprobs are read (the rest kept as sent)."""
+
+    logprobs: ChoiceLogprobs | None = None
+
+
+class Completion(Model):
+    """A chat completion as the endpoint returned it (``ChatResult.raw``)."""
+
+    choices: list[Choice] | None = None
+
+
+def first_choice(raw: dict | None) -> Choice:
+    """The first choice of a chat completion's JSON (an empty one where it has none)."""
+    return (Completion.model_validate(raw or {}).choices or [Choice()])[0]
+
+
+def label_probabilities(choice: dict | Choice, labels: dict[str, tuple[str, ...]]) -> dict[str, float] | None:
     """P(label) from the first generated token's top logprobs, normalised over the labels; None when
     the response has no logprobs or no label word among the alternatives."""
-    content = (choice.get("logprobs") or {}).get("content") or []
+    logprobs = Choice.load(choice).logprobs
+    content = (logprobs.content if logprobs else None) or []
     if not content:
         return None
     first = content[0]
     mass = dict.fromkeys(labels, 0.0)
-    for alt in first.get("top_logprobs") or [first]:
-        word = _norm(alt.get("token") or "")
+    alternatives: list[TokenLogprob] = list(first.top_logprobs or [first])
+    for alt in alternatives:
+        word = _norm(alt.token or "")
         for label, words in labels.items():
             if word in words:
-                mass[label] += math.exp(float(alt.get("logprob", -math.inf)))
+                mass[label] += math.exp(float(alt.logprob))
     total = sum(mass.values())
     if total <= 0:
         return None
@@ -133,8 +170,7 @@ class YesNoPrompt:
         )
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
-        choices = result.raw.get("choices") or [{}]
-        probs = label_probabilities(choices[0], words)
+        probs = label_probabilities(first_choice(result.raw), words)
         label, reason = text_label(result.text, words)
         if probs is None and label is None:
             return Decision(
