@@ -30,7 +30,6 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 from sklearn.metrics import roc_auc_score
@@ -45,6 +44,7 @@ from rag_eval.types import Chunk
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
+JUDGE_KINDS = ("supported", "uncertain", "unsupported", "miscited", "uncited")
 ORDER = {"supported": 0, "uncited": 1, "miscited": 2, "unsupported": 3}
 
 
@@ -199,10 +199,13 @@ def main(argv: list[str] | None = None) -> int:
             "readers_supported": sum(b for _, b in d["support"]),
             # The judge's sentence kinds, by the packet's kind (moved citation or not) and the readers' word.
             "judge_kinds": {
-                f"{kind}, readers {'supported' if union else 'not supported'}": dict(
-                    Counter(j for kd, u, j in d["kinds"] if kd == kind and u == union)
-                )
-                for kind, union in sorted({(kd, u) for kd, u, _ in d["kinds"]})
+                kind: {
+                    ("supported" if union else "not_supported"): {
+                        j: sum(1 for kd, u, jk in d["kinds"] if (kd, u, jk) == (kind, union, j)) for j in JUDGE_KINDS
+                    }
+                    for union in (True, False)
+                }
+                for kind in sorted({kd for kd, _, _ in d["kinds"]})
             },
             # How well the model's P(supported) separates the readers' yes from no, whatever the cut-off.
             "support_auc": auc(d["scores"]),
