@@ -19,7 +19,10 @@ per part (tuning: attrs, where the citing prompt was tuned; holdout: every other
   unsupported (their citation fails);
 - model time per cited answer (seconds of the judge's requests, the machine's load recorded).
 
-Do not run before the readers' labels exist. `--no-cache` asks every request again (the seconds are then model time; a cached packet is not timed).
+Do not run before the readers' labels exist. `--no-cache` asks every request again (the seconds are
+then model time; a cached packet is not timed); `--time N` asks again only N cited packets, spread
+evenly over the packets in file order, and takes the others from the cache (a run alone on the
+machine: the seconds are the time of a cited answer's requests).
 """
 
 from __future__ import annotations
@@ -133,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-cache", action="store_true", help="ask the model every request (the times are model time)")
+    ap.add_argument(
+        "--time", type=int, default=0, metavar="N", help="ask N cited packets again, timed; the rest cached"
+    )
     args = ap.parse_args(argv)
     key = json.loads((DATA / "packet-key.json").read_text())
     packets = [p for path in sorted(DATA.glob("packets-*.jsonl")) for p in read_jsonl(path)]
@@ -142,7 +148,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(missing)} packets have no label (first {missing[0]}): label them first", file=sys.stderr)
         return 2
     load = os.getloadavg()
+    cited = [p for p in packets if any(s["cites"] for s in p["sentences"])]
+    step = max(1, len(cited) // args.time) if args.time else 0
+    timed = {p["packet_id"] for p in cited[::step][: args.time]} if args.time else set()
     judged, usage = asyncio.run(judge_all(packets, args.threads, use_cache=not args.no_cache))
+    if timed:
+        again, usage_timed = asyncio.run(
+            judge_all([p for p in packets if p["packet_id"] in timed], args.threads, use_cache=False)
+        )
+        # The verdicts are the cached run's; the seconds, the timed run's.
+        judged = {pid: (j, again[pid][1] if pid in again else None) for pid, (j, _) in judged.items()}
+        usage = usage + usage_timed
     parts: dict[str, dict] = {}
     for p in packets:
         pid = p["packet_id"]
