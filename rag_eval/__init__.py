@@ -15,11 +15,15 @@ from rag_eval.version import __version__
 
 if TYPE_CHECKING:
     from rag_eval.api import (
+        DrawnLabels,
+        Findings,
+        Gates,
         Result,
         as_config,
         audit,
         compare,
         diff,
+        draw_labels,
         generate,
         history,
         judge_answers,
@@ -38,12 +42,16 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigError",
     "DataError",
+    "DrawnLabels",
+    "Findings",
+    "Gates",
     "RagEvalError",
     "Result",
     "as_config",
     "audit",
     "compare",
     "diff",
+    "draw_labels",
     "generate",
     "history",
     "judge_answers",

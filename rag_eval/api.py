@@ -47,6 +47,8 @@ from rag_eval.orchestration.diff import RunDiff, diff_runs, write_diff
 from rag_eval.orchestration.finished import Run, read_finished_run
 from rag_eval.orchestration.finished import read_run as _read_run
 from rag_eval.orchestration.history import collect_history, history_text, resolve_baseline
+from rag_eval.orchestration.label_draw import DrawnLabels
+from rag_eval.orchestration.label_draw import draw_labels as _draw_labels
 from rag_eval.orchestration.runner import run_audit, run_compare, run_lint, run_retrieval
 from rag_eval.orchestration.sources import LABELS_DRAWN, SuppliedAnswers, TracedAnswers
 from rag_eval.preflight import preflight
@@ -675,6 +677,23 @@ def render_report(
     else:
         report = label_run(report, run_dir, Path(labels), confidence)
     return Rendered(report, kind, write_report(run_dir, report, kind))
+
+
+def draw_labels(
+    run_dir: str | Path,
+    *,
+    n: int = 30,
+    seed: int = 0,
+    active: bool = True,
+    out: str | Path | None = None,
+    width: float = 0.10,
+) -> DrawnLabels:
+    """A seeded sample of a finished run's answers for people to label: ``n`` questions (every
+    prompt's answer to each) merged into ``out/labels.csv`` (default ``RUN_DIR/labels/``; every
+    label the file holds kept) and labels.html beside it. ``active``: favour uncertain and
+    outcome-deciding verdicts (else a plain random draw); ``width``: the interval half-width the
+    page tracks progress toward. Read the filled-in file back with ``render_report(labels=...)``."""
+    return _draw_labels(Path(run_dir), n, seed, active=active, out=Path(out) if out is not None else None, width=width)
 
 
 @dataclass

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag_eval.base_records import Model, Num
 from rag_eval.calibration.lexical import Blend
@@ -94,20 +95,44 @@ class Item:
             object.__setattr__(self, "features", tuple({} for _ in self.p_model))
 
 
-@dataclass(frozen=True)
-class Decider:
+class Decider(BaseModel):
     """How one judge (one prompt variant) decides: the blend (None: the model's own probability),
     the cut-off, the band of uncertain decisions (None: none), and for a statement judge the share
-    of statements that makes an answer positive."""
+    of statements that makes an answer positive. Pydantic (frozen): saved with the adaptations
+    (``to_dict``/``from_dict``)."""
+
+    model_config = ConfigDict(frozen=True)
 
     blend: Blend | None
     cutoff: float
     band: tuple[float, float] | None = None
-    threshold: float | None = None  # a statement judge's share; None for a verdict judge
+    threshold: Num | None = None  # a statement judge's share (an int stays one); None: a verdict judge
     labels: int = 0  # labels this decider was adapted with (0: as shipped)
     how: str = "shipped"
     shift: float = 0.0  # (a)'s log-odds shift
-    notes: dict = field(default_factory=dict)
+    notes: dict = Field(default_factory=dict)
+
+    def __init__(
+        self,
+        blend: Blend | None,
+        cutoff: float,
+        band: tuple[float, float] | None = None,
+        threshold: Num | None = None,
+        labels: int = 0,
+        how: str = "shipped",
+        shift: float = 0.0,
+        notes: dict | None = None,
+    ) -> None:
+        super().__init__(
+            blend=blend,
+            cutoff=cutoff,
+            band=band,
+            threshold=threshold,
+            labels=labels,
+            how=how,
+            shift=shift,
+            notes={} if notes is None else notes,
+        )
 
     def probs(self, item: Item) -> list[float]:
         """The decided probability of each decision of ``item``."""
@@ -280,7 +305,7 @@ def adapt(
                 ps.append(p)
                 fs.append(f)
                 ys.append(bool(it.positive))
-        out = replace(out, blend=fit_weights(shipped.blend, ps, fs, ys, prior_weights))
+        out = out.model_copy(update={"blend": fit_weights(shipped.blend, ps, fs, ys, prior_weights)})
     if how in ("cutoff", "both"):
         # Log-odds from the cut-off: the prior puts the even odds of a positive label at the shipped
         # cut-off (where a cut-off fitted for balanced accuracy separates the classes), and the
@@ -289,12 +314,13 @@ def adapt(
         delta = fit_shift(z, np.array([bool(it.positive) for it in items]), prior_cutoff)
         cut = _sigmoid(_logit(out.cutoff) - delta)
         band = tuple(_sigmoid(_logit(x) - delta) for x in out.band) if out.band else None
-        out = replace(out, cutoff=cut, band=band, shift=delta)  # type: ignore[arg-type]
-    return replace(
-        out,
-        labels=len(items),
-        how=how,
-        notes={"prior_cutoff": prior_cutoff, "prior_weights": prior_weights},
+        out = out.model_copy(update={"cutoff": cut, "band": band, "shift": delta})
+    return out.model_copy(
+        update={
+            "labels": len(items),
+            "how": how,
+            "notes": {"prior_cutoff": prior_cutoff, "prior_weights": prior_weights},
+        }
     )
 
 
@@ -327,15 +353,16 @@ def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", 
     edge = _logit(target)
     cut = _sigmoid(-a / b)
     band = (_sigmoid((-edge - a) / b), _sigmoid((edge - a) / b))
-    return replace(
-        shipped,
-        blend=None,
-        cutoff=cut,
-        band=band,
-        labels=len(items),
-        how=how,
-        shift=-a / b,
-        notes={"prior": CRITERION_PRIOR, "intercept": round(a, 6), "slope": round(b, 6), "target": target},
+    return shipped.model_copy(
+        update={
+            "blend": None,
+            "cutoff": cut,
+            "band": band,
+            "labels": len(items),
+            "how": how,
+            "shift": -a / b,
+            "notes": {"prior": CRITERION_PRIOR, "intercept": round(a, 6), "slope": round(b, 6), "target": target},
+        }
     )
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import minimize
 
 from rag_eval.base_records import Model, Num
@@ -219,15 +220,24 @@ class SavedBlend(Model):
     n: Num = 0
 
 
-@dataclass(frozen=True)
-class Blend:
-    """P(positive) = sigmoid(intercept + model * logit(P from the model) + sum of weight * feature)."""
+class Blend(BaseModel):
+    """P(positive) = sigmoid(intercept + model * logit(P from the model) + sum of weight * feature).
+    Pydantic (frozen): saved in the calibration files (``to_dict``/``from_dict``)."""
+
+    model_config = ConfigDict(frozen=True)
 
     intercept: float
     model: float  # the weight of the model's log-odds
-    weights: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = Field(default_factory=dict)
     fitted_on: str = ""
     n: int = 0
+
+    def __init__(
+        self, intercept: float, model: float, weights: dict[str, float] | None = None, fitted_on: str = "", n: int = 0
+    ) -> None:
+        super().__init__(
+            intercept=intercept, model=model, weights={} if weights is None else weights, fitted_on=fitted_on, n=n
+        )
 
     def p(self, p_model: float, features: dict[str, float]) -> float:
         z = self.intercept + self.model * logit(p_model)

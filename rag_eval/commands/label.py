@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rag_eval import api
 from rag_eval.commands.common import add_command
 from rag_eval.labels.merge import design_path
-from rag_eval.orchestration.label_draw import DrawnLabels, draw_labels
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -44,13 +44,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    got = draw_labels(
-        Path(args.run_dir),
-        args.n,
-        args.seed,
-        active=not args.uniform,
-        out=args.out and Path(args.out),
-        width=args.width,
+    got = api.draw_labels(
+        args.run_dir, n=args.n, seed=args.seed, active=not args.uniform, out=args.out, width=args.width
     )
     _print_draw(got, args)
     if got.max_chars is not None:
@@ -62,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_draw(got: DrawnLabels, args: argparse.Namespace) -> None:
+def _print_draw(got: api.DrawnLabels, args: argparse.Namespace) -> None:
     """What the draw added to the labels file, and what it kept."""
     merged, draw, csv_path = got.merged, got.draw, got.csv
     how = "a plain random draw" if args.uniform else "drawn favouring uncertain and outcome-deciding verdicts"

@@ -317,10 +317,3 @@ async def escalate_records(cfg, records: list[dict], llm, answer_of, contexts_of
         judgements, inputs, second, bands, max_calls=jc.escalate.max_calls, threshold=jc.faithfulness_threshold
     )
     return [j.to_dict() for j in done], {**info.to_dict(), "usage": llm.usage.to_dict()}
-
-
-def without_escalation(info: dict, judgements: list[dict], aggregate, shares) -> dict:
-    """The escalation's report section: what it did, its cost, and the judged figures and outcome
-    shares as the first judge alone left them (``aggregate`` and ``shares`` compute them)."""
-    first = [first_pass(r) for r in judgements]
-    return {**info, "figures_without": aggregate(first), "outcomes_without": shares(first)}

@@ -16,7 +16,6 @@ figures kept honest afterwards (``rag-eval report RUN --labels F --adapt``).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -83,7 +82,7 @@ def fit_deciders(
             if it is not None:
                 items.append(it)
         if d.blend is not None and not all(f for it in items for f in it.features):
-            d = dataclasses.replace(d, blend=None)  # decided without word evidence: the model's P alone
+            d = d.model_copy(update={"blend": None})  # decided without word evidence: the model's P alone
         judge = next((r.judge for r in records if variant_of(r) == variant), None)
         out[variant] = adapt(d, items, how, judge=judge)
     return out
