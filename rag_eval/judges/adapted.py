@@ -101,11 +101,25 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
         probability = round(probs[0], 6)
     if unsure:
         details.update(leaning=verdict, leaning_score=score)
-        return dataclasses.replace(
-            j, status="uncertain", verdict=None, score=None, probability=probability, cutoff=d.cutoff, details=details
+        return j.model_copy(
+            update={
+                "status": "uncertain",
+                "verdict": None,
+                "score": None,
+                "probability": probability,
+                "cutoff": d.cutoff,
+                "details": details,
+            }
         )
-    return dataclasses.replace(
-        j, status="judged", verdict=verdict, score=score, probability=probability, cutoff=d.cutoff, details=details
+    return j.model_copy(
+        update={
+            "status": "judged",
+            "verdict": verdict,
+            "score": score,
+            "probability": probability,
+            "cutoff": d.cutoff,
+            "details": details,
+        }
     )
 
 

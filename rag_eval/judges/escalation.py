@@ -190,7 +190,7 @@ async def escalate(
 def _note(j: Judgement, escalation: dict, first: Judgement | None = None) -> Judgement:
     """``j`` with what the escalation did, and the first judge's record (``first``, else ``j``)."""
     record = first_pass((first or j).to_dict())
-    return dataclasses.replace(j, details={**j.details, "escalation": {**escalation, "first_record": record}})
+    return j.model_copy(update={"details": {**j.details, "escalation": {**escalation, "first_record": record}}})
 
 
 async def _one(
@@ -217,16 +217,17 @@ async def _one(
         return _note(j, {**esc, "decided_by": None})
     negative = no if positive == yes else yes
     verdict = positive if op.positive else negative
-    decided = dataclasses.replace(
-        j,
-        status="judged",
-        verdict=verdict,
-        score=1.0 if op.positive else 0.0,
-        reason=op.reason,
-        method=op.method,
-        # The first judge's word and quoted reason stay in its record (first_record), not beside
-        # the second judge's verdict.
-        details={k: v for k, v in j.details.items() if k not in ("evidence", "model_said")},
+    decided = j.model_copy(
+        update={
+            "status": "judged",
+            "verdict": verdict,
+            "score": 1.0 if op.positive else 0.0,
+            "reason": op.reason,
+            "method": op.method,
+            # The first judge's word and quoted reason stay in its record (first_record), not beside
+            # the second judge's verdict.
+            "details": {k: v for k, v in j.details.items() if k not in ("evidence", "model_said")},
+        }
     )
     return _note(decided, {**esc, "decided_by": "second"}, first=j)
 
@@ -279,7 +280,7 @@ async def _statements(
     }
     details = {**j.details, "statements": rows, "score_range": [lo, hi]}
     if still:
-        return _note(dataclasses.replace(j, details=details), esc, first=j)
+        return _note(j.model_copy(update={"details": details}), esc, first=j)
     supported = [
         d if d is not None else required(s.supported, "a statement's decision") for d, s in zip(decided, statements)
     ]
@@ -289,7 +290,9 @@ async def _statements(
         + (f"; not: {'; '.join(missing)}" if missing else "")
         + f" ({len(unsure)} decided by {second.llm.model})"
     )
-    done = dataclasses.replace(j, status="judged", score=sum(supported) / len(rows), reason=reason, details=details)
+    done = j.model_copy(
+        update={"status": "judged", "score": sum(supported) / len(rows), "reason": reason, "details": details}
+    )
     return _note(done, esc, first=j)
 
 

@@ -9,7 +9,6 @@ when every input of it is unchanged.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,16 +130,16 @@ class JudgeRun:
         if spec.criterion is not None:
             make = with_reasons(make)  # a user's criterion keeps its reason: its request asks for it anyway
         if explain:
-            result = dataclasses.replace(await make(), input_hash=key)
+            result = (await make()).model_copy(update={"input_hash": key})
         elif spec.answer_independent:
             twin = self.by_inputs.get((name, q.id, key))
             if twin is None:
                 if key not in self.shared:
                     self.shared[key] = asyncio.ensure_future(make())
                 twin = await self.shared[key]
-            result = dataclasses.replace(twin, prompt=prompt, input_hash=key)
+            result = twin.model_copy(update={"prompt": prompt, "input_hash": key})
         else:
-            result = dataclasses.replace(await make(), input_hash=key)
+            result = (await make()).model_copy(update={"input_hash": key})
         if self.bands:
             result = mark(result, self.bands, self.jc.faithfulness_threshold)
         if deferred:

@@ -17,7 +17,6 @@ least the target (the judge's ``band_target`` in the registry); it is saved besi
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -241,19 +240,20 @@ def mark(j: Judgement, bands: dict[str, Band], threshold: float) -> Judgement:
             return j
         unsure, extra = band.holds(j.probability), {}
     if not unsure:
-        return dataclasses.replace(j, details={**j.details, "band": [band.low, band.high]})
-    return dataclasses.replace(
-        j,
-        status="uncertain",
-        verdict=None,
-        score=None,
-        details={
-            **j.details,
-            **extra,
-            "band": [band.low, band.high],
-            "leaning": j.verdict,
-            "leaning_score": j.score,
-        },
+        return j.model_copy(update={"details": {**j.details, "band": [band.low, band.high]}})
+    return j.model_copy(
+        update={
+            "status": "uncertain",
+            "verdict": None,
+            "score": None,
+            "details": {
+                **j.details,
+                **extra,
+                "band": [band.low, band.high],
+                "leaning": j.verdict,
+                "leaning_score": j.score,
+            },
+        }
     )
 
 
