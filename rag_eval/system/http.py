@@ -10,13 +10,13 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-from rag_eval.base_records import required
+from rag_eval.base_records import Num, required
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.json_paths import extract, is_single
 from rag_eval.llm.client import _SECRETS, redact
@@ -57,18 +57,41 @@ class StoredReply(BaseModel):
     request_key: str | None = None
 
 
-@dataclass
-class SystemReply:
-    """The system's answer and passages for one question, or the error that ended its retries."""
+class SystemReply(BaseModel):
+    """The system's answer and passages for one question, or the error that ended its retries.
+    Pydantic: a line of system.jsonl (read through ``StoredReply``); the passages are kept as given."""
 
     question_id: str
     answer: str | None
-    passages: list[Passage] = field(default_factory=list)
+    passages: Annotated[list[Passage], SkipValidation] = Field(default_factory=list)
     error: str | None = None
     status: int | None = None
     attempts: int = 0
-    latency_s: float = 0.0
+    latency_s: Num = 0.0
     cached: bool = False
+
+    def __init__(
+        self,
+        question_id: str,
+        answer: str | None,
+        passages: list[Passage] | None = None,
+        error: str | None = None,
+        status: int | None = None,
+        attempts: int = 0,
+        latency_s: Num = 0.0,
+        cached: bool = False,
+    ) -> None:
+        """Positional as the fields (as the dataclass it was)."""
+        super().__init__(
+            question_id=question_id,
+            answer=answer,
+            passages=[] if passages is None else passages,
+            error=error,
+            status=status,
+            attempts=attempts,
+            latency_s=latency_s,
+            cached=cached,
+        )
 
     def to_dict(self) -> dict:
         return {
