@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from rag_eval.base_records import Num
 from rag_eval.judges.details import Details, details_of
@@ -63,6 +63,12 @@ class Judgement(BaseModel):
             details={} if details is None else details,
             **kw,
         )
+
+    @field_validator("details", mode="before")
+    @classmethod
+    def _no_details(cls, v: Any) -> Any:
+        """A line written with ``details: null`` reads as no details, as the dataclass read it."""
+        return {} if v is None else v
 
     @property
     def typed_details(self) -> Details:
