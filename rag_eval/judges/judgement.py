@@ -64,6 +64,12 @@ class Judgement(BaseModel):
             **kw,
         )
 
+    def model_post_init(self, context: Any, /) -> None:
+        # Every field counts as set: a record that holds judgements and dumps with
+        # exclude_unset (base_records.Model, report.json's judges.records) writes all of a
+        # judgement's keys, as it did when Judgement was a dataclass.
+        self.__pydantic_fields_set__.update(type(self).model_fields)
+
     @field_validator("details", mode="before")
     @classmethod
     def _no_details(cls, v: Any) -> Any:

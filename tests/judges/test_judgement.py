@@ -20,3 +20,14 @@ def test_older_lines_read_unknown_keys_ignored_missing_ones_defaulted_null_detai
     j = Judgement.from_dict(old)
     assert (j.details, j.score, j.input_hash, j.method) == ({}, None, None, None)
     assert "gone" not in j.to_dict()
+
+
+def test_a_record_that_holds_judgements_writes_every_key_of_each() -> None:
+    from rag_eval.judges.judge_records import JudgesSection
+
+    j = Judgement("faithfulness", "q1", "baseline", "judged", 1.0)
+    section = JudgesSection(
+        records=[j, Judgement.from_dict({"judge": "r", "question_id": "q", "prompt": "p", "status": "skipped"})]
+    )
+    for dumped in section.dump()["records"]:
+        assert list(dumped) == list(Judgement.model_fields)  # probability, cutoff, method: null, not left out
