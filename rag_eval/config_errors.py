@@ -26,7 +26,7 @@ class _Context(BaseModel):
     expected: Any = ""
 
 
-class _Error(BaseModel):
+class ValidationDetail(BaseModel):
     """One of pydantic's error details (its ``ErrorDetails``), read once."""
 
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
@@ -44,7 +44,7 @@ def problems_from(
     """Each error of ``model``'s validation as a Problem: ``path:line (key)``, what is wrong, the fix."""
     problems = []
     systems: dict[str, type[BaseModel]] = dict(SYSTEM_KINDS)
-    for err in (_Error.model_validate(e) for e in exc.errors()):
+    for err in (ValidationDetail.model_validate(e) for e in exc.errors()):
         loc = err.loc
         system_model: type[BaseModel] | None = None
         if loc[:1] == ("system",) and len(loc) > 1 and loc[1] in systems:

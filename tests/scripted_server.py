@@ -97,6 +97,14 @@ class ScriptedServer:
                     # A careless server that echoes the credentials it was sent in its error message.
                     auth = self.headers.get("authorization", "")
                     return self._send(401, {"error": {"message": f"invalid credentials: {auth}"}})
+                if action == "odd-shape":
+                    # JSON, but not a chat completion's shape: content as a list of parts, a float count.
+                    parts = {
+                        "index": 0,
+                        "message": {"content": [{"type": "text", "text": "ok"}]},
+                        "finish_reason": "stop",
+                    }
+                    return self._send(200, {"choices": [parts], "usage": {"prompt_tokens": 10.5}})
                 if action.startswith("sleep:"):
                     time.sleep(float(action.split(":")[1]))
                 content, finish = server.reply(body), "stop"

@@ -35,7 +35,6 @@ import os
 import random
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -336,7 +335,10 @@ def analyse(draws: int) -> dict:
                     decider = adapt(SHIPPED, items, how, judge=name) if n else SHIPPED
                     counts.append(evaluate(decider, held, truth))
                     # Every answer decided at the cut-off, no band: what the band buys.
-                    at_cut = [*at_cut, evaluate(replace(decider, band=None), held, truth)[0] / max(len(held), 1)]
+                    at_cut = [
+                        *at_cut,
+                        evaluate(decider.model_copy(update={"band": None}), held, truth)[0] / max(len(held), 1),
+                    ]
                     cutoffs.append(decider.cutoff)
                     bands.append(decider.band)
                 results.append(

@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from rag_eval.base_records import Model, Num, required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.lexical import Blend
+from rag_eval.config_errors import ValidationDetail
+from rag_eval.errors import DataError, Problem
 from rag_eval.judges.registry import prompt_files, variants
 from rag_eval.rundir import write_json
 
@@ -75,8 +78,25 @@ class SavedCalibration(Model):
 
 
 def saved_calibrations() -> dict[str, SavedCalibration]:
-    """Every saved calibration (``saved``), each read as a record."""
-    return {k: SavedCalibration.model_validate(e) for k, e in saved().items()}
+    """Every saved calibration (``saved``), each read as a record; an entry that is not one stops
+    with the file and the entry named."""
+    user = _read(user_path())
+    out = {}
+    for k, e in saved().items():
+        try:
+            out[k] = SavedCalibration.model_validate(e)
+        except ValidationError as exc:
+            where = user_path() if k in user else files("rag_eval.calibration").joinpath(SHIPPED)
+            first = ValidationDetail.model_validate(exc.errors()[0])
+            field = ".".join(str(x) for x in first.loc) or "the entry"
+            raise DataError(
+                Problem(
+                    f"{where} (entry {k!r}, {field})",
+                    f"not a saved calibration: {first.msg}",
+                    "fix or delete the entry, or save it again with `rag-eval judge-check --save`",
+                )
+            ) from None
+    return out
 
 
 def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dict[str, float], dict[str, bool]]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import field_validator
 
 from rag_eval.base_records import Model, required
 from rag_eval.calibration.adaptation import Item
@@ -59,6 +60,12 @@ class Case(Model):
     answer: str | None = None
     contexts: list[str] | None = None
     reference: str | None = None
+
+    @field_validator("id", "source", mode="before")
+    @classmethod
+    def _as_text(cls, v: Any) -> Any:
+        """An id or source given as a number (``{"id": 7}``) is its text, as it was echoed before."""
+        return str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
 
 
 def as_cases(cases: Sequence[Case | dict]) -> list[Case]:

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError, field_validator
 
 from rag_eval.base_records import Model
 from rag_eval.errors import ConfigError, Problem
@@ -69,6 +72,12 @@ class TokenLogprob(Model):
     token: str | None = None
     logprob: float = -math.inf
 
+    @field_validator("logprob", mode="before")
+    @classmethod
+    def _null_is_impossible(cls, v: Any) -> Any:
+        # llama-server's JSON writes a logprob of -inf as null.
+        return -math.inf if v is None else v
+
 
 class GeneratedToken(TokenLogprob):
     """A generated token with its most likely alternatives."""
@@ -77,7 +86,9 @@ class GeneratedToken(TokenLogprob):
 
 
 class ChoiceLogprobs(Model):
-    content: list[GeneratedToken] | None = None
+    # Only the first generated token is read (``label_probabilities``): the others stay as sent,
+    # unvalidated, so a reply's later tokens can neither cost time nor fail the verdict.
+    content: list[Any] | None = None
 
 
 class Choice(Model):
@@ -93,8 +104,12 @@ class Completion(Model):
 
 
 def first_choice(raw: dict | None) -> Choice:
-    """The first choice of a chat completion's JSON (an empty one where it has none)."""
-    return (Completion.model_validate(raw or {}).choices or [Choice()])[0]
+    """The first choice of a chat completion's JSON (an empty one where it has none, or where its
+    logprobs are not in OpenAI's shape: the verdict is then read from the text, as without them)."""
+    try:
+        return (Completion.model_validate(raw or {}).choices or [Choice()])[0]
+    except ValidationError:
+        return Choice()
 
 
 def label_probabilities(choice: dict | Choice, labels: dict[str, tuple[str, ...]]) -> dict[str, float] | None:
@@ -104,7 +119,10 @@ def label_probabilities(choice: dict | Choice, labels: dict[str, tuple[str, ...]
     content = (logprobs.content if logprobs else None) or []
     if not content:
         return None
-    first = content[0]
+    try:
+        first = GeneratedToken.load(content[0])
+    except ValidationError:
+        return None
     mass = dict.fromkeys(labels, 0.0)
     alternatives: list[TokenLogprob] = list(first.top_logprobs or [first])
     for alt in alternatives:

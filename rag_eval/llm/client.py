@@ -338,7 +338,14 @@ class LLM:
         except ValueError as exc:
             self.usage.failures += 1
             return ChatResult(None, self.model, error=f"the server's response is not JSON: {exc}")
-        body = _ChatBody.model_validate(data)
+        try:
+            body = _ChatBody.model_validate(data)
+        except ValueError as exc:  # pydantic's ValidationError: JSON, but not a chat completion's shape
+            self.usage.failures += 1
+            what = str(exc).splitlines()[0]
+            return ChatResult(
+                None, self.model, error=f"the server's response is not a chat completion: {what}", raw=data
+            )
         choice = body.choices[0] if body.choices else _Choice()
         usage = body.usage or TokenUsage()
         return ChatResult(

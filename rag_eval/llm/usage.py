@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from rag_eval.base_records import Model, Num
+
+
+def _whole(v: Any) -> Any:
+    """A count some servers write as a float (12.0, 12.5) read as the whole number below it."""
+    return int(v) if isinstance(v, float) and v == v and abs(v) != float("inf") else v
 
 
 class TokenUsage(BaseModel):
@@ -16,6 +21,8 @@ class TokenUsage(BaseModel):
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+
+    _counts = field_validator("prompt_tokens", "completion_tokens", mode="before")(_whole)
 
 
 class ServerTimings(BaseModel):
@@ -26,6 +33,8 @@ class ServerTimings(BaseModel):
     cache_n: int | None = None
     prompt_ms: float | None = None
     predicted_ms: float | None = None
+
+    _counts = field_validator("prompt_n", "cache_n", mode="before")(_whole)
 
 
 class _Counted(BaseModel):

@@ -122,3 +122,22 @@ def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(t
     mine = ragas_agreement_for(identity, ["faithfulness", "context_recall"], "guided")
     assert mine["faithfulness"] == {"accuracy": 0.6, "n": 20} and mine["context_recall"] == shipped["context_recall"]
     assert ragas_agreement_for(identity, ["faithfulness"], "native") == {}
+
+
+def test_a_hand_edited_entry_that_is_no_calibration_names_the_file_the_entry_and_the_fix(tmp_path, monkeypatch):
+    import json
+
+    import pytest
+
+    from rag_eval.calibration.cutoffs import saved_calibrations
+    from rag_eval.errors import DataError
+
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path))
+    (tmp_path / "calibrations.json").write_text(
+        json.dumps({"local:abc|correctness|h1": {"cutoff": 0.5, "sources": "x"}})
+    )
+    with pytest.raises(DataError) as err:
+        saved_calibrations()
+    text = str(err.value)
+    assert str(tmp_path / "calibrations.json") in text and "'local:abc|correctness|h1'" in text and "sources" in text
+    assert "judge-check --save" in text

@@ -41,3 +41,10 @@ def test_a_span_past_the_end_is_an_error_naming_the_file_and_its_size(tmp_path, 
     assert main(["judge-check", "--cases", "--halueval", f"{path}:400-440"]) != 0
     err = capsys.readouterr().err
     assert f"{path}:400-440" in err and "no HaluEval item in this span" in err and f"{path}:0-3" in err
+
+
+def test_a_case_given_with_a_numeric_id_reads_as_its_text():
+    from rag_eval.judges.judge_check import as_cases
+
+    case = as_cases([{"id": 7, "judge": "refusal", "label": "refused", "source": 2024, "question": "q"}])[0]
+    assert (case.id, case.source) == ("7", "2024")

@@ -174,3 +174,17 @@ def test_odd_content_comes_back_as_text(action):
         (r,), _ = ask(s)
     assert r.error is None and r.text
     assert r.finish_reason == ("length" if action == "truncated" else "stop")
+
+
+def test_a_reply_in_another_shape_is_a_recorded_failure_not_an_exception():
+    with ScriptedServer(lambda n, b: "odd-shape") as s:
+        (r,), usage = ask(s)
+    assert r.text is None and r.error.startswith("the server's response is not a chat completion")
+    assert usage.failures == 1 and s.calls == 1
+
+
+def test_a_float_token_count_is_read_as_the_whole_number_below_it():
+    from rag_eval.llm.usage import ServerTimings, TokenUsage
+
+    assert TokenUsage.model_validate({"prompt_tokens": 12.5, "completion_tokens": 3}).prompt_tokens == 12
+    assert ServerTimings.model_validate({"prompt_n": 4.0, "cache_n": None}).prompt_n == 4
