@@ -99,21 +99,13 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
         verdict = spec.positive if positive else next(v for v in labels[:2] if v != spec.positive)
         score = 1.0 if positive else 0.0
         probability = round(probs[0], 6)
-    if unsure:
+    status = "judged"
+    if unsure:  # the leaning is kept in the details; the verdict is left undecided
         details.update(leaning=verdict, leaning_score=score)
-        return j.model_copy(
-            update={
-                "status": "uncertain",
-                "verdict": None,
-                "score": None,
-                "probability": probability,
-                "cutoff": d.cutoff,
-                "details": details,
-            }
-        )
+        status, verdict, score = "uncertain", None, None
     return j.model_copy(
         update={
-            "status": "judged",
+            "status": status,
             "verdict": verdict,
             "score": score,
             "probability": probability,
