@@ -38,7 +38,8 @@ from pathlib import Path
 from sklearn.metrics import roc_auc_score
 
 from rag_eval.cache_dirs import cache_root
-from rag_eval.judges.citations_judge import DEFAULT_BAND, judge_citations
+from rag_eval.calibration.cutoffs import blends_for, cutoffs_for, saved_band
+from rag_eval.judges.citations_judge import DEFAULT_BAND, band_from, judge_citations
 from rag_eval.judges.registry import Inputs
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.session import LLMSession
@@ -93,13 +94,31 @@ def calls_made(session: LLMSession) -> int:
     return sum(int(u["calls"]) for u in session.usage())
 
 
-async def judge_all(packets: list[dict], threads: int, use_cache: bool = True) -> tuple[dict[str, tuple], list[dict]]:
+def packets_all() -> list[dict]:
+    """Every packet of the study, corpus by corpus."""
+    return [p for path in sorted(DATA.glob("packets-*.jsonl")) for p in read_jsonl(path)]
+
+
+def labels_all() -> dict[str, dict]:
+    """The readers' labels by packet id."""
+    return {r["packet_id"]: r for path in sorted((DATA / "labels").glob("labels-*.jsonl")) for r in read_jsonl(path)}
+
+
+async def judge_all(
+    packets: list[dict], threads: int, use_cache: bool = True, model_alone: bool = False
+) -> tuple[dict[str, tuple], list[dict]]:
     """Each packet's judgement with the seconds it took, or None where every request came from the
-    response cache (a cached answer's time is no model time)."""
+    response cache (a cached answer's time is no model time). ``model_alone``: decided on the
+    model's P at 0.5 with the default band, as before the blend (``fit_blend.py``); else with the
+    shipped calibration of the ``citations`` judge, as an audit decides."""
     session = LLMSession(cache_root(), use_cache=use_cache)
     llm = session.llm(LLMConfig(provider="local", threads=threads), "the citations study")
     scored = ScoredJudges.load(llm, None)
     scored.citation_band = DEFAULT_BAND
+    if not model_alone:
+        scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, {})
+        scored.blends = blends_for(llm.identity, scored)
+        scored.citation_band = band_from("auto", saved=saved_band(llm.identity, "citations", scored))
     out = {}
     try:
         for p in packets:
@@ -139,10 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--time", type=int, default=0, metavar="N", help="ask N cited packets again, timed; the rest cached"
     )
+    ap.add_argument(
+        "--model-alone", action="store_true", help="decide on the model's P at 0.5 (the judge before its blend)"
+    )
     args = ap.parse_args(argv)
     key = json.loads((DATA / "packet-key.json").read_text())
-    packets = [p for path in sorted(DATA.glob("packets-*.jsonl")) for p in read_jsonl(path)]
-    labels = {r["packet_id"]: r for path in sorted((DATA / "labels").glob("labels-*.jsonl")) for r in read_jsonl(path)}
+    packets = packets_all()
+    labels = labels_all()
     missing = [p["packet_id"] for p in packets if p["packet_id"] not in labels]
     if missing:
         print(f"{len(missing)} packets have no label (first {missing[0]}): label them first", file=sys.stderr)
@@ -151,10 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     cited = [p for p in packets if any(s["cites"] for s in p["sentences"])]
     step = max(1, len(cited) // args.time) if args.time else 0
     timed = {p["packet_id"] for p in cited[::step][: args.time]} if args.time else set()
-    judged, usage = asyncio.run(judge_all(packets, args.threads, use_cache=not args.no_cache))
+    judged, usage = asyncio.run(
+        judge_all(packets, args.threads, use_cache=not args.no_cache, model_alone=args.model_alone)
+    )
     if timed:
         again, usage_timed = asyncio.run(
-            judge_all([p for p in packets if p["packet_id"] in timed], args.threads, use_cache=False)
+            judge_all(
+                [p for p in packets if p["packet_id"] in timed],
+                args.threads,
+                use_cache=False,
+                model_alone=args.model_alone,
+            )
         )
         # The verdicts are the cached run's; the seconds, the timed run's.
         judged = {pid: (j, again[pid][1] if pid in again else None) for pid, (j, _) in judged.items()}
@@ -165,7 +194,16 @@ def main(argv: list[str] | None = None) -> int:
         k = key[pid]
         part = parts.setdefault(
             k["part"],
-            {"support": [], "scores": [], "precision": [], "answers": [], "moved": [], "seconds": [], "kinds": []},
+            {
+                "support": [],
+                "scores": [],
+                "model_scores": [],
+                "precision": [],
+                "answers": [],
+                "moved": [],
+                "seconds": [],
+                "kinds": [],
+            },
         )
         j, seconds = judged[pid]
         rows = (j.details or {}).get("sentences") or []
@@ -181,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             part["kinds"].append((k["kind"], bool(h["union"]), r.get("kind")))
             if r.get("p_supported") is not None:
                 part["scores"].append((float(r["p_supported"]), bool(h["union"])))
+                p_model = r["p_model"] if r.get("p_model") is not None else r["p_supported"]
+                part["model_scores"].append((float(p_model), bool(h["union"])))
             for c, hr in zip(r.get("citations") or [], h["relevant"]):
                 if c.get("relevant") is not None:
                     part["precision"].append((bool(c["relevant"]), hr))
@@ -191,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
             part["moved"].append(j.status == "judged" and j.verdict in ("miscited", "unsupported"))
     result: dict = {
         "command": "python benchmarks/citations/agreement.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "method": "the model's P at 0.5, band 0.3-0.7"
+        if args.model_alone
+        else "the shipped calibration: blend of the model's P with the cited passages' words (fit_blend.py)",
         "model_load_1min": round(load[0], 2),
         "model_load_1min_at_end": round(os.getloadavg()[0], 2),
         "usage": usage,
@@ -225,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             # How well the model's P(supported) separates the readers' yes from no, whatever the cut-off.
             "support_auc": auc(d["scores"]),
+            "model_auc": auc(d["model_scores"]),
             "citations": len(d["precision"]),
             "precision_agreement": share(precision_hits, len(d["precision"])),
             "precision_agreement_pair": [

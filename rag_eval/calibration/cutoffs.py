@@ -131,6 +131,14 @@ def blends_for(identity: str, scored) -> dict[str, Blend]:
     return out
 
 
+def saved_band(identity: str, judge: str, scored) -> tuple[float, float] | None:
+    """The band saved with ``judge``'s calibration for this model and its current prompt, if any."""
+    entry = saved_calibrations().get(key(identity, judge, scored.prompt_hash(judge)))
+    if entry is None or not entry.band:
+        return None
+    return float(entry.band[0]), float(entry.band[1])
+
+
 def agreement_for(identity: str, scored) -> dict[str, dict]:
     """The measured agreement with human labels (accuracy, n, where measured) of each scored judge
     with a saved calibration for this model and its current prompt."""

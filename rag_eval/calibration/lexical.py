@@ -121,6 +121,34 @@ def support(claim: str, contexts: list[str]) -> Support:
 
 
 @dataclass(frozen=True)
+class CitedSupport:
+    """How much of one cited sentence its cited passages contain, and how much more one other
+    given passage contains (a citation moved to the wrong passage leaves its words in another)."""
+
+    word_share: float  # content words of the sentence found in the cited passages
+    name_share: float  # code names of the sentence found in the cited passages (1.0 when it names none)
+    elsewhere_gap: float  # the best other given passage's word share above the cited passages' (0 if none)
+    missing: tuple[str, ...]  # the sentence's content words the cited passages lack, in order
+    better_passage: int | None = None  # the position of that other passage, where its share is higher
+    n_words: int = 0
+
+    def features(self) -> dict[str, float]:
+        return {"word_share": self.word_share, "name_share": self.name_share, "elsewhere_gap": self.elsewhere_gap}
+
+
+def cited_support(claim: str, passages: list[str], cited: list[int]) -> CitedSupport:
+    """The words of ``claim`` that the passages at positions ``cited`` contain, against the best of
+    the other passages taken one at a time."""
+    mine = support(claim, [passages[i] for i in cited if i < len(passages)])
+    others = [(support(claim, [t]).word_share, i) for i, t in enumerate(passages) if i not in cited]
+    best, where = max(others, default=(0.0, None))
+    gap = max(0.0, best - mine.word_share)
+    return CitedSupport(
+        mine.word_share, mine.name_share, round(gap, 6), mine.missing, where if gap > 0 else None, mine.n_words
+    )
+
+
+@dataclass(frozen=True)
 class Coverage:
     """How much of a reference answer a candidate answer states, word by word."""
 

@@ -35,8 +35,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag_eval.base_records import Model
+from rag_eval.calibration.lexical import cited_support
 from rag_eval.judges.citations import CitedAnswer, CitedSentence, read_citations
 from rag_eval.judges.evidence import Said
 from rag_eval.judges.judgement import Judgement
@@ -87,6 +89,7 @@ class Asked:
     reason: str
     evidence: dict
     error: str | None = None
+    p_model: float | None = None  # the model's own P(yes), where a blend with word evidence decided
 
 
 class CitationCheck(Model):
@@ -112,6 +115,7 @@ class SentenceCheck(Model):
     citations: list[CitationCheck] = []
     kind: str = ""
     p_supported: float | None = None  # by the union of its cited passages
+    p_model: float | None = None  # the model's own P of that, where a blend with word evidence decided
     supported: bool | None = None
     p_elsewhere: float | None = None  # by every given passage, where its citations do not support it
     supported_elsewhere: bool | None = None
@@ -153,13 +157,18 @@ class CitationsJudge:
         values = {"context": numbered(passages), "question": self.x.question, "statement": sentence}
         d: Decision = await self.scored.prompts[PROMPT].ask_with(self.scored.llm, values)
         self.calls += 1
-        p = d.p("yes")
-        if d.error or p is None:
+        p_model = d.p("yes")
+        if d.error or p_model is None:
             got = Asked(None, None, "", {}, d.error or "no yes/no in the reply")
         else:
+            # A saved blend decides on the model's P and the sentence's words in the cited passages
+            # against the other given passages (``lexical.cited_support``).
+            blend = self.scored.blends.get(JUDGE)
+            words = cited_support(sentence, list(self.x.contexts), sorted(positions)) if blend else None
+            p = blend.p(p_model, words.features()) if blend and words else p_model
             yes = p >= self.cut
             decided = None if self.unsure(p) else yes
-            reason, evidence = d.reason, {"model_said": d.text_label}
+            reason, evidence = d.reason, dict[str, Any](model_said=d.text_label)
             if explain:
                 said = Said(
                     d.text_label,
@@ -169,13 +178,16 @@ class CitationsJudge:
                     self.calibrated,
                     "supported" if yes else "not supported",
                     "yes" if yes else "no",
+                    p_model if words else None,
                 )
                 sources = {
                     "answer": [("the sentence", sentence)],
                     "context": [(f"passage [{i + 1}]", t) for i, t in sorted(passages.items())],
                 }
                 reason, evidence = await self.scored._explain(PROMPT, d, said, values, sources)
-            got = Asked(p, decided, reason, evidence)
+            if blend and words:
+                evidence = {**evidence, "words": words_record(words, p_model, blend.describe())}
+            got = Asked(p, decided, reason, evidence, p_model=p_model if words else None)
         self._asked[key] = got
         return got
 
@@ -196,8 +208,9 @@ class CitationsJudge:
         recall: Asked | None = None
         if cited:
             recall = await self.ask(s.text, cited, explain=True)
-            row.p_supported, row.supported, row.reason, row.evidence = (
+            row.p_supported, row.p_model, row.supported, row.reason, row.evidence = (
                 recall.p,
+                recall.p_model,
                 recall.yes,
                 recall.reason,
                 recall.evidence,
@@ -315,12 +328,28 @@ async def judge_citations(scored, x: Inputs) -> Judgement:
     return await CitationsJudge(scored, x, scored.citation_band).judge(read)
 
 
-def band_from(setting, default: Sequence[float] = DEFAULT_BAND) -> tuple[float, float] | None:
+def words_record(words, p_model: float, blend: str) -> dict:
+    """The word evidence a blend decided with, as a decision's ``evidence.words`` keeps it: the
+    sentence's words the cited passages lack, and the other passage that holds more of them."""
+    return {
+        "p_model": round(p_model, 6),
+        "features": words.features(),
+        "missing": list(words.missing),
+        "better_passage": None if words.better_passage is None else words.better_passage + 1,
+        "blend": blend,
+    }
+
+
+def band_from(
+    setting, default: Sequence[float] = DEFAULT_BAND, saved: Sequence[float] | None = None
+) -> tuple[float, float] | None:
     """The band for the citation decisions under ``judges.uncertain``: off -> none; a mapping that
-    names ``citations`` -> that; else the default."""
+    names ``citations`` -> that; else the band saved with the calibration (``saved``), else the default."""
     if setting == "off":
         return None
     if isinstance(setting, dict) and JUDGE in setting:
         low, high = setting[JUDGE]
         return float(low), float(high)
+    if saved is not None:
+        return float(saved[0]), float(saved[1])
     return float(default[0]), float(default[1])

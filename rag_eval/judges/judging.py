@@ -20,7 +20,7 @@ from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import context_seen
 from rag_eval.base_records import Model, required
 from rag_eval.calibration.adaptation import Decider
-from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for, ragas_agreement_for
+from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for, ragas_agreement_for, saved_band
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
 from rag_eval.judges.adapted import adaptable, saved_adaptation
@@ -225,7 +225,8 @@ async def judge_all(
         scored.blends = blends_for(llm.identity, scored)
         scored.reasons = jc.reasons
         cited = cfg.generation.citations if cfg.generation else None
-        scored.citation_pattern, scored.citation_band = cited.pattern if cited else None, band_from(jc.uncertain)
+        scored.citation_pattern = cited.pattern if cited else None
+        scored.citation_band = band_from(jc.uncertain, saved=saved_band(llm.identity, "citations", scored))
     ragas = (
         RagasJudges(llm, json_schema=jc.llm.json_schema, requests=jc.ragas_requests) if "ragas" in families else None
     )

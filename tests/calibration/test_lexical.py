@@ -10,6 +10,7 @@ from sklearn.linear_model import LogisticRegression
 
 from rag_eval.calibration.lexical import (
     Blend,
+    cited_support,
     content_words,
     coverage,
     declining,
@@ -228,3 +229,22 @@ def test_the_report_says_how_a_blend_decides_and_how_far_a_ragas_metric_agrees()
     # Measured Ragas metrics leave the "not measured" list; context_recall has no human label there.
     assert "`faithfulness`" not in text.split("not measured")[0].split("\n")[-1]
     assert "`correctness`: agreement with people not measured" in text
+
+
+def test_cited_support_measures_the_cited_passages_against_the_best_other_one():
+    passages = [
+        "Lists are mutable sequences, typically used to store collections.",
+        "A set object is an unordered collection of distinct hashable objects.",
+        "Tuples are immutable sequences.",
+    ]
+    # Cited where its words are: every content word found, nothing better elsewhere.
+    right = cited_support("A set is an unordered collection of hashable objects.", passages, [1])
+    assert right.word_share == 1.0 and right.elsewhere_gap == 0.0 and right.better_passage is None
+    # The same sentence citing the lists passage: of set, unordered, collection, hashable, objects only
+    # "collection" is there (1/5); passage 2 holds all five, so the gap is 0.8 and it is named.
+    moved = cited_support("A set is an unordered collection of hashable objects.", passages, [0])
+    assert moved.word_share == 0.2 and moved.elsewhere_gap == 0.8 and moved.better_passage == 1
+    assert moved.missing == ("set", "unordered", "hashable", "objects")
+    assert moved.features() == {"word_share": 0.2, "name_share": 1.0, "elsewhere_gap": 0.8}
+    # Every passage cited: no other passage, no gap.
+    assert cited_support("Tuples are immutable.", passages, [0, 1, 2]).elsewhere_gap == 0.0

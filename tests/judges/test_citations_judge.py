@@ -14,6 +14,7 @@ import pytest
 import rag_eval
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
+from rag_eval.calibration.lexical import Blend
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.judges.citations_judge import band_from, judge_citations, makes_claim
@@ -46,6 +47,9 @@ SUPPORT = {
     ("Lists are sorted by default", (1,)): 0.1,
     ("Lists are sorted by default", (1, 2, 3)): 0.05,
     ("Lists hold items", (1,)): 0.5,
+    # A citation moved to the wrong passage that the model still calls supported.
+    ("A set is an unordered collection", (1,)): 0.9,
+    ("A set is an unordered collection", (1, 2, 3)): 0.9,
 }
 
 
@@ -165,6 +169,34 @@ def test_an_uncertain_decision_is_counted_apart():
     # Without a band (judges.uncertain: off) P 0.5 reaches the cut-off: supported.
     j, _ = judged("Lists hold items [1]. Lists can be changed in place [1].", band=band_from("off"))
     assert j.status == "judged" and j.verdict == "cited" and j.score == 1.0
+
+
+def test_a_saved_blend_decides_on_the_cited_passages_words_and_finds_the_moved_citation():
+    moved = "A set is an unordered collection of hashable objects [1]."
+    j, _ = judged(moved)
+    assert j.verdict == "cited"  # the model alone: P(yes) 0.9 for the lists passage
+    llm = ScriptedLLM()
+    scored = ScoredJudges.load(llm, None)
+    scored.citation_band = band_from("auto", saved=(0.4, 0.6))
+    scored.blends["citations"] = Blend(-4.0, 0.3, {"word_share": 6.0, "name_share": 0.0, "elsewhere_gap": -3.0})
+    x = Inputs("q1", "cite", "Which sequences can change?", moved, CONTEXTS)
+    j = asyncio.run(judge_citations(scored, x))
+    row = j.details["sentences"][0]
+    # Cited [1]: 1 of 5 content words there, passage 2 holds all five: -4 + 0.3 logit(0.9) + 6 x 0.2
+    # - 3 x 0.8 = -4.54, P 0.011; every passage: -4 + 0.66 + 6 = 2.66, P 0.935: supported elsewhere.
+    assert row["p_model"] == pytest.approx(0.9, abs=1e-6) and row["p_supported"] == pytest.approx(0.0106, abs=1e-3)
+    assert row["p_elsewhere"] == pytest.approx(0.935, abs=1e-3)
+    assert row["kind"] == "miscited" and j.verdict == "miscited"
+    words = row["evidence"]["words"]
+    assert words["missing"] == ["set", "unordered", "hashable", "objects"] and words["better_passage"] == 2
+    assert words["features"]["elsewhere_gap"] == 0.8 and words["p_model"] == pytest.approx(0.9, abs=1e-6)
+
+
+def test_the_band_is_the_configs_else_the_saved_calibrations_else_the_default():
+    assert band_from("auto") == (0.3, 0.7)
+    assert band_from("auto", saved=(0.28, 0.28)) == (0.28, 0.28)
+    assert band_from({"citations": [0.2, 0.6]}, saved=(0.28, 0.28)) == (0.2, 0.6)
+    assert band_from("off", saved=(0.28, 0.28)) is None
 
 
 def test_a_citation_naming_no_given_passage_supports_nothing_and_is_never_relevant():

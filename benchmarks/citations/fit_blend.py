@@ -1,0 +1,142 @@
+"""Issue 50's study: fit the citations judge's blend of the model's P(supported) with the sentence's
+words in its cited passages, and save it with a cut-off and a band as the embedded model's shipped
+calibration of the ``citations`` judge.
+
+    python benchmarks/citations/fit_blend.py --save
+
+Fitted on the packets of the parts ``tuning`` and ``holdout`` (attrs and the eight corpora whose
+figures were read before this method was chosen, so none of them is held out any longer); the part
+``fresh`` (made after the method was chosen, labelled blind before any judge ran on it) is never
+read here: ``agreement.py`` measures it.
+
+Per cited claim sentence that the readers also call a cited claim: the model's own P(supported by
+the cited passages) (from the response cache: the judge's first run), the word evidence of
+``rag_eval.calibration.lexical.cited_support`` (the sentence's content words and code names found in
+the cited passages, and how many more the best other given passage holds), and the readers'
+``union_supports``. The blend is the L2 logistic model of ``lexical.fit_blend``; the cut-off
+maximises balanced accuracy (``cutoffs.fit_cutoff``); the band is the narrowest that leaves the
+decided sentences at least 0.90 in agreement with the readers (``uncertain.fit_band``). The figures
+printed out of fold refit all three on the other folds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+
+from rag_eval.cache_dirs import cache_root
+from rag_eval.calibration.cutoffs import SHIPPED, fit_cutoff, fold_assignment, save
+from rag_eval.calibration.lexical import cited_support, fit_blend
+from rag_eval.judges.scored import ScoredJudges
+from rag_eval.judges.uncertain import fit_band
+from rag_eval.llm.session import LLMSession
+from rag_eval.llm.settings import LLMConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import agreement  # noqa: E402  (the study's packets, labels and judge run)
+
+FITTED_ON = "issue 50 study: attrs + 8 corpora (benchmarks/citations, parts tuning and holdout)"
+TARGET = 0.90
+
+
+def rows_of(parts: tuple[str, ...]) -> list[dict]:
+    """Each cited claim sentence of the packets of ``parts``: the model's P, the word evidence, the readers' word."""
+    key = json.loads((agreement.DATA / "packet-key.json").read_text())
+    packets = [p for p in agreement.packets_all() if key[p["packet_id"]]["part"] in parts]
+    labels = agreement.labels_all()
+    judged, _ = asyncio.run(agreement.judge_all(packets, 2, model_alone=True))
+    out = []
+    for p in packets:
+        j, _ = judged[p["packet_id"]]
+        contexts = [agreement.passage_text(c)[1] for c in p["contexts"]]
+        lab = labels[p["packet_id"]]
+        humans = [agreement.human_sentence(h, s) for h, s in zip(lab.get("sentences") or [], p["sentences"])]
+        for r, h in zip((j.details or {}).get("sentences") or [], humans):
+            if not (r.get("claim") and h["claim"]) or not r.get("cited") or not h.get("cites"):
+                continue
+            if r.get("p_supported") is None:
+                continue
+            words = cited_support(r["sentence"], contexts, r["cited"])
+            out.append(
+                {
+                    "packet_id": p["packet_id"],
+                    "part": key[p["packet_id"]]["part"],
+                    "p_model": float(r["p_supported"]),
+                    "features": words.features(),
+                    "supported": bool(h["union"]),
+                }
+            )
+    return out
+
+
+def fit_all(rows: list[dict]) -> dict:
+    """The blend, cut-off and band fitted on ``rows``."""
+    y = np.array([r["supported"] for r in rows], bool)
+    blend = fit_blend([r["p_model"] for r in rows], [r["features"] for r in rows], list(y), fitted_on=FITTED_ON)
+    probs = np.array([blend.p(r["p_model"], r["features"]) for r in rows])
+    cut = fit_cutoff(probs, y)
+    band = fit_band([[p] for p in probs], y, cut, target=TARGET)
+    return {"blend": blend, "cutoff": cut, "band": band}
+
+
+def out_of_fold(rows: list[dict], folds: int = 5, seed: int = 0) -> dict:
+    """Decided agreement and uncertain share with blend, cut-off and band fitted on the other folds."""
+    y = np.array([r["supported"] for r in rows], bool)
+    fold_of = fold_assignment(y, folds, seed)
+    decided = right = 0
+    for f in range(folds):
+        train = [rows[i] for i in np.flatnonzero(fold_of != f)]
+        fit = fit_all(train)
+        for i in np.flatnonzero(fold_of == f):
+            p = fit["blend"].p(rows[i]["p_model"], rows[i]["features"])
+            if fit["band"].low <= p < fit["band"].high:
+                continue
+            decided += 1
+            right += (p >= fit["cutoff"]) == y[i]
+    return {
+        "decided_accuracy": round(right / decided, 4) if decided else None,
+        "uncertain_share": round(1 - decided / len(rows), 4),
+        "n_decided": decided,
+        "n": len(rows),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--save", action="store_true", help="save into the shipped calibration file")
+    args = ap.parse_args(argv)
+    rows = rows_of(("tuning", "holdout"))
+    fit = fit_all(rows)
+    band = fit["band"]
+    oof = out_of_fold(rows)
+    entry = {
+        "cutoff": fit["cutoff"],
+        "fitted_on": FITTED_ON,
+        "blend": fit["blend"].to_dict(),
+        "band": [band.low, band.high],
+        "band_target": TARGET,
+        "band_reached": band.reached,
+        "band_out_of_fold": oof,
+        "n": len(rows),
+        "sources": ["benchmarks/citations (tuning + holdout), fit_blend.py"],
+    }
+    print(json.dumps({**entry, "readers_supported": sum(r["supported"] for r in rows)}, indent=1))
+    if args.save:
+        session = LLMSession(cache_root(), use_cache=True)
+        llm = session.llm(LLMConfig(provider="local"), "the citations calibration")
+        scored = ScoredJudges.load(llm, None)
+        path = Path(str(files("rag_eval.calibration").joinpath(SHIPPED)))
+        saved = save(llm.identity, "citations", scored.prompt_hash("citations"), entry, path)
+        session.close()
+        print(f"saved in {saved}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
