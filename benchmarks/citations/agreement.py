@@ -161,9 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--model-alone", action="store_true", help="decide on the model's P at 0.5 (the judge before its blend)"
     )
+    ap.add_argument("--parts", help="only these parts (comma-separated: tuning, holdout, fresh); default all")
     args = ap.parse_args(argv)
     key = json.loads((DATA / "packet-key.json").read_text())
     packets = packets_all()
+    if args.parts:
+        packets = [p for p in packets if key[p["packet_id"]]["part"] in args.parts.split(",")]
     labels = labels_all()
     missing = [p["packet_id"] for p in packets if p["packet_id"] not in labels]
     if missing:
@@ -264,6 +267,14 @@ def main(argv: list[str] | None = None) -> int:
                     }
                     for union in (True, False)
                 }
+                for kind in sorted({kd for kd, _, _ in d["kinds"]})
+            },
+            # Support decided right per packet kind (the model's own answers, moved citations, references).
+            "support_agreement_by_kind": {
+                kind: [
+                    sum(1 for kd, u, jk in d["kinds"] if kd == kind and jk != "uncertain" and (jk == "supported") == u),
+                    sum(1 for kd, _, jk in d["kinds"] if kd == kind and jk != "uncertain"),
+                ]
                 for kind in sorted({kd for kd, _, _ in d["kinds"]})
             },
             # How well the model's P(supported) separates the readers' yes from no, whatever the cut-off.

@@ -29,6 +29,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
+from sklearn.metrics import roc_auc_score
 
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.cutoffs import SHIPPED, fit_cutoff, fold_assignment, save
@@ -110,6 +111,7 @@ def out_of_fold(rows: list[dict], folds: int = 5, seed: int = 0) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--save", action="store_true", help="save into the shipped calibration file")
+    ap.add_argument("--json", type=Path, help="write the fit and each input's AUC against the readers here")
     args = ap.parse_args(argv)
     rows = rows_of(("tuning", "holdout"))
     fit = fit_all(rows)
@@ -126,7 +128,23 @@ def main(argv: list[str] | None = None) -> int:
         "n": len(rows),
         "sources": ["benchmarks/citations (tuning + holdout), fit_blend.py"],
     }
-    print(json.dumps({**entry, "readers_supported": sum(r["supported"] for r in rows)}, indent=1))
+    y = [r["supported"] for r in rows]
+    # How well each input alone separates the readers' yes from no, whatever the cut-off.
+    aucs = {"model": round(float(roc_auc_score(y, [r["p_model"] for r in rows])), 4)}
+    for name in rows[0]["features"]:
+        sign = -1.0 if name == "elsewhere_gap" else 1.0  # more of the words elsewhere: less supported
+        aucs[name] = round(float(roc_auc_score(y, [sign * r["features"][name] for r in rows])), 4)
+    aucs["blend"] = round(float(roc_auc_score(y, [fit["blend"].p(r["p_model"], r["features"]) for r in rows])), 4)
+    result = {
+        "command": "python benchmarks/citations/fit_blend.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "sentences": len(rows),
+        "readers_supported": sum(y),
+        "auc": aucs,
+        **entry,
+    }
+    print(json.dumps(result, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.save:
         session = LLMSession(cache_root(), use_cache=True)
         llm = session.llm(LLMConfig(provider="local"), "the citations calibration")

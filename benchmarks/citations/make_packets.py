@@ -3,6 +3,7 @@ the measurement of item 2 (answers with citations, refusals against the plain pr
 
     python benchmarks/citations/make_packets.py measure RUN_DIR... --json benchmarks/citations/results/answers-result.json
     python benchmarks/citations/make_packets.py packets RUN_DIR...
+    python benchmarks/citations/make_packets.py add RUN_DIR... --part PART
 
 ``measure``: per corpus, of the citing prompt's answers, how many cite (at least one citation that
 names a given context), how many decline (a sentence that only says the documents do not answer and
@@ -19,6 +20,9 @@ passage (``data/moved.jsonl`` records which, never shown to readers). A corpus w
 citing prompt gives these alone, on hybrid's top 3 computed here as the run computes it. The packets of
 a corpus are shuffled together under opaque ids; ``data/packet-key.json`` says which is which.
 The held-out part is fixed by corpus before any judge runs (``PARTS``).
+
+``add``: the runs' model answers appended to their corpora's packets under new ids, the packets
+already there (and their labels) kept, the new ones in the key under ``--part``.
 """
 
 from __future__ import annotations
@@ -278,6 +282,36 @@ def packets(run_dirs: list[Path], moved_from: list[str]) -> None:
     moved_path.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in moved_log))
 
 
+def add_model_answers(run_dirs: list[Path], part: str) -> None:
+    """Packets of the runs' model answers appended to their corpora's packets, which stay as they
+    are (their ids, their readers' labels): new ids after the corpus's last, in the key under ``part``
+    (answers made after the parts were fixed are measured apart from them)."""
+    key_path = DATA / "packet-key.json"
+    key: dict[str, dict] = json.loads(key_path.read_text())
+    for name, run_dir in newest_runs(run_dirs).items():
+        c = Corpus(name, run_dir)
+        path = DATA / f"packets-{name}.jsonl"
+        kept = read_jsonl(path) if path.exists() else []
+        done = {(key[p["packet_id"]]["kind"], key[p["packet_id"]]["question_id"]) for p in kept}
+        rows = [
+            (
+                {"kind": "model", "question_id": g["question_id"]},
+                packet(c, g["question_id"], g["contexts"], g["answer"]),
+            )
+            for g in c.answers
+            if not g.get("error") and g.get("answer") and ("model", g["question_id"]) not in done
+        ]
+        random.Random(f"{SEED}-{name}-{part}").shuffle(rows)
+        start = max((int(p["packet_id"].rsplit("-", 1)[1]) for p in kept), default=0)
+        with path.open("a", encoding="utf-8") as fh:
+            for i, (what, p) in enumerate(rows, start + 1):
+                pid = f"ci-{name[:3]}-{i:03d}"
+                key[pid] = {"corpus": name, "part": part, **what}
+                fh.write(json.dumps({"packet_id": pid, **p}, ensure_ascii=False) + "\n")
+        print(f"{len(rows)} model answers' packets appended to {path} (part {part})")
+    key_path.write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="what", required=True)
@@ -291,8 +325,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--moved-from", default="", help="corpora without a run to make moved answers from (comma-separated)"
     )
+    a = sub.add_parser("add", help="append the runs' model answers to their corpora's packets, the rest kept")
+    a.add_argument("runs", nargs="+", type=Path)
+    a.add_argument("--part", required=True, help="the part these packets are measured in")
     args = ap.parse_args(argv)
-    if args.what == "measure":
+    if args.what == "add":
+        add_model_answers(args.runs, args.part)
+    elif args.what == "measure":
         measure(args.runs, args.json, args.version, args.prompt)
     else:
         packets(args.runs, [x for x in args.moved_from.split(",") if x])
