@@ -27,6 +27,9 @@ from rag_eval.judges.registry import prompt_files, variants
 from rag_eval.rundir import write_json
 
 SHIPPED = "calibration_embedded.json"
+# The name suffix of a judge's second blend, for its question asked against every given passage
+# (the citations judge's "is the claim supported anywhere?").
+EVERY_PASSAGE = "every_passage"
 
 
 def model_identity(identity: str) -> str:
@@ -68,6 +71,8 @@ class SavedCalibration(Model):
 
     cutoff: Num | None = None
     blend: dict[str, Any] | None = None
+    # The citations judge's blend for its question against every given passage (``EVERY_PASSAGE``).
+    blend_every_passage: dict[str, Any] | None = None
     band: list[Num] | None = None
     band_target: Num | None = None
     fitted_on: str | None = None
@@ -121,13 +126,16 @@ def cutoffs_for(identity: str, scored, overrides: dict[str, float]) -> tuple[dic
 
 def blends_for(identity: str, scored) -> dict[str, Blend]:
     """The saved blend of the model's probability with word evidence (``lexical.py``) of every
-    scored judge that has one for this model and its current prompt."""
+    scored judge that has one for this model and its current prompt (and, under
+    ``<judge>/every_passage``, a second blend for a question asked against every given passage)."""
     table = saved_calibrations()
     out = {}
     for judge in prompt_files():
         entry = table.get(key(identity, judge, scored.prompt_hash(judge))) or SavedCalibration()
         if entry.blend:
             out[judge] = Blend.from_dict(entry.blend)
+        if entry.blend_every_passage:
+            out[f"{judge}/{EVERY_PASSAGE}"] = Blend.from_dict(entry.blend_every_passage)
     return out
 
 

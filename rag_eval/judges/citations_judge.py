@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_eval.base_records import Model
+from rag_eval.calibration.cutoffs import EVERY_PASSAGE
 from rag_eval.calibration.lexical import cited_support
 from rag_eval.judges.citations import CitedAnswer, CitedSentence, read_citations
 from rag_eval.judges.evidence import Said
@@ -162,8 +163,10 @@ class CitationsJudge:
             got = Asked(None, None, "", {}, d.error or "no yes/no in the reply")
         else:
             # A saved blend decides on the model's P and the sentence's words in the cited passages
-            # against the other given passages (``lexical.cited_support``).
-            blend = self.scored.blends.get(JUDGE)
+            # against the other given passages (``lexical.cited_support``); the question against
+            # every passage has a blend of its own where one was fitted (the readers' "any passage").
+            every = positions >= frozenset(range(len(self.x.contexts)))
+            blend = (every and self.scored.blends.get(f"{JUDGE}/{EVERY_PASSAGE}")) or self.scored.blends.get(JUDGE)
             words = cited_support(sentence, list(self.x.contexts), sorted(positions)) if blend else None
             p = blend.p(p_model, words.features()) if blend and words else p_model
             yes = p >= self.cut

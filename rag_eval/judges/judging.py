@@ -119,7 +119,15 @@ class JudgeRun:
             # Reasons made another way are redone (the verdict requests come from the response cache);
             # a blend changes the probability: part of the key (and only then, for earlier runs).
             blends = {v: b.to_dict() for v in cuts if (b := self.scored.blends.get(v))}
-            cut = {"cut": cut, "reasons": self.scored.reasons, **({"blends": blends} if blends else {})}
+            # The citations judge's second blend and its band (it is not among the banded judges) decide too.
+            blends.update({k: b.to_dict() for k, b in self.scored.blends.items() if k.startswith(f"{name}/")})
+            band = self.scored.citation_band if name == "citations" else None
+            cut = {
+                "cut": cut,
+                "reasons": self.scored.reasons,
+                **({"blends": blends} if blends else {}),
+                **({"citation_band": list(band)} if band is not None else {}),
+            }
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if not explain and (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1

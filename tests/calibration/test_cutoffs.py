@@ -108,11 +108,13 @@ def test_the_shipped_blends_and_a_saved_ragas_agreement_are_read_for_the_model(t
     # The shipped calibration blends refusal, correctness (statement references), faithfulness_yesno
     # and citations (benchmarks/citations/fit_blend.py); correctness_short (short references) decides
     # on the model's own P.
-    assert sorted(blends) == ["citations", "correctness", "faithfulness_yesno", "refusal"]
+    assert sorted(blends) == ["citations", "citations/every_passage", "correctness", "faithfulness_yesno", "refusal"]
     assert blends["refusal"].weights["polar"] < 0 < blends["refusal"].weights["source_talk"]
     assert blends["faithfulness_yesno"].weights["word_share"] > 0
     # A citation's sentence found in its passages supports it; found better in another passage does not.
     assert blends["citations"].weights["elsewhere_gap"] < 0 < blends["citations"].weights["word_share"]
+    # Its question against every given passage ("is the claim supported anywhere?") has its own.
+    assert blends["citations/every_passage"].weights["word_share"] > 0
     assert blends_for("another-model", scored) == {}
     shipped = ragas_agreement_for(identity, ["faithfulness", "context_recall", "context_precision"], "guided")
     # Measured by benchmarks/real_answers/ragas_agreement.py --save on the real reporting answers.

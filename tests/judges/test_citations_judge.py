@@ -190,6 +190,12 @@ def test_a_saved_blend_decides_on_the_cited_passages_words_and_finds_the_moved_c
     words = row["evidence"]["words"]
     assert words["missing"] == ["set", "unordered", "hashable", "objects"] and words["better_passage"] == 2
     assert words["features"]["elsewhere_gap"] == 0.8 and words["p_model"] == pytest.approx(0.9, abs=1e-6)
+    # The question against every passage has a blend of its own where one was saved: here one that
+    # finds no support anywhere, so the claim is unsupported, not miscited; the cited question's is unchanged.
+    scored.blends["citations/every_passage"] = Blend(-10.0, 0.0, {"word_share": 1.0})
+    again = asyncio.run(judge_citations(scored, x)).details["sentences"][0]
+    assert again["p_supported"] == pytest.approx(row["p_supported"]) and again["p_elsewhere"] < 0.001
+    assert again["kind"] == "unsupported"
 
 
 def test_the_band_is_the_configs_else_the_saved_calibrations_else_the_default():
