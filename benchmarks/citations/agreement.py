@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--model-alone", action="store_true", help="decide on the model's P at 0.5 (the judge before its blend)"
     )
-    ap.add_argument("--parts", help="only these parts (comma-separated: tuning, holdout, fresh); default all")
+    ap.add_argument("--parts", help="only these parts (comma-separated: tuning, holdout, fresh, fresh2); default all")
     args = ap.parse_args(argv)
     key = json.loads((DATA / "packet-key.json").read_text())
     packets = packets_all()
@@ -206,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                 "moved": [],
                 "seconds": [],
                 "kinds": [],
+                "dropped_judge_only": 0,
+                "dropped_readers_only": 0,
             },
         )
         j, seconds = judged[pid]
@@ -215,7 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         if any(s["cites"] for s in p["sentences"]) and seconds is not None:
             part["seconds"].append(seconds)
         for r, h in zip(rows, hs):
-            if not (r.get("claim") and h["claim"]) or not r.get("cited") or not h.get("cites"):
+            judge_cited_claim = bool(r.get("claim") and r.get("cited"))
+            readers_cited_claim = bool(h["claim"] and h.get("cites"))
+            # Compared only where both call it a cited claim; the others are counted, by who called it one.
+            part["dropped_judge_only"] += judge_cited_claim and not readers_cited_claim
+            part["dropped_readers_only"] += readers_cited_claim and not judge_cited_claim
+            if not (judge_cited_claim and readers_cited_claim):
                 continue
             judge_says = None if r.get("kind") == "uncertain" else r.get("kind") == "supported"
             part["support"].append((judge_says, bool(h["union"])))
@@ -252,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         result["parts"][name] = {
             "sentences": len(d["support"]),
             "sentences_decided": len(decided),
+            "dropped_judge_only": d["dropped_judge_only"],
+            "dropped_readers_only": d["dropped_readers_only"],
             "support_agreement": share(support_hits, len(decided)),
             "support_agreement_pair": [
                 support_hits,
@@ -277,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 for kind in sorted({kd for kd, _, _ in d["kinds"]})
             },
-            # How well the model's P(supported) separates the readers' yes from no, whatever the cut-off.
+            # How well the decided P(supported) (the blend's, or the model's with --model-alone) and the
+            # model's own separate the readers' yes from no, whatever the cut-off.
             "support_auc": auc(d["scores"]),
             "model_auc": auc(d["model_scores"]),
             "citations": len(d["precision"]),
