@@ -90,6 +90,13 @@ def escalation_of(j: Judgement) -> EscalationRecord:
     return EscalationRecord.model_validate(j.typed_details.escalation or {})
 
 
+# Why an uncertain citations verdict is not sent to the second judge.
+NOT_ESCALATED = (
+    "the citations judge is not escalated (it asks per sentence and cited passage); to decide its "
+    "uncertain sentences on a stronger model, run it there (judges.llm)"
+)
+
+
 @dataclass(frozen=True)
 class AnswerTexts:
     """The texts an escalated judgement's prompts are filled from."""
@@ -152,6 +159,12 @@ async def escalate(
     async def send(indices: list[int]) -> None:
         chosen = []
         for i in sorted(indices, key=lambda i: (records[i].question_id, records[i].prompt, records[i].judge)):
+            spec = JUDGES.get(records[i].judge)
+            if spec is not None and spec.role == "citations":
+                # Its questions are per sentence and per set of cited passages, not one prompt's
+                # placeholders: it stays uncertain, and the record says why.
+                records[i] = _note(records[i], {"not_sent": NOT_ESCALATED})
+                continue
             need = _needed(records[i])
             if max_calls is not None and info.calls + need > max_calls:
                 info.over_budget += 1

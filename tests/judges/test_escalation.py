@@ -230,3 +230,26 @@ def test_an_answer_the_second_judge_calls_a_refusal_sends_no_faithfulness_questi
     assert outcomes == {"q1": "refused", "q2": "refused", "q3": "refused", "q4": "correct_refusal"}
     e = report["judges"]["escalation"]
     assert (e["escalated"], e["calls"]) == (4, 4)
+
+
+def test_an_uncertain_citations_verdict_is_kept_uncertain_with_the_reason_and_nothing_is_asked():
+    import asyncio
+
+    from rag_eval.judges.escalation import NOT_ESCALATED, AnswerTexts, escalate
+    from rag_eval.judges.judgement import Judgement
+    from rag_eval.judges.scored import ScoredJudges
+
+    class NoCalls:
+        model = identity = "strong"
+
+        async def chat(self, *a, **kw):
+            raise AssertionError("the citations judge's record must not be asked of the second judge")
+
+    first = Judgement("citations", "q1", "cite", "uncertain", reason="1 of 1 claims (1 uncertain)")
+    texts = AnswerTexts("Which?", "Lists can change [1].", "", "Lists are mutable.")
+    done, info = asyncio.run(
+        escalate([first], lambda j: texts, ScoredJudges.load(NoCalls(), None), {}, max_calls=None, threshold=1.0)
+    )
+    [j] = done
+    assert j.status == "uncertain" and j.details["escalation"]["not_sent"] == NOT_ESCALATED
+    assert (info.escalated, info.calls) == (0, 0)
