@@ -190,6 +190,8 @@ class CitationsJudge:
                 reason, evidence = await self.scored._explain(PROMPT, d, said, values, sources)
             if blend and words:
                 evidence = {**evidence, "words": words_record(words, p_model, blend.describe())}
+                note = word_note(words, supported=yes) if explain else ""
+                reason = f"{reason}; {note}" if reason and note else reason or note
             got = Asked(p, decided, reason, evidence, p_model=p_model if words else None)
         self._asked[key] = got
         return got
@@ -341,6 +343,19 @@ def words_record(words, p_model: float, blend: str) -> dict:
         "better_passage": None if words.better_passage is None else words.better_passage + 1,
         "blend": blend,
     }
+
+
+def word_note(words, *, supported: bool) -> str:
+    """The words a blended decision rests on, for the decided side only, each checkable in the
+    passages: the sentence's words its cited passages lack (and the other passage that holds more
+    of them), or that every one of its content words is there."""
+    if supported:
+        return "every content word of the sentence is in the passages" if words.n_words and not words.missing else ""
+    lacking = ", ".join(f'"{w}"' for w in words.missing[:5]) + (" ..." if len(words.missing) > 5 else "")
+    parts = [f"the passages lack {lacking}"] if lacking else []
+    if words.better_passage is not None:
+        parts.append(f"passage [{words.better_passage + 1}] holds more of the sentence's words")
+    return "; ".join(parts)
 
 
 def band_from(

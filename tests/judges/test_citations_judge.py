@@ -190,6 +190,10 @@ def test_a_saved_blend_decides_on_the_cited_passages_words_and_finds_the_moved_c
     words = row["evidence"]["words"]
     assert words["missing"] == ["set", "unordered", "hashable", "objects"] and words["better_passage"] == 2
     assert words["features"]["elsewhere_gap"] == 0.8 and words["p_model"] == pytest.approx(0.9, abs=1e-6)
+    # The shown reason names the words behind the decision, for the decided side.
+    assert row["reason"].endswith(
+        'the passages lack "set", "unordered", "hashable", "objects"; passage [2] holds more of the sentence\'s words'
+    )
     # The question against every passage has a blend of its own where one was saved: here one that
     # finds no support anywhere, so the claim is unsupported, not miscited; the cited question's is unchanged.
     scored.blends["citations/every_passage"] = Blend(-10.0, 0.0, {"word_share": 1.0})
