@@ -39,7 +39,7 @@ from typing import Any
 
 from rag_eval.base_records import Model
 from rag_eval.calibration.cutoffs import EVERY_PASSAGE
-from rag_eval.calibration.lexical import cited_support
+from rag_eval.calibration.lexical import CitedSupport, cited_support
 from rag_eval.judges.citations import CitedAnswer, CitedSentence, read_citations
 from rag_eval.judges.evidence import Said
 from rag_eval.judges.judgement import Judgement
@@ -333,7 +333,7 @@ async def judge_citations(scored, x: Inputs) -> Judgement:
     return await CitationsJudge(scored, x, scored.citation_band).judge(read)
 
 
-def words_record(words, p_model: float, blend: str) -> dict:
+def words_record(words: CitedSupport, p_model: float, blend: str) -> dict:
     """The word evidence a blend decided with, as a decision's ``evidence.words`` keeps it: the
     sentence's words the cited passages lack, and the other passage that holds more of them."""
     return {
@@ -345,7 +345,7 @@ def words_record(words, p_model: float, blend: str) -> dict:
     }
 
 
-def word_note(words, *, supported: bool) -> str:
+def word_note(words: CitedSupport, *, supported: bool) -> str:
     """The words a blended decision rests on, for the decided side only, each checkable in the
     passages: the sentence's words its cited passages lack (and the other passage that holds more
     of them), or that every one of its content words is there."""
