@@ -67,7 +67,12 @@ PARTS = {
     "tenacity": "heldout",
     "tabulate": "heldout",
 }
+# The fresh part (added after the first judge run: no method was chosen on it): the real answers of
+# three more corpora, labelled blind by three more readers before any judge ran on them.
+FRESH = {"parse": "fresh", "xmltodict": "fresh", "python": "fresh"}
+FRESH_FILES = (3, 4, 5)  # packets-criteria-<n>.jsonl, one per reader
 PACKETS = DATA / "packets-criteria.jsonl"
+FRESH_PACKETS = DATA / "packets-criteria-fresh.jsonl"
 CONFIG = DATA / "criteria.yaml"
 JUDGED = RESULTS / "judged.jsonl"
 USAGE = ("calls", "cache_hits", "prompt_tokens", "prompt_evaluated", "prompt_reused", "completion_tokens", "model_ms")
@@ -92,17 +97,36 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _unrefused(corpora) -> list[dict]:
+    rows = []
+    for corpus in corpora:
+        refused = {r["packet_id"]: r["refused"] for r in _jsonl(REAL / "labels" / f"labels-{corpus}.jsonl")}
+        for p in _jsonl(REAL / "packets" / f"packets-{corpus}.jsonl"):
+            if not refused[p["packet_id"]]:
+                rows.append({k: p[k] for k in ("packet_id", "question", "contexts", "answer")})
+    return rows
+
+
+def packets_fresh() -> None:
+    """The fresh part's blind packets (``FRESH``'s corpora), as ``packets`` makes them, in
+    ``packets-criteria-fresh.jsonl`` and one file per reader (``FRESH_FILES``); the existing
+    packets and labels are not touched."""
+    rows = _unrefused(FRESH)
+    random.Random(4848).shuffle(rows)
+    FRESH_PACKETS.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    size = -(-len(rows) // len(FRESH_FILES))
+    for i, n in enumerate(FRESH_FILES):
+        part = rows[i * size : (i + 1) * size]
+        (DATA / f"packets-criteria-{n}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
+    print(f"{len(rows)} packets in {FRESH_PACKETS.relative_to(ROOT)}, {len(FRESH_FILES)} files of up to {size}")
+
+
 def packets() -> None:
     """The blind packets: every answer of the parts' corpora that its reader did not label a
     refusal, with what a reader of the criteria needs (question, contexts as the model saw them,
     answer) and nothing of any judge, prompt or reference; shuffled, and cut in halves, one per
     labeller."""
-    rows = []
-    for corpus in PARTS:
-        refused = {r["packet_id"]: r["refused"] for r in _jsonl(REAL / "labels" / f"labels-{corpus}.jsonl")}
-        for p in _jsonl(REAL / "packets" / f"packets-{corpus}.jsonl"):
-            if not refused[p["packet_id"]]:
-                rows.append({k: p[k] for k in ("packet_id", "question", "contexts", "answer")})
+    rows = _unrefused(PARTS)
     random.Random(48).shuffle(rows)
     PACKETS.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     size = -(-len(rows) // HALVES)
@@ -387,6 +411,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("packets", help="write the blind packets and their halves")
+    sub.add_parser("packets-fresh", help="write the fresh part's blind packets, one file per reader")
     j = sub.add_parser("judge", help="the criteria on every answer (embedded model, cached): results/judged.jsonl")
     j.add_argument("--minutes", type=float, help="stop asking after this long (a rerun continues)")
     a = sub.add_parser("analyse", help="no model: the held-out figures with 0-30 labels, results/result.json")
@@ -394,6 +419,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "packets":
         packets()
+    elif args.command == "packets-fresh":
+        packets_fresh()
     elif args.command == "judge":
         judge(args.minutes)
     else:
