@@ -44,8 +44,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from run_info import commit, machine  # noqa: E402
 
+from rag_eval.base_records import required  # noqa: E402
 from rag_eval.cache_dirs import cache_root  # noqa: E402
 from rag_eval.calibration.adaptation import Decider, Item, adapt  # noqa: E402
+from rag_eval.calibration.criterion_evidence import criterion_features  # noqa: E402
 from rag_eval.config import load_config  # noqa: E402
 from rag_eval.judges.registry import JUDGES, Families, Inputs  # noqa: E402
 from rag_eval.judges.scored import ScoredJudges  # noqa: E402
@@ -75,6 +77,13 @@ PACKETS = DATA / "packets-criteria.jsonl"
 FRESH_PACKETS = DATA / "packets-criteria-fresh.jsonl"
 CONFIG = DATA / "criteria.yaml"
 JUDGED = RESULTS / "judged.jsonl"
+# A method: the criteria as declared (a config) and the file its decisions are kept in. ``v1``: the
+# one-line questions (the first run); ``v2``: each question with the evaluation steps (``steps``)
+# that say what counts, as a user who wrote that definition for their labellers declares it.
+METHODS = {
+    "v1": (CONFIG, JUDGED),
+    "v2": (DATA / "criteria-v2.yaml", RESULTS / "judged-v2.jsonl"),
+}
 USAGE = ("calls", "cache_hits", "prompt_tokens", "prompt_evaluated", "prompt_reused", "completion_tokens", "model_ms")
 RESULT = RESULTS / "result.json"
 HALVES = 2
@@ -162,7 +171,7 @@ def _usage(session: LLMSession) -> dict[str, float]:
     return totals
 
 
-async def _judge_all(rows: list[dict], done: set[tuple[str, str]], write, stop_at: float | None) -> str:
+async def _judge_all(rows: list[dict], done: set[tuple[str, str]], write, stop_at: float | None, order=None) -> str:
     """Each criterion on each answer not ``done``: the two short criteria first, back to back on each
     answer (they see the same inputs, so the second reuses the prompt's beginning in the server's
     cache, as in an audit), then the one that reads the contexts; through the
@@ -173,7 +182,7 @@ async def _judge_all(rows: list[dict], done: set[tuple[str, str]], write, stop_a
     scored = ScoredJudges.load(llm, None)
     families = Families(scored, None)
     try:
-        for group in ORDER:
+        for group in order or ORDER:
             for p in rows:
                 for name in group:
                     if (p["packet_id"], name) in done:
@@ -201,39 +210,64 @@ async def _judge_all(rows: list[dict], done: set[tuple[str, str]], write, stop_a
     return llm.identity
 
 
-def judge(minutes: float | None) -> None:
-    """Each criterion on every packet, once (the response cache keeps every request, so a rerun
-    continues where one stopped), appended to ``results/judged.jsonl``; ``minutes``: stop asking
-    after this long (what was asked is kept)."""
+def judge(
+    minutes: float | None,
+    method: str = "v1",
+    fresh: bool = False,
+    corpora: set[str] | None = None,
+    criteria: tuple[str, ...] = CRITERIA,
+) -> None:
+    """Each criterion (of ``criteria``) on every packet (the study's, or the fresh part's with
+    ``fresh``; only those of ``corpora`` when given), once: the response cache keeps every request,
+    so a rerun continues where one stopped. Appended to the method's judged file; ``minutes``: stop
+    asking after this long (what was asked is kept)."""
+    config, judged_file = METHODS[method]
     labelled = labels()
-    load_config(CONFIG)  # registers the criteria
+    load_config(config)  # registers the criteria
     # The verdict alone: what an audit asks of a decision whose reason no reader is shown.
     REASONS_WANTED.set(False)
-    every = _jsonl(PACKETS)
+    every = _jsonl(FRESH_PACKETS if fresh else PACKETS)
+    key = json.loads((REAL / "packet-key.json").read_text())
+    if corpora:
+        every = [p for p in every if _corpus(p["packet_id"], key) in corpora]
     # Only the answers already labelled: no judge runs on an answer before its label exists.
     rows = [p for p in every if p["packet_id"] in labelled]
-    print(f"{len(rows)} of {len(every)} packets labelled: judging those")
+    print(f"{len(rows)} of {len(every)} packets labelled: judging those ({method}: {', '.join(criteria)})")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    done = {(r["packet_id"], r["criterion"]) for r in _jsonl(JUDGED)} if JUDGED.exists() else set()
+    done = {(r["packet_id"], r["criterion"]) for r in _jsonl(judged_file)} if judged_file.exists() else set()
     stop_at = time.time() + 60 * minutes if minutes else None
-    with JUDGED.open("a", encoding="utf-8") as fh:
+    order = [tuple(c for c in group if c in criteria) for group in ORDER]
+    with judged_file.open("a", encoding="utf-8") as fh:
 
         def write(record: dict) -> None:
             fh.write(json.dumps(record) + "\n")
             fh.flush()
 
-        identity = asyncio.run(_judge_all(rows, done, write, stop_at))
-    judged = _jsonl(JUDGED)
+        identity = asyncio.run(_judge_all(rows, done, write, stop_at, [g for g in order if g]))
+    judged = _jsonl(judged_file)
     info = {"model": identity, "machine": machine(), "commit": commit(), "judged": len(judged)}
-    (RESULTS / "judged-run.json").write_text(json.dumps(info, indent=1) + "\n")
-    print(f"{len(judged)} of {len(every) * len(CRITERIA)} decisions in {JUDGED.relative_to(ROOT)}")
+    run_file = judged_file.with_name(judged_file.stem + "-run.json")
+    run_file.write_text(json.dumps(info, indent=1) + "\n")
+    print(f"{len(judged)} decisions in {judged_file.relative_to(ROOT)}")
 
 
 # -- the analysis (no model) ---------------------------------------------------------------------
 
 
 def _item(r: dict, positive: bool | None = None) -> Item:
-    return Item((float(r["p_pass"]),), ({},), positive)
+    """The decision as an adaptation reads it: the model's P(pass) and the answer's word features
+    (``criterion_evidence``, as the audit keeps them; none with ``--model-alone``)."""
+    return Item((float(r["p_pass"]),), (r.get("features") or {},), positive)
+
+
+def _features(judged: list[dict]) -> None:
+    """Each decision's word features, from its packet and the inputs its criterion sees (what the
+    criterion judge keeps in an audit)."""
+    packets = {p["packet_id"]: p for path in (PACKETS, FRESH_PACKETS) for p in _jsonl(path)}
+    for r in judged:
+        p = packets[r["packet_id"]]
+        sees = required(JUDGES[r["criterion"]].criterion, "a criterion").sees
+        r["features"] = criterion_features(sees, p["answer"], p["question"], p["contexts"])
 
 
 def draw(rows: list[dict], n_answers: int, seed: int) -> set[str]:
@@ -318,29 +352,62 @@ def _usage_of(records: list[dict]) -> dict:
     }
 
 
-def analyse(draws: int) -> dict:
-    """Per criterion, method and n: the held-out figures (see the module's docstring)."""
+EVAL_PARTS = ("heldout", "fresh")  # where figures are measured; labels are drawn from the calibration part
 
-    load_config(CONFIG)
-    judged = _jsonl(JUDGED)
-    info = RESULTS / "judged-run.json"  # written when a judge run ends
+
+def _figures_on(name: str, cal: list[dict], held: list[dict], truth: dict[str, bool], draws: int) -> list[dict]:
+    """One criterion's figures on ``held`` with 0, 10, 20 and 30 labels drawn from ``cal``."""
+    out = []
+    for n in NS:
+        for how in ("shipped",) if n == 0 else HOWS:
+            counts, cutoffs, bands, at_cut = [], [], [], []
+            for d in range(1 if n == 0 else draws):
+                chosen = draw(cal, n, seed=[48, n, d]) if n else set()
+                items = [_item(r, truth[r["packet_id"]]) for r in cal if r["packet_id"] in chosen]
+                decider = adapt(SHIPPED, items, how, judge=name) if n else SHIPPED
+                counts.append(evaluate(decider, held, truth))
+                # Every answer decided at the cut-off, no band: what the band buys.
+                at_cut.append(evaluate(decider.model_copy(update={"band": None}), held, truth)[0] / max(len(held), 1))
+                cutoffs.append(decider.cutoff)
+                bands.append(decider.band)
+            out.append(
+                {
+                    "criterion": name,
+                    "kind": KIND[name],
+                    "n": n,
+                    "how": how,
+                    **_figures(counts),
+                    "accuracy_without_band": float(np.mean(at_cut)),
+                    "cutoff_median": float(np.median(cutoffs)),
+                    "band_median": [float(np.median([b[0] for b in bands])), float(np.median([b[1] for b in bands]))],
+                }
+            )
+    return out
+
+
+def analyse(draws: int, method: str = "v1", model_alone: bool = False) -> dict:
+    """Per criterion, method and n: the figures of each evaluation part judged so far (see the
+    module's docstring); the first run's held-out part keeps its keys (``at_20``, ``at_0``), the
+    fresh part's are ``at_20_fresh`` and ``at_0_fresh``. ``model_alone``: the labels calibrate the
+    model's P(pass) alone (no word feature), as before the features existed."""
+    config, judged_file = METHODS[method]
+    load_config(config)
+    judged = _jsonl(judged_file)
+    if not model_alone:
+        _features(judged)
+    info = judged_file.with_name(judged_file.stem + "-run.json")  # written when a judge run ends
     run = json.loads(info.read_text()) if info.exists() else {"model": None, "machine": None, "commit": None}
     key = json.loads((REAL / "packet-key.json").read_text())
     truth_all = labels()
+    every_part = {**PARTS, **FRESH}
     for r in judged:
         corpus = _corpus(r["packet_id"], key)
-        r.update(corpus=corpus, part=PARTS[corpus], question=f"{corpus}/{key[r['packet_id']].split('/')[-1]}")
+        r.update(corpus=corpus, part=every_part[corpus], question=f"{corpus}/{key[r['packet_id']].split('/')[-1]}")
     results, parts, measured, not_measured = [], {}, [], {}
     for name in CRITERIA:
         rows = [r for r in judged if r["criterion"] == name and r["p_pass"] is not None and r["packet_id"] in truth_all]
         truth = {pid: t[name] for pid, t in truth_all.items()}
-        cal = [r for r in rows if r["part"] == "calibration"]
-        held = [r for r in rows if r["part"] == "heldout"]
-        if len(cal) < MIN_PART or len(held) < MIN_PART:
-            # Judged on too few answers so far (the run stopped): no figure.
-            not_measured[name] = {"calibration": len(cal), "heldout": len(held)}
-            continue
-        measured.append(name)
+        by_part = {part: [r for r in rows if r["part"] == part] for part in ("calibration", *EVAL_PARTS)}
         parts[name] = {
             part: {
                 "answers": len(mine),
@@ -348,38 +415,19 @@ def analyse(draws: int) -> dict:
                 "auc": _auc(mine, truth),
                 "agreement_at_0_5": sum((r["p_pass"] >= 0.5) == truth[r["packet_id"]] for r in mine) / len(mine),
             }
-            for part, mine in (("calibration", cal), ("heldout", held))
+            for part, mine in by_part.items()
+            if mine
         }
-        for n in NS:
-            for how in ("shipped",) if n == 0 else HOWS:
-                counts, cutoffs, bands, at_cut = [], [], [], []
-                for d in range(1 if n == 0 else draws):
-                    chosen = draw(cal, n, seed=[48, n, d]) if n else set()
-                    items = [_item(r, truth[r["packet_id"]]) for r in cal if r["packet_id"] in chosen]
-                    decider = adapt(SHIPPED, items, how, judge=name) if n else SHIPPED
-                    counts.append(evaluate(decider, held, truth))
-                    # Every answer decided at the cut-off, no band: what the band buys.
-                    at_cut = [
-                        *at_cut,
-                        evaluate(decider.model_copy(update={"band": None}), held, truth)[0] / max(len(held), 1),
-                    ]
-                    cutoffs.append(decider.cutoff)
-                    bands.append(decider.band)
-                results.append(
-                    {
-                        "criterion": name,
-                        "kind": KIND[name],
-                        "n": n,
-                        "how": how,
-                        **_figures(counts),
-                        "accuracy_without_band": float(np.mean(at_cut)),
-                        "cutoff_median": float(np.median(cutoffs)),
-                        "band_median": [
-                            float(np.median([b[0] for b in bands])),
-                            float(np.median([b[1] for b in bands])),
-                        ],
-                    }
-                )
+        evaluated = [p for p in EVAL_PARTS if len(by_part[p]) >= MIN_PART]
+        if len(by_part["calibration"]) < MIN_PART or not evaluated:
+            # Judged on too few answers so far (the run stopped): no figure.
+            not_measured[name] = {part: len(mine) for part, mine in by_part.items()}
+            continue
+        measured.append(name)
+        for part in evaluated:
+            results += [
+                {**r, "part": part} for r in _figures_on(name, by_part["calibration"], by_part[part], truth, draws)
+            ]
     for r in results:
         r["meets_target"] = (
             r["decided_accuracy"] is not None
@@ -387,11 +435,20 @@ def analyse(draws: int) -> dict:
             and r["uncertain_share"] <= TARGET_UNCERTAIN
         )
     usage = {name: _usage_of([r for r in judged if r["criterion"] == name]) for name in CRITERIA}
-    by = {(r["criterion"], r["how"], r["n"]): r for r in results}
+    by = {(r["criterion"], r["how"], r["n"], r["part"]): r for r in results}
+    picks = {}
+    for part, suffix in (("heldout", ""), ("fresh", "_fresh")):
+        for n, label in ((20, "at_20"), (0, "at_0")):
+            how = "both" if n else "shipped"
+            picks[label + suffix] = {name: by[(name, how, n, part)] for name in measured if (name, how, n, part) in by}
     return {
-        "command": f"python benchmarks/criteria/criteria_study.py analyse --draws {draws}",
+        "command": f"python benchmarks/criteria/criteria_study.py analyse --method {method} --draws {draws}"
+        + (" --model-alone" if model_alone else ""),
+        "method": method,
+        "word_features": not model_alone,
+        "config": str(config.relative_to(ROOT)),
         "model": run["model"],
-        "parts": {corpus: part for corpus, part in PARTS.items()},
+        "parts": {corpus: part for corpus, part in every_part.items()},
         "answers": len(truth_all),
         "judged": {name: sum(r["criterion"] == name and r["p_pass"] is not None for r in judged) for name in CRITERIA},
         "targets": {"decided_accuracy": TARGET_ACCURACY, "uncertain_share": TARGET_UNCERTAIN, "n": 20},
@@ -401,8 +458,7 @@ def analyse(draws: int) -> dict:
         "results": results,
         "measured": measured,
         "not_measured": not_measured,
-        "at_20": {name: by[(name, "both", 20)] for name in measured},
-        "at_0": {name: by[(name, "shipped", 0)] for name in measured},
+        **picks,
         "analysed": {"machine": machine(), "commit": commit()},
     }
 
@@ -414,33 +470,51 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("packets-fresh", help="write the fresh part's blind packets, one file per reader")
     j = sub.add_parser("judge", help="the criteria on every answer (embedded model, cached): results/judged.jsonl")
     j.add_argument("--minutes", type=float, help="stop asking after this long (a rerun continues)")
+    j.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
+    j.add_argument("--fresh", action="store_true", help="the fresh part's packets (packets-criteria-fresh.jsonl)")
+    j.add_argument("--corpora", help="only these corpora, comma-separated")
+    j.add_argument("--criteria", help="only these criteria, comma-separated")
     a = sub.add_parser("analyse", help="no model: the held-out figures with 0-30 labels, results/result.json")
     a.add_argument("--draws", type=int, default=20, help="seeded label draws per n")
+    a.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
+    a.add_argument("--model-alone", action="store_true", help="labels calibrate the model's P alone (no word feature)")
     args = parser.parse_args(argv)
     if args.command == "packets":
         packets()
     elif args.command == "packets-fresh":
         packets_fresh()
     elif args.command == "judge":
-        judge(args.minutes)
+        judge(
+            args.minutes,
+            args.method,
+            args.fresh,
+            set(args.corpora.split(",")) if args.corpora else None,
+            tuple(args.criteria.split(",")) if args.criteria else CRITERIA,
+        )
     else:
-        result = analyse(args.draws)
-        RESULT.write_text(json.dumps(result, indent=1) + "\n")
-        for name in result["measured"]:
-            for n in NS:
-                r = (
-                    result["at_0"][name]
-                    if n == 0
-                    else next(
-                        x for x in result["results"] if x["criterion"] == name and x["n"] == n and x["how"] == "both"
-                    )
-                )
+        result = analyse(args.draws, args.method, args.model_alone)
+        out = RESULT.with_name(
+            "result"
+            + ("" if args.method == "v1" else f"-{args.method}")
+            + ("-model-alone" if args.model_alone else "")
+            + ".json"
+        )
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        for name, by_part in result["labels"].items():
+            print(
+                name,
+                ", ".join(
+                    f"{part}: AUC {f['auc'] or float('nan'):.2f} ({f['answers']})" for part, f in by_part.items()
+                ),
+            )
+        for r in result["results"]:
+            if r["how"] in ("both", "shipped"):
                 acc = r["decided_accuracy"]
                 print(
-                    f"{name:15} n={n:2}: decided right {'-' if acc is None else f'{acc:.2f}'}, "
+                    f"{r['part']:8} {r['criterion']:15} n={r['n']:2}: decided right {'-' if acc is None else f'{acc:.2f}'}, "
                     f"uncertain {r['uncertain_share']:.2f}, cut-off {r['cutoff_median']:.2f}"
                 )
-        print(f"wrote {RESULT.relative_to(ROOT)}")
+        print(f"wrote {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

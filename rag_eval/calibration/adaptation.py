@@ -259,7 +259,7 @@ def fit_weights(
     # Newton's method on the penalised log-likelihood: concave, a handful of parameters.
     theta = theta0.copy()
     for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-(x @ theta)))
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ theta, -500, 500)))
         grad = x.T @ (p - y) + lam * (theta - theta0)
         hess = (x * (p * (1 - p))[:, None]).T @ x + lam * np.eye(len(theta))
         step = np.linalg.solve(hess, grad)
@@ -333,6 +333,43 @@ def adapt(
 # 0.6-0.97, the passing answers above 0.85: from 0.5 to about 0.84; tests/judges/test_criteria.py).
 CRITERION_PRIOR = 1.0
 MIN_SLOPE = 0.05  # a judge whose labels say it does not separate: nearly every decision uncertain
+# Where the labels also find a word feature of the answer that separates them (``criterion_evidence``:
+# |AUC - 0.5| of at least MIN_SEPARATION on the labels, with MIN_PER_CLASS labels of each verdict),
+# the map becomes sigmoid(a + b z + w f) over the standardised feature f, fitted with the weak prior
+# FEATURE_PRIOR on all three (a ~ N(0, .), b ~ N(1, .), w ~ N(0, .)): the labels, not the prior,
+# decide how far the words count. Chosen on the criteria study's calibration and first held-out
+# parts before its fresh part was judged (benchmarks/criteria, docs/validation/judges.md).
+FEATURE_PRIOR = 10.0
+MIN_SEPARATION = 0.15
+MIN_PER_CLASS = 4
+
+
+def _auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
+    pos = [s for s, y in zip(scores, positive, strict=True) if y]
+    neg = [s for s, y in zip(scores, positive, strict=True) if not y]
+    if not pos or not neg:
+        return 0.5
+    wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def choose_feature(items: Sequence[Item]) -> str | None:
+    """The word feature the labelled one-decision ``items`` are best told apart by (|AUC - 0.5|
+    largest, at least ``MIN_SEPARATION``), among those every item has; None where none separates
+    or either verdict has fewer than ``MIN_PER_CLASS`` labels."""
+    y = [bool(it.positive) for it in items]
+    if min(sum(y), len(y) - sum(y)) < MIN_PER_CLASS:
+        return None
+    shared = set.intersection(*(set(it.features[0]) for it in items))
+    best, separation = None, 0.0
+    for name in sorted(shared):
+        values = [float(it.features[0][name]) for it in items]
+        if max(values) == min(values):
+            continue
+        gap = abs(_auc(values, y) - 0.5)
+        if gap > separation:
+            best, separation = name, gap
+    return best if separation >= MIN_SEPARATION else None
 
 
 def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", *, target: float) -> Decider:
@@ -341,9 +378,15 @@ def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", 
     fitted with the weak prior ``CRITERION_PRIOR``; the cut-off where the map gives even odds, and the
     band where it gives the decided verdict less than ``target`` (each decision left decided is one
     the calibrated judge gets right with probability ``target`` or more). Both in the model's own
-    P(pass), so they read like every other judge's cut-off and band."""
+    P(pass), so they read like every other judge's cut-off and band. Where the labels find a word
+    feature that separates them (``choose_feature``; not for ``cutoff``), the map takes it too and
+    the criterion decides on the blend (``Decider.blend``): cut-off 0.5, the band where the blend
+    is less than ``target`` sure."""
     z = np.array([answer_logodds(it.p_model, None) for it in items])
     y = np.array([bool(it.positive) for it in items])
+    feature = choose_feature(items) if how != "cutoff" and all(len(it.p_model) == 1 for it in items) else None
+    if feature is not None:
+        return _with_feature(shipped, items, feature, how, target)
     if how == "cutoff":
         a, b = fit_shift(z, y, CRITERION_PRIOR), 1.0
     else:
@@ -362,6 +405,46 @@ def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", 
             "how": how,
             "shift": -a / b,
             "notes": {"prior": CRITERION_PRIOR, "intercept": round(a, 6), "slope": round(b, 6), "target": target},
+        }
+    )
+
+
+def _with_feature(shipped: Decider, items: Sequence[Item], feature: str, how: str, target: float) -> Decider:
+    """``adapt_criterion`` with the word ``feature`` in the map (standardised on the labels for the
+    prior, saved on its own scale)."""
+    values = np.array([float(it.features[0][feature]) for it in items])
+    mu, sd = float(values.mean()), float(values.std()) or 1.0
+    p_model = [float(it.p_model[0]) for it in items]
+    fitted = fit_weights(
+        Blend(0.0, 1.0, {feature: 0.0}),
+        p_model,
+        [{feature: (v - mu) / sd} for v in values],
+        [bool(it.positive) for it in items],
+        FEATURE_PRIOR,
+    )
+    w = fitted.weights[feature] / sd
+    blend = Blend(
+        fitted.intercept - w * mu,
+        fitted.model,
+        {feature: w},
+        fitted_on=f"{len(items)} labels of this criterion",
+        n=len(items),
+    )
+    return shipped.model_copy(
+        update={
+            "blend": blend,
+            "cutoff": 0.5,
+            "band": (1 - target, target),
+            "labels": len(items),
+            "how": how,
+            "shift": 0.0,
+            "notes": {
+                "prior": FEATURE_PRIOR,
+                "feature": feature,
+                "feature_auc": round(_auc(list(values), [bool(it.positive) for it in items]), 4),
+                "blend": blend.describe(),
+                "target": target,
+            },
         }
     )
 

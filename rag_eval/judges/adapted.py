@@ -78,7 +78,8 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
         return j
     spec = JUDGES[j.judge]
     # A decision recorded without word evidence (no blend when it was made) stays on the model's P.
-    use = d if d.blend is None or all(it.features) else d.model_copy(update={"blend": None})
+    has = d.blend is None or all(f and set(d.blend.weights) <= set(f) for f in it.features)
+    use = d if has else d.model_copy(update={"blend": None})
     probs = use.probs(it)
     unsure, positive = use.decide(it)
     details = {**j.details, "adapted": note, "band": list(d.band) if d.band else None}

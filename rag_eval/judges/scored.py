@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_eval.base_records import Model, Num, required
+from rag_eval.calibration.criterion_evidence import criterion_features
 from rag_eval.calibration.lexical import Blend, Coverage, Declining, Support, coverage, declining, support
 from rag_eval.hashing import text_hash
 from rag_eval.judges.citations_judge import judge_citations
@@ -134,11 +135,14 @@ class ScoredJudges:
         positive: str,
         variant: str | None = None,
         sources: dict | None = None,
+        criterion_words: dict[str, float] | None = None,
         **values: str,
     ) -> Judgement:
         """One yes/no decision; ``labels`` = (the verdict for yes, the verdict for no). The record's
         probability is P(``positive``), and the verdict is ``positive`` when it reaches the cut-off
-        (of ``variant``, the prompt asked, when the judge has several)."""
+        (of ``variant``, the prompt asked, when the judge has several). ``criterion_words``: a
+        criterion's word features, kept in the evidence (no blend decides with them until labels
+        adapt the criterion)."""
         variant = variant or judge
         d = await self.prompt_for(variant).ask_with(self.llm, values)
         p_yes = d.p("yes")
@@ -165,6 +169,8 @@ class ScoredJudges:
         reason, evidence = await self._explain_with_words(
             prompt_files()[variant].key, d, said, values, sources, words, variant, note
         )
+        if criterion_words is not None and words is None:
+            evidence = {**evidence, "words": {"p_model": round(p_model, 6), "features": criterion_words}}
         return self._record(
             judge,
             qid,
@@ -202,6 +208,12 @@ class ScoredJudges:
             **({"reference": [("reference", x.reference or "")]} if shows_reference else {}),
             **({"context": [(f"context {i + 1}", c) for i, c in enumerate(x.contexts)]} if shows_contexts else {}),
         }
+        # A criterion keeps what the answer's words show, for labels to weigh (``criterion_evidence``).
+        words = (
+            criterion_features(spec.criterion.sees, x.answer or "", x.question or "", x.contexts, x.reference or "")
+            if spec.criterion is not None
+            else None
+        )
         return await self._verdict(
             judge,
             x.question_id,
@@ -210,6 +222,7 @@ class ScoredJudges:
             required(spec.positive, f"the verdicts of the judge {judge!r}"),
             variant,
             sources=sources,
+            criterion_words=words,
             **values,
         )
 

@@ -1,0 +1,86 @@
+"""What an answer's words show, for a user's criterion to weigh once labels say which matters.
+
+A criterion is the user's own question, so no word feature can be fitted for it in advance, as the
+citations and faithfulness blends were. But most criteria people write are partly visible in the
+answer's words: "names the function to use" in its code names, "quotes the documents" in runs of
+words copied from the contexts, "answers only what was asked" in its length and in how much of it
+is the question's own words. Each decision of a criterion keeps these few generic features of the
+inputs the criterion ``sees``; ``adaptation.adapt_criterion`` lets the user's labels pick the one
+that separates them (if any does) and weigh it beside the model's probability.
+
+Plain functions of the texts; no model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rag_eval.calibration.lexical import content_words, names, stem
+from rag_eval.text import tokens
+
+# The n of the word n-grams counted as copied: four words in a row rarely match by chance, and a
+# small model's paraphrase keeps that much of the passage.
+COPY_N = 4
+_CUT = " [...]"  # where a shown context was cut (text after it was not shown)
+_LONGEST_CAP = 60  # longer copied runs are rare; capping keeps the search linear in practice
+
+# Every feature a criterion may keep, with the input it needs (None: the answer alone).
+FEATURES: dict[str, str | None] = {
+    "names": None,
+    "length": None,
+    "from_question": "question",
+    "copied": "contexts",
+    "longest_copied": "contexts",
+    "from_reference": "reference",
+}
+
+
+def _share_in(answer: str, other: str) -> float:
+    """The share of the answer's content words (stemmed) that ``other`` also holds."""
+    mine = [stem(w) for w in content_words(answer)]
+    theirs = {stem(w) for w in content_words(other)}
+    return sum(w in theirs for w in mine) / len(mine) if mine else 0.0
+
+
+def _copied_share(answer: list[str], contexts: Sequence[list[str]]) -> float:
+    grams = {tuple(t[i : i + COPY_N]) for t in contexts for i in range(len(t) - COPY_N + 1)}
+    mine = [tuple(answer[i : i + COPY_N]) for i in range(len(answer) - COPY_N + 1)]
+    return sum(g in grams for g in mine) / len(mine) if mine else 0.0
+
+
+def _longest_run(answer: list[str], contexts: Sequence[list[str]]) -> int:
+    """The most words in a row of the answer that one context holds in the same order."""
+    joined = [" " + " ".join(t) + " " for t in contexts]
+    best = 0
+    for i in range(len(answer)):
+        # Only a run longer than the best so far matters: grow from best + 1 while it matches.
+        size = best + 1
+        while i + size <= len(answer) and size <= _LONGEST_CAP:
+            piece = " " + " ".join(answer[i : i + size]) + " "
+            if not any(piece in c for c in joined):
+                break
+            best = size
+            size += 1
+    return best
+
+
+def criterion_features(
+    sees: Sequence[str], answer: str, question: str = "", contexts: Sequence[str] = (), reference: str = ""
+) -> dict[str, float]:
+    """The features of one answer for a criterion that sees ``sees``: ``names`` (log 1 + the code
+    names it holds), ``length`` (log 1 + its words); where the criterion sees them,
+    ``from_question`` and ``from_reference`` (the share of its content words the question or the
+    reference also holds), ``copied`` (the share of its word 4-grams found in a context) and
+    ``longest_copied`` (log 1 + the most words in a row copied from one context)."""
+    words = tokens(answer or "")
+    out = {"names": math.log1p(len(names(answer or ""))), "length": math.log1p(len(words))}
+    if "question" in sees:
+        out["from_question"] = _share_in(answer, question)
+    if "contexts" in sees:
+        shown = [tokens(c.split(_CUT)[0]) for c in contexts]
+        out["copied"] = _copied_share(words, shown)
+        out["longest_copied"] = math.log1p(_longest_run(words, shown))
+    if "reference" in sees:
+        out["from_reference"] = _share_in(answer, reference)
+    return {k: round(v, 6) for k, v in out.items()}
