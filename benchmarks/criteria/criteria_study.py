@@ -385,7 +385,9 @@ def _figures_on(name: str, cal: list[dict], held: list[dict], truth: dict[str, b
     return out
 
 
-def analyse(draws: int, method: str = "v1", model_alone: bool = False) -> dict:
+def analyse(
+    draws: int, method: str = "v1", model_alone: bool = False, eval_parts: tuple[str, ...] = EVAL_PARTS
+) -> dict:
     """Per criterion, method and n: the figures of each evaluation part judged so far (see the
     module's docstring); the first run's held-out part keeps its keys (``at_20``, ``at_0``), the
     fresh part's are ``at_20_fresh`` and ``at_0_fresh``. ``model_alone``: the labels calibrate the
@@ -407,7 +409,7 @@ def analyse(draws: int, method: str = "v1", model_alone: bool = False) -> dict:
     for name in CRITERIA:
         rows = [r for r in judged if r["criterion"] == name and r["p_pass"] is not None and r["packet_id"] in truth_all]
         truth = {pid: t[name] for pid, t in truth_all.items()}
-        by_part = {part: [r for r in rows if r["part"] == part] for part in ("calibration", *EVAL_PARTS)}
+        by_part = {part: [r for r in rows if r["part"] == part] for part in ("calibration", *eval_parts)}
         parts[name] = {
             part: {
                 "answers": len(mine),
@@ -418,7 +420,7 @@ def analyse(draws: int, method: str = "v1", model_alone: bool = False) -> dict:
             for part, mine in by_part.items()
             if mine
         }
-        evaluated = [p for p in EVAL_PARTS if len(by_part[p]) >= MIN_PART]
+        evaluated = [p for p in eval_parts if len(by_part[p]) >= MIN_PART]
         if len(by_part["calibration"]) < MIN_PART or not evaluated:
             # Judged on too few answers so far (the run stopped): no figure.
             not_measured[name] = {part: len(mine) for part, mine in by_part.items()}
@@ -477,6 +479,7 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("analyse", help="no model: the held-out figures with 0-30 labels, results/result.json")
     a.add_argument("--draws", type=int, default=20, help="seeded label draws per n")
     a.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
+    a.add_argument("--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh)")
     a.add_argument("--model-alone", action="store_true", help="labels calibrate the model's P alone (no word feature)")
     args = parser.parse_args(argv)
     if args.command == "packets":
@@ -492,7 +495,7 @@ def main(argv: list[str] | None = None) -> None:
             tuple(args.criteria.split(",")) if args.criteria else CRITERIA,
         )
     else:
-        result = analyse(args.draws, args.method, args.model_alone)
+        result = analyse(args.draws, args.method, args.model_alone, tuple(args.parts.split(",")))
         out = RESULT.with_name(
             "result"
             + ("" if args.method == "v1" else f"-{args.method}")

@@ -256,15 +256,25 @@ def fit_weights(
     y = np.asarray(positive, float)
     theta0 = np.array([base.intercept, base.model] + [base.weights[k] for k in names])
     lam = 1.0 / prior_sd**2
-    # Newton's method on the penalised log-likelihood: concave, a handful of parameters.
+
+    def loss(t: np.ndarray) -> float:
+        z = x @ t
+        return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * lam * np.sum((t - theta0) ** 2))
+
+    # Newton's method on the penalised log-likelihood (concave, a handful of parameters), each step
+    # halved until the loss falls: labels a feature (nearly) separates under a weak prior otherwise
+    # send a full step far past the optimum.
     theta = theta0.copy()
-    for _ in range(100):
+    for _ in range(200):
         p = 1.0 / (1.0 + np.exp(-np.clip(x @ theta, -500, 500)))
         grad = x.T @ (p - y) + lam * (theta - theta0)
         hess = (x * (p * (1 - p))[:, None]).T @ x + lam * np.eye(len(theta))
         step = np.linalg.solve(hess, grad)
-        theta -= step
-        if np.max(np.abs(step)) < 1e-10:
+        now, t = loss(theta), 1.0
+        while t > 1e-6 and loss(theta - t * step) > now:
+            t /= 2
+        theta -= t * step
+        if np.max(np.abs(t * step)) < 1e-10:
             break
     return Blend(
         float(theta[0]),

@@ -270,7 +270,8 @@ class Blend(BaseModel):
     def p(self, p_model: float, features: dict[str, float]) -> float:
         z = self.intercept + self.model * logit(p_model)
         z += sum(w * features[name] for name, w in self.weights.items())
-        return 1.0 / (1.0 + math.exp(-z))
+        # Stable either side: a blend fitted on labels a feature separates can reach any log-odds.
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
     def to_dict(self) -> dict:
         return {

@@ -81,5 +81,7 @@ def _print_adaptation(done: api.Rendered, no_save: bool) -> None:
             f"  {a.variant}: {a.labels} labels, cut-off {a.cutoff_before:.3f} -> {a.cutoff_after:.3f}, "
             f"{a.changed} verdicts changed, uncertain {a.uncertain_before} -> {a.uncertain_after}"
         )
+        if a.blend_after and a.blend_after != a.blend_before:
+            print(f"    decides on {a.blend_after}")
     if no_save:
         print("--no-save: the adaptation is not kept for later audits")

@@ -617,3 +617,76 @@ def test_twenty_labels_move_a_skewed_criterion_judge_far_from_its_uncalibrated_c
     flat = adapt(shipped, noise, "both", judge="skewed")
     uncertain = sum(flat.decide(it)[0] for it in noise)
     assert uncertain >= 15
+
+
+def test_labels_pick_the_word_feature_that_tells_them_apart_and_weigh_it_beside_the_model():
+    """A criterion's decisions keep the answer's word features; where the model's P(pass) says
+    little and a feature separates the labels (here the share of words copied from the contexts),
+    the adaptation decides on a blend of both; with too few labels of one verdict, or adapting the
+    cut-off alone, it stays on the model's P."""
+    set_criteria({"quotes": Criterion(question="Does it quote the context?", sees=("answer", "contexts"))})
+    shipped = Decider(None, 0.5, (0.1, 0.9))
+    rng = np.random.default_rng(7)
+
+    def item(copied: float, positive: bool | None) -> Item:
+        f = {"names": float(rng.random()), "length": 3 + float(rng.random()), "copied": copied}
+        return Item((float(rng.uniform(0.35, 0.65)),), (f,), positive)
+
+    labelled = [item(0.3 + 0.4 * rng.random(), True) for _ in range(10)]
+    labelled += [item(0.25 * rng.random(), False) for _ in range(10)]
+    d = adapt(shipped, labelled, "both", judge="quotes")
+    assert d.notes["feature"] == "copied" and d.notes["feature_auc"] == 1.0
+    assert set(d.blend.weights) == {"copied"} and d.blend.weights["copied"] > 5
+    assert (d.cutoff, d.band, d.labels) == (0.5, (pytest.approx(0.1), 0.9), 20)
+    # New answers: a copied half decided pass, a copied nothing decided fail, whatever the model said.
+    assert d.decide(item(0.5, None)) == (False, True) and d.decide(item(0.0, None)) == (False, False)
+    # The saved form keeps the blend on the feature's own scale.
+    again = Decider.from_dict(d.to_dict())
+    probe = item(0.28, None)
+    assert again.probs(probe) == pytest.approx(d.probs(probe))
+
+    # Three labels of one verdict: no feature is chosen (the model's P alone, as before features).
+    few = labelled[:10] + labelled[10:13]
+    assert adapt(shipped, few, "both", judge="quotes").blend is None
+    # The cut-off alone: no feature either.
+    assert adapt(shipped, labelled, "cutoff", judge="quotes").blend is None
+    # A feature that does not separate the labels (the same values on both sides) is not chosen.
+    flat = [Item(it.p_model, ({"copied": 0.2},), it.positive) for it in labelled]
+    assert adapt(shipped, flat, "both", judge="quotes").blend is None
+
+
+def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(project, monkeypatch, capsys):
+    """report --labels F --adapt on a criterion whose labels follow the answers' length, not the
+    judge's P(pass): the adapted criterion decides on a blend with the length, the report and the
+    console say so, and the saved adaptation keeps the blend for the next audit of the corpus."""
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(project / "own-cache"))
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        run_dir = run_compare(load_config(_config(project, s.base_url, prompts=("a", "b"))))
+    features = {
+        (r["question_id"], r["prompt"]): r["details"]["evidence"]["words"]["features"]
+        for r in map(json.loads, (run_dir / "judgements.jsonl").read_text().splitlines())
+        if r["judge"] == "no_advice"
+    }
+    # Every decision of the criterion keeps the features of what it sees (question and answer).
+    assert len(features) == 8 and all(set(f) == {"names", "length", "from_question"} for f in features.values())
+    set_criteria({})
+    assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
+    csv_path = run_dir / "labels" / "labels.csv"
+    # The four longest answers pass (no advice), the four shortest fail.
+    ranked = sorted(features, key=lambda k: (features[k]["length"], k), reverse=True)
+    _fill(csv_path, {k: {"no_advice": "no" if i < 4 else "yes"} for i, k in enumerate(ranked)})
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--labels", str(csv_path), "--adapt"]) == 0
+    out = capsys.readouterr().out
+    adapted = json.loads((run_dir / "report.adapted.json").read_text())
+    judge = next(a for a in adapted["adaptation"]["judges"] if a["variant"] == "no_advice")
+    assert judge["labels"] == 8 and judge["positives"] == 4
+    assert "x length" in judge["blend_after"] and judge["cutoff_after"] == 0.5, out
+    assert f"    decides on {judge['blend_after']}" in out
+    assert judge["blend_after"] in (run_dir / "report.adapted.md").read_text()
+    store = json.loads((project / "own-cache" / "adaptations.json").read_text())
+    saved = [v for k, v in store.items() if "|no_advice|" in k]
+    assert len(saved) == 1 and set(saved[0]["blend"]["weights"]) == {"length"}
+    # The adapted verdicts follow the length: the longest answer passes, the shortest fails.
+    records = {(r["question_id"], r["prompt"]): r for r in adapted["judges"]["records"] if r["judge"] == "no_advice"}
+    assert records[ranked[0]]["verdict"] == "pass" and records[ranked[-1]]["verdict"] == "fail"

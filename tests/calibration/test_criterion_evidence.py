@@ -1,0 +1,48 @@
+"""What an answer's words show for a user's criterion (``calibration/criterion_evidence.py``)."""
+
+import math
+
+import pytest
+
+from rag_eval.calibration.criterion_evidence import FEATURES, criterion_features
+
+QUESTION = "How do I retry a call until it succeeds?"
+CONTEXT = "[api.md#retry] Retrying\nUse the retry decorator to retry a function until it returns without raising."
+ANSWER = "Use the `retry` decorator: it will retry a function until it returns without raising. See `stop_after_attempt`."
+
+
+def test_the_answer_alone_gives_its_code_names_and_length():
+    f = criterion_features(("answer",), ANSWER)
+    assert set(f) == {"names", "length"}
+    # `retry`, `stop_after_attempt`: two code names; 16 word tokens.
+    assert f["names"] == pytest.approx(math.log1p(2), abs=1e-6)
+    assert f["length"] == pytest.approx(math.log1p(16), abs=1e-6)
+
+
+def test_each_input_the_criterion_sees_adds_its_features():
+    f = criterion_features(("question", "answer", "contexts", "reference"), ANSWER, QUESTION, [CONTEXT], "Use retry.")
+    assert set(f) == set(FEATURES)
+    # The answer's content words (stemmed, once each; "use" is a stopword): retry, decorator,
+    # function, return, raising, see, stop_after_attempt -> "retry" is the question's: 1 of 7.
+    assert f["from_question"] == pytest.approx(1 / 7, abs=1e-6)
+    # Word 4-grams of the answer (13) found in the context: "use the retry decorator" and the five
+    # of "retry a function until it returns without raising"; not "the retry decorator it": 6 of 13.
+    assert f["copied"] == pytest.approx(6 / 13, abs=1e-6)
+    # The longest run copied in order: "retry a function until it returns without raising" (8 words).
+    assert f["longest_copied"] == pytest.approx(math.log1p(8), abs=1e-6)
+    # "retry" of the reference "Use retry.": 1 of 7.
+    assert f["from_reference"] == pytest.approx(1 / 7, abs=1e-6)
+
+
+def test_text_after_a_cut_was_not_shown_and_is_not_copied():
+    shown = "[a] A\nThe first part is here. [...] retry a function until it returns without raising"
+    f = criterion_features(("answer", "contexts"), ANSWER, contexts=[shown])
+    # Only "the" of the shown part is in the answer: no 4-gram, a run of one word.
+    assert f["copied"] == 0.0 and f["longest_copied"] == pytest.approx(math.log1p(1), abs=1e-6)
+    whole = criterion_features(("answer", "contexts"), ANSWER, contexts=[shown.replace(" [...]", "")])
+    assert whole["longest_copied"] == pytest.approx(math.log1p(8), abs=1e-6)
+
+
+def test_an_empty_answer_has_zeros_not_errors():
+    f = criterion_features(("question", "answer", "contexts"), "", QUESTION, [CONTEXT])
+    assert f == {"names": 0.0, "length": 0.0, "from_question": 0.0, "copied": 0.0, "longest_copied": 0.0}
