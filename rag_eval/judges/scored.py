@@ -149,8 +149,16 @@ class ScoredJudges:
         if d.error or p_yes is None:
             return self._failed(judge, qid, prompt, d.error or "no yes/no in the reply", {"raw": d.raw})
         p_model = p_yes if positive == labels[0] else 1.0 - p_yes
-        words = _word_evidence(variant, values, sources or {}) if variant in self.blends else None
-        p = self.blended(variant, p_model, words)
+        words, own = None, None
+        if criterion_words is not None:
+            # A criterion's blend exists only where its labels fitted one (an adaptation saved for
+            # this corpus), over the word features it keeps.
+            blend = self.blends.get(variant)
+            own = blend if blend is not None and set(blend.weights) <= set(criterion_words) else None
+            p = own.p(p_model, criterion_words) if own is not None else p_model
+        else:
+            words = _word_evidence(variant, values, sources or {}) if variant in self.blends else None
+            p = self.blended(variant, p_model, words)
         cut = self.cutoff(variant)
         negative = labels[1] if positive == labels[0] else labels[0]
         verdict = positive if p >= cut else negative
@@ -164,13 +172,16 @@ class ScoredJudges:
             calibrated,
             verdict,
             "yes" if verdict == labels[0] else "no",
-            p_model=p_model if words is not None else None,
+            p_model=p_model if words is not None or own is not None else None,
         )
         reason, evidence = await self._explain_with_words(
             prompt_files()[variant].key, d, said, values, sources, words, variant, note
         )
-        if criterion_words is not None and words is None:
-            evidence = {**evidence, "words": {"p_model": round(p_model, 6), "features": criterion_words}}
+        if criterion_words is not None:
+            kept: dict = {"p_model": round(p_model, 6), "features": criterion_words}
+            if own is not None:
+                kept["blend"] = own.describe()
+            evidence = {**evidence, "words": kept}
         return self._record(
             judge,
             qid,

@@ -20,6 +20,7 @@ from rag_eval.attribution.records import (
     OutcomeShare,
 )
 from rag_eval.base_records import Figure, Model, Num, PairedComparison, required
+from rag_eval.calibration.lexical import Blend
 from rag_eval.config import AuditConfig
 from rag_eval.judges.criteria import half_width_for, labels_for
 from rag_eval.judges.judge_records import CriterionSection, EscalationSection, JudgesSection, JudgingInfo
@@ -431,6 +432,12 @@ def _criterion_calibration(cal, needed: int | None, judged: int, confidence: flo
         else "no band of uncertain decisions"
     )
     cut = f"cut-off {cal.cutoff:.3f}" if cal.cutoff is not None else "cut-off 0.5"
+    blend = next(iter(cal.blends.values()), None) if cal.blends else None
+    if blend:
+        # Labels chose a word feature of the answer to weigh beside the model (adaptation.py).
+        b = Blend.from_dict(blend)
+        cut = f"decided on {b.describe()} of the model's log-odds and the answer's {', '.join(b.weights)}, {cut}"
+        where = where.replace("P(pass)", "that P(pass)")
     if cal.adapted:
         a = AdaptationNote.load(next(iter(cal.adapted.values())))
         return f"adapted to this corpus with {a.labels} labels ({a.source}): {cut}, {where}"

@@ -660,33 +660,53 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
     judge's P(pass): the adapted criterion decides on a blend with the length, the report and the
     console say so, and the saved adaptation keeps the blend for the next audit of the corpus."""
     monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(project / "own-cache"))
-    with ScriptedServer(reply=reply, probability=probability) as s:
-        run_dir = run_compare(load_config(_config(project, s.base_url, prompts=("a", "b"))))
-    features = {
-        (r["question_id"], r["prompt"]): r["details"]["evidence"]["words"]["features"]
-        for r in map(json.loads, (run_dir / "judgements.jsonl").read_text().splitlines())
-        if r["judge"] == "no_advice"
-    }
-    # Every decision of the criterion keeps the features of what it sees (question and answer).
-    assert len(features) == 8 and all(set(f) == {"names", "length", "from_question"} for f in features.values())
-    set_criteria({})
-    assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
-    csv_path = run_dir / "labels" / "labels.csv"
-    # The four longest answers pass (no advice), the four shortest fail.
-    ranked = sorted(features, key=lambda k: (features[k]["length"], k), reverse=True)
-    _fill(csv_path, {k: {"no_advice": "no" if i < 4 else "yes"} for i, k in enumerate(ranked)})
-    capsys.readouterr()
-    assert main(["report", str(run_dir), "--labels", str(csv_path), "--adapt"]) == 0
-    out = capsys.readouterr().out
-    adapted = json.loads((run_dir / "report.adapted.json").read_text())
-    judge = next(a for a in adapted["adaptation"]["judges"] if a["variant"] == "no_advice")
-    assert judge["labels"] == 8 and judge["positives"] == 4
-    assert "x length" in judge["blend_after"] and judge["cutoff_after"] == 0.5, out
-    assert f"    decides on {judge['blend_after']}" in out
-    assert judge["blend_after"] in (run_dir / "report.adapted.md").read_text()
-    store = json.loads((project / "own-cache" / "adaptations.json").read_text())
-    saved = [v for k, v in store.items() if "|no_advice|" in k]
-    assert len(saved) == 1 and set(saved[0]["blend"]["weights"]) == {"length"}
-    # The adapted verdicts follow the length: the longest answer passes, the shortest fails.
-    records = {(r["question_id"], r["prompt"]): r for r in adapted["judges"]["records"] if r["judge"] == "no_advice"}
-    assert records[ranked[0]]["verdict"] == "pass" and records[ranked[-1]]["verdict"] == "fail"
+    with ScriptedServer(reply=reply, probability=probability) as server:
+        run_dir = run_compare(load_config(_config(project, server.base_url, prompts=("a", "b"))))
+        features = {
+            (r["question_id"], r["prompt"]): r["details"]["evidence"]["words"]["features"]
+            for r in map(json.loads, (run_dir / "judgements.jsonl").read_text().splitlines())
+            if r["judge"] == "no_advice"
+        }
+        # Every decision of the criterion keeps the features of what it sees (question and answer).
+        assert len(features) == 8 and all(set(f) == {"names", "length", "from_question"} for f in features.values())
+        set_criteria({})
+        assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
+        csv_path = run_dir / "labels" / "labels.csv"
+        # The four longest answers pass (no advice), the four shortest fail.
+        ranked = sorted(features, key=lambda k: (features[k]["length"], k), reverse=True)
+        _fill(csv_path, {k: {"no_advice": "no" if i < 4 else "yes"} for i, k in enumerate(ranked)})
+        capsys.readouterr()
+        assert main(["report", str(run_dir), "--labels", str(csv_path), "--adapt"]) == 0
+        out = capsys.readouterr().out
+        adapted = json.loads((run_dir / "report.adapted.json").read_text())
+        judge = next(a for a in adapted["adaptation"]["judges"] if a["variant"] == "no_advice")
+        assert judge["labels"] == 8 and judge["positives"] == 4
+        assert "x length" in judge["blend_after"] and judge["cutoff_after"] == 0.5, out
+        assert f"    decides on {judge['blend_after']}" in out
+        assert judge["blend_after"] in (run_dir / "report.adapted.md").read_text()
+        store = json.loads((project / "own-cache" / "adaptations.json").read_text())
+        saved = [v for k, v in store.items() if "|no_advice|" in k]
+        assert len(saved) == 1 and set(saved[0]["blend"]["weights"]) == {"length"}
+        # The adapted verdicts follow the length: the longest answer passes, the shortest fails.
+        records = {
+            (r["question_id"], r["prompt"]): r for r in adapted["judges"]["records"] if r["judge"] == "no_advice"
+        }
+        assert records[ranked[0]]["verdict"] == "pass" and records[ranked[-1]]["verdict"] == "fail"
+
+        # The next audit of the corpus (with the same judge model: the same server) decides the
+        # criterion on the saved blend, as it was adapted.
+        again = run_compare(load_config(_config(project, server.base_url, prompts=("a", "b"))))
+        rows = {
+            (r["question_id"], r["prompt"]): r
+            for r in map(json.loads, (again / "judgements.jsonl").read_text().splitlines())
+            if r["judge"] == "no_advice"
+        }
+        for key, r in rows.items():
+            assert r["verdict"] == records[key]["verdict"], key
+            words = r["details"]["evidence"]["words"]
+            assert words["blend"] == judge["blend_after"] and r["probability"] != words["p_model"]
+        section = json.loads((again / "report.json").read_text())["judges"]["criteria"]["no_advice"]
+        assert section["calibration"].endswith(
+            f"decided on {judge['blend_after']} of the model's log-odds and the answer's length, cut-off 0.500, "
+            "uncertain where that P(pass) lies in [0.10, 0.90)"
+        )
