@@ -7,12 +7,16 @@ judgement (``only_asked``). Readers who saw only ``data/labeller.md`` and their 
 every answer for the three before any judge ran on them (``data/labels/``).
 
 Parts are fixed by corpus before anything ran: labels are drawn from the **calibration** part
-(attrs, structlog) as ``rag-eval label`` draws them; every figure is measured on the **held-out**
-part (python-dotenv, tinytag, tenacity, tabulate), on which nothing is chosen.
+(attrs, structlog) as ``rag-eval label`` draws them; figures are measured on the **held-out** part
+(python-dotenv, tinytag, tenacity, tabulate) and, after the held-out part had been looked at while
+the word features of a criterion were chosen, on a **fresh** part (parse, xmltodict, python),
+labelled blind by three more readers before any judge ran on it and not looked at before the
+method was fixed.
 
-    python benchmarks/criteria/criteria_study.py packets    # the blind packets and their halves
-    python benchmarks/criteria/criteria_study.py judge      # the model, once per criterion and answer (cached)
-    python benchmarks/criteria/criteria_study.py analyse    # no model: results/result.json
+    python benchmarks/criteria/criteria_study.py packets          # the blind packets and their halves
+    python benchmarks/criteria/criteria_study.py packets-fresh    # the fresh part's, one file per reader
+    python benchmarks/criteria/criteria_study.py judge [--fresh]  # the model, once per criterion and answer (cached)
+    python benchmarks/criteria/criteria_study.py analyse          # no model: results/result.json
 
 ``judge`` asks each criterion through judge-check's code (``rag_eval.judges.judge_check.predict``:
 the registry's criterion judge, its one template, the verdict's probability read from the first
@@ -360,12 +364,16 @@ def _figures_on(name: str, cal: list[dict], held: list[dict], truth: dict[str, b
     out = []
     for n in NS:
         for how in ("shipped",) if n == 0 else HOWS:
-            counts, cutoffs, bands, at_cut = [], [], [], []
+            counts, cutoffs, bands, at_cut, aucs, features = [], [], [], [], [], []
             for d in range(1 if n == 0 else draws):
                 chosen = draw(cal, n, seed=[48, n, d]) if n else set()
                 items = [_item(r, truth[r["packet_id"]]) for r in cal if r["packet_id"] in chosen]
                 decider = adapt(SHIPPED, items, how, judge=name) if n else SHIPPED
                 counts.append(evaluate(decider, held, truth))
+                # How the decided probability ranks the answers (the blend's, where labels chose a feature).
+                decided_p = [{**r, "p_pass": decider.probs(_item(r))[0]} for r in held]
+                aucs.append(_auc(decided_p, truth))
+                features.append((decider.notes or {}).get("feature") or "none")
                 # Every answer decided at the cut-off, no band: what the band buys.
                 at_cut.append(evaluate(decider.model_copy(update={"band": None}), held, truth)[0] / max(len(held), 1))
                 cutoffs.append(decider.cutoff)
@@ -378,6 +386,14 @@ def _figures_on(name: str, cal: list[dict], held: list[dict], truth: dict[str, b
                     "how": how,
                     **_figures(counts),
                     "accuracy_without_band": float(np.mean(at_cut)),
+                    "auc": float(np.mean([a for a in aucs if a is not None]))
+                    if any(a is not None for a in aucs)
+                    else None,
+                    "features_chosen": {f: features.count(f) for f in sorted(set(features))},
+                    "features_chosen_text": ", ".join(
+                        f"{f} {features.count(f)} times"
+                        for f in sorted(set(features), key=lambda f: -features.count(f))
+                    ),
                     "cutoff_median": float(np.median(cutoffs)),
                     "band_median": [float(np.median([b[0] for b in bands])), float(np.median([b[1] for b in bands]))],
                 }
@@ -437,10 +453,16 @@ def analyse(
             and r["uncertain_share"] <= TARGET_UNCERTAIN
         )
     usage = {name: _usage_of([r for r in judged if r["criterion"] == name]) for name in CRITERIA}
+    # The fresh part was judged in one run of its own (the others over several, on a loaded machine).
+    usage_fresh = {
+        name: _usage_of([r for r in judged if r["criterion"] == name and r["part"] == "fresh"])
+        for name in CRITERIA
+        if any(r["criterion"] == name and r["part"] == "fresh" for r in judged)
+    }
     by = {(r["criterion"], r["how"], r["n"], r["part"]): r for r in results}
     picks = {}
     for part, suffix in (("heldout", ""), ("fresh", "_fresh")):
-        for n, label in ((20, "at_20"), (0, "at_0")):
+        for n, label in ((20, "at_20"), (0, "at_0"), (30, "at_30")):
             how = "both" if n else "shipped"
             picks[label + suffix] = {name: by[(name, how, n, part)] for name in measured if (name, how, n, part) in by}
     return {
@@ -456,6 +478,7 @@ def analyse(
         "targets": {"decided_accuracy": TARGET_ACCURACY, "uncertain_share": TARGET_UNCERTAIN, "n": 20},
         "labels": parts,
         "usage": usage,
+        "usage_fresh": usage_fresh,
         "judged_on": {"machine": run["machine"], "commit": run["commit"]},
         "results": results,
         "measured": measured,
