@@ -79,6 +79,13 @@ FRESH = {"parse": "fresh", "xmltodict": "fresh", "python": "fresh"}
 FRESH_FILES = (3, 4, 5)  # packets-criteria-<n>.jsonl, one per reader
 PACKETS = DATA / "packets-criteria.jsonl"
 FRESH_PACKETS = DATA / "packets-criteria-fresh.jsonl"
+# A second fresh part (added after a review changed how labels choose a feature): the embedded
+# model's answers to every marshmallow question with the citing prompt (benchmarks/citations), as
+# its blind packets showed them; labelled blind by two more readers before any judge ran on them.
+FRESH2 = {"marshmallow": "fresh2"}
+FRESH2_FILES = (6, 7)
+FRESH2_PACKETS = DATA / "packets-criteria-fresh2.jsonl"
+CITATIONS = ROOT / "benchmarks" / "citations" / "data"
 CONFIG = DATA / "criteria.yaml"
 JUDGED = RESULTS / "judged.jsonl"
 # A method: the criteria as declared (a config) and the file its decisions are kept in. ``v1``: the
@@ -132,6 +139,32 @@ def packets_fresh() -> None:
         part = rows[i * size : (i + 1) * size]
         (DATA / f"packets-criteria-{n}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
     print(f"{len(rows)} packets in {FRESH_PACKETS.relative_to(ROOT)}, {len(FRESH_FILES)} files of up to {size}")
+
+
+def packets_fresh2() -> None:
+    """The second fresh part's blind packets (``FRESH2``): the model answers of the citations
+    study's marshmallow packets (question, contexts as shown, answer), one file per reader."""
+    key = json.loads((CITATIONS / "packet-key.json").read_text())
+    rows = [
+        {k: p[k] for k in ("packet_id", "question", "contexts", "answer")}
+        for p in _jsonl(CITATIONS / "packets-marshmallow.jsonl")
+        if key[p["packet_id"]]["kind"] == "model"
+    ]
+    random.Random(4849).shuffle(rows)
+    FRESH2_PACKETS.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    size = -(-len(rows) // len(FRESH2_FILES))
+    for i, n in enumerate(FRESH2_FILES):
+        part = rows[i * size : (i + 1) * size]
+        (DATA / f"packets-criteria-{n}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
+    print(f"{len(rows)} packets in {FRESH2_PACKETS.relative_to(ROOT)}, {len(FRESH2_FILES)} files of up to {size}")
+
+
+def packet_key() -> dict[str, str]:
+    """Each packet's corpus and question (``corpus/question id``): the real answers' and the
+    citations study's packets."""
+    key = json.loads((REAL / "packet-key.json").read_text())
+    cited = json.loads((CITATIONS / "packet-key.json").read_text())
+    return {**key, **{pid: f"{k['corpus']}/{k['question_id']}" for pid, k in cited.items()}}
 
 
 def packets() -> None:
@@ -217,7 +250,7 @@ async def _judge_all(rows: list[dict], done: set[tuple[str, str]], write, stop_a
 def judge(
     minutes: float | None,
     method: str = "v1",
-    fresh: bool = False,
+    fresh: str | None = None,
     corpora: set[str] | None = None,
     criteria: tuple[str, ...] = CRITERIA,
 ) -> None:
@@ -230,8 +263,8 @@ def judge(
     load_config(config)  # registers the criteria
     # The verdict alone: what an audit asks of a decision whose reason no reader is shown.
     REASONS_WANTED.set(False)
-    every = _jsonl(FRESH_PACKETS if fresh else PACKETS)
-    key = json.loads((REAL / "packet-key.json").read_text())
+    every = _jsonl({"fresh": FRESH_PACKETS, "fresh2": FRESH2_PACKETS}.get(fresh or "", PACKETS))
+    key = packet_key()
     if corpora:
         every = [p for p in every if _corpus(p["packet_id"], key) in corpora]
     # Only the answers already labelled: no judge runs on an answer before its label exists.
@@ -267,7 +300,7 @@ def _item(r: dict, positive: bool | None = None) -> Item:
 def _features(judged: list[dict]) -> None:
     """Each decision's word features, from its packet and the inputs its criterion sees (what the
     criterion judge keeps in an audit)."""
-    packets = {p["packet_id"]: p for path in (PACKETS, FRESH_PACKETS) for p in _jsonl(path)}
+    packets = {p["packet_id"]: p for path in (PACKETS, FRESH_PACKETS, FRESH2_PACKETS) for p in _jsonl(path)}
     for r in judged:
         p = packets[r["packet_id"]]
         sees = required(JUDGES[r["criterion"]].criterion, "a criterion").sees
@@ -356,7 +389,7 @@ def _usage_of(records: list[dict]) -> dict:
     }
 
 
-EVAL_PARTS = ("heldout", "fresh")  # where figures are measured; labels are drawn from the calibration part
+EVAL_PARTS = ("heldout", "fresh", "fresh2")  # where figures are measured; labels are drawn from the calibration part
 
 
 def _figures_on(name: str, cal: list[dict], held: list[dict], truth: dict[str, bool], draws: int) -> list[dict]:
@@ -415,9 +448,9 @@ def analyse(
         _features(judged)
     info = judged_file.with_name(judged_file.stem + "-run.json")  # written when a judge run ends
     run = json.loads(info.read_text()) if info.exists() else {"model": None, "machine": None, "commit": None}
-    key = json.loads((REAL / "packet-key.json").read_text())
+    key = packet_key()
     truth_all = labels()
-    every_part = {**PARTS, **FRESH}
+    every_part = {**PARTS, **FRESH, **FRESH2}
     for r in judged:
         corpus = _corpus(r["packet_id"], key)
         r.update(corpus=corpus, part=every_part[corpus], question=f"{corpus}/{key[r['packet_id']].split('/')[-1]}")
@@ -461,7 +494,7 @@ def analyse(
     }
     by = {(r["criterion"], r["how"], r["n"], r["part"]): r for r in results}
     picks = {}
-    for part, suffix in (("heldout", ""), ("fresh", "_fresh")):
+    for part, suffix in (("heldout", ""), ("fresh", "_fresh"), ("fresh2", "_fresh2")):
         for n, label in ((20, "at_20"), (0, "at_0"), (30, "at_30")):
             how = "both" if n else "shipped"
             picks[label + suffix] = {name: by[(name, how, n, part)] for name in measured if (name, how, n, part) in by}
@@ -493,10 +526,14 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("packets", help="write the blind packets and their halves")
     sub.add_parser("packets-fresh", help="write the fresh part's blind packets, one file per reader")
+    sub.add_parser("packets-fresh2", help="write the second fresh part's blind packets, one file per reader")
     j = sub.add_parser("judge", help="the criteria on every answer (embedded model, cached): results/judged.jsonl")
     j.add_argument("--minutes", type=float, help="stop asking after this long (a rerun continues)")
     j.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
-    j.add_argument("--fresh", action="store_true", help="the fresh part's packets (packets-criteria-fresh.jsonl)")
+    j.add_argument("--fresh", action="store_const", const="fresh", dest="fresh", help="the fresh part's packets")
+    j.add_argument(
+        "--fresh2", action="store_const", const="fresh2", dest="fresh", help="the second fresh part's packets"
+    )
     j.add_argument("--corpora", help="only these corpora, comma-separated")
     j.add_argument("--criteria", help="only these criteria, comma-separated")
     a = sub.add_parser("analyse", help="no model: the held-out figures with 0-30 labels, results/result.json")
@@ -509,6 +546,8 @@ def main(argv: list[str] | None = None) -> None:
         packets()
     elif args.command == "packets-fresh":
         packets_fresh()
+    elif args.command == "packets-fresh2":
+        packets_fresh2()
     elif args.command == "judge":
         judge(
             args.minutes,

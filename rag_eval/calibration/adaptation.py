@@ -245,20 +245,30 @@ def fit_shift(z: np.ndarray, positive: np.ndarray, prior_sd: float) -> float:
 
 
 def fit_weights(
-    shipped: Blend | None, p_model: list[float], features: list[dict[str, float]], positive: list[bool], prior_sd: float
+    shipped: Blend | None,
+    p_model: list[float],
+    features: list[dict[str, float]],
+    positive: list[bool],
+    prior_sd: float,
+    fixed_model: float | None = None,
 ) -> Blend:
     """The blend refitted on labelled decisions, pulled to ``shipped`` (the model's own
-    probability, ``sigmoid(logit p)``, when there is none) by a normal prior of ``prior_sd``."""
+    probability, ``sigmoid(logit p)``, when there is none) by a normal prior of ``prior_sd``;
+    ``fixed_model``: the weight of the model's log-odds held at that value (not fitted)."""
     base = shipped or Blend(0.0, 1.0, {})
     names = sorted(base.weights)
-    columns: list[list[float]] = [[1.0] * len(p_model), [_logit(p) for p in p_model]]
+    z_model = np.array([_logit(p) for p in p_model])
+    columns: list = [[1.0] * len(p_model)] + ([z_model] if fixed_model is None else [])
     x = np.column_stack(columns + [[f[k] for f in features] for k in names])
+    offset = z_model * fixed_model if fixed_model is not None else np.zeros(len(p_model))
     y = np.asarray(positive, float)
-    theta0 = np.array([base.intercept, base.model] + [base.weights[k] for k in names])
+    theta0 = np.array(
+        [base.intercept] + ([base.model] if fixed_model is None else []) + [base.weights[k] for k in names]
+    )
     lam = 1.0 / prior_sd**2
 
     def loss(t: np.ndarray) -> float:
-        z = x @ t
+        z = x @ t + offset
         return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * lam * np.sum((t - theta0) ** 2))
 
     # Newton's method on the penalised log-likelihood (concave, a handful of parameters), each step
@@ -266,20 +276,23 @@ def fit_weights(
     # send a full step far past the optimum.
     theta = theta0.copy()
     for _ in range(200):
-        p = 1.0 / (1.0 + np.exp(-np.clip(x @ theta, -500, 500)))
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ theta + offset, -500, 500)))
         grad = x.T @ (p - y) + lam * (theta - theta0)
         hess = (x * (p * (1 - p))[:, None]).T @ x + lam * np.eye(len(theta))
         step = np.linalg.solve(hess, grad)
         now, t = loss(theta), 1.0
         while t > 1e-6 and loss(theta - t * step) > now:
             t /= 2
+        if loss(theta - t * step) > now:
+            break  # no step lowers the loss: at the optimum within rounding
         theta -= t * step
         if np.max(np.abs(t * step)) < 1e-10:
             break
+    model, rest = (float(theta[1]), theta[2:]) if fixed_model is None else (float(fixed_model), theta[1:])
     return Blend(
         float(theta[0]),
-        float(theta[1]),
-        dict(zip(names, map(float, theta[2:]), strict=True)),
+        model,
+        dict(zip(names, map(float, rest), strict=True)),
         fitted_on=f"adapted from: {base.fitted_on or 'the model alone'}",
         n=len(y),
     )
@@ -344,14 +357,18 @@ def adapt(
 CRITERION_PRIOR = 1.0
 MIN_SLOPE = 0.05  # a judge whose labels say it does not separate: nearly every decision uncertain
 # Where the labels also find a word feature of the answer that separates them (``criterion_evidence``:
-# |AUC - 0.5| of at least MIN_SEPARATION on the labels, with MIN_PER_CLASS labels of each verdict),
+# its AUC on the labels beyond chance, FEATURE_ALPHA; MIN_PER_CLASS labels of each verdict),
 # the map becomes sigmoid(a + b z + w f) over the standardised feature f, fitted with the weak prior
 # FEATURE_PRIOR on all three (a ~ N(0, .), b ~ N(1, .), w ~ N(0, .)): the labels, not the prior,
 # decide how far the words count. Chosen on the criteria study's calibration and first held-out
 # parts before its fresh part was judged (benchmarks/criteria, docs/validation/judges.md).
 FEATURE_PRIOR = 10.0
-MIN_SEPARATION = 0.15
 MIN_PER_CLASS = 4
+# A feature counts as separating the labels only where chance would rarely separate them as well:
+# the two-sided p-value of its AUC (Mann-Whitney, normal approximation) below FEATURE_ALPHA divided
+# by the number of features tried (Bonferroni). Added after a review showed that |AUC - 0.5| >=
+# 0.15 picks a feature of pure noise in most draws of 20 balanced labels.
+FEATURE_ALPHA = 0.05
 
 
 def _auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
@@ -363,23 +380,33 @@ def _auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
     return wins / (len(pos) * len(neg))
 
 
+def auc_p_value(auc: float, n_pos: int, n_neg: int) -> float:
+    """The two-sided p-value of an AUC under no separation (Mann-Whitney U, normal approximation)."""
+    sd = math.sqrt((n_pos + n_neg + 1) / (12 * n_pos * n_neg))
+    return math.erfc(abs(auc - 0.5) / sd / math.sqrt(2))
+
+
 def choose_feature(items: Sequence[Item]) -> str | None:
     """The word feature the labelled one-decision ``items`` are best told apart by (|AUC - 0.5|
-    largest, at least ``MIN_SEPARATION``), among those every item has; None where none separates
-    or either verdict has fewer than ``MIN_PER_CLASS`` labels."""
+    largest), among those every item has, if chance would rarely do as well (``FEATURE_ALPHA``,
+    Bonferroni over the features tried); None where none does or either verdict has fewer than
+    ``MIN_PER_CLASS`` labels."""
     y = [bool(it.positive) for it in items]
-    if min(sum(y), len(y) - sum(y)) < MIN_PER_CLASS:
+    n_pos, n_neg = sum(y), len(y) - sum(y)
+    if min(n_pos, n_neg) < MIN_PER_CLASS:
         return None
-    shared = set.intersection(*(set(it.features[0]) for it in items))
+    shared = sorted(set.intersection(*(set(it.features[0]) for it in items)))
     best, separation = None, 0.0
-    for name in sorted(shared):
+    for name in shared:
         values = [float(it.features[0][name]) for it in items]
         if max(values) == min(values):
             continue
         gap = abs(_auc(values, y) - 0.5)
         if gap > separation:
             best, separation = name, gap
-    return best if separation >= MIN_SEPARATION else None
+    if best is None or auc_p_value(0.5 + separation, n_pos, n_neg) >= FEATURE_ALPHA / len(shared):
+        return None
+    return best
 
 
 def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", *, target: float) -> Decider:
@@ -425,13 +452,12 @@ def _with_feature(shipped: Decider, items: Sequence[Item], feature: str, how: st
     values = np.array([float(it.features[0][feature]) for it in items])
     mu, sd = float(values.mean()), float(values.std()) or 1.0
     p_model = [float(it.p_model[0]) for it in items]
-    fitted = fit_weights(
-        Blend(0.0, 1.0, {feature: 0.0}),
-        p_model,
-        [{feature: (v - mu) / sd} for v in values],
-        [bool(it.positive) for it in items],
-        FEATURE_PRIOR,
-    )
+    standardised = [{feature: (v - mu) / sd} for v in values]
+    y = [bool(it.positive) for it in items]
+    fitted = fit_weights(Blend(0.0, 1.0, {feature: 0.0}), p_model, standardised, y, FEATURE_PRIOR)
+    if fitted.model < MIN_SLOPE:
+        # The model never counts against its own word: its weight held at the floor, as without a feature.
+        fitted = fit_weights(Blend(0.0, 1.0, {feature: 0.0}), p_model, standardised, y, FEATURE_PRIOR, MIN_SLOPE)
     w = fitted.weights[feature] / sd
     blend = Blend(
         fitted.intercept - w * mu,
@@ -451,7 +477,7 @@ def _with_feature(shipped: Decider, items: Sequence[Item], feature: str, how: st
             "notes": {
                 "prior": FEATURE_PRIOR,
                 "feature": feature,
-                "feature_auc": round(_auc(list(values), [bool(it.positive) for it in items]), 4),
+                "feature_auc": round(_auc(list(values), y), 4),
                 "blend": blend.describe(),
                 "target": target,
             },

@@ -22,7 +22,6 @@ from rag_eval.text import tokens
 # The n of the word n-grams counted as copied: four words in a row rarely match by chance, and a
 # small model's paraphrase keeps that much of the passage.
 COPY_N = 4
-_CUT = " [...]"  # where a shown context was cut (text after it was not shown)
 _LONGEST_CAP = 60  # longer copied runs are rare; capping keeps the search linear in practice
 
 # Every feature a criterion may keep, with the input it needs (None: the answer alone).
@@ -78,7 +77,7 @@ def criterion_features(
     if "question" in sees:
         out["from_question"] = _share_in(answer, question)
     if "contexts" in sees:
-        shown = [tokens(c.split(_CUT)[0]) for c in contexts]
+        shown = [tokens(c) for c in contexts]
         out["copied"] = _copied_share(words, shown)
         out["longest_copied"] = math.log1p(_longest_run(words, shown))
     if "reference" in sees:

@@ -8,7 +8,9 @@ from rag_eval.calibration.criterion_evidence import FEATURES, criterion_features
 
 QUESTION = "How do I retry a call until it succeeds?"
 CONTEXT = "[api.md#retry] Retrying\nUse the retry decorator to retry a function until it returns without raising."
-ANSWER = "Use the `retry` decorator: it will retry a function until it returns without raising. See `stop_after_attempt`."
+ANSWER = (
+    "Use the `retry` decorator: it will retry a function until it returns without raising. See `stop_after_attempt`."
+)
 
 
 def test_the_answer_alone_gives_its_code_names_and_length():
@@ -34,13 +36,11 @@ def test_each_input_the_criterion_sees_adds_its_features():
     assert f["from_reference"] == pytest.approx(1 / 7, abs=1e-6)
 
 
-def test_text_after_a_cut_was_not_shown_and_is_not_copied():
-    shown = "[a] A\nThe first part is here. [...] retry a function until it returns without raising"
-    f = criterion_features(("answer", "contexts"), ANSWER, contexts=[shown])
-    # Only "the" of the shown part is in the answer: no 4-gram, a run of one word.
+def test_words_in_another_order_are_not_copied():
+    shuffled = "[a] A\nraising without returns it until function a retry"
+    f = criterion_features(("answer", "contexts"), ANSWER, contexts=[shuffled])
+    # Every word of the run is there, none four in a row: nothing copied, runs of one word.
     assert f["copied"] == 0.0 and f["longest_copied"] == pytest.approx(math.log1p(1), abs=1e-6)
-    whole = criterion_features(("answer", "contexts"), ANSWER, contexts=[shown.replace(" [...]", "")])
-    assert whole["longest_copied"] == pytest.approx(math.log1p(8), abs=1e-6)
 
 
 def test_an_empty_answer_has_zeros_not_errors():

@@ -13,7 +13,16 @@ import pytest
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.api import judge_answers
-from rag_eval.calibration.adaptation import Decider, Item, adapt
+from rag_eval.calibration.adaptation import (
+    FEATURE_PRIOR,
+    MIN_SLOPE,
+    Decider,
+    Item,
+    adapt,
+    choose_feature,
+    fit_weights,
+)
+from rag_eval.calibration.lexical import Blend
 from rag_eval.cli import main
 from rag_eval.config import load_config
 from rag_eval.data.corpus import load_corpus
@@ -46,6 +55,13 @@ ANSWERS = {
         "Which sequence type can be changed in place?": "Sequences differ in many ways across the language.",
         "What is a set?": "A set is an unordered collection of distinct hashable objects.",
         "How do I wrap a block with a context manager?": "Use the with statement around the block you wrap.",
+        "Who wrote the Python tutorial?": "The documents do not say who wrote the tutorial.",
+    },
+    # Longer answers, for a criterion whose labels follow the answers' length (12 answers with a and b).
+    "PROMPT-C": {
+        "Which sequence type can be changed in place?": "A list is the sequence you change in place, with append, insert and slice assignment.",
+        "What is a set?": "A set holds distinct hashable objects in no order, and supports union, intersection and difference.",
+        "How do I wrap a block with a context manager?": "The with statement wraps the block: the manager's enter and exit methods run around it.",
         "Who wrote the Python tutorial?": "The documents do not say who wrote the tutorial.",
     },
 }
@@ -645,6 +661,18 @@ def test_labels_pick_the_word_feature_that_tells_them_apart_and_weigh_it_beside_
     probe = item(0.28, None)
     assert again.probs(probe) == pytest.approx(d.probs(probe))
 
+    # The blend is the fit on the standardised feature, saved on the feature's own scale.
+    values = np.array([it.features[0]["copied"] for it in labelled])
+    mu, sd = values.mean(), values.std()
+    direct = fit_weights(
+        Blend(0.0, 1.0, {"copied": 0.0}),
+        [it.p_model[0] for it in labelled],
+        [{"copied": (v - mu) / sd} for v in values],
+        [bool(it.positive) for it in labelled],
+        FEATURE_PRIOR,
+    )
+    assert d.probs(probe)[0] == pytest.approx(direct.p(probe.p_model[0], {"copied": (0.28 - mu) / sd}), abs=1e-9)
+
     # Three labels of one verdict: no feature is chosen (the model's P alone, as before features).
     few = labelled[:10] + labelled[10:13]
     assert adapt(shipped, few, "both", judge="quotes").blend is None
@@ -661,26 +689,28 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
     console say so, and the saved adaptation keeps the blend for the next audit of the corpus."""
     monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(project / "own-cache"))
     with ScriptedServer(reply=reply, probability=probability) as server:
-        run_dir = run_compare(load_config(_config(project, server.base_url, prompts=("a", "b"))))
+        run_dir = run_compare(load_config(_config(project, server.base_url, prompts=("a", "b", "c"))))
         features = {
             (r["question_id"], r["prompt"]): r["details"]["evidence"]["words"]["features"]
             for r in map(json.loads, (run_dir / "judgements.jsonl").read_text().splitlines())
             if r["judge"] == "no_advice"
         }
         # Every decision of the criterion keeps the features of what it sees (question and answer).
-        assert len(features) == 8 and all(set(f) == {"names", "length", "from_question"} for f in features.values())
+        assert len(features) == 12 and all(set(f) == {"names", "length", "from_question"} for f in features.values())
         set_criteria({})
         assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
         csv_path = run_dir / "labels" / "labels.csv"
-        # The four longest answers pass (no advice), the four shortest fail.
+        # The six longest answers pass (no advice), the six shortest fail: 12 labels that chance
+        # would rarely separate as well (8 could not: see choose_feature).
         ranked = sorted(features, key=lambda k: (features[k]["length"], k), reverse=True)
-        _fill(csv_path, {k: {"no_advice": "no" if i < 4 else "yes"} for i, k in enumerate(ranked)})
+        assert features[ranked[5]]["length"] > features[ranked[6]]["length"]
+        _fill(csv_path, {k: {"no_advice": "no" if i < 6 else "yes"} for i, k in enumerate(ranked)})
         capsys.readouterr()
         assert main(["report", str(run_dir), "--labels", str(csv_path), "--adapt"]) == 0
         out = capsys.readouterr().out
         adapted = json.loads((run_dir / "report.adapted.json").read_text())
         judge = next(a for a in adapted["adaptation"]["judges"] if a["variant"] == "no_advice")
-        assert judge["labels"] == 8 and judge["positives"] == 4
+        assert judge["labels"] == 12 and judge["positives"] == 6
         assert "x length" in judge["blend_after"] and judge["cutoff_after"] == 0.5, out
         assert f"    decides on {judge['blend_after']}" in out
         assert judge["blend_after"] in (run_dir / "report.adapted.md").read_text()
@@ -695,7 +725,7 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
 
         # The next audit of the corpus (with the same judge model: the same server) decides the
         # criterion on the saved blend, as it was adapted.
-        again = run_compare(load_config(_config(project, server.base_url, prompts=("a", "b"))))
+        again = run_compare(load_config(_config(project, server.base_url, prompts=("a", "b", "c"))))
         rows = {
             (r["question_id"], r["prompt"]): r
             for r in map(json.loads, (again / "judgements.jsonl").read_text().splitlines())
@@ -710,3 +740,38 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
             f"decided on {judge['blend_after']} of the model's log-odds and the answer's length, cut-off 0.500, "
             "uncertain where that P(pass) lies in [0.10, 0.90)"
         )
+
+
+def test_a_feature_of_pure_noise_is_rarely_chosen():
+    """Five features unrelated to 20 balanced labels: a feature is chosen only where chance would
+    rarely separate the labels as well (Bonferroni over the five), so in few of 400 draws."""
+    rng = np.random.default_rng(11)
+    names = ("names", "length", "from_question", "copied", "longest_copied")
+    chosen = 0
+    for _ in range(400):
+        items = [
+            Item((0.5,), ({k: float(rng.random()) for k in names},), positive)
+            for positive in [True] * 10 + [False] * 10
+        ]
+        chosen += choose_feature(items) is not None
+    assert chosen <= 400 * 0.08, chosen
+
+
+def test_the_model_never_counts_against_its_own_word():
+    """Labels whose model P runs against them and a feature that separates them: the blend keeps
+    the model's weight at the floor (as the criterion's fit without a feature does), not below it."""
+    set_criteria({"quotes": Criterion(question="Does it quote the context?", sees=("answer", "contexts"))})
+    rng = np.random.default_rng(3)
+    items = []
+    for i in range(24):
+        positive = i % 2 == 0
+        copied = 0.25 + 0.5 * rng.random() if positive else 0.3 * rng.random()
+        p = 0.2 + 0.1 * rng.random() if positive else 0.7 + 0.1 * rng.random()  # the model says the opposite
+        items.append(Item((p,), ({"copied": copied, "length": float(rng.random())},), positive))
+    d = adapt(Decider(None, 0.5, (0.1, 0.9)), items, "both", judge="quotes")
+    assert d.notes["feature"] == "copied" and d.blend.model == pytest.approx(MIN_SLOPE)
+
+
+def test_a_blend_decides_at_any_log_odds():
+    assert Blend(-900.0, 1.0, {}).p(0.5, {}) == pytest.approx(0.0, abs=1e-300)
+    assert Blend(900.0, 1.0, {}).p(0.5, {}) == 1.0
