@@ -248,9 +248,31 @@ def _adapt_run(
     if k:
         _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
     adapted.adaptation = _section(report, adapted, shipped, full, records, new, by_key, how, k, source)
+    _criteria_as_adapted(adapted)
     if save:
         _save(adapted, full, records, source)
     return adapted
+
+
+def _criteria_as_adapted(report: Report) -> None:
+    """Each adapted criterion's section as the adapted verdicts stand: its figures and how it now
+    decides (the run's own words were those of the judge before the labels)."""
+    judges = report.judges
+    if judges is None or report.adaptation is None:
+        return
+    for a in report.adaptation.judges:
+        section = judges.criteria.get(a.judge)
+        if section is None:
+            continue
+        section.figures = {p: figs[a.judge] for p, figs in judges.figures.items() if a.judge in figs}
+        how = f"decided on {a.blend_after}, " if a.blend_after else ""
+        band = f"[{a.band_after[0]:.2f}, {a.band_after[1]:.2f})" if a.band_after else None
+        where = f"uncertain where {'that ' if a.blend_after else ''}P(pass) lies in {band}" if band else "no band"
+        section.calibration = (
+            f"adapted in this report with {a.labels} labels ({report.adaptation.labels_file}): "
+            f"{how}cut-off {a.cutoff_after:.3f}, {where}"
+        )
+        section.calibrated, section.labels_needed = True, None
 
 
 def _cross_fit(

@@ -714,6 +714,14 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         assert "x length" in judge["blend_after"] and judge["cutoff_after"] == 0.5, out
         assert f"    decides on {judge['blend_after']}" in out
         assert judge["blend_after"] in (run_dir / "report.adapted.md").read_text()
+        # The adapted report's criterion section says how it now decides, with the adapted figures.
+        section = adapted["judges"]["criteria"]["no_advice"]
+        assert section["calibration"].startswith("adapted in this report with 12 labels (") and section["calibrated"]
+        assert f"decided on {judge['blend_after']}, cut-off 0.500" in section["calibration"]
+        passed = [r for r in adapted["judges"]["records"] if r["judge"] == "no_advice" and r["prompt"] == "c"]
+        assert section["figures"]["c"]["value"] == pytest.approx(
+            sum(r["verdict"] == "pass" for r in passed) / len(passed)
+        )
         store = json.loads((project / "own-cache" / "adaptations.json").read_text())
         saved = [v for k, v in store.items() if "|no_advice|" in k]
         assert len(saved) == 1 and set(saved[0]["blend"]["weights"]) == {"length"}
