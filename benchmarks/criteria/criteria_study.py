@@ -389,6 +389,28 @@ def _usage_of(records: list[dict]) -> dict:
     }
 
 
+def _v2_check(truth_all: dict[str, dict[str, bool]]) -> dict:
+    """Method v2 (the questions with steps) against v1 on the calibration answers v2 judged: the
+    AUC of each one's P(pass) on the same answers."""
+    path = METHODS["v2"][1]
+    if not path.exists():
+        return {}
+    v2 = {(r["packet_id"], r["criterion"]): r["p_pass"] for r in _jsonl(path) if r["p_pass"] is not None}
+    v1 = {(r["packet_id"], r["criterion"]): r["p_pass"] for r in _jsonl(JUDGED) if r["p_pass"] is not None}
+    out = {}
+    for name in CRITERIA:
+        both = [pid for (pid, c) in v2 if c == name and (pid, c) in v1 and pid in truth_all]
+        if len(both) < MIN_PART:
+            continue
+        truth = {pid: truth_all[pid][name] for pid in both}
+        out[name] = {
+            "answers": len(both),
+            "auc_v1": _auc([{"packet_id": pid, "p_pass": v1[(pid, name)]} for pid in both], truth),
+            "auc_v2": _auc([{"packet_id": pid, "p_pass": v2[(pid, name)]} for pid in both], truth),
+        }
+    return out
+
+
 EVAL_PARTS = ("heldout", "fresh", "fresh2")  # where figures are measured; labels are drawn from the calibration part
 
 
@@ -486,6 +508,7 @@ def analyse(
             and r["uncertain_share"] <= TARGET_UNCERTAIN
         )
     usage = {name: _usage_of([r for r in judged if r["criterion"] == name]) for name in CRITERIA}
+    v2 = _v2_check(truth_all) if method == "v1" else {}
     # The fresh part was judged in one run of its own (the others over several, on a loaded machine).
     usage_fresh = {
         name: _usage_of([r for r in judged if r["criterion"] == name and r["part"] == "fresh"])
@@ -512,6 +535,7 @@ def analyse(
         "labels": parts,
         "usage": usage,
         "usage_fresh": usage_fresh,
+        "v2_calibration": v2,
         "judged_on": {"machine": run["machine"], "commit": run["commit"]},
         "results": results,
         "measured": measured,
