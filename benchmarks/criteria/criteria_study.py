@@ -359,6 +359,8 @@ def _figures(counts: list[tuple[int, int, int]]) -> dict:
         "draws": len(counts),
         "decided_accuracy": float(np.nanmean(acc)) if np.isfinite(acc).any() else None,
         "decided_accuracy_ci": [acc_ci.ci_low, acc_ci.ci_high] if acc_ci else None,
+        "decided_accuracy_low": acc_ci.ci_low if acc_ci else None,
+        "decided_accuracy_high": acc_ci.ci_high if acc_ci else None,
         "decided_accuracy_range": [float(np.nanpercentile(acc, 5)), float(np.nanpercentile(acc, 95))]
         if np.isfinite(acc).any()
         else None,
