@@ -429,6 +429,7 @@ def _section(
                 band_after=[round(x, 6) for x in d.band] if d.band else None,
                 blend_before=was.blend.describe() if was.blend else None,
                 blend_after=d.blend.describe() if d.blend else None,
+                criterion=JUDGES[pairs[0][0].judge].criterion is not None,
                 changed=sum((a.status, a.verdict, a.score) != (b.status, b.verdict, b.score) for a, b in pairs),
                 uncertain_before=sum(a.status == "uncertain" for a, _ in pairs),
                 uncertain_after=sum(b.status == "uncertain" for _, b in pairs),

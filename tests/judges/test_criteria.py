@@ -604,6 +604,9 @@ def test_adapt_fits_a_criterion_from_its_labels_and_saves_it_for_the_corpus(proj
     low, high = judge["band_after"]
     assert low < judge["cutoff_after"] < high and [low, high] != [0.1, 0.9]
     assert f"names_type: 6 labels, cut-off 0.500 -> {judge['cutoff_after']:.3f}" in out
+    # Six labels, three of a verdict: no word feature can be chosen, and the console says so.
+    assert judge["blend_after"] is None and judge["criterion"] is True
+    assert "no word feature of the answers told these labels apart beyond chance" in out
     names = {(r["question_id"], r["prompt"]): r for r in adapted["judges"]["records"] if r["judge"] == "names_type"}
     assert names[("q2", "a")]["status"] == "uncertain" and names[("q1", "a")]["verdict"] == "pass"
     assert adapted["labels"]["figures"]["a"]["names_type"]["ppi"]["method"].startswith("cross-ppi")
