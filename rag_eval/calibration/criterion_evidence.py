@@ -73,13 +73,16 @@ def criterion_features(
     reference also holds), ``copied`` (the share of its word 4-grams found in a context) and
     ``longest_copied`` (log 1 + the most words in a row copied from one context)."""
     words = tokens(answer or "")
-    out = {"names": math.log1p(len(names(answer or ""))), "length": math.log1p(len(words))}
-    if "question" in sees:
-        out["from_question"] = _share_in(answer, question)
-    if "contexts" in sees:
-        shown = [tokens(c) for c in contexts]
-        out["copied"] = _copied_share(words, shown)
-        out["longest_copied"] = math.log1p(_longest_run(words, shown))
-    if "reference" in sees:
-        out["from_reference"] = _share_in(answer, reference)
+    shown = [tokens(c) for c in contexts] if "contexts" in sees else []
+    out = {
+        "names": math.log1p(len(names(answer or ""))),
+        "length": math.log1p(len(words)),
+        **({"from_question": _share_in(answer, question)} if "question" in sees else {}),
+        **(
+            {"copied": _copied_share(words, shown), "longest_copied": math.log1p(_longest_run(words, shown))}
+            if "contexts" in sees
+            else {}
+        ),
+        **({"from_reference": _share_in(answer, reference)} if "reference" in sees else {}),
+    }
     return {k: round(v, 6) for k, v in out.items()}

@@ -178,10 +178,8 @@ class ScoredJudges:
             prompt_files()[variant].key, d, said, values, sources, words, variant, note
         )
         if criterion_words is not None:
-            kept: dict = {"p_model": round(p_model, 6), "features": criterion_words}
-            if own is not None:
-                kept["blend"] = own.describe()
-            evidence = {**evidence, "words": kept}
+            blended = {"blend": own.describe()} if own is not None else {}
+            evidence = {**evidence, "words": {"p_model": round(p_model, 6), "features": criterion_words, **blended}}
         return self._record(
             judge,
             qid,
