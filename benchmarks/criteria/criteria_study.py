@@ -131,14 +131,18 @@ def packets_fresh() -> None:
     """The fresh part's blind packets (``FRESH``'s corpora), as ``packets`` makes them, in
     ``packets-criteria-fresh.jsonl`` and one file per reader (``FRESH_FILES``); the existing
     packets and labels are not touched."""
-    rows = _unrefused(FRESH)
-    random.Random(4848).shuffle(rows)
-    FRESH_PACKETS.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    size = -(-len(rows) // len(FRESH_FILES))
-    for i, n in enumerate(FRESH_FILES):
+    _write_part(_unrefused(FRESH), 4848, FRESH_PACKETS, FRESH_FILES)
+
+
+def _write_part(rows: list[dict], seed: int, path: Path, files: tuple[int, ...]) -> None:
+    """``rows`` shuffled (``seed``) into ``path`` and cut into one packet file per reader."""
+    random.Random(seed).shuffle(rows)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    size = -(-len(rows) // len(files))
+    for i, n in enumerate(files):
         part = rows[i * size : (i + 1) * size]
         (DATA / f"packets-criteria-{n}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
-    print(f"{len(rows)} packets in {FRESH_PACKETS.relative_to(ROOT)}, {len(FRESH_FILES)} files of up to {size}")
+    print(f"{len(rows)} packets in {path.relative_to(ROOT)}, {len(files)} files of up to {size}")
 
 
 def packets_fresh2() -> None:
@@ -150,13 +154,7 @@ def packets_fresh2() -> None:
         for p in _jsonl(CITATIONS / "packets-marshmallow.jsonl")
         if key[p["packet_id"]]["kind"] == "model"
     ]
-    random.Random(4849).shuffle(rows)
-    FRESH2_PACKETS.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    size = -(-len(rows) // len(FRESH2_FILES))
-    for i, n in enumerate(FRESH2_FILES):
-        part = rows[i * size : (i + 1) * size]
-        (DATA / f"packets-criteria-{n}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
-    print(f"{len(rows)} packets in {FRESH2_PACKETS.relative_to(ROOT)}, {len(FRESH2_FILES)} files of up to {size}")
+    _write_part(rows, 4849, FRESH2_PACKETS, FRESH2_FILES)
 
 
 def packet_key() -> dict[str, str]:
