@@ -746,6 +746,9 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
             assert r["verdict"] == records[key]["verdict"], key
             words = r["details"]["evidence"]["words"]
             assert words["blend"] == judge["blend_after"] and r["probability"] != words["p_model"]
+            # Where the blend decides against the model's own word, the shown reason says so.
+            if r["status"] == "judged" and (words["p_model"] >= 0.5) != (r["verdict"] == "pass"):
+                assert "from the model" in r["reason"] and "with the word evidence" in r["reason"], r["reason"]
         section = json.loads((again / "report.json").read_text())["judges"]["criteria"]["no_advice"]
         assert section["calibration"].endswith(
             f"decided on {judge['blend_after']} of the model's log-odds and the answer's length, cut-off 0.500, "
