@@ -289,8 +289,12 @@ class ServerSettings:
 
     @classmethod
     def from_config(cls, values: dict) -> ServerSettings:
-        """The settings of an LLM config's fields (``LLMConfig.model_dump()``)."""
-        return cls(**{f: values[f] for f in cls.__dataclass_fields__ if f in values})
+        """The settings of an LLM config's fields (``LLMConfig.model_dump()``); ``repack: auto`` is
+        what this machine was probed to run faster (``weight_layout.repack_for``)."""
+        fields = {f: values[f] for f in cls.__dataclass_fields__ if f in values}
+        if fields.get("repack") == "auto":
+            fields = {**fields, "repack": probed_repack(values)}
+        return cls(**fields)
 
     def args(self) -> list[str]:
         """The command-line options; each slot keeps the whole ``ctx_size`` (llama-server splits
@@ -306,6 +310,18 @@ class ServerSettings:
         """The settings as they appear in cache identities."""
         spec = "off" if self.speculative == "off" else f"{self.speculative}/{self.draft_key}/{self.draft_max}"
         return f"ctx={self.ctx_size}:fa={self.flash_attn}:np={self.parallel}:spec={spec}:repack={int(self.repack)}"
+
+
+def probed_repack(values: dict) -> bool:
+    """``repack: auto`` of an LLM config's fields resolved for this machine, server build and model."""
+    from rag_eval.llm.weight_layout import repack_for  # noqa: PLC0415 (it starts llama-bench only once)
+
+    binary = Path(values["server_binary"]) if values.get("server_binary") else server_binary()
+    model_path = Path(values["model_path"]).expanduser() if values.get("model_path") else None
+    threads = values.get("threads") or os.cpu_count() or 2
+    return repack_for(
+        binary, server_fingerprint(binary), model_fingerprint(model_path), model_path, threads, model_dir()
+    )
 
 
 class LocalServer:

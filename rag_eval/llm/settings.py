@@ -74,7 +74,11 @@ class LLMConfig(Settings):
     )
     draft_max: int = Field(16, ge=1, le=64, description="local: most tokens drafted at a time")
     draft_key: int = Field(4, ge=1, le=32, description="local: tokens an n-gram draft is looked up by")
-    repack: bool = Field(True, description="local: llama-server's weight repacking (false: --no-repack)")
+    repack: Literal["auto"] | bool = Field(
+        "auto",
+        description="local: llama-server's weight repacking (false: --no-repack); auto: whichever this machine was "
+        "probed to run an audit faster with (llama-bench, once, kept beside the model)",
+    )
     prefix_store: bool = Field(
         True,
         description="local, parallel 1: save the server's KV cache of prompt beginnings that repeat (templates) "

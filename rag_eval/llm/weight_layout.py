@@ -1,0 +1,143 @@
+"""Whether the embedded server repacks its weights on this machine: probed once, then remembered.
+
+llama.cpp can repack the model's weights at load time into a layout its CPU kernels prefer
+(``--repack``, the default of llama-server). Whether that is faster depends on the processor: on
+the 2-core AVX-512 machines measured (``benchmarks/audit_cost``, ``--bench-repack``), without
+repacking prompt evaluation ran about 1.5x as fast and generation about 0.85x; on an AVX2 machine
+the two were the same within noise. So ``llm.repack: auto`` (the default) measures both layouts
+once with llama-bench, in interleaved rounds, and keeps the one an audit's mix of tokens runs
+faster with (``AUDIT_MIX``); repacking stays unless not repacking is clearly faster
+(``MARGIN``). The result is kept beside the assembled model (``model_dir()``), keyed by the server
+build, the model and the threads, so that every later run (and its response-cache identity) gets
+the same answer without probing again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import os
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rag_eval.progress import say
+
+# Prompt tokens evaluated per token generated in an audit: the demo's 28,069 evaluated and 4,233
+# generated (benchmarks/audit_cost/result.json, side_by_side, main 5d4b0e0's arm).
+AUDIT_MIX = 6.6
+# Not repacking must be this much faster for the audit's mix: within it, the build's default stays.
+MARGIN = 0.95
+ROUNDS = 2  # interleaved rounds of both layouts (four llama-bench runs of about 4 s each on 2 cores)
+PROMPT_TOKENS, GENERATED_TOKENS = 256, 32
+FILE = "weight-layout.json"
+
+
+@dataclass(frozen=True)
+class LayoutProbe:
+    """What the probe measured (tokens per second, means over the rounds) and chose."""
+
+    repack: bool
+    why: str
+    prompt_tps: dict[str, float] | None = None  # {"repack": .., "no_repack": ..}
+    generation_tps: dict[str, float] | None = None
+    audit_time_ratio: float | None = None  # no repack over repack, for AUDIT_MIX
+    probed: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def audit_seconds(prompt_tps: float, generation_tps: float, mix: float = AUDIT_MIX) -> float:
+    """Seconds per generated token of an audit that evaluates ``mix`` prompt tokens per generated one."""
+    return mix / prompt_tps + 1 / generation_tps
+
+
+def choose(prompt_tps: dict[str, list[float]], generation_tps: dict[str, list[float]]) -> LayoutProbe:
+    """The layout an audit runs faster with, from llama-bench's speeds per layout (``repack``,
+    ``no_repack``): no repacking only where it takes at most ``MARGIN`` of repacking's time."""
+    pp = {k: sum(v) / len(v) for k, v in prompt_tps.items()}
+    tg = {k: sum(v) / len(v) for k, v in generation_tps.items()}
+    ratio = audit_seconds(pp["no_repack"], tg["no_repack"]) / audit_seconds(pp["repack"], tg["repack"])
+    faster = ratio <= MARGIN
+    why = (
+        f"without repacking an audit's tokens take {ratio:.2f}x the time (prompt {pp['no_repack'] / pp['repack']:.2f}x "
+        f"as fast, generation {tg['no_repack'] / tg['repack']:.2f}x)"
+    )
+    return LayoutProbe(
+        repack=not faster,
+        why=why,
+        prompt_tps={k: round(v, 1) for k, v in pp.items()},
+        generation_tps={k: round(v, 1) for k, v in tg.items()},
+        audit_time_ratio=round(ratio, 3),
+        probed=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+
+
+def bench(bench_binary: Path, model: Path, threads: int) -> LayoutProbe:
+    """Both layouts measured with llama-bench in ``ROUNDS`` interleaved rounds, and the choice."""
+    pp: dict[str, list[float]] = {"repack": [], "no_repack": []}
+    tg: dict[str, list[float]] = {"repack": [], "no_repack": []}
+    for r in range(ROUNDS):
+        for layout in ("repack", "no_repack") if r % 2 == 0 else ("no_repack", "repack"):
+            cmd = [str(bench_binary), "-m", str(model), "-t", str(threads), "-r", "1", "-o", "jsonl"]
+            cmd += ["-p", str(PROMPT_TOKENS), "-n", str(GENERATED_TOKENS), "--repack", str(int(layout == "repack"))]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+            for line in proc.stdout.splitlines():
+                test = json.loads(line)
+                (pp if test["n_prompt"] else tg)[layout].append(float(test["avg_ts"]))
+    return choose(pp, tg)
+
+
+def _key(build: str, model: str, threads: int) -> str:
+    return f"{build}|{model}|t{threads}"
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@functools.cache
+def repack_for(server: Path, build: str, model_id: str, model_path: Path | None, threads: int, folder: Path) -> bool:
+    """Whether to repack the weights with this server build, model and thread count: the kept
+    probe's choice, else probed now (once per machine: llama-bench beside ``server``) and kept in
+    ``folder``. Without llama-bench, or when it fails, llama-server's own default (repack)."""
+    path = folder / FILE
+    key = _key(build, model_id, threads)
+    if (kept := _read(path).get(key)) is not None:
+        return bool(kept.get("repack", True))
+    bench_binary = server.resolve().parent / "llama-bench"
+    if not bench_binary.is_file():
+        return True
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / (FILE + ".lock")).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process probing now: wait for its answer
+        if (kept := _read(path).get(key)) is not None:
+            return bool(kept.get("repack", True))
+        if model_path is None:
+            from rag_eval.llm.local import default_model_path  # noqa: PLC0415 (assembles the model once)
+
+            model_path = default_model_path()
+        say("probing whether this machine runs the model faster with its weights repacked (once, about 20 s)")
+        started = time.monotonic()
+        try:
+            probe = bench(bench_binary, model_path, threads)
+        except (OSError, subprocess.SubprocessError, ValueError, KeyError, ZeroDivisionError) as exc:
+            probe = LayoutProbe(repack=True, why=f"llama-bench failed ({exc}); llama-server's default kept")
+        say(
+            f"weight layout: {'repacked' if probe.repack else 'not repacked (--no-repack)'}: {probe.why}; "
+            f"probed in {time.monotonic() - started:.0f} s, kept in {path} (llm.repack: true or false overrides)"
+        )
+        table = _read(path)
+        table[key] = probe.to_dict()
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    return probe.repack
