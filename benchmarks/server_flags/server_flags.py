@@ -245,6 +245,7 @@ def main() -> None:
     )
     parser.add_argument("--only", help="comma-separated setting names to run (the baseline always runs)")
     parser.add_argument("--limit", type=int, help="replay only the first N recorded requests")
+    parser.add_argument("--section", help="write the rows into this section of result.json (default: by the run)")
     args = parser.parse_args()
 
     if args.record or not REQUESTS.exists():
@@ -265,6 +266,11 @@ def main() -> None:
         "parallel4": (portable, ServerSettings(parallel=4)),
         "ngram": (portable, ServerSettings(speculative="ngram-simple", draft_max=16)),
         "no-repack": (portable, ServerSettings(repack=False)),
+        # n-gram drafts on the layout repack: auto picks where prompt evaluation is the faster one
+        # (a draft is checked like a short prompt).
+        "no-repack-ngram": (portable, ServerSettings(repack=False, speculative="ngram-simple", draft_max=16)),
+        "no-repack-ngram-mod": (portable, ServerSettings(repack=False, speculative="ngram-mod", draft_max=16)),
+        "no-repack-ngram-map-k": (portable, ServerSettings(repack=False, speculative="ngram-map-k", draft_max=16)),
     }
     if args.base_binary:
         settings["installed"] = (installed, ServerSettings())
@@ -297,7 +303,9 @@ def main() -> None:
     names = AGAINST_PORTABLE if args.base_binary else {}
     against = "vs_portable" if args.base_binary else "vs_baseline"
     rows = [row(o, results[0], names.get(o.name, o.name), against) for o in results]
-    section = f"first_{args.limit}_requests" if args.limit else "against_portable" if args.base_binary else None
+    section = args.section or (
+        f"first_{args.limit}_requests" if args.limit else "against_portable" if args.base_binary else None
+    )
     write_result(section, rows, len(requests), started)
 
 
