@@ -70,17 +70,33 @@ def decisions(name: str, cases: list[dict], preds: list, cutoffs: dict, bands: d
     return out
 
 
+def totals(rows: dict) -> dict:
+    """The decisions compared over every judge: how many, how many the same, and the share."""
+    n = sum(r["n"] for r in rows.values())
+    same = sum(r["same"] for r in rows.values())
+    return {"n_total": n, "same_total": same, "agreement_total": same / n if n else None}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", default=[], help="KEY=VALUE of the changed settings (repeatable)")
     ap.add_argument("--cases", default="hand,reporting")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--add-totals", metavar="FILE", help="add the totals over the judges to a written result; no model")
     args = ap.parse_args()
+    if args.add_totals:
+        path = Path(args.add_totals)
+        result = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps({**result, **totals(result["rows"])}, indent=1))
+        return
     progress.set_enabled(True)
     changed = dict(kv.split("=", 1) for kv in args.set or ["repack=false"])
     changed = {k: _value(v) for k, v in changed.items()}
     cases = [c for part in args.cases.split(",") for c in load_cases(CASES[part])]
-    before_cfg, after_cfg = LLMConfig(provider="local"), LLMConfig(provider="local", **changed)
+    # The baseline is the layout the shipped calibration was fitted under (repacked weights), not
+    # the machine's probed default (``repack: auto``).
+    before_cfg = LLMConfig(provider="local", repack=True)
+    after_cfg = LLMConfig(provider="local", **{"repack": True, **changed})
     before, _, identity, scored = predict(cases, before_cfg, cache_root(), None, list(OWN))
     after, usage, identity_after, _ = predict(cases, after_cfg, cache_root(), None, list(OWN))
     cut_table, _ = cutoffs_for(identity, scored, {})
@@ -120,7 +136,7 @@ def main() -> None:
             + (f"; moved: {', '.join(f'{k} {v}' for k, v in sorted(r['moves'].items()))}" if r["moves"] else "")
         )
     if args.json:
-        Path(args.json).write_text(json.dumps({"changed": changed, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"changed": changed, "rows": rows, **totals(rows)}, indent=1))
 
 
 if __name__ == "__main__":

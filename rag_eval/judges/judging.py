@@ -101,11 +101,20 @@ class JudgeRun:
         return None
 
     async def run(
-        self, name: str, q: Question, prompt: str, answer: str, contexts: list[str], *, explain: bool = False
+        self,
+        name: str,
+        q: Question,
+        prompt: str,
+        answer: str,
+        contexts: list[str],
+        *,
+        explain: bool = False,
+        reasons: bool = False,
     ) -> Judgement:
         """The judgement: reused when every input is unchanged, shared across prompts when it does
         not depend on the answer, else made now; emitted once for this (question, prompt).
-        ``explain``: made again with its reasons (the verdict requests come from the response cache)."""
+        ``explain``: made again with its reasons (the verdict requests come from the response cache).
+        ``reasons``: asked with its reasons at once (the answer will be shown), not deferred."""
         spec = JUDGES[name]
         values = {"question": q.question, "answer": answer, "contexts": contexts, "reference": q.reference}
         inputs = {k: values[k] for k in spec.needs}
@@ -134,8 +143,8 @@ class JudgeRun:
             decided()
             return old
         make = self.make(name, q, prompt, answer, contexts)
-        deferred = spec.family == "scored" and spec.criterion is None and not REASONS_WANTED.get()
-        if spec.criterion is not None:
+        deferred = spec.family == "scored" and spec.criterion is None and not REASONS_WANTED.get() and not reasons
+        if spec.criterion is not None or reasons:
             make = with_reasons(make)  # a user's criterion keeps its reason: its request asks for it anyway
         if explain:
             result = (await make()).model_copy(update={"input_hash": key})
@@ -174,9 +183,37 @@ def with_reasons(make):
     return made
 
 
+def deferrable(name: str) -> bool:
+    """Whether the judge's reasons may be asked later, only for the answers a reader is shown."""
+    spec = JUDGES[name]
+    return spec.family == "scored" and spec.criterion is None
+
+
+def shows(j: Judgement, q: Question, threshold: float) -> bool:
+    """Whether this verdict alone puts its answer among those a reader is shown (the report lists
+    it with its reasons): an uncertain decision, or one that makes the outcome a failure (a needless
+    or a missing refusal, an incorrect answer, a faithfulness share under the threshold)."""
+    if j.status == "uncertain":
+        return True
+    if j.status != "judged":
+        return False
+    spec = JUDGES[j.judge]
+    if spec.role == "refusal":
+        return (j.verdict == "refused") == q.answerable
+    if spec.labels and j.verdict is not None:
+        return j.verdict != spec.labels[0]
+    return spec.role == "faithfulness" and j.score is not None and j.score < threshold
+
+
 async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
     """Every configured judge's verdict on one answer; refusal first, since a refusal makes no
-    claim for the faithfulness judges to check."""
+    claim for the faithfulness judges to check.
+
+    Where reasons are deferred, the own judges ask one after another, those without the contexts
+    first: once a verdict shows that a reader will be shown this answer (``shows``), it is asked
+    again with its reasons at once (its prompt still in the server's cache) and the judges after it
+    ask with theirs, so a shown answer's reasons are not asked in a second pass. Which requests are
+    sent depends only on this answer's verdicts, so a rerun sends the same ones (cached)."""
     metrics = jr.jc.metrics
     qid, prompt = q.id, gen.prompt
     answer = gen.answer
@@ -189,20 +226,41 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[st
 
     out: list[Judgement] = []
     refused = None
+    threshold = jr.jc.faithfulness_threshold
+    lazy = not REASONS_WANTED.get()
+    shown = False
+
+    async def in_turn(name: str) -> Judgement:
+        nonlocal shown
+        j = await jr.run(name, q, prompt, answer, contexts, reasons=shown)
+        if lazy and not shown and shows(j, q, threshold):
+            shown = True
+            if j.typed_details.reasons_deferred:
+                j = await jr.run(name, q, prompt, answer, contexts, explain=True, reasons=True)
+        return j
+
     first = decider("refusal", metrics)
     if first is not None:
-        r = await jr.run(first, q, prompt, answer, contexts)
+        r = await in_turn(first)
         out.append(r)
         refused = r.verdict == JUDGES[first].positive if r.status == "judged" else None
-    tasks = []
+    tasks, own = [], []
     for name in (n for n in JUDGES if n in metrics and n != first):
         not_applied = JUDGES[name].applies(q.answerable, bool(q.reference), refused)
         if not_applied:
             out.append(jr.skip(name, qid, prompt, not_applied))
+        elif lazy and deferrable(name):
+            own.append(name)
         else:
             tasks.append(jr.run(name, q, prompt, answer, contexts))
-    out += await asyncio.gather(*tasks)
-    return out
+    own.sort(key=lambda n: "contexts" in JUDGES[n].needs)  # stable: registry order within each group
+
+    async def own_in_turn() -> list[Judgement]:
+        return [await in_turn(name) for name in own]
+
+    others, mine = await asyncio.gather(asyncio.gather(*tasks), own_in_turn())
+    order = {n: i for i, n in enumerate(JUDGES)}
+    return sorted([*out, *others, *mine], key=lambda j: order.get(j.judge, len(order)))
 
 
 async def judge_all(

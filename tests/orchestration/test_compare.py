@@ -103,9 +103,11 @@ def test_compare_after_an_audit_costs_only_the_new_prompts_calls(small_project, 
     for_a = [b for b in new if b not in for_b]
     # b's 4 answers, the refusal judge on each, correctness on the 2 with a reference; faithfulness is
     # skipped for refusals, and context precision and recall (the same request for both prompts) are cached;
-    # b's answers all decline, so the report shows them: each decision asked again with its reason, and
-    # its quoted reason one short request more, two for correctness.
-    assert len(for_b) == 4 + (4 + 2) + (4 + 2) + (4 + 2 * 2)
+    # b's answers all decline, so the report shows them: each refusal decision asked again with its
+    # reason (q1-q3's at once, a needless refusal showing its answer; q4's, a right refusal, at the
+    # end, since a's answer to q4 is shown), correctness (q1, q2) after a needless refusal asked with
+    # its reason from the start, and each quoted reason one short request more, two for correctness.
+    assert len(for_b) == 4 + (4 + 4) + 2 + (4 + 2 * 2)
     # a's answers to the questions b failed are shown beside b's (the prompts disagree on them): the
     # audit left their own verdicts without reasons, so only those reasons are asked now.
     # q1-q3 (q4 failed in the audit already and has its reasons): refusal, supported and correctness
