@@ -170,7 +170,9 @@ class RayModelTransport(httpx.AsyncBaseTransport):
     """Sends each request to a free model-server actor (started on the first request)."""
 
     def __init__(self, engine: EngineConfig, llm: LLMConfig):
-        self.engine, self.llm = engine, llm
+        # repack: auto resolved here, as the cache identity was: a worker never probes its own node.
+        self.engine = engine
+        self.llm = llm.model_copy(update={"repack": ServerSettings.from_config(llm.model_dump()).repack})
         self.actors: list = []
         self.idle: asyncio.Queue | None = None
 

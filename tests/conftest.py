@@ -63,6 +63,9 @@ SMALL_QUESTIONS = [
 def _quiet_and_isolated(tmp_path_factory, monkeypatch):
     progress.set_enabled(False)
     monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+    # repack: auto resolved to the layout the tests' expectations were written under, without
+    # probing (tests/llm/test_weight_layout.py lifts it).
+    monkeypatch.setenv("RAG_EVAL_REPACK", "1")
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

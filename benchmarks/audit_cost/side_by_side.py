@@ -230,7 +230,7 @@ def side_by_side(
         "ratio_calls": round(
             mean(x["calls"] for x in runs["current"]) / max(1, mean(x["calls"] for x in runs["base"])), 2
         ),
-        "figures_differ": {k: v for k, v in diff.items() if v},
+        "figures_differ": diff,  # every part, an empty list where nothing differs
         "verdicts_compared": len(seen["base"]["verdicts"]),
     }
     print(json.dumps({k: v for k, v in section.items() if k != "arms"}, indent=1))

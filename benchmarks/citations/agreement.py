@@ -112,7 +112,7 @@ async def judge_all(
     model's P at 0.5 with the default band, as before the blend (``fit_blend.py``); else with the
     shipped calibration of the ``citations`` judge, as an audit decides."""
     session = LLMSession(cache_root(), use_cache=use_cache)
-    llm = session.llm(LLMConfig(provider="local", threads=threads), "the citations study")
+    llm = session.llm(LLMConfig(provider="local", repack=True, threads=threads), "the citations study")
     scored = ScoredJudges.load(llm, None)
     scored.citation_band = DEFAULT_BAND
     if not model_alone:

@@ -57,7 +57,7 @@ async def p_every_passage(questions: list[tuple[str, str, list[str]]]) -> list[f
     """The model's P(yes) of each (question, sentence, passages): is the sentence supported by every
     given passage together? The judge's own request (its prompt, through the response cache)."""
     session = LLMSession(cache_root(), use_cache=True)
-    llm = session.llm(LLMConfig(provider="local", threads=2), "the citations calibration")
+    llm = session.llm(LLMConfig(provider="local", repack=True, threads=2), "the citations calibration")
     scored = ScoredJudges.load(llm, None)
     out = []
     try:
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.save:
         session = LLMSession(cache_root(), use_cache=True)
-        llm = session.llm(LLMConfig(provider="local"), "the citations calibration")
+        llm = session.llm(LLMConfig(provider="local", repack=True), "the citations calibration")
         scored = ScoredJudges.load(llm, None)
         path = Path(str(files("rag_eval.calibration").joinpath(SHIPPED)))
         saved = save(llm.identity, "citations", scored.prompt_hash("citations"), entry, path)

@@ -105,7 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     progress.set_enabled(True)
     judges = ["refusal", "correctness", "faithfulness_yesno"] + (["faithfulness"] if args.ragas else [])
-    llm = LLMConfig(provider="local")
+    llm = LLMConfig(provider="local", repack=True)
     threshold = 0.5
 
     tune = halueval_cases(HALUEVAL, *span(args.tune))

@@ -68,7 +68,7 @@ def _share(k: int, n: int) -> str:
 async def judge_rows(rows: list[dict], mode: str) -> tuple[dict, list[dict], str]:
     """Every judgement the benchmark reads: per answer (faithfulness) and per question (contexts)."""
     session = LLMSession(cache_root())
-    cfg = LLMConfig(provider="local")
+    cfg = LLMConfig(provider="local", repack=True)
     llm = session.llm(cfg, "ragas agreement")
     scored = ScoredJudges.load(llm, None)
     scored.cutoffs, scored.calibrated = cutoffs_for(llm.identity, scored, {})

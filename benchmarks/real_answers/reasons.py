@@ -193,7 +193,7 @@ async def judge_cases(cases: list[dict], budget_s: float, out: Path) -> dict:
     stats: dict = {}
     _timed_chat(stats)
     session = LLMSession(Path(os.environ["RAG_EVAL_CACHE_DIR"]))
-    llm = session.llm(LLMConfig(provider="local"), "benchmarks/real_answers/reasons.py")
+    llm = session.llm(LLMConfig(provider="local", repack=True), "benchmarks/real_answers/reasons.py")
     records, started, result = [], time.perf_counter(), {}
     try:
         scored = ScoredJudges.load(llm, None)

@@ -56,6 +56,7 @@ async def replay(cache: Path, requests: list[dict], store: bool, binary: Path | 
     session = LLMSession(cache)
     cfg = LLMConfig(
         provider="local",
+        repack=True,  # the layout of the recorded runs (repack: auto may pick another here)
         prefix_store=store,
         timeout_s=3600,
         max_retries=0,

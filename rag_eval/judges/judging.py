@@ -159,8 +159,8 @@ class JudgeRun:
             result = (await make()).model_copy(update={"input_hash": key})
         if self.bands:
             result = mark(result, self.bands, self.jc.faithfulness_threshold)
-        if deferred:
-            result.details["reasons_deferred"] = True
+        if deferred:  # a copy: an answer-independent twin's details are shared with other prompts
+            result = result.model_copy(update={"details": {**result.details, "reasons_deferred": True}})
         self.emit(result, counted=not explain)  # a verdict asked again is no new decision
         return result
 
@@ -183,26 +183,35 @@ def with_reasons(make):
     return made
 
 
-def deferrable(name: str) -> bool:
-    """Whether the judge's reasons may be asked later, only for the answers a reader is shown."""
+def in_turn_judge(name: str) -> bool:
+    """Whether the judge asks in the answer's turn of own judges: its reasons may be asked later,
+    only for the answers a reader is shown, and it judges this answer (an answer-independent one
+    is shared by every prompt's answer, so what it asks must not depend on one answer's verdicts)."""
     spec = JUDGES[name]
-    return spec.family == "scored" and spec.criterion is None
+    return spec.family == "scored" and spec.criterion is None and not spec.answer_independent
 
 
-def shows(j: Judgement, q: Question, threshold: float) -> bool:
+def shows(j: Judgement, q: Question, jc) -> bool:
     """Whether this verdict alone puts its answer among those a reader is shown (the report lists
     it with its reasons): an uncertain decision, or one that makes the outcome a failure (a needless
-    or a missing refusal, an incorrect answer, a faithfulness share under the threshold)."""
+    or a missing refusal, an incorrect or miscited answer, the deciding faithfulness judge's share
+    under the threshold). Where it says no, the answer may still be shown for another reason; its
+    reasons are then asked after every verdict is in (``explain_shown``)."""
     if j.status == "uncertain":
         return True
     if j.status != "judged":
         return False
     spec = JUDGES[j.judge]
     if spec.role == "refusal":
-        return (j.verdict == "refused") == q.answerable
-    if spec.labels and j.verdict is not None:
+        return (j.verdict == spec.positive) == q.answerable
+    if spec.role in ("correctness", "citations") and spec.labels and j.verdict is not None:
         return j.verdict != spec.labels[0]
-    return spec.role == "faithfulness" and j.score is not None and j.score < threshold
+    return (
+        spec.role == "faithfulness"
+        and jc.deciding("faithfulness") == j.judge
+        and j.score is not None
+        and j.score < jc.faithfulness_threshold
+    )
 
 
 async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[str]) -> list[Judgement]:
@@ -226,17 +235,18 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[st
 
     out: list[Judgement] = []
     refused = None
-    threshold = jr.jc.faithfulness_threshold
     lazy = not REASONS_WANTED.get()
     shown = False
 
     async def in_turn(name: str) -> Judgement:
         nonlocal shown
-        j = await jr.run(name, q, prompt, answer, contexts, reasons=shown)
-        if lazy and not shown and shows(j, q, threshold):
+        j = await jr.run(name, q, prompt, answer, contexts, reasons=shown and in_turn_judge(name))
+        if lazy and not shown and shows(j, q, jr.jc):
             shown = True
-            if j.typed_details.reasons_deferred:
-                j = await jr.run(name, q, prompt, answer, contexts, explain=True, reasons=True)
+            if j.typed_details.reasons_deferred and in_turn_judge(name):
+                explained = await jr.run(name, q, prompt, answer, contexts, explain=True, reasons=True)
+                # A failed second request leaves the verdict as it was (explain_shown tries again).
+                j = explained if explained.status in ("judged", "uncertain") else j
         return j
 
     first = decider("refusal", metrics)
@@ -249,7 +259,7 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[st
         not_applied = JUDGES[name].applies(q.answerable, bool(q.reference), refused)
         if not_applied:
             out.append(jr.skip(name, qid, prompt, not_applied))
-        elif lazy and deferrable(name):
+        elif lazy and in_turn_judge(name):
             own.append(name)
         else:
             tasks.append(jr.run(name, q, prompt, answer, contexts))

@@ -313,8 +313,13 @@ class ServerSettings:
 
 
 def probed_repack(values: dict) -> bool:
-    """``repack: auto`` of an LLM config's fields resolved for this machine, server build and model."""
+    """``repack: auto`` of an LLM config's fields resolved for this machine, server build and model
+    (``RAG_EVAL_REPACK=1`` or ``0``: that, without probing)."""
     from rag_eval.llm.weight_layout import repack_for  # noqa: PLC0415 (it starts llama-bench only once)
+
+    pinned = os.environ.get("RAG_EVAL_REPACK", "").strip().lower()
+    if pinned in ("1", "true", "0", "false"):
+        return pinned in ("1", "true")
 
     binary = Path(values["server_binary"]) if values.get("server_binary") else server_binary()
     model_path = Path(values["model_path"]).expanduser() if values.get("model_path") else None

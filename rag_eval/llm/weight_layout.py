@@ -8,8 +8,9 @@ the two were the same within noise. So ``llm.repack: auto`` (the default) measur
 once with llama-bench, in interleaved rounds, and keeps the one an audit's mix of tokens runs
 faster with (``AUDIT_MIX``); repacking stays unless not repacking is clearly faster
 (``MARGIN``). The result is kept beside the assembled model (``model_dir()``), keyed by the server
-build, the model and the threads, so that every later run (and its response-cache identity) gets
-the same answer without probing again.
+build and the model, so that every later run (and its response-cache identity) gets the same
+answer without probing again. ``RAG_EVAL_REPACK`` (1 or 0) resolves ``auto`` without probing (the
+test suite pins 1, the layout its expectations were written under).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ MARGIN = 0.95
 ROUNDS = 2  # interleaved rounds of both layouts (four llama-bench runs of about 4 s each on 2 cores)
 PROMPT_TOKENS, GENERATED_TOKENS = 256, 32
 FILE = "weight-layout.json"
+BENCH_TIMEOUT_S = 120  # one llama-bench run; about 4 s for the embedded model on 2 cores
 
 
 @dataclass(frozen=True)
@@ -85,15 +87,15 @@ def bench(bench_binary: Path, model: Path, threads: int) -> LayoutProbe:
         for layout in ("repack", "no_repack") if r % 2 == 0 else ("no_repack", "repack"):
             cmd = [str(bench_binary), "-m", str(model), "-t", str(threads), "-r", "1", "-o", "jsonl"]
             cmd += ["-p", str(PROMPT_TOKENS), "-n", str(GENERATED_TOKENS), "--repack", str(int(layout == "repack"))]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BENCH_TIMEOUT_S, check=True)
             for line in proc.stdout.splitlines():
                 test = json.loads(line)
                 (pp if test["n_prompt"] else tg)[layout].append(float(test["avg_ts"]))
     return choose(pp, tg)
 
 
-def _key(build: str, model: str, threads: int) -> str:
-    return f"{build}|{model}|t{threads}"
+def _key(build: str, model: str) -> str:
+    return f"{build}|{model}"
 
 
 def _read(path: Path) -> dict:
@@ -104,40 +106,68 @@ def _read(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _keep(path: Path, key: str, probe: LayoutProbe) -> None:
+    table = _read(path)
+    table[key] = probe.to_dict()
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 @functools.cache
 def repack_for(server: Path, build: str, model_id: str, model_path: Path | None, threads: int, folder: Path) -> bool:
-    """Whether to repack the weights with this server build, model and thread count: the kept
-    probe's choice, else probed now (once per machine: llama-bench beside ``server``) and kept in
-    ``folder``. Without llama-bench, or when it fails, llama-server's own default (repack)."""
+    """Whether to repack the weights with this server build and model: the kept probe's choice,
+    else probed now with ``threads`` (once per machine: llama-bench beside ``server``) and kept in
+    ``folder``. The thread count is not part of the key, so that changing ``llm.threads`` keeps the
+    layout (and the response cache's identity). Without llama-bench, where it fails (not kept: the
+    next run tries again) or where ``folder`` cannot be written, llama-server's own default (repack)."""
     path = folder / FILE
-    key = _key(build, model_id, threads)
+    key = _key(build, model_id)
     if (kept := _read(path).get(key)) is not None:
         return bool(kept.get("repack", True))
     bench_binary = server.resolve().parent / "llama-bench"
     if not bench_binary.is_file():
+        say(f"weight layout: repacked (llama-server's default): no llama-bench beside {server} to probe the other")
         return True
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / (FILE + ".lock")).open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process probing now: wait for its answer
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = (folder / (FILE + ".lock")).open("w")
+    except OSError as exc:
+        say(
+            f"weight layout: repacked (llama-server's default): cannot keep a probe in {folder} ({exc.strerror or exc})"
+        )
+        return True
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("weight layout: waiting for another rag-eval process that is probing it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
         if (kept := _read(path).get(key)) is not None:
             return bool(kept.get("repack", True))
         if model_path is None:
             from rag_eval.llm.local import default_model_path  # noqa: PLC0415 (assembles the model once)
 
             model_path = default_model_path()
-        say("probing whether this machine runs the model faster with its weights repacked (once, about 20 s)")
+        say(
+            "weight layout: probing whether this machine runs the model faster with its weights repacked (once, about 15 s on 2 cores)"
+        )
         started = time.monotonic()
         try:
             probe = bench(bench_binary, model_path, threads)
         except (OSError, subprocess.SubprocessError, ValueError, KeyError, ZeroDivisionError) as exc:
-            probe = LayoutProbe(repack=True, why=f"llama-bench failed ({exc}); llama-server's default kept")
+            detail = (getattr(exc, "stderr", None) or "").strip().splitlines()[-1:] or [str(exc)]
+            say(
+                f"weight layout: repacked (llama-server's default): llama-bench failed ({detail[0][:200]}); probed again next run"
+            )
+            return True
+        try:
+            _keep(path, key, probe)
+            where = f"kept in {path}"
+        except OSError as exc:
+            where = f"not kept ({exc.strerror or exc}): probed again next run"
         say(
             f"weight layout: {'repacked' if probe.repack else 'not repacked (--no-repack)'}: {probe.why}; "
-            f"probed in {time.monotonic() - started:.0f} s, kept in {path} (llm.repack: true or false overrides)"
+            f"probed in {time.monotonic() - started:.0f} s, {where} (llm.repack: true or false overrides)"
         )
-        table = _read(path)
-        table[key] = probe.to_dict()
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
     return probe.repack

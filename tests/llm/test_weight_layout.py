@@ -75,17 +75,20 @@ def test_the_probe_runs_once_interleaved_and_is_kept(tmp_path):
     # Two rounds, the order alternating: repack, no repack, no repack, repack.
     assert [r.split("--repack ")[1] for r in runs] == ["1", "0", "0", "1"]
     assert all("-t 2" in r and "-p 256" in r and "-n 32" in r for r in runs)
-    entry = json.loads((kept / weight_layout.FILE).read_text())["build-a|model-a|t2"]
+    entry = json.loads((kept / weight_layout.FILE).read_text())["build-a|model-a"]
     assert entry["repack"] is False and entry["prompt_tps"] == {"repack": 101.0, "no_repack": 152.4}
     # Kept: asked again (also after the in-process memo is gone), llama-bench is not run again.
     repack_for.cache_clear()
     assert repack_for(server, "build-a", "model-a", tmp_path / "m.gguf", 2, kept) is False
     assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
-    # Another build, model or thread count is probed for itself and kept beside the first.
+    # Another thread count keeps the layout (and the cache identity): the key is the build and model.
+    assert repack_for(server, "build-a", "model-a", tmp_path / "m.gguf", 1, kept) is False
+    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
+    # Another build or model is probed for itself and kept beside the first.
     other = _fake_bench(tmp_path / "bin2", AVX2)
     assert repack_for(other, "build-b", "model-a", tmp_path / "m.gguf", 2, kept) is True
     table = json.loads((kept / weight_layout.FILE).read_text())
-    assert set(table) == {"build-a|model-a|t2", "build-b|model-a|t2"}
+    assert set(table) == {"build-a|model-a", "build-b|model-a"}
 
 
 def test_a_second_process_reads_the_kept_choice(tmp_path):
@@ -110,15 +113,23 @@ def test_without_llama_bench_or_when_it_fails_the_servers_default_stays(tmp_path
     repack_for.cache_clear()
     assert repack_for(server, "b", "m", None, 2, tmp_path / "k") is True
     assert not (tmp_path / "k" / weight_layout.FILE).exists()
+    # A failing llama-bench: the default, and nothing kept, so that the next run tries again.
     broken = _fake_bench(tmp_path / "broken", AVX512)
-    (broken.parent / "llama-bench").write_text("#!/bin/sh\nexit 3\n")
+    (broken.parent / "llama-bench").write_text("#!/bin/sh\necho 'model failed to load' >&2; exit 3\n")
     assert repack_for(broken, "b", "m", tmp_path / "m.gguf", 2, tmp_path / "k") is True
-    entry = json.loads((tmp_path / "k" / weight_layout.FILE).read_text())["b|m|t2"]
-    assert entry["repack"] is True and "llama-bench failed" in entry["why"]
+    assert "b|m" not in weight_layout._read(tmp_path / "k" / weight_layout.FILE)
+    healed = _fake_bench(tmp_path / "broken", AVX512)
+    repack_for.cache_clear()
+    assert repack_for(healed, "b", "m", tmp_path / "m.gguf", 2, tmp_path / "k") is False
+    # A folder that cannot be written: the default, without probing.
+    (tmp_path / "file").write_text("")
+    assert repack_for(healed, "c", "m", tmp_path / "m.gguf", 2, tmp_path / "file" / "k") is True
+    assert len((tmp_path / "broken" / "runs.log").read_text().splitlines()) == 4
 
 
 def test_auto_is_resolved_in_the_settings_and_the_cache_identity(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_EVAL_MODEL_DIR", str(tmp_path / "models"))
+    monkeypatch.delenv("RAG_EVAL_REPACK")
     server = _fake_bench(tmp_path / "bin", AVX512)
     repack_for.cache_clear()
     cfg = LLMConfig(provider="local", server_binary=str(server), model_path=str(tmp_path / "m.gguf"))
@@ -130,5 +141,30 @@ def test_auto_is_resolved_in_the_settings_and_the_cache_identity(tmp_path, monke
     assert auto.endswith("repack=0")
     assert auto == LLMSession.identity(cfg.model_copy(update={"repack": False}))
     assert LLMSession.identity(cfg.model_copy(update={"repack": True})).endswith("repack=1")
+    assert auto == LLMSession.identity(cfg.model_copy(update={"threads": 1}))
     # The config's own true or false is never probed.
     assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
+    # RAG_EVAL_REPACK resolves auto without probing (the test suite pins 1).
+    repack_for.cache_clear()
+    monkeypatch.setenv("RAG_EVAL_REPACK", "1")
+    assert LLMSession.identity(cfg).endswith("repack=1")
+    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
+
+
+def test_the_real_llama_bench_measures_both_layouts(tmp_path):
+    """The probe with the installed llama-bench and the embedded model: both layouts measured and
+    the choice the one ``choose`` makes of the kept speeds."""
+    from rag_eval.llm.local import default_model_path, server_binary
+
+    server = server_binary()
+    if not (server.resolve().parent / "llama-bench").is_file():
+        pytest.skip("llama-bench is not installed beside llama-server")
+    repack_for.cache_clear()
+    chosen = repack_for(server, "real", "model", default_model_path(), 2, tmp_path)
+    entry = json.loads((tmp_path / weight_layout.FILE).read_text())["real|model"]
+    assert entry["repack"] is chosen
+    assert all(v > 1 for v in [*entry["prompt_tps"].values(), *entry["generation_tps"].values()])
+    again = choose(
+        {k: [v] for k, v in entry["prompt_tps"].items()}, {k: [v] for k, v in entry["generation_tps"].items()}
+    )
+    assert again.repack is chosen
