@@ -228,6 +228,16 @@ def demo(config: str, out: Path) -> None:
     write_section("demo", figures, command, started, out)
 
 
+def layout_of(models: Path) -> dict | None:
+    """The weight layout ``repack: auto`` chose in a model folder (its kept probe), if one was kept."""
+    try:
+        kept = json.loads((models / "weight-layout.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    entry = next(iter(kept.values()), None)
+    return {k: entry.get(k) for k in ("repack", "audit_time_ratio", "why")} if entry else None
+
+
 def make_demo(out: Path) -> None:
     """A new user's ``make setup`` and ``make demo`` in a fresh clone, then the audit again from
     another folder: the ``make_demo`` section."""
@@ -277,6 +287,8 @@ def make_demo(out: Path) -> None:
         "rerun_s": round(rerun_s),
         "rerun_calls": int(rerun["calls"]),
         "rerun_cache_answers": int(rerun["cache_hits"]),
+        # What the first run's probe of the weight layout chose in the new model folder.
+        "weight_layout": layout_of(work / "models"),
     }
     print(json.dumps(figures, indent=1))
     write_section("make_demo", figures, "python benchmarks/audit_cost/audit_cost.py --make-demo", started, out)
