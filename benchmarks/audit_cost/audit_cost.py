@@ -238,6 +238,32 @@ def layout_of(models: Path) -> dict | None:
     return {k: entry.get(k) for k in ("repack", "audit_time_ratio", "why")} if entry else None
 
 
+def probe_layout(times: int, threads: int) -> dict:
+    """``repack: auto``'s probe run ``times`` times in a row (nothing kept): each audit-time ratio
+    and choice, so that how near this machine sits to the margin shows."""
+    sys.path.insert(0, str(ROOT))
+    from rag_eval.llm import weight_layout  # noqa: PLC0415
+    from rag_eval.llm.local import default_model_path, server_binary  # noqa: PLC0415
+
+    bench = server_binary().resolve().parent / "llama-bench"
+    probes = [weight_layout.bench(bench, default_model_path(), threads) for _ in range(times)]
+    for p in probes:
+        print(p.why, "->", "repack" if p.repack else "no repack", flush=True)
+    return {
+        "threads": threads,
+        "prompt_tokens": weight_layout.PROMPT_TOKENS,
+        "generated_tokens": weight_layout.GENERATED_TOKENS,
+        "rounds": weight_layout.ROUNDS,
+        "margin": weight_layout.MARGIN,
+        "audit_mix": weight_layout.AUDIT_MIX,
+        "ratios": [p.audit_time_ratio for p in probes],
+        "ratio_min": min(p.audit_time_ratio or 1.0 for p in probes),
+        "ratio_max": max(p.audit_time_ratio or 1.0 for p in probes),
+        "chose_no_repack": sum(not p.repack for p in probes),
+        "probes": [p.to_dict() for p in probes],
+    }
+
+
 def make_demo(out: Path) -> None:
     """A new user's ``make setup`` and ``make demo`` in a fresh clone, then the audit again from
     another folder: the ``make_demo`` section."""
@@ -313,6 +339,12 @@ def main() -> None:
         help="--side-by-side: embeddings and BM25 indexes copied into each arm's empty cache (default: %(default)s)",
     )
     parser.add_argument("--bench-repack", action="store_true", help="llama-bench with --repack 1 and 0, interleaved")
+    parser.add_argument(
+        "--probe-layout",
+        type=int,
+        metavar="N",
+        help="repack: auto's probe (llama-bench) N times: how stable its choice is",
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="llama-bench threads")
     parser.add_argument("--out", type=Path, default=RESULT, help="the result file (default: %(default)s)")
     args = parser.parse_args()
@@ -330,6 +362,10 @@ def main() -> None:
         section = side_by_side.bench_repack(args.rounds, args.threads)
         command = f"python benchmarks/audit_cost/audit_cost.py --bench-repack --rounds {args.rounds}"
         side_by_side.write("repack", section, command, started, args.out)
+    elif args.probe_layout:
+        section = probe_layout(args.probe_layout, args.threads)
+        command = f"python benchmarks/audit_cost/audit_cost.py --probe-layout {args.probe_layout}"
+        side_by_side.write("layout_probe", section, command, started, args.out)
     elif args.make_demo:
         make_demo(args.out)
     else:

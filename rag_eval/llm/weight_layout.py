@@ -32,8 +32,8 @@ from rag_eval.progress import say
 AUDIT_MIX = 6.6
 # Not repacking must be this much faster for the audit's mix: within it, the build's default stays.
 MARGIN = 0.95
-ROUNDS = 2  # interleaved rounds of both layouts (four llama-bench runs of about 4 s each on 2 cores)
-PROMPT_TOKENS, GENERATED_TOKENS = 256, 32
+ROUNDS = 3  # interleaved rounds of both layouts (six llama-bench runs of about 5 s each on 2 cores)
+PROMPT_TOKENS, GENERATED_TOKENS = 512, 64
 FILE = "weight-layout.json"
 BENCH_TIMEOUT_S = 120  # one llama-bench run; about 4 s for the embedded model on 2 cores
 
@@ -150,7 +150,7 @@ def repack_for(server: Path, build: str, model_id: str, model_path: Path | None,
 
             model_path = default_model_path()
         say(
-            "weight layout: probing whether this machine runs the model faster with its weights repacked (once, about 15 s on 2 cores)"
+            "weight layout: probing whether this machine runs the model faster with its weights repacked (once, about 30 s on 2 cores)"
         )
         started = time.monotonic()
         try:

@@ -72,18 +72,18 @@ def test_the_probe_runs_once_interleaved_and_is_kept(tmp_path):
     repack_for.cache_clear()
     assert repack_for(server, "build-a", "model-a", tmp_path / "m.gguf", 2, kept) is False
     runs = (tmp_path / "bin" / "runs.log").read_text().splitlines()
-    # Two rounds, the order alternating: repack, no repack, no repack, repack.
-    assert [r.split("--repack ")[1] for r in runs] == ["1", "0", "0", "1"]
-    assert all("-t 2" in r and "-p 256" in r and "-n 32" in r for r in runs)
+    # Three rounds, the order alternating: repack first, then no repack first, then repack first.
+    assert [r.split("--repack ")[1] for r in runs] == ["1", "0", "0", "1", "1", "0"]
+    assert all("-t 2" in r and "-p 512" in r and "-n 64" in r for r in runs)
     entry = json.loads((kept / weight_layout.FILE).read_text())["build-a|model-a"]
     assert entry["repack"] is False and entry["prompt_tps"] == {"repack": 101.0, "no_repack": 152.4}
     # Kept: asked again (also after the in-process memo is gone), llama-bench is not run again.
     repack_for.cache_clear()
     assert repack_for(server, "build-a", "model-a", tmp_path / "m.gguf", 2, kept) is False
-    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
+    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 6
     # Another thread count keeps the layout (and the cache identity): the key is the build and model.
     assert repack_for(server, "build-a", "model-a", tmp_path / "m.gguf", 1, kept) is False
-    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
+    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 6
     # Another build or model is probed for itself and kept beside the first.
     other = _fake_bench(tmp_path / "bin2", AVX2)
     assert repack_for(other, "build-b", "model-a", tmp_path / "m.gguf", 2, kept) is True
@@ -103,7 +103,7 @@ def test_a_second_process_reads_the_kept_choice(tmp_path):
     ]
     assert [o.stdout.strip() for o in outs] == ["False", "False"]
     assert "weight layout: not repacked" in outs[0].stderr + outs[0].stdout
-    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4  # the second process probed nothing
+    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 6  # the second process probed nothing
 
 
 def test_without_llama_bench_or_when_it_fails_the_servers_default_stays(tmp_path):
@@ -124,7 +124,7 @@ def test_without_llama_bench_or_when_it_fails_the_servers_default_stays(tmp_path
     # A folder that cannot be written: the default, without probing.
     (tmp_path / "file").write_text("")
     assert repack_for(healed, "c", "m", tmp_path / "m.gguf", 2, tmp_path / "file" / "k") is True
-    assert len((tmp_path / "broken" / "runs.log").read_text().splitlines()) == 4
+    assert len((tmp_path / "broken" / "runs.log").read_text().splitlines()) == 6
 
 
 def test_auto_is_resolved_in_the_settings_and_the_cache_identity(tmp_path, monkeypatch):
@@ -143,12 +143,12 @@ def test_auto_is_resolved_in_the_settings_and_the_cache_identity(tmp_path, monke
     assert LLMSession.identity(cfg.model_copy(update={"repack": True})).endswith("repack=1")
     assert auto == LLMSession.identity(cfg.model_copy(update={"threads": 1}))
     # The config's own true or false is never probed.
-    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
+    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 6
     # RAG_EVAL_REPACK resolves auto without probing (the test suite pins 1).
     repack_for.cache_clear()
     monkeypatch.setenv("RAG_EVAL_REPACK", "1")
     assert LLMSession.identity(cfg).endswith("repack=1")
-    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 4
+    assert len((tmp_path / "bin" / "runs.log").read_text().splitlines()) == 6
 
 
 def test_the_real_llama_bench_measures_both_layouts(tmp_path):
