@@ -24,9 +24,11 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from rag_eval.errors import ConfigError, Problem
 from rag_eval.llm import cpu_probe
+from rag_eval.llm.weight_layout import repack_for
 from rag_eval.progress import say
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -292,9 +294,10 @@ class ServerSettings:
         """The settings of an LLM config's fields (``LLMConfig.model_dump()``); ``repack: auto`` is
         what this machine was probed to run faster (``weight_layout.repack_for``)."""
         fields = {f: values[f] for f in cls.__dataclass_fields__ if f in values}
-        if fields.get("repack") == "auto":
-            fields = {**fields, "repack": probed_repack(values)}
-        return cls(**fields)
+        repack = fields.pop("repack", True)
+        if repack == "auto":
+            repack = probed_repack(SimpleNamespace(**values))
+        return cls(**fields, repack=bool(repack))
 
     def args(self) -> list[str]:
         """The command-line options; each slot keeps the whole ``ctx_size`` (llama-server splits
@@ -312,21 +315,17 @@ class ServerSettings:
         return f"ctx={self.ctx_size}:fa={self.flash_attn}:np={self.parallel}:spec={spec}:repack={int(self.repack)}"
 
 
-def probed_repack(values: dict) -> bool:
+def probed_repack(values: SimpleNamespace) -> bool:
     """``repack: auto`` of an LLM config's fields resolved for this machine, server build and model
     (``RAG_EVAL_REPACK=1`` or ``0``: that, without probing)."""
-    from rag_eval.llm.weight_layout import repack_for  # noqa: PLC0415 (it starts llama-bench only once)
-
     pinned = os.environ.get("RAG_EVAL_REPACK", "").strip().lower()
     if pinned in ("1", "true", "0", "false"):
         return pinned in ("1", "true")
-
-    binary = Path(values["server_binary"]) if values.get("server_binary") else server_binary()
-    model_path = Path(values["model_path"]).expanduser() if values.get("model_path") else None
-    threads = values.get("threads") or os.cpu_count() or 2
-    return repack_for(
-        binary, server_fingerprint(binary), model_fingerprint(model_path), model_path, threads, model_dir()
-    )
+    binary = Path(values.server_binary) if getattr(values, "server_binary", None) else server_binary()
+    model_path = Path(values.model_path).expanduser() if getattr(values, "model_path", None) else None
+    threads = getattr(values, "threads", None) or os.cpu_count() or 2
+    build, model_id = server_fingerprint(binary), model_fingerprint(model_path)
+    return repack_for(binary, build, model_id, model_path, threads, model_dir(), default_model_path)
 
 
 class LocalServer:

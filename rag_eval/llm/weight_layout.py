@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,25 +59,50 @@ def audit_seconds(prompt_tps: float, generation_tps: float, mix: float = AUDIT_M
     return mix / prompt_tps + 1 / generation_tps
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One speed per layout, in tokens per second."""
+
+    repack: float
+    no_repack: float
+
+    @classmethod
+    def mean_of(cls, runs: dict[str, list[float]]) -> Pair:
+        return cls(**{layout: sum(v) / len(v) for layout, v in runs.items()})
+
+
 def choose(prompt_tps: dict[str, list[float]], generation_tps: dict[str, list[float]]) -> LayoutProbe:
     """The layout an audit runs faster with, from llama-bench's speeds per layout (``repack``,
     ``no_repack``): no repacking only where it takes at most ``MARGIN`` of repacking's time."""
-    pp = {k: sum(v) / len(v) for k, v in prompt_tps.items()}
-    tg = {k: sum(v) / len(v) for k, v in generation_tps.items()}
-    ratio = audit_seconds(pp["no_repack"], tg["no_repack"]) / audit_seconds(pp["repack"], tg["repack"])
+    pp, tg = Pair.mean_of(prompt_tps), Pair.mean_of(generation_tps)
+    ratio = audit_seconds(pp.no_repack, tg.no_repack) / audit_seconds(pp.repack, tg.repack)
     faster = ratio <= MARGIN
     why = (
-        f"without repacking an audit's tokens take {ratio:.2f}x the time (prompt {pp['no_repack'] / pp['repack']:.2f}x "
-        f"as fast, generation {tg['no_repack'] / tg['repack']:.2f}x)"
+        f"without repacking an audit's tokens take {ratio:.2f}x the time (prompt {pp.no_repack / pp.repack:.2f}x "
+        f"as fast, generation {tg.no_repack / tg.repack:.2f}x)"
     )
     return LayoutProbe(
         repack=not faster,
         why=why,
-        prompt_tps={k: round(v, 1) for k, v in pp.items()},
-        generation_tps={k: round(v, 1) for k, v in tg.items()},
+        prompt_tps={k: round(v, 1) for k, v in asdict(pp).items()},
+        generation_tps={k: round(v, 1) for k, v in asdict(tg).items()},
         audit_time_ratio=round(ratio, 3),
         probed=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
+
+
+@dataclass(frozen=True)
+class BenchLine:
+    """The fields read from one line of llama-bench's jsonl output."""
+
+    n_prompt: int
+    n_gen: int
+    avg_ts: float
+
+    @classmethod
+    def parse(cls, line: str) -> BenchLine:
+        test = json.loads(line)
+        return cls(**{f: test[f] for f in cls.__dataclass_fields__})
 
 
 def bench(bench_binary: Path, model: Path, threads: int) -> LayoutProbe:
@@ -89,13 +115,21 @@ def bench(bench_binary: Path, model: Path, threads: int) -> LayoutProbe:
             cmd += ["-p", str(PROMPT_TOKENS), "-n", str(GENERATED_TOKENS), "--repack", str(int(layout == "repack"))]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BENCH_TIMEOUT_S, check=True)
             for line in proc.stdout.splitlines():
-                test = json.loads(line)
-                (pp if test["n_prompt"] else tg)[layout].append(float(test["avg_ts"]))
+                test = BenchLine.parse(line)
+                (pp if test.n_prompt else tg)[layout].append(float(test.avg_ts))
     return choose(pp, tg)
 
 
 def _key(build: str, model: str) -> str:
     return f"{build}|{model}"
+
+
+def _kept(path: Path, key: str) -> bool | None:
+    """The kept choice for ``key`` in the file at ``path``, or None."""
+    entry = _read(path).get(key)
+    if not isinstance(entry, dict):
+        return None
+    return bool(LayoutProbe(**{f: v for f, v in entry.items() if f in LayoutProbe.__dataclass_fields__}).repack)
 
 
 def _read(path: Path) -> dict:
@@ -115,16 +149,24 @@ def _keep(path: Path, key: str, probe: LayoutProbe) -> None:
 
 
 @functools.cache
-def repack_for(server: Path, build: str, model_id: str, model_path: Path | None, threads: int, folder: Path) -> bool:
+def repack_for(
+    server: Path,
+    build: str,
+    model_id: str,
+    model_path: Path | None,
+    threads: int,
+    folder: Path,
+    assemble: Callable[[], Path] | None = None,
+) -> bool:
     """Whether to repack the weights with this server build and model: the kept probe's choice,
     else probed now with ``threads`` (once per machine: llama-bench beside ``server``) and kept in
-    ``folder``. The thread count is not part of the key, so that changing ``llm.threads`` keeps the
+    ``folder`` (``model_path`` None: the model ``assemble`` makes, only when a probe runs). The thread count is not part of the key, so that changing ``llm.threads`` keeps the
     layout (and the response cache's identity). Without llama-bench, where it fails (not kept: the
     next run tries again) or where ``folder`` cannot be written, llama-server's own default (repack)."""
     path = folder / FILE
     key = _key(build, model_id)
-    if (kept := _read(path).get(key)) is not None:
-        return bool(kept.get("repack", True))
+    if (kept := _kept(path, key)) is not None:
+        return kept
     bench_binary = server.resolve().parent / "llama-bench"
     if not bench_binary.is_file():
         say(f"weight layout: repacked (llama-server's default): no llama-bench beside {server} to probe the other")
@@ -143,12 +185,12 @@ def repack_for(server: Path, build: str, model_id: str, model_path: Path | None,
         except BlockingIOError:
             say("weight layout: waiting for another rag-eval process that is probing it")
             fcntl.flock(lock, fcntl.LOCK_EX)
-        if (kept := _read(path).get(key)) is not None:
-            return bool(kept.get("repack", True))
+        if (kept := _kept(path, key)) is not None:
+            return kept
         if model_path is None:
-            from rag_eval.llm.local import default_model_path  # noqa: PLC0415 (assembles the model once)
-
-            model_path = default_model_path()
+            if assemble is None:
+                return True
+            model_path = assemble()
         say(
             "weight layout: probing whether this machine runs the model faster with its weights repacked (once, about 30 s on 2 cores)"
         )
