@@ -220,7 +220,8 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[st
 
     Where reasons are deferred, the own judges ask one after another, those without the contexts
     first: once a verdict shows that a reader will be shown this answer (``shows``), it is asked
-    again with its reasons at once (its prompt still in the server's cache) and the judges after it
+    again with its reasons at once (soon after its verdict request; whether the server's prompt
+    cache still holds the prompt then is not measured request by request) and the judges after it
     ask with theirs, so a shown answer's reasons are not asked in a second pass. Which requests are
     sent depends only on this answer's verdicts, so a rerun sends the same ones (cached)."""
     metrics = jr.jc.metrics

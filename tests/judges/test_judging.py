@@ -378,3 +378,27 @@ def test_ragas_reasons_are_bounded_in_the_schema_sent_not_in_validation(small_pr
     assert bounded.__name__ == "ContextPrecisionOutput"
     assert bounded(reason="x" * 500, verdict=1).verdict == 1
     assert bounded_reasons(ContextPrecisionOutput, None) is ContextPrecisionOutput
+
+
+def test_a_failed_second_request_neither_changes_the_judges_after_it_nor_ends_green(small_project):
+    """q4's refusal ("answered" an unanswerable question) shows its answer, so its verdict is asked
+    again with its reason at once. Where that request fails (HTTP 500, retried, failing), the judges
+    after it still run on the verdict asked alone (q4 is not taken for a refusal), and the refusal
+    ends not_judged with the error, as a failed call always does: the run's default gate fails and a
+    rerun asks again, rather than the report showing a verdict whose reason could not be asked."""
+
+    def script(n, body):
+        text = json.dumps(body)
+        if judge_name(body) == "refusal" and body["max_tokens"] == 48 and "Who wrote the Python tutorial" in text:
+            return "500"
+        return "ok"
+
+    with ScriptedServer(script=script, reply=structured_reply) as s:
+        run_dir = run_audit(_config(small_project, s.base_url))
+        failed = [b for b in s.bodies if judge_name(b) == "refusal" and b["max_tokens"] == 48]
+    assert failed  # the second request was sent (and failed)
+    q4 = {j["judge"]: j for j in _records(run_dir, "judgements.jsonl") if j["question_id"] == "q4"}
+    assert q4["faithfulness_yesno"]["status"] == "judged"  # judged on the verdict asked alone
+    assert q4["refusal"]["status"] == "not_judged" and "500" in q4["refusal"]["error"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["generation"]["base"]["refusal_accuracy"]["n_not_judged"] == 1
