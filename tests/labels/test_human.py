@@ -311,7 +311,16 @@ def test_the_page_written_again_over_a_merged_draw_keeps_every_label_on_its_answ
     write_html(rows(["q1", "q2"]), page, {}, {})
     pick = """const el = document.querySelector('[name="correct-1"][value="yes"]');
       el.checked = true; el.dispatchEvent(new Event("change", {bubbles: true}));"""
-    _page_in_chromium(tmp_path, page, pick)
+    # Chromium writes localStorage to its profile after a delay, and a loaded CPU can end the
+    # headless run first (CI at 439fd74): the pick is made again until a fresh load reads it back.
+    probe = "document.body.dataset.stored = JSON.stringify(Object.assign({}, localStorage));"
+    for _ in range(3):
+        _page_in_chromium(tmp_path, page, pick)
+        stored = _page_in_chromium(tmp_path, page, probe).split('data-stored="', 1)[-1].split('"', 1)[0]
+        if "yes" in html_lib.unescape(stored):
+            break
+    else:
+        pytest.fail(f"the pick was never kept in the browser profile: {stored!r}")
     given = {("q1", "base"): {"correct": "no", "faithful": "yes", "refused": "", "note": "kept, as given"}}
     write_html(rows(["q0", "q1", "q2"]), page, {}, {}, given=given)
     assert "1 answers came labelled from the labels file" in page.read_text()
