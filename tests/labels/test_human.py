@@ -281,12 +281,22 @@ def _page_in_chromium(tmp_path, page, script):
         "--no-first-run",
         f"--user-data-dir={tmp_path / 'chromium'}",
     ]
-    return subprocess.run(
+    dom = subprocess.run(
         [browser, *flags, "--virtual-time-budget=3000", "--dump-dom", harness.as_uri()],
         capture_output=True,
         text=True,
         timeout=120,
     ).stdout
+    # Chromium's helper processes (its storage among them) can outlive the main one on a loaded
+    # CPU; the next load of the same profile must not start before they have written it and gone
+    # (CI at 439fd74 and 926a5ab lost a stored pick that way).
+    import time
+
+    for _ in range(100 if shutil.which("pgrep") else 0):
+        if subprocess.run(["pgrep", "-f", str(tmp_path / "chromium")], capture_output=True).returncode != 0:
+            break
+        time.sleep(0.1)
+    return dom
 
 
 SAVE = """HTMLAnchorElement.prototype.click = function () {};
@@ -311,16 +321,7 @@ def test_the_page_written_again_over_a_merged_draw_keeps_every_label_on_its_answ
     write_html(rows(["q1", "q2"]), page, {}, {})
     pick = """const el = document.querySelector('[name="correct-1"][value="yes"]');
       el.checked = true; el.dispatchEvent(new Event("change", {bubbles: true}));"""
-    # Chromium writes localStorage to its profile after a delay, and a loaded CPU can end the
-    # headless run first (CI at 439fd74): the pick is made again until a fresh load reads it back.
-    probe = "document.body.dataset.stored = JSON.stringify(Object.assign({}, localStorage));"
-    for _ in range(3):
-        _page_in_chromium(tmp_path, page, pick)
-        stored = _page_in_chromium(tmp_path, page, probe).split('data-stored="', 1)[-1].split('"', 1)[0]
-        if "yes" in html_lib.unescape(stored):
-            break
-    else:
-        pytest.fail(f"the pick was never kept in the browser profile: {stored!r}")
+    _page_in_chromium(tmp_path, page, pick)
     given = {("q1", "base"): {"correct": "no", "faithful": "yes", "refused": "", "note": "kept, as given"}}
     write_html(rows(["q0", "q1", "q2"]), page, {}, {}, given=given)
     assert "1 answers came labelled from the labels file" in page.read_text()
