@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -53,7 +54,7 @@ from rag_eval.cache_dirs import cache_root  # noqa: E402
 from rag_eval.calibration.adaptation import Decider, Item, adapt  # noqa: E402
 from rag_eval.calibration.criterion_evidence import criterion_features  # noqa: E402
 from rag_eval.config import load_config  # noqa: E402
-from rag_eval.judges.registry import JUDGES, Families, Inputs  # noqa: E402
+from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, set_criteria  # noqa: E402
 from rag_eval.judges.scored import ScoredJudges  # noqa: E402
 from rag_eval.judges.yesno import REASONS_WANTED  # noqa: E402
 from rag_eval.labels.active import OTHER_WEIGHT, decision_uncertainty, inclusion_probabilities, systematic_draw  # noqa: E402
@@ -86,6 +87,16 @@ FRESH2 = {"marshmallow": "fresh2"}
 FRESH2_FILES = (6, 7)
 FRESH2_PACKETS = DATA / "packets-criteria-fresh2.jsonl"
 CITATIONS = ROOT / "benchmarks" / "citations" / "data"
+# A third fresh part (added after the method v3 was fixed on every part above, all of which had been
+# looked at by then): the embedded model's answers with the citing prompt to the questions of six
+# corpora (new runs of benchmarks/citations/make_answers.sh) and the citations study's model answers
+# of three more (attrs, parse, xmltodict), no answer that only declines; labelled blind by three more
+# readers before any judge ran on them. Labels are drawn within it, figures on its other answers.
+FRESH3_CORPORA = ("python", "dotenv", "tinytag", "tenacity", "tabulate", "structlog")
+FRESH3_CITED = ("attrs", "parse", "xmltodict")
+FRESH3_FILES = (8, 9, 10)
+FRESH3_PACKETS = DATA / "packets-criteria-fresh3.jsonl"
+FRESH3_KEY = DATA / "packet-key-fresh3.json"
 CONFIG = DATA / "criteria.yaml"
 JUDGED = RESULTS / "judged.jsonl"
 # A method: the criteria as declared (a config) and the file its decisions are kept in. ``v1``: the
@@ -157,12 +168,44 @@ def packets_fresh2() -> None:
     _write_part(rows, 4849, FRESH2_PACKETS, FRESH2_FILES)
 
 
+def packets_fresh3(runs: Path) -> None:
+    """The third fresh part's blind packets (``FRESH3_*``): the model answers of the newest citing
+    run of each of ``FRESH3_CORPORA`` under ``runs`` and the citations study's model packets of
+    ``FRESH3_CITED``, rendered as the citations study's packets render them, without the answers
+    that only decline (``make_packets.declines``); one file per reader and the key."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "citations"))
+    import make_packets as mp
+
+    newest = mp.newest_runs([d for d in runs.iterdir() if d.is_dir()])
+    rows, key = [], {}
+    for name in FRESH3_CORPORA:
+        c = mp.Corpus(name, newest[name])
+        for i, g in enumerate(sorted(c.answers, key=lambda g: g["question_id"]), 1):
+            if g.get("error") or not g.get("answer") or mp.declines(g["answer"], c.given(g["contexts"])):
+                continue
+            pid = f"f3-{name[:3]}-{i:03d}"
+            p = mp.packet(c, g["question_id"], g["contexts"], g["answer"])
+            rows.append({"packet_id": pid, **{k: p[k] for k in ("question", "contexts", "answer")}})
+            key[pid] = f"{name}/{g['question_id']}"
+    cited = json.loads((CITATIONS / "packet-key.json").read_text())
+    for name in FRESH3_CITED:
+        for p in _jsonl(CITATIONS / f"packets-{name}.jsonl"):
+            k = cited[p["packet_id"]]
+            if k["kind"] != "model" or mp.declines(p["answer"], []):
+                continue
+            rows.append({k2: p[k2] for k2 in ("packet_id", "question", "contexts", "answer")})
+            key[p["packet_id"]] = f"{name}/{k['question_id']}"
+    FRESH3_KEY.write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
+    _write_part(rows, 4850, FRESH3_PACKETS, FRESH3_FILES)
+
+
 def packet_key() -> dict[str, str]:
-    """Each packet's corpus and question (``corpus/question id``): the real answers' and the
-    citations study's packets."""
+    """Each packet's corpus and question (``corpus/question id``): the real answers', the
+    citations study's and the third fresh part's packets."""
     key = json.loads((REAL / "packet-key.json").read_text())
     cited = json.loads((CITATIONS / "packet-key.json").read_text())
-    return {**key, **{pid: f"{k['corpus']}/{k['question_id']}" for pid, k in cited.items()}}
+    fresh3 = json.loads(FRESH3_KEY.read_text()) if FRESH3_KEY.exists() else {}
+    return {**key, **{pid: f"{k['corpus']}/{k['question_id']}" for pid, k in cited.items()}, **fresh3}
 
 
 def packets() -> None:
@@ -261,7 +304,9 @@ def judge(
     load_config(config)  # registers the criteria
     # The verdict alone: what an audit asks of a decision whose reason no reader is shown.
     REASONS_WANTED.set(False)
-    every = _jsonl({"fresh": FRESH_PACKETS, "fresh2": FRESH2_PACKETS}.get(fresh or "", PACKETS))
+    every = _jsonl(
+        {"fresh": FRESH_PACKETS, "fresh2": FRESH2_PACKETS, "fresh3": FRESH3_PACKETS}.get(fresh or "", PACKETS)
+    )
     key = packet_key()
     if corpora:
         every = [p for p in every if _corpus(p["packet_id"], key) in corpora]
@@ -298,7 +343,8 @@ def _item(r: dict, positive: bool | None = None) -> Item:
 def _features(judged: list[dict]) -> None:
     """Each decision's word features, from its packet and the inputs its criterion sees (what the
     criterion judge keeps in an audit)."""
-    packets = {p["packet_id"]: p for path in (PACKETS, FRESH_PACKETS, FRESH2_PACKETS) for p in _jsonl(path)}
+    paths = (PACKETS, FRESH_PACKETS, FRESH2_PACKETS, FRESH3_PACKETS)
+    packets = {p["packet_id"]: p for path in paths if path.exists() for p in _jsonl(path)}
     for r in judged:
         p = packets[r["packet_id"]]
         sees = required(JUDGES[r["criterion"]].criterion, "a criterion").sees
@@ -411,26 +457,37 @@ def _v2_check(truth_all: dict[str, dict[str, bool]]) -> dict:
     return out
 
 
-EVAL_PARTS = ("heldout", "fresh", "fresh2")  # where figures are measured; labels are drawn from the calibration part
+# Where figures are measured. Labels are drawn from the calibration part, except on the third fresh
+# part, where they are drawn from the part itself as a user labels their own answers (``within``),
+# the figures on its other answers; ``fresh3_cross`` measures it with the calibration part's labels.
+EVAL_PARTS = ("heldout", "fresh", "fresh2", "fresh3")
+WITHIN = ("fresh3",)
 
 
-def _figures_on(name: str, cal: list[dict], held: list[dict], truth: dict[str, bool], draws: int) -> list[dict]:
-    """One criterion's figures on ``held`` with 0, 10, 20 and 30 labels drawn from ``cal``."""
+def _figures_on(
+    name: str, cal: list[dict], held: list[dict], truth: dict[str, bool], draws: int, within: bool = False
+) -> list[dict]:
+    """One criterion's figures on ``held`` with 0, 10, 20 and 30 labels drawn from ``cal`` (from
+    ``held`` itself with ``within``, each draw measured on the answers it did not label)."""
     out = []
     for n in NS:
         for how in ("shipped",) if n == 0 else HOWS:
             counts, cutoffs, bands, at_cut, aucs, features = [], [], [], [], [], []
             for d in range(1 if n == 0 else draws):
-                chosen = draw(cal, n, seed=[48, n, d]) if n else set()
-                items = [_item(r, truth[r["packet_id"]]) for r in cal if r["packet_id"] in chosen]
+                source = held if within else cal
+                chosen = draw(source, n, seed=[48, n, d]) if n else set()
+                items = [_item(r, truth[r["packet_id"]]) for r in source if r["packet_id"] in chosen]
                 decider = adapt(SHIPPED, items, how, judge=name) if n else SHIPPED
-                counts.append(evaluate(decider, held, truth))
+                measured = [r for r in held if r["packet_id"] not in chosen]
+                counts.append(evaluate(decider, measured, truth))
                 # How the decided probability ranks the answers (the blend's, where labels chose a feature).
-                decided_p = [{**r, "p_pass": decider.probs(_item(r))[0]} for r in held]
+                decided_p = [{**r, "p_pass": decider.probs(_item(r))[0]} for r in measured]
                 aucs.append(_auc(decided_p, truth))
                 features.append((decider.notes or {}).get("feature") or "none")
                 # Every answer decided at the cut-off, no band: what the band buys.
-                at_cut.append(evaluate(decider.model_copy(update={"band": None}), held, truth)[0] / max(len(held), 1))
+                at_cut.append(
+                    evaluate(decider.model_copy(update={"band": None}), measured, truth)[0] / max(len(measured), 1)
+                )
                 cutoffs.append(decider.cutoff)
                 bands.append(decider.band)
             out.append(
@@ -456,26 +513,43 @@ def _figures_on(name: str, cal: list[dict], held: list[dict], truth: dict[str, b
     return out
 
 
+# Method v3's two changes (the new_names feature, the aim 0.85), undone by ``analyse --before-v3``
+# to measure the method as it stood before them on the same labels.
+BEFORE_V3_AIM = 0.90
+V3_FEATURES = ("new_names",)
+
+
 def analyse(
-    draws: int, method: str = "v1", model_alone: bool = False, eval_parts: tuple[str, ...] = EVAL_PARTS
+    draws: int,
+    method: str = "v1",
+    model_alone: bool = False,
+    eval_parts: tuple[str, ...] = EVAL_PARTS,
+    before_v3: bool = False,
 ) -> dict:
     """Per criterion, method and n: the figures of each evaluation part judged so far (see the
     module's docstring); the first run's held-out part keeps its keys (``at_20``, ``at_0``), the
     fresh part's are ``at_20_fresh`` and ``at_0_fresh``. ``model_alone``: the labels calibrate the
-    model's P(pass) alone (no word feature), as before the features existed."""
+    model's P(pass) alone (no word feature), as before the features existed; ``before_v3``: without
+    method v3's changes (``V3_FEATURES``, aim ``BEFORE_V3_AIM``)."""
     config, judged_file = METHODS[method]
     load_config(config)
     judged = _jsonl(judged_file)
     if not model_alone:
         _features(judged)
+    if before_v3:
+        set_criteria({n: dataclasses.replace(c, aim=BEFORE_V3_AIM) for n, c in criteria().items()})
+        for r in judged:
+            r["features"] = {k: v for k, v in (r.get("features") or {}).items() if k not in V3_FEATURES}
     info = judged_file.with_name(judged_file.stem + "-run.json")  # written when a judge run ends
     run = json.loads(info.read_text()) if info.exists() else {"model": None, "machine": None, "commit": None}
     key = packet_key()
     truth_all = labels()
     every_part = {**PARTS, **FRESH, **FRESH2}
+    fresh3 = set(json.loads(FRESH3_KEY.read_text())) if FRESH3_KEY.exists() else set()
     for r in judged:
         corpus = _corpus(r["packet_id"], key)
-        r.update(corpus=corpus, part=every_part[corpus], question=f"{corpus}/{key[r['packet_id']].split('/')[-1]}")
+        part = "fresh3" if r["packet_id"] in fresh3 else every_part[corpus]
+        r.update(corpus=corpus, part=part, question=f"{corpus}/{key[r['packet_id']].split('/')[-1]}")
     results, parts, measured, not_measured = [], {}, [], {}
     for name in CRITERIA:
         rows = [r for r in judged if r["criterion"] == name and r["p_pass"] is not None and r["packet_id"] in truth_all]
@@ -499,8 +573,14 @@ def analyse(
         measured.append(name)
         for part in evaluated:
             results += [
-                {**r, "part": part} for r in _figures_on(name, by_part["calibration"], by_part[part], truth, draws)
+                {**r, "part": part}
+                for r in _figures_on(name, by_part["calibration"], by_part[part], truth, draws, part in WITHIN)
             ]
+            if part in WITHIN:  # the same part with the calibration part's labels, for comparison
+                results += [
+                    {**r, "part": f"{part}_cross"}
+                    for r in _figures_on(name, by_part["calibration"], by_part[part], truth, draws)
+                ]
     for r in results:
         r["meets_target"] = (
             r["decided_accuracy"] is not None
@@ -515,17 +595,26 @@ def analyse(
         for name in CRITERIA
         if any(r["criterion"] == name and r["part"] == "fresh" for r in judged)
     }
+    # The third fresh part was judged in one run of its own, alone on the machine.
+    usage_fresh3 = {
+        name: _usage_of([r for r in judged if r["criterion"] == name and r["part"] == "fresh3"])
+        for name in CRITERIA
+        if any(r["criterion"] == name and r["part"] == "fresh3" for r in judged)
+    }
     by = {(r["criterion"], r["how"], r["n"], r["part"]): r for r in results}
     picks = {}
-    for part, suffix in (("heldout", ""), ("fresh", "_fresh"), ("fresh2", "_fresh2")):
+    suffixes = (("heldout", ""), ("fresh", "_fresh"), ("fresh2", "_fresh2"))
+    for part, suffix in (*suffixes, ("fresh3", "_fresh3"), ("fresh3_cross", "_fresh3_cross")):
         for n, label in ((20, "at_20"), (0, "at_0"), (30, "at_30")):
             how = "both" if n else "shipped"
             picks[label + suffix] = {name: by[(name, how, n, part)] for name in measured if (name, how, n, part) in by}
     return {
         "command": f"python benchmarks/criteria/criteria_study.py analyse --method {method} --draws {draws}"
-        + (" --model-alone" if model_alone else ""),
+        + (" --model-alone" if model_alone else "")
+        + (" --before-v3" if before_v3 else ""),
         "method": method,
         "word_features": not model_alone,
+        "before_v3": before_v3,
         "config": str(config.relative_to(ROOT)),
         "model": run["model"],
         "parts": {corpus: part for corpus, part in every_part.items()},
@@ -535,6 +624,7 @@ def analyse(
         "labels": parts,
         "usage": usage,
         "usage_fresh": usage_fresh,
+        "usage_fresh3": usage_fresh3,
         "v2_calibration": v2,
         "judged_on": {"machine": run["machine"], "commit": run["commit"]},
         "results": results,
@@ -551,12 +641,17 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("packets", help="write the blind packets and their halves")
     sub.add_parser("packets-fresh", help="write the fresh part's blind packets, one file per reader")
     sub.add_parser("packets-fresh2", help="write the second fresh part's blind packets, one file per reader")
+    f3 = sub.add_parser("packets-fresh3", help="write the third fresh part's blind packets, one file per reader")
+    f3.add_argument("runs", type=Path, help="the folder of the citing runs (benchmarks/citations/make_answers.sh)")
     j = sub.add_parser("judge", help="the criteria on every answer (embedded model, cached): results/judged.jsonl")
     j.add_argument("--minutes", type=float, help="stop asking after this long (a rerun continues)")
     j.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
     j.add_argument("--fresh", action="store_const", const="fresh", dest="fresh", help="the fresh part's packets")
     j.add_argument(
         "--fresh2", action="store_const", const="fresh2", dest="fresh", help="the second fresh part's packets"
+    )
+    j.add_argument(
+        "--fresh3", action="store_const", const="fresh3", dest="fresh", help="the third fresh part's packets"
     )
     j.add_argument("--corpora", help="only these corpora, comma-separated")
     j.add_argument("--criteria", help="only these criteria, comma-separated")
@@ -565,6 +660,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
     a.add_argument("--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh)")
     a.add_argument("--model-alone", action="store_true", help="labels calibrate the model's P alone (no word feature)")
+    a.add_argument("--before-v3", action="store_true", help="without method v3's new_names feature and aim 0.85")
     args = parser.parse_args(argv)
     if args.command == "packets":
         packets()
@@ -572,6 +668,8 @@ def main(argv: list[str] | None = None) -> None:
         packets_fresh()
     elif args.command == "packets-fresh2":
         packets_fresh2()
+    elif args.command == "packets-fresh3":
+        packets_fresh3(args.runs)
     elif args.command == "judge":
         judge(
             args.minutes,
@@ -581,11 +679,12 @@ def main(argv: list[str] | None = None) -> None:
             tuple(args.criteria.split(",")) if args.criteria else CRITERIA,
         )
     else:
-        result = analyse(args.draws, args.method, args.model_alone, tuple(args.parts.split(",")))
+        result = analyse(args.draws, args.method, args.model_alone, tuple(args.parts.split(",")), args.before_v3)
         out = RESULT.with_name(
             "result"
             + ("" if args.method == "v1" else f"-{args.method}")
             + ("-model-alone" if args.model_alone else "")
+            + ("-before-v3" if args.before_v3 else "")
             + ".json"
         )
         out.write_text(json.dumps(result, indent=1) + "\n")

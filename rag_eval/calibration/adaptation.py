@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag_eval.base_records import Model, Num
 from rag_eval.calibration.lexical import Blend
-from rag_eval.judges.registry import CRITERION_TARGET, JUDGES
+from rag_eval.judges.registry import CRITERION_AIM, JUDGES
 
 HOW = ("cutoff", "weights", "both")
 # Prior standard deviations, in log-odds: (cut-off shift, blend weights) per judge, chosen on the
@@ -319,7 +319,7 @@ def adapt(
         return shipped
     spec = JUDGES.get(judge or "")
     if spec is not None and spec.criterion is not None:
-        return adapt_criterion(shipped, items, how, target=spec.band_target or CRITERION_TARGET)
+        return adapt_criterion(shipped, items, how, target=spec.band_target or CRITERION_AIM)
     out = shipped
     if how in ("weights", "both"):
         ps, fs, ys = [], [], []

@@ -2,9 +2,9 @@
 
 A criterion is the user's own question, so no word feature can be fitted for it in advance, as the
 citations and faithfulness blends were. But most criteria people write are partly visible in the
-answer's words: "names the function to use" in its code names, "quotes the documents" in runs of
-words copied from the contexts, "answers only what was asked" in its length and in how much of it
-is the question's own words. Each decision of a criterion keeps these few generic features of the
+answer's words: "names the function to use" in its code names (above all those the question did
+not bring), "quotes the documents" in runs of words copied from the contexts, "answers only what
+was asked" in its length and in how much of it is the question's own words. Each decision of a criterion keeps these few generic features of the
 inputs the criterion ``sees``; ``adaptation.adapt_criterion`` lets the user's labels pick the one
 that separates them (if any does) and weigh it beside the model's probability.
 
@@ -29,6 +29,7 @@ FEATURES: dict[str, str | None] = {
     "names": None,
     "length": None,
     "from_question": "question",
+    "new_names": "question",
     "copied": "contexts",
     "longest_copied": "contexts",
     "from_reference": "reference",
@@ -40,6 +41,12 @@ def _share_in(answer: str, other: str) -> float:
     mine = [stem(w) for w in content_words(answer)]
     theirs = {stem(w) for w in content_words(other)}
     return sum(w in theirs for w in mine) / len(mine) if mine else 0.0
+
+
+def _new_names(answer: str, question: str) -> int:
+    """How many of the answer's code names the question does not hold (the names it brings)."""
+    asked = (question or "").lower()
+    return sum(name.split(".")[-1].lower() not in asked for name in names(answer or ""))
 
 
 def _copied_share(answer: list[str], contexts: Sequence[list[str]]) -> float:
@@ -77,7 +84,11 @@ def criterion_features(
     out = {
         "names": math.log1p(len(names(answer or ""))),
         "length": math.log1p(len(words)),
-        **({"from_question": _share_in(answer, question)} if "question" in sees else {}),
+        **(
+            {"from_question": _share_in(answer, question), "new_names": math.log1p(_new_names(answer, question))}
+            if "question" in sees
+            else {}
+        ),
         **(
             {"copied": _copied_share(words, shown), "longest_copied": math.log1p(_longest_run(words, shown))}
             if "contexts" in sees

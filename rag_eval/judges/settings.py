@@ -17,6 +17,7 @@ from pydantic import (
 from rag_eval.config_base import Settings
 from rag_eval.errors import did_you_mean
 from rag_eval.judges.registry import (
+    CRITERION_AIM,
     DEFAULT_METRICS,
     FAITHFUL_SHARE,
     JUDGES,
@@ -99,6 +100,13 @@ class CriterionConfig(Settings):
         description="[low, high]: a decision whose P(pass) lies here is uncertain, until labels calibrate the "
         "criterion (rag-eval judge-check --save, or an adaptation); the cut-off is 0.5",
     )
+    aim: float = Field(
+        CRITERION_AIM,
+        gt=0.5,
+        lt=1.0,
+        description="once labels calibrate the criterion, a decision stays decided where the calibrated judge is "
+        "at least this sure of it; the rest are uncertain (higher: fewer decided, each more often right)",
+    )
 
     @field_validator("passes", mode="before")
     @classmethod
@@ -179,6 +187,7 @@ class CriterionConfig(Settings):
             gate_only=self.gate_only,
             counts_as_failure=self.counts_as_failure,
             band=(float(self.uncertain[0]), float(self.uncertain[1])),
+            aim=float(self.aim),
         )
 
 

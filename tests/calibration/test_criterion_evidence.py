@@ -34,6 +34,21 @@ def test_each_input_the_criterion_sees_adds_its_features():
     assert f["longest_copied"] == pytest.approx(math.log1p(8), abs=1e-6)
     # "retry" of the reference "Use retry.": 1 of 7.
     assert f["from_reference"] == pytest.approx(1 / 7, abs=1e-6)
+    # Of the code names `retry` and `stop_after_attempt`, the question holds "retry": one new name.
+    assert f["new_names"] == pytest.approx(math.log1p(1), abs=1e-6)
+
+
+def test_new_names_count_only_the_code_names_the_question_did_not_bring():
+    """An answer that only repeats the question's names names nothing new: what tells "names the
+    function to use" from an answer that explains the names it was asked about."""
+    question = "What does dotenv_values do with a line that has no equals sign, unlike load_dotenv?"
+    repeats = "In `dotenv_values` the key maps to `None`; `load_dotenv` skips the line."
+    brings = "Call `dotenv_values` with `interpolate` set, or `find_dotenv` first."
+    # `dotenv_values`, `None`, `load_dotenv`: only `None` is not in the question.
+    assert criterion_features(("question", "answer"), repeats, question)["new_names"] == pytest.approx(math.log1p(1))
+    # `dotenv_values` (asked), `interpolate`, `find_dotenv`: two new of three.
+    f = criterion_features(("question", "answer"), brings, question)
+    assert f["new_names"] == pytest.approx(math.log1p(2)) and f["names"] == pytest.approx(math.log1p(3))
 
 
 def test_words_in_another_order_are_not_copied():
@@ -45,4 +60,11 @@ def test_words_in_another_order_are_not_copied():
 
 def test_an_empty_answer_has_zeros_not_errors():
     f = criterion_features(("question", "answer", "contexts"), "", QUESTION, [CONTEXT])
-    assert f == {"names": 0.0, "length": 0.0, "from_question": 0.0, "copied": 0.0, "longest_copied": 0.0}
+    assert f == {
+        "names": 0.0,
+        "length": 0.0,
+        "from_question": 0.0,
+        "new_names": 0.0,
+        "copied": 0.0,
+        "longest_copied": 0.0,
+    }

@@ -216,6 +216,13 @@ BAD = [
         "judges.criteria.outside.pass_level",
         "pass_level 5 is outside the levels 1 to 3",
     ),
+    (
+        "coin",
+        "      question: Does it name the setting?\n      aim: 0.5\n",
+        14,
+        "judges.criteria.coin.aim",
+        "greater than 0.5",
+    ),
 ]
 
 
@@ -618,7 +625,8 @@ def test_adapt_fits_a_criterion_from_its_labels_and_saves_it_for_the_corpus(proj
 def test_twenty_labels_move_a_skewed_criterion_judge_far_from_its_uncalibrated_cut_off():
     """No shipped calibration: the prior is the uncalibrated judge (cut at 0.5) and weak. A judge whose
     P(pass) runs 0.6-0.97 on every answer, the passing ones above 0.85: 20 labels move its cut-off to
-    about 0.84, and its band to where the calibrated judge is 90% sure either way."""
+    about 0.84, and its band to where the calibrated judge is as sure either way as the criterion's
+    aim (0.85 unless set)."""
     set_criteria({"skewed": Criterion(question="Is it skewed?")})
     shipped = Decider(None, 0.5, (0.1, 0.9))
     ps = np.linspace(0.6, 0.97, 20)
@@ -627,7 +635,12 @@ def test_twenty_labels_move_a_skewed_criterion_judge_far_from_its_uncalibrated_c
         d = adapt(shipped, items, how, judge="skewed")
         assert 0.8 < d.cutoff < 0.87 and d.labels == 20, how
         low, high = d.band
-        assert low < d.cutoff < high and d.notes["target"] == 0.9
+        assert low < d.cutoff < high and d.notes["target"] == 0.85
+    # A criterion that aims higher keeps a wider band: fewer decided, each more often right.
+    set_criteria({"skewed": Criterion(question="Is it skewed?", aim=0.95)})
+    strict = adapt(shipped, items, "both", judge="skewed")
+    assert strict.notes["target"] == 0.95 and strict.band[0] < d.band[0] and strict.band[1] > d.band[1]
+    set_criteria({"skewed": Criterion(question="Is it skewed?")})
     # The built-in judges' strong prior would hardly move it.
     built_in = adapt(shipped, items, "cutoff", judge="correctness")
     assert built_in.cutoff < 0.52
@@ -656,7 +669,7 @@ def test_labels_pick_the_word_feature_that_tells_them_apart_and_weigh_it_beside_
     d = adapt(shipped, labelled, "both", judge="quotes")
     assert d.notes["feature"] == "copied" and d.notes["feature_auc"] == 1.0
     assert set(d.blend.weights) == {"copied"} and d.blend.weights["copied"] > 5
-    assert (d.cutoff, d.band, d.labels) == (0.5, (pytest.approx(0.1), 0.9), 20)
+    assert (d.cutoff, d.band, d.labels) == (0.5, (pytest.approx(0.15), 0.85), 20)
     # New answers: a copied half decided pass, a copied nothing decided fail, whatever the model said.
     assert d.decide(item(0.5, None)) == (False, True) and d.decide(item(0.0, None)) == (False, False)
     # The saved form keeps the blend on the feature's own scale.
@@ -699,7 +712,9 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
             if r["judge"] == "no_advice"
         }
         # Every decision of the criterion keeps the features of what it sees (question and answer).
-        assert len(features) == 12 and all(set(f) == {"names", "length", "from_question"} for f in features.values())
+        assert len(features) == 12 and all(
+            set(f) == {"names", "length", "from_question", "new_names"} for f in features.values()
+        )
         set_criteria({})
         assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
         csv_path = run_dir / "labels" / "labels.csv"
@@ -752,7 +767,7 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         section = json.loads((again / "report.json").read_text())["judges"]["criteria"]["no_advice"]
         assert section["calibration"].endswith(
             f"decided on {judge['blend_after']} of the model's log-odds and the answer's length, cut-off 0.500, "
-            "uncertain where that P(pass) lies in [0.10, 0.90)"
+            "uncertain where that P(pass) lies in [0.15, 0.85)"
         )
 
 
