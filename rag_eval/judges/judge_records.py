@@ -8,7 +8,7 @@ from typing import Any
 
 from rag_eval.base_records import Figure, Model, Num, StageReuse
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.registry import Criterion
+from rag_eval.judges.registry import CRITERION_AIM, Criterion
 from rag_eval.llm.usage import Usage
 
 
@@ -193,6 +193,7 @@ class CriterionSection(Model):
     steps: list[str] = []
     gate_only: bool = False
     counts_as_failure: bool = False
+    aim: float = CRITERION_AIM  # once labels calibrate it, decided where the calibrated judge is this sure
     figures: dict[str, JudgedFigure] = {}
     mean_level: dict[str, Figure] = {}  # a rubric: the probability-weighted mean level per prompt
     calibrated: bool = False
@@ -211,6 +212,7 @@ class CriterionSection(Model):
             steps=tuple(self.steps),
             gate_only=self.gate_only,
             counts_as_failure=self.counts_as_failure,
+            aim=self.aim,
         )
 
 

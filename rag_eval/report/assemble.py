@@ -410,6 +410,7 @@ def criteria_section(cfg: AuditConfig, judges: JudgesSection) -> dict[str, Crite
             steps=list(c.steps),
             gate_only=c.gate_only,
             counts_as_failure=c.counts_as_failure,
+            aim=c.aim,
             figures={p: figs[name] for p, figs in judges.figures.items() if name in figs},
             mean_level=means,
             calibrated=calibrated,

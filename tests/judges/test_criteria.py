@@ -156,6 +156,7 @@ def project(small_project, monkeypatch):
 CRITERIA = f"""  criteria:
     names_type:
       question: {NAMES_TYPE}
+      aim: 0.95
     no_advice:
       question: {NO_ADVICE}
       pass: no
@@ -620,6 +621,9 @@ def test_adapt_fits_a_criterion_from_its_labels_and_saves_it_for_the_corpus(proj
     store = json.loads((project / "own-cache" / "adaptations.json").read_text())
     saved = [v for k, v in store.items() if "|names_type|" in k]
     assert len(saved) == 1 and saved[0]["cutoff"] == pytest.approx(judge["cutoff_after"], abs=1e-6)
+    # The criterion's aim (0.95 in the config) reached the adaptation through the run's report.
+    assert saved[0]["notes"]["target"] == 0.95
+    assert json.loads((run_dir / "report.json").read_text())["judges"]["criteria"]["names_type"]["aim"] == 0.95
 
 
 def test_twenty_labels_move_a_skewed_criterion_judge_far_from_its_uncalibrated_cut_off():
