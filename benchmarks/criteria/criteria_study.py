@@ -6,17 +6,19 @@ the answer (``names_api``), one that needs the contexts (``quotes_context``), on
 judgement (``only_asked``). Readers who saw only ``data/labeller.md`` and their packets labelled
 every answer for the three before any judge ran on them (``data/labels/``).
 
-Parts are fixed by corpus before anything ran: labels are drawn from the **calibration** part
-(attrs, structlog) as ``rag-eval label`` draws them; figures are measured on the **held-out** part
-(python-dotenv, tinytag, tenacity, tabulate) and, after the held-out part had been looked at while
-the word features of a criterion were chosen, on a **fresh** part (parse, xmltodict, python),
-labelled blind by three more readers before any judge ran on it and not looked at before the
-method was fixed.
+Parts, each added after the one before had been looked at: labels are drawn from the
+**calibration** part (attrs, structlog) as ``rag-eval label`` draws them, and figures measured on
+the **held-out** part (python-dotenv, tinytag, tenacity, tabulate), then on a **fresh** part (parse,
+xmltodict, python), a **second fresh** part (marshmallow, the citing prompt) and, for method v3, a
+**third fresh** part (the citing prompt's answers on nine corpora), where labels are drawn within the
+part and figures measured on its other answers. Each fresh part was labelled blind before any judge
+ran on it; the README says what was chosen on which.
 
     python benchmarks/criteria/criteria_study.py packets          # the blind packets and their halves
     python benchmarks/criteria/criteria_study.py packets-fresh    # the fresh part's, one file per reader
-    python benchmarks/criteria/criteria_study.py judge [--fresh]  # the model, once per criterion and answer (cached)
-    python benchmarks/criteria/criteria_study.py analyse          # no model: results/result.json
+    python benchmarks/criteria/criteria_study.py packets-fresh3 RUNS  # the third fresh part's
+    python benchmarks/criteria/criteria_study.py judge [--fresh|--fresh2|--fresh3]  # the model (cached)
+    python benchmarks/criteria/criteria_study.py analyse [--before-v3|--model-alone]  # no model: results/
 
 ``judge`` asks each criterion through judge-check's code (``rag_eval.judges.judge_check.predict``:
 the registry's criterion judge, its one template, the verdict's probability read from the first
@@ -27,7 +29,7 @@ the criterion as shipped (cut-off 0.5, uncertain band [0.1, 0.9)); with 10, 20 a
 from the calibration part as ``rag-eval label``'s active draw draws them (whole questions, every
 prompt's answer; seeded draws), each criterion adapted as ``rag-eval report --labels F --adapt``
 adapts it (``calibration.adaptation.adapt_criterion``); decided verdicts right and the uncertain
-share on the held-out part, with 95% intervals.
+share on each measured part, with 95% intervals and how many draws meet the target.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ from rag_eval.cache_dirs import cache_root  # noqa: E402
 from rag_eval.calibration.adaptation import Decider, Item, adapt  # noqa: E402
 from rag_eval.calibration.criterion_evidence import criterion_features  # noqa: E402
 from rag_eval.config import load_config  # noqa: E402
-from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, set_criteria  # noqa: E402
+from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria_registered  # noqa: E402
+from rag_eval.judges.registry import criteria as registered_criteria  # noqa: E402
 from rag_eval.judges.scored import ScoredJudges  # noqa: E402
 from rag_eval.judges.yesno import REASONS_WANTED  # noqa: E402
 from rag_eval.labels.active import OTHER_WEIGHT, decision_uncertainty, inclusion_probabilities, systematic_draw  # noqa: E402
@@ -191,6 +194,8 @@ def packets_fresh3(runs: Path) -> None:
     for name in FRESH3_CITED:
         for p in _jsonl(CITATIONS / f"packets-{name}.jsonl"):
             k = cited[p["packet_id"]]
+            # declines() reads the contexts only to resolve citations; whether a sentence makes a
+            # claim is the sentence's own, so the packet's rendered contexts are not needed here.
             if k["kind"] != "model" or mp.declines(p["answer"], []):
                 continue
             rows.append({k2: p[k2] for k2 in ("packet_id", "question", "contexts", "answer")})
@@ -391,17 +396,23 @@ def _auc(rows: list[dict], truth: dict[str, bool]) -> float | None:
 
 
 def _figures(counts: list[tuple[int, int, int]]) -> dict:
-    """Decided accuracy and uncertain share over the draws: their means, the 95% interval of one
-    draw's mean counts (draws re-measure the same held-out answers), and the 5-95% range of draws."""
+    """Decided accuracy and uncertain share over the draws: their means (and the accuracy of every
+    draw's decisions pooled), the 95% interval of one draw's mean counts (draws re-measure the same
+    held-out answers), the 5-95% range of draws, and how many draws meet the target."""
     right, dec, total = (np.array([c[i] for c in counts], float) for i in range(3))
     acc = np.where(dec > 0, right / np.maximum(dec, 1), np.nan)
     unc = 1 - dec / np.maximum(total, 1)
     r1, d1, t1 = (int(round(x.mean())) for x in (right, dec, total))
     acc_ci = wilson_interval(r1, d1) if d1 else None
     unc_ci = wilson_interval(t1 - d1, t1)
+    meets = np.nan_to_num(acc, nan=0.0) >= TARGET_ACCURACY
     return {
         "draws": len(counts),
         "decided_accuracy": float(np.nanmean(acc)) if np.isfinite(acc).any() else None,
+        # Every draw's decisions pooled: the estimate the interval below is centred on.
+        "decided_accuracy_pooled": float(right.sum() / dec.sum()) if dec.sum() else None,
+        # Draws whose own figures meet issue 48's target (decided right >= 0.85, <= 30% uncertain).
+        "draws_meeting_target": int(np.sum(meets & (unc <= TARGET_UNCERTAIN))),
         "decided_accuracy_ci": [acc_ci.ci_low, acc_ci.ci_high] if acc_ci else None,
         "decided_accuracy_low": acc_ci.ci_low if acc_ci else None,
         "decided_accuracy_high": acc_ci.ci_high if acc_ci else None,
@@ -529,15 +540,24 @@ def analyse(
     """Per criterion, method and n: the figures of each evaluation part judged so far (see the
     module's docstring); the first run's held-out part keeps its keys (``at_20``, ``at_0``), the
     fresh part's are ``at_20_fresh`` and ``at_0_fresh``. ``model_alone``: the labels calibrate the
-    model's P(pass) alone (no word feature), as before the features existed; ``before_v3``: without
+    model's P(pass) alone (no word feature; at the aim of the config); ``before_v3``: without
     method v3's changes (``V3_FEATURES``, aim ``BEFORE_V3_AIM``)."""
+    config, _ = METHODS[method]
+    load_config(config)  # registers the criteria as declared
+    found = registered_criteria()
+    if before_v3:
+        found = {n: dataclasses.replace(c, aim=BEFORE_V3_AIM) for n, c in found.items()}
+    with criteria_registered(found):
+        return _analyse(draws, method, model_alone, eval_parts, before_v3)
+
+
+def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, ...], before_v3: bool) -> dict:
+    """``analyse`` with the criteria registered."""
     config, judged_file = METHODS[method]
-    load_config(config)
     judged = _jsonl(judged_file)
     if not model_alone:
         _features(judged)
     if before_v3:
-        set_criteria({n: dataclasses.replace(c, aim=BEFORE_V3_AIM) for n, c in criteria().items()})
         for r in judged:
             r["features"] = {k: v for k, v in (r.get("features") or {}).items() if k not in V3_FEATURES}
     info = judged_file.with_name(judged_file.stem + "-run.json")  # written when a judge run ends
@@ -618,6 +638,8 @@ def analyse(
         "config": str(config.relative_to(ROOT)),
         "model": run["model"],
         "parts": {corpus: part for corpus, part in every_part.items()},
+        # The third fresh part is new answers of these corpora (by packet, not by corpus).
+        "parts_fresh3": sorted({_corpus(pid, key) for pid in fresh3}),
         "answers": len(truth_all),
         "judged": {name: sum(r["criterion"] == name and r["p_pass"] is not None for r in judged) for name in CRITERIA},
         "targets": {"decided_accuracy": TARGET_ACCURACY, "uncertain_share": TARGET_UNCERTAIN, "n": 20},
@@ -658,7 +680,7 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("analyse", help="no model: the held-out figures with 0-30 labels, results/result.json")
     a.add_argument("--draws", type=int, default=20, help="seeded label draws per n")
     a.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
-    a.add_argument("--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh)")
+    a.add_argument("--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh, fresh2, fresh3)")
     a.add_argument("--model-alone", action="store_true", help="labels calibrate the model's P alone (no word feature)")
     a.add_argument("--before-v3", action="store_true", help="without method v3's new_names feature and aim 0.85")
     args = parser.parse_args(argv)

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag_eval.base_records import Model, Num
+from rag_eval.base_records import Model, Num, required
 from rag_eval.calibration.lexical import Blend
-from rag_eval.judges.registry import CRITERION_AIM, JUDGES
+from rag_eval.judges.registry import JUDGES
 
 HOW = ("cutoff", "weights", "both")
 # Prior standard deviations, in log-odds: (cut-off shift, blend weights) per judge, chosen on the
@@ -111,6 +111,7 @@ class Decider(BaseModel):
     how: str = "shipped"
     shift: float = 0.0  # (a)'s log-odds shift
     notes: dict = Field(default_factory=dict)
+    aim: float | None = None  # a criterion's: how sure of a decision its band's edges are (None: not a criterion)
 
     def __init__(
         self,
@@ -122,6 +123,7 @@ class Decider(BaseModel):
         how: str = "shipped",
         shift: float = 0.0,
         notes: dict | None = None,
+        aim: float | None = None,
     ) -> None:
         super().__init__(
             blend=blend,
@@ -132,6 +134,7 @@ class Decider(BaseModel):
             how=how,
             shift=shift,
             notes={} if notes is None else notes,
+            aim=aim,
         )
 
     def probs(self, item: Item) -> list[float]:
@@ -171,6 +174,16 @@ class Decider(BaseModel):
         low, high = (_logit(x) for x in self.band)
         return (z >= low) & (z < high), positive
 
+    def at_aim(self, aim: float) -> Decider:
+        """A criterion's decider with its band moved to ``aim``: the calibrated judge is ``aim`` sure at
+        the band's edges, on the same fitted scale (logit edges = logit cut-off +- half-width x
+        logit(aim) / logit(its aim)). Unchanged where it is not a criterion's or its aim is that."""
+        if self.aim is None or self.band is None or self.aim == aim:
+            return self
+        centre = _logit(self.cutoff)
+        half = (_logit(self.band[1]) - _logit(self.band[0])) / 2 * _logit(aim) / _logit(self.aim)
+        return self.model_copy(update={"band": (_sigmoid(centre - half), _sigmoid(centre + half)), "aim": aim})
+
     def to_dict(self) -> dict:
         return {
             "blend": self.blend.to_dict() if self.blend else None,
@@ -181,6 +194,7 @@ class Decider(BaseModel):
             "how": self.how,
             "shift": round(self.shift, 6),
             "notes": self.notes,
+            **({"aim": self.aim} if self.aim is not None else {}),
         }
 
     @classmethod
@@ -196,6 +210,7 @@ class Decider(BaseModel):
             str(saved.how),
             float(saved.shift),
             dict(saved.notes or {}),
+            None if saved.aim is None else float(saved.aim),
         )
 
 
@@ -211,6 +226,7 @@ class SavedDecider(Model):
     how: str = "shipped"
     shift: Num = 0.0
     notes: dict[str, Any] | None = None
+    aim: Num | None = None
 
 
 def answer_logodds(probs: Sequence[float], threshold: float | None) -> float:
@@ -319,7 +335,7 @@ def adapt(
         return shipped
     spec = JUDGES.get(judge or "")
     if spec is not None and spec.criterion is not None:
-        return adapt_criterion(shipped, items, how, target=spec.band_target or CRITERION_AIM)
+        return adapt_criterion(shipped, items, how, target=required(spec.band_target, "a criterion's aim"))
     out = shipped
     if how in ("weights", "both"):
         ps, fs, ys = [], [], []
@@ -443,6 +459,7 @@ def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", 
             "how": how,
             "shift": -a / b,
             "notes": {"prior": CRITERION_PRIOR, "intercept": round(a, 6), "slope": round(b, 6), "target": target},
+            "aim": target,
         }
     )
 
@@ -482,6 +499,7 @@ def _with_feature(shipped: Decider, items: Sequence[Item], feature: str, how: st
                 "blend": blend.describe(),
                 "target": target,
             },
+            "aim": target,
         }
     )
 

@@ -44,7 +44,9 @@ def _share_in(answer: str, other: str) -> float:
 
 
 def _new_names(answer: str, question: str) -> int:
-    """How many of the answer's code names the question does not hold (the names it brings)."""
+    """How many of the answer's code names the question does not hold (the names it brings), each by
+    its last dotted part, looked for anywhere in the question's text (a substring: ``define`` is
+    held by "undefined")."""
     asked = (question or "").lower()
     return sum(name.split(".")[-1].lower() not in asked for name in names(answer or ""))
 

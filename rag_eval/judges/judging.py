@@ -460,6 +460,10 @@ def use_saved_adaptations(scored: ScoredJudges, bands: dict[str, Band], corpus: 
             if entry is None or v in jc.cutoffs or name in jc.cutoffs:
                 continue
             d, note = Decider.from_dict(entry), AdaptationNote.load(entry)
+            spec = JUDGES[name]
+            if spec.criterion is not None:
+                # The config's aim now, not the one it was adapted at: the band moves on the same fit.
+                d = d.at_aim(spec.criterion.aim)
             scored.cutoffs[v] = d.cutoff
             if d.blend is not None:
                 scored.blends[v] = d.blend

@@ -61,8 +61,8 @@ class Figure:
 # Once labels calibrate a criterion, a decision stays decided where the calibrated judge is at least
 # this sure of it (the criterion's ``aim`` unless set; the band before labels is its own ``band``,
 # never fitted). 0.85 since method v3 of benchmarks/criteria: the built-in judges' 0.90 left most of
-# the visible criterion's answers uncertain at 20 labels while the decided ones were right 0.90 of
-# the time; chosen on the study's earlier parts, measured on its third fresh part.
+# the visible criterion's answers uncertain at 20 labels while its decided ones were right about 0.90
+# of the time; chosen on the study's earlier parts, measured on its third fresh part.
 CRITERION_AIM = 0.85
 
 

@@ -30,7 +30,7 @@ from rag_eval.data.testset import load_test_set
 from rag_eval.errors import ConfigError
 from rag_eval.judges.adapted import save_adaptation
 from rag_eval.judges.criteria import half_width_for, labels_for, mean_level
-from rag_eval.judges.registry import JUDGES, Criterion, criteria, set_criteria
+from rag_eval.judges.registry import JUDGES, Criterion, criteria, criteria_registered, set_criteria
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.orchestration.diff import diff_runs
 from rag_eval.orchestration.pipeline import estimate_judge_calls
@@ -639,12 +639,14 @@ def test_twenty_labels_move_a_skewed_criterion_judge_far_from_its_uncalibrated_c
         d = adapt(shipped, items, how, judge="skewed")
         assert 0.8 < d.cutoff < 0.87 and d.labels == 20, how
         low, high = d.band
-        assert low < d.cutoff < high and d.notes["target"] == 0.85
-    # A criterion that aims higher keeps a wider band: fewer decided, each more often right.
-    set_criteria({"skewed": Criterion(question="Is it skewed?", aim=0.95)})
-    strict = adapt(shipped, items, "both", judge="skewed")
-    assert strict.notes["target"] == 0.95 and strict.band[0] < d.band[0] and strict.band[1] > d.band[1]
-    set_criteria({"skewed": Criterion(question="Is it skewed?")})
+        assert low < d.cutoff < high and d.aim == 0.85
+    # A criterion that aims higher keeps a wider band: fewer decided, each more often right. A saved
+    # adaptation moved to that aim (a later config's) has the band the fit at that aim has.
+    with criteria_registered({"skewed": Criterion(question="Is it skewed?", aim=0.95)}):
+        strict = adapt(shipped, items, d.how, judge="skewed")
+    assert strict.aim == 0.95 and strict.band[0] < d.band[0] and strict.band[1] > d.band[1]
+    moved = Decider.from_dict(d.to_dict()).at_aim(0.95)
+    assert moved.band == pytest.approx(strict.band, abs=1e-5) and moved.cutoff == pytest.approx(strict.cutoff)
     # The built-in judges' strong prior would hardly move it.
     built_in = adapt(shipped, items, "cutoff", judge="correctness")
     assert built_in.cutoff < 0.52
@@ -674,6 +676,8 @@ def test_labels_pick_the_word_feature_that_tells_them_apart_and_weigh_it_beside_
     assert d.notes["feature"] == "copied" and d.notes["feature_auc"] == 1.0
     assert set(d.blend.weights) == {"copied"} and d.blend.weights["copied"] > 5
     assert (d.cutoff, d.band, d.labels) == (0.5, (pytest.approx(0.15), 0.85), 20)
+    # At another aim the blend's band is where it is that sure: (1 - aim, aim).
+    assert d.at_aim(0.95).band == pytest.approx((0.05, 0.95))
     # New answers: a copied half decided pass, a copied nothing decided fail, whatever the model said.
     assert d.decide(item(0.5, None)) == (False, True) and d.decide(item(0.0, None)) == (False, False)
     # The saved form keeps the blend on the feature's own scale.
@@ -773,6 +777,13 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
             f"decided on {judge['blend_after']} of the model's log-odds and the answer's length, cut-off 0.500, "
             "uncertain where that P(pass) lies in [0.15, 0.85)"
         )
+        # A later config that aims higher: the saved fit decides with its band moved to that aim.
+        stricter = CRITERIA.replace(f"      question: {NO_ADVICE}\n", f"      question: {NO_ADVICE}\n      aim: 0.95\n")
+        third = run_compare(
+            load_config(_config(project, server.base_url, prompts=("a", "b", "c"), criteria=stricter, name="aim"))
+        )
+        section = json.loads((third / "report.json").read_text())["judges"]["criteria"]["no_advice"]
+        assert section["calibration"].endswith("uncertain where that P(pass) lies in [0.05, 0.95)"), section
 
 
 def test_a_feature_of_pure_noise_is_rarely_chosen():
