@@ -81,6 +81,8 @@ def _print_adaptation(done: api.Rendered, no_save: bool) -> None:
             f"  {a.variant}: {a.labels} labels, cut-off {a.cutoff_before:.3f} -> {a.cutoff_after:.3f}, "
             f"{a.changed} verdicts changed, uncertain {a.uncertain_before} -> {a.uncertain_after}"
         )
+        if a.held_out:
+            print(f"    on its labels, each decided by a judge adapted without it: {a.held_out_text()}")
         if a.blend_after and a.blend_after != a.blend_before:
             print(f"    decides on {a.blend_after}")
         elif a.criterion and a.labels:

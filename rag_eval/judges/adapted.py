@@ -70,6 +70,13 @@ def item_of(j: Judgement, positive: bool | None = None) -> Item | None:
     return Item((float(j.probability),), ({},), positive)
 
 
+def deciding(it: Item, d: Decider) -> Decider:
+    """``d`` as it decides ``it``: a decision recorded without the blend's word evidence (no blend
+    when it was made) stays on the model's P."""
+    has = d.blend is None or all(f and set(d.blend.weights) <= set(f) for f in it.features)
+    return d if has else d.model_copy(update={"blend": None})
+
+
 def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
     """``j`` decided by ``d``: verdict (or share of supported statements), probability, cut-off and
     uncertain status as the adapted judge gives them; ``details.adapted`` says how."""
@@ -77,9 +84,7 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
     if it is None:
         return j
     spec = JUDGES[j.judge]
-    # A decision recorded without word evidence (no blend when it was made) stays on the model's P.
-    has = d.blend is None or all(f and set(d.blend.weights) <= set(f) for f in it.features)
-    use = d if has else d.model_copy(update={"blend": None})
+    use = deciding(it, d)
     probs = use.probs(it)
     unsure, positive = use.decide(it)
     details = {**j.details, "adapted": note, "band": list(d.band) if d.band else None}

@@ -28,7 +28,7 @@ from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.calibration.adaptation import HOW, Decider, adapt, cross_ppi_mean
-from rag_eval.judges.adapted import adaptable, deciders_of, item_of, redecide, save_adaptation, variant_of
+from rag_eval.judges.adapted import adaptable, deciders_of, deciding, item_of, redecide, save_adaptation, variant_of
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
@@ -241,17 +241,43 @@ def _adapt_run(
     }
     fold_of = _folds(labelled, folds, seed)
     k = max(fold_of.values(), default=-1) + 1
-    fold_records = []
+    fold_records, fold_deciders = [], []
     for f in range(k):
         train = {a for a, g in fold_of.items() if g != f}
-        fold_records.append(redecided(records, fit_deciders(shipped, records, by_key, how, train), note))
+        fold_deciders.append(fit_deciders(shipped, records, by_key, how, train))
+        fold_records.append(redecided(records, fold_deciders[-1], note))
     if k:
         _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
     adapted.adaptation = _section(report, adapted, shipped, full, records, new, by_key, how, k, source)
+    _held_out_check(adapted.adaptation, records, by_key, fold_of, fold_deciders)
     _criteria_as_adapted(adapted)
     if save:
         _save(adapted, full, records, source)
     return adapted
+
+
+def _held_out_check(
+    section: AdaptationSection,
+    records: list[Judgement],
+    labels: dict[Key, Label],
+    fold_of: dict[Key, int],
+    fold_deciders: list[dict[str, Decider]],
+) -> None:
+    """Each adapted judge's labelled answers decided by the fold judge adapted without their label:
+    how many it decides and how many of those agree with the label (``AdaptedJudge.held_out*``)."""
+    by_variant = {j.variant: j for j in section.judges}
+    for r in records:
+        a, v = (r.question_id, r.prompt), variant_of(r)
+        y = _label(r, labels) if adaptable(r.judge) and a in fold_of else None
+        it = item_of(r, y) if y is not None else None
+        d = fold_deciders[fold_of[a]].get(v) if it is not None else None
+        j = by_variant.get(v)
+        if it is None or d is None or j is None:
+            continue
+        unsure, positive = deciding(it, d).decide(it)
+        j.held_out += 1
+        j.held_out_decided += int(not unsure)
+        j.held_out_right += int(not unsure and positive == y)
 
 
 def _criteria_as_adapted(report: Report) -> None:

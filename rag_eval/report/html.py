@@ -419,7 +419,7 @@ def judges_html(report: Report) -> list[str]:
         out.append(f"<p class=meta>{escape(a.note)}.</p>")
         out.append(
             _table(
-                ["judge prompt", "labels", "cut-off", "verdicts changed", "uncertain"],
+                ["judge prompt", "labels", "cut-off", "verdicts changed", "uncertain", "on its labels, cross-fitted"],
                 [
                     [
                         escape(x.variant),
@@ -427,6 +427,7 @@ def judges_html(report: Report) -> list[str]:
                         f"<td>{x.cutoff_before:.3f} → {x.cutoff_after:.3f}</td>",
                         f"<td>{x.changed}</td>",
                         f"<td>{x.uncertain_before} → {x.uncertain_after}</td>",
+                        f"<td>{escape(x.held_out_text() or '–')}</td>",
                     ]
                     for x in a.judges
                 ],

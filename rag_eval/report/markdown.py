@@ -460,7 +460,16 @@ def adaptation_markdown(report: Report) -> list[str]:
         return []
     out = ["", f"## Judges adapted to this corpus ({a.answers_labelled} labelled answers)", "", a.note + ".", ""]
     out += _table(
-        ["judge prompt", "labels (positive)", "cut-off", "band", "verdicts changed", "uncertain", "blend"],
+        [
+            "judge prompt",
+            "labels (positive)",
+            "cut-off",
+            "band",
+            "verdicts changed",
+            "uncertain",
+            "blend",
+            "on its labels, cross-fitted",
+        ],
         [
             [
                 j.variant,
@@ -471,6 +480,7 @@ def adaptation_markdown(report: Report) -> list[str]:
                 str(j.changed),
                 f"{j.uncertain_before} → {j.uncertain_after}",
                 j.blend_after or "the model's own probability",
+                j.held_out_text() or "–",
             ]
             for j in a.judges
         ],

@@ -122,6 +122,18 @@ class AdaptedJudge(Model):
     changed: int = 0  # verdicts of the run that the adaptation changed (decided or uncertain)
     uncertain_before: int = 0
     uncertain_after: int = 0
+    # Its labelled answers, each decided by the fold judge adapted without that label (cross-fitted):
+    # how often the adapted judge decides and is right on answers it was not fitted to.
+    held_out: int = 0
+    held_out_decided: int = 0
+    held_out_right: int = 0
+
+    def held_out_text(self) -> str:
+        """'r of d decided right, u of n uncertain' on its labels, cross-fitted; '' without any."""
+        if not self.held_out:
+            return ""
+        unsure = self.held_out - self.held_out_decided
+        return f"{self.held_out_right} of {self.held_out_decided} decided right, {unsure} of {self.held_out} uncertain"
 
 
 class AdaptationSection(Model):

@@ -738,6 +738,11 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         judge = next(a for a in adapted["adaptation"]["judges"] if a["variant"] == "no_advice")
         assert judge["labels"] == 12 and judge["positives"] == 6
         assert "x length" in judge["blend_after"] and judge["cutoff_after"] == 0.5, out
+        # Each of the 12 labelled answers is checked once, by the fold judge adapted without it.
+        assert judge["held_out"] == 12 and judge["held_out_right"] <= judge["held_out_decided"] <= 12
+        held = f"{judge['held_out_right']} of {judge['held_out_decided']} decided right"
+        assert f"on its labels, each decided by a judge adapted without it: {held}" in out
+        assert held in (run_dir / "report.adapted.md").read_text()
         assert f"    decides on {judge['blend_after']}" in out
         assert judge["blend_after"] in (run_dir / "report.adapted.md").read_text()
         # The adapted report's criterion section says how it now decides, with the adapted figures.

@@ -16,8 +16,14 @@ from pathlib import Path
 import pytest
 
 from rag_eval.calibration import adaptation as adaptation_module
+from rag_eval.calibration.adaptation import Decider
 from rag_eval.cli import main
+from rag_eval.judges.judgement import Judgement
+from rag_eval.judges.registry import Criterion, criteria_registered
+from rag_eval.labels.human import Label
+from rag_eval.orchestration.adapt import _held_out_check
 from rag_eval.orchestration.diff import diff_runs
+from rag_eval.report.report_records import AdaptationSection, AdaptedJudge
 
 from ..conftest import ROOT, write_jsonl
 from ..scripted_server import ScriptedServer, judge_name, structured_reply
@@ -257,3 +263,25 @@ def test_a_run_whose_judgements_kept_no_word_evidence_adapts_on_the_models_proba
     judges = {a["variant"]: a for a in json.loads((run / "report.adapted.json").read_text())["adaptation"]["judges"]}
     assert "new_words" in judges["refusal"]["blend_before"]
     assert judges["refusal"]["blend_after"].endswith("x model log-odds)") and judges["refusal"]["labels"] == 3
+
+
+def test_each_labelled_answer_is_checked_by_the_fold_judge_adapted_without_it():
+    """The adaptation's held-out check: every labelled answer decided by its fold's judge (here two
+    fold judges written by hand), counted decided and right against its label, so a user sees how
+    the adapted judge does on answers it was not fitted to."""
+    with criteria_registered({"names_it": Criterion(question="Does it name it?")}):
+        ps = {"q1": 0.95, "q2": 0.7, "q3": 0.2, "q4": 0.55, "q5": 0.9}
+        records = [Judgement("names_it", q, "a", "judged", probability=p, verdict="pass") for q, p in ps.items()]
+        labels = {
+            (q, "a"): Label(q, "a", {"names_it": y}, "labels.csv:2")
+            for q, y in {"q1": True, "q2": False, "q3": False, "q4": True}.items()  # q5 not labelled
+        }
+        fold_of = {("q1", "a"): 0, ("q2", "a"): 0, ("q3", "a"): 1, ("q4", "a"): 1}
+        # Fold 0's judge cuts at 0.5 with no band; fold 1's leaves [0.4, 0.6) uncertain.
+        folds = [{"names_it": Decider(None, 0.5)}, {"names_it": Decider(None, 0.5, (0.4, 0.6))}]
+        section = AdaptationSection(judges=[AdaptedJudge(judge="names_it", variant="names_it")])
+        _held_out_check(section, records, labels, fold_of, folds)
+    j = section.judges[0]
+    # q1 0.95 pass (right), q2 0.7 pass (wrong, labelled no), q3 0.2 fail (right), q4 0.55 uncertain.
+    assert (j.held_out, j.held_out_decided, j.held_out_right) == (4, 3, 2)
+    assert j.held_out_text() == "2 of 3 decided right, 1 of 4 uncertain"
