@@ -33,7 +33,7 @@ from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for, mark
 from rag_eval.judges.yesno import REASONS_WANTED
-from rag_eval.progress import decided, track_async
+from rag_eval.progress import decided, plan, track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Chunk, Corpus, Question
@@ -419,8 +419,11 @@ async def explain_shown(
         contexts = judged_contexts(corpus, g.contexts, max_chars)
         return i, await jr.run(j.judge, q, j.prompt, g.answer or "", contexts, explain=True)
 
-    async for i, j in track_async([one(i, j) for i, j in todo], "quoting the reasons shown"):
-        out[i] = j
+    # Its own plan: the judging's (calls and decisions of every verdict) would show this stage's
+    # calls against the whole judging's and "0 of N decisions" once every decision is made.
+    with plan():
+        async for i, j in track_async([one(i, j) for i, j in todo], "quoting the reasons shown"):
+            out[i] = j
     return out
 
 
