@@ -18,7 +18,7 @@ ran on it; the README says what was chosen on which.
     python benchmarks/criteria/criteria_study.py packets-fresh    # the fresh part's, one file per reader
     python benchmarks/criteria/criteria_study.py packets-fresh3 RUNS  # the third fresh part's
     python benchmarks/criteria/criteria_study.py judge [--fresh|--fresh2|--fresh3]  # the model (cached)
-    python benchmarks/criteria/criteria_study.py analyse [--before-v3|--model-alone]  # no model: results/
+    python benchmarks/criteria/criteria_study.py analyse [--model-alone]  # no model: results/
 
 ``judge`` asks each criterion through judge-check's code (``rag_eval.judges.judge_check.predict``:
 the registry's criterion judge, its one template, the verdict's probability read from the first
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import os
 import random
@@ -100,6 +99,14 @@ FRESH3_CITED = ("attrs", "parse", "xmltodict")
 FRESH3_FILES = (8, 9, 10)
 FRESH3_PACKETS = DATA / "packets-criteria-fresh3.jsonl"
 FRESH3_KEY = DATA / "packet-key-fresh3.json"
+# A fourth fresh part (added after method v4 was fixed on every part above): the plain prompt's
+# answers (prompts/answer.md) to the demo's python-docs questions no earlier part holds and to every
+# marshmallow question (data/fresh4-*.yaml, hybrid's top 3), no answer that only declines; labelled
+# blind by three more readers before any judge ran on them. Labels are drawn within it.
+FRESH4_CONFIGS = {"python": DATA / "fresh4-python.yaml", "marshmallow": DATA / "fresh4-marshmallow.yaml"}
+FRESH4_FILES = (11, 12, 13)
+FRESH4_PACKETS = DATA / "packets-criteria-fresh4.jsonl"
+FRESH4_KEY = DATA / "packet-key-fresh4.json"
 CONFIG = DATA / "criteria.yaml"
 JUDGED = RESULTS / "judged.jsonl"
 # A method: the criteria as declared (a config) and the file its decisions are kept in. ``v1``: the
@@ -204,13 +211,55 @@ def packets_fresh3(runs: Path) -> None:
     _write_part(rows, 4850, FRESH3_PACKETS, FRESH3_FILES)
 
 
+def packets_fresh4(runs: Path) -> None:
+    """The fourth fresh part's blind packets (``FRESH4_*``): the answers of the newest run of each
+    of ``FRESH4_CONFIGS`` under ``runs``, the contexts numbered as the model saw them, without the
+    answers that only decline; one file per reader and the key."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "citations"))
+    import make_packets as mp
+
+    from rag_eval.answers.generation import number_contexts
+    from rag_eval.api import as_config
+    from rag_eval.data.inputs import load_inputs
+
+    rows, key = [], {}
+    for name, path in FRESH4_CONFIGS.items():
+        cfg = as_config(path)
+        inputs = load_inputs(cfg)
+        chunks = {c.id: c for c in inputs.corpus.chunks}
+        questions = {q.id: q for q in inputs.questions}
+        run = sorted(runs.glob(f"{cfg.name}-*"))[-1]
+        answers = sorted(_jsonl(run / "generation.jsonl"), key=lambda g: g["question_id"])
+        for i, g in enumerate(answers, 1):
+            given = [chunks[c] for c in g["contexts"]]
+            if g.get("error") or not g.get("answer") or mp.declines(g["answer"], given):
+                continue
+            pid = f"f4-{name[:3]}-{i:03d}"
+            shown = [
+                number_contexts([ch], cfg.generation.max_context_chars).replace("[1]", f"[{n}]", 1)
+                for n, ch in enumerate(given, 1)
+            ]
+            rows.append(
+                {
+                    "packet_id": pid,
+                    "question": questions[g["question_id"]].question,
+                    "contexts": shown,
+                    "answer": g["answer"],
+                }
+            )
+            key[pid] = f"{name}/{g['question_id']}"
+    FRESH4_KEY.write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
+    _write_part(rows, 4851, FRESH4_PACKETS, FRESH4_FILES)
+
+
 def packet_key() -> dict[str, str]:
     """Each packet's corpus and question (``corpus/question id``): the real answers', the
     citations study's and the third fresh part's packets."""
     key = json.loads((REAL / "packet-key.json").read_text())
     cited = json.loads((CITATIONS / "packet-key.json").read_text())
     fresh3 = json.loads(FRESH3_KEY.read_text()) if FRESH3_KEY.exists() else {}
-    return {**key, **{pid: f"{k['corpus']}/{k['question_id']}" for pid, k in cited.items()}, **fresh3}
+    fresh4 = json.loads(FRESH4_KEY.read_text()) if FRESH4_KEY.exists() else {}
+    return {**key, **{pid: f"{k['corpus']}/{k['question_id']}" for pid, k in cited.items()}, **fresh3, **fresh4}
 
 
 def packets() -> None:
@@ -309,9 +358,8 @@ def judge(
     load_config(config)  # registers the criteria
     # The verdict alone: what an audit asks of a decision whose reason no reader is shown.
     REASONS_WANTED.set(False)
-    every = _jsonl(
-        {"fresh": FRESH_PACKETS, "fresh2": FRESH2_PACKETS, "fresh3": FRESH3_PACKETS}.get(fresh or "", PACKETS)
-    )
+    parts = {"fresh": FRESH_PACKETS, "fresh2": FRESH2_PACKETS, "fresh3": FRESH3_PACKETS, "fresh4": FRESH4_PACKETS}
+    every = _jsonl(parts.get(fresh or "", PACKETS))
     key = packet_key()
     if corpora:
         every = [p for p in every if _corpus(p["packet_id"], key) in corpora]
@@ -348,7 +396,7 @@ def _item(r: dict, positive: bool | None = None) -> Item:
 def _features(judged: list[dict]) -> None:
     """Each decision's word features, from its packet and the inputs its criterion sees (what the
     criterion judge keeps in an audit)."""
-    paths = (PACKETS, FRESH_PACKETS, FRESH2_PACKETS, FRESH3_PACKETS)
+    paths = (PACKETS, FRESH_PACKETS, FRESH2_PACKETS, FRESH3_PACKETS, FRESH4_PACKETS)
     packets = {p["packet_id"]: p for path in paths if path.exists() for p in _jsonl(path)}
     for r in judged:
         p = packets[r["packet_id"]]
@@ -471,8 +519,8 @@ def _v2_check(truth_all: dict[str, dict[str, bool]]) -> dict:
 # Where figures are measured. Labels are drawn from the calibration part, except on the third fresh
 # part, where they are drawn from the part itself as a user labels their own answers (``within``),
 # the figures on its other answers; ``fresh3_cross`` measures it with the calibration part's labels.
-EVAL_PARTS = ("heldout", "fresh", "fresh2", "fresh3")
-WITHIN = ("fresh3",)
+EVAL_PARTS = ("heldout", "fresh", "fresh2", "fresh3", "fresh4")
+WITHIN = ("fresh3", "fresh4")
 
 
 def _figures_on(
@@ -494,7 +542,8 @@ def _figures_on(
                 # How the decided probability ranks the answers (the blend's, where labels chose a feature).
                 decided_p = [{**r, "p_pass": decider.probs(_item(r))[0]} for r in measured]
                 aucs.append(_auc(decided_p, truth))
-                features.append((decider.notes or {}).get("feature") or "none")
+                # The features the blend weighs (v4: every one that separates the labels; none: no blend).
+                features.extend((decider.notes or {}).get("features") or ["none"])
                 # Every answer decided at the cut-off, no band: what the band buys.
                 at_cut.append(
                     evaluate(decider.model_copy(update={"band": None}), measured, truth)[0] / max(len(measured), 1)
@@ -512,10 +561,11 @@ def _figures_on(
                     "auc": float(np.mean([a for a in aucs if a is not None]))
                     if any(a is not None for a in aucs)
                     else None,
+                    # In how many draws the blend weighed each feature ("none": no blend).
                     "features_chosen": {f: features.count(f) for f in sorted(set(features))},
                     "features_chosen_text": ", ".join(
-                        f"{f} {features.count(f)} times"
-                        for f in sorted(set(features), key=lambda f: -features.count(f))
+                        f"{f} in {features.count(f)}"
+                        for f in sorted(set(features), key=lambda f: (-features.count(f), f))
                     ),
                     "cutoff_median": float(np.median(cutoffs)),
                     "band_median": [float(np.median([b[0] for b in bands])), float(np.median([b[1] for b in bands]))],
@@ -524,51 +574,40 @@ def _figures_on(
     return out
 
 
-# Method v3's two changes (the new_names feature, the aim 0.85), undone by ``analyse --before-v3``
-# to measure the method as it stood before them on the same labels.
-BEFORE_V3_AIM = 0.90
-V3_FEATURES = ("new_names",)
-
-
 def analyse(
     draws: int,
     method: str = "v1",
     model_alone: bool = False,
     eval_parts: tuple[str, ...] = EVAL_PARTS,
-    before_v3: bool = False,
 ) -> dict:
     """Per criterion, method and n: the figures of each evaluation part judged so far (see the
     module's docstring); the first run's held-out part keeps its keys (``at_20``, ``at_0``), the
     fresh part's are ``at_20_fresh`` and ``at_0_fresh``. ``model_alone``: the labels calibrate the
-    model's P(pass) alone (no word feature; at the aim of the config); ``before_v3``: without
-    method v3's changes (``V3_FEATURES``, aim ``BEFORE_V3_AIM``)."""
+    model's P(pass) alone (no word feature; at the aim of the config). The earlier methods' figures
+    are kept in their own files (``results/result-before-v3.json``, ``results/result-v3.json``),
+    written by this function at the commits the README names."""
     config, _ = METHODS[method]
     load_config(config)  # registers the criteria as declared
-    found = registered_criteria()
-    if before_v3:
-        found = {n: dataclasses.replace(c, aim=BEFORE_V3_AIM) for n, c in found.items()}
-    with criteria_registered(found):
-        return _analyse(draws, method, model_alone, eval_parts, before_v3)
+    with criteria_registered(registered_criteria()):
+        return _analyse(draws, method, model_alone, eval_parts)
 
 
-def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, ...], before_v3: bool) -> dict:
+def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, ...]) -> dict:
     """``analyse`` with the criteria registered."""
     config, judged_file = METHODS[method]
     judged = _jsonl(judged_file)
     if not model_alone:
         _features(judged)
-    if before_v3:
-        for r in judged:
-            r["features"] = {k: v for k, v in (r.get("features") or {}).items() if k not in V3_FEATURES}
     info = judged_file.with_name(judged_file.stem + "-run.json")  # written when a judge run ends
     run = json.loads(info.read_text()) if info.exists() else {"model": None, "machine": None, "commit": None}
     key = packet_key()
     truth_all = labels()
     every_part = {**PARTS, **FRESH, **FRESH2}
     fresh3 = set(json.loads(FRESH3_KEY.read_text())) if FRESH3_KEY.exists() else set()
+    fresh4 = set(json.loads(FRESH4_KEY.read_text())) if FRESH4_KEY.exists() else set()
     for r in judged:
         corpus = _corpus(r["packet_id"], key)
-        part = "fresh3" if r["packet_id"] in fresh3 else every_part[corpus]
+        part = "fresh3" if r["packet_id"] in fresh3 else "fresh4" if r["packet_id"] in fresh4 else every_part[corpus]
         r.update(corpus=corpus, part=part, question=f"{corpus}/{key[r['packet_id']].split('/')[-1]}")
     results, parts, measured, not_measured = [], {}, [], {}
     for name in CRITERIA:
@@ -615,31 +654,34 @@ def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, 
         for name in CRITERIA
         if any(r["criterion"] == name and r["part"] == "fresh" for r in judged)
     }
-    # The third fresh part was judged in one run of its own, alone on the machine.
-    usage_fresh3 = {
-        name: _usage_of([r for r in judged if r["criterion"] == name and r["part"] == "fresh3"])
-        for name in CRITERIA
-        if any(r["criterion"] == name and r["part"] == "fresh3" for r in judged)
-    }
+    # The third and fourth fresh parts were each judged in one run of their own.
+    usage_fresh3, usage_fresh4 = (
+        {
+            name: _usage_of([r for r in judged if r["criterion"] == name and r["part"] == part])
+            for name in CRITERIA
+            if any(r["criterion"] == name and r["part"] == part for r in judged)
+        }
+        for part in ("fresh3", "fresh4")
+    )
     by = {(r["criterion"], r["how"], r["n"], r["part"]): r for r in results}
     picks = {}
     suffixes = (("heldout", ""), ("fresh", "_fresh"), ("fresh2", "_fresh2"))
-    for part, suffix in (*suffixes, ("fresh3", "_fresh3"), ("fresh3_cross", "_fresh3_cross")):
+    later = tuple((f"{p}{x}", f"_{p}{x}") for p in ("fresh3", "fresh4") for x in ("", "_cross"))
+    for part, suffix in (*suffixes, *later):
         for n, label in ((20, "at_20"), (0, "at_0"), (30, "at_30")):
             how = "both" if n else "shipped"
             picks[label + suffix] = {name: by[(name, how, n, part)] for name in measured if (name, how, n, part) in by}
     return {
         "command": f"python benchmarks/criteria/criteria_study.py analyse --method {method} --draws {draws}"
-        + (" --model-alone" if model_alone else "")
-        + (" --before-v3" if before_v3 else ""),
+        + (" --model-alone" if model_alone else ""),
         "method": method,
         "word_features": not model_alone,
-        "before_v3": before_v3,
         "config": str(config.relative_to(ROOT)),
         "model": run["model"],
         "parts": {corpus: part for corpus, part in every_part.items()},
         # The third fresh part is new answers of these corpora (by packet, not by corpus).
         "parts_fresh3": sorted({_corpus(pid, key) for pid in fresh3}),
+        "parts_fresh4": sorted({_corpus(pid, key) for pid in fresh4}),
         "answers": len(truth_all),
         "judged": {name: sum(r["criterion"] == name and r["p_pass"] is not None for r in judged) for name in CRITERIA},
         "targets": {"decided_accuracy": TARGET_ACCURACY, "uncertain_share": TARGET_UNCERTAIN, "n": 20},
@@ -647,6 +689,7 @@ def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, 
         "usage": usage,
         "usage_fresh": usage_fresh,
         "usage_fresh3": usage_fresh3,
+        "usage_fresh4": usage_fresh4,
         "v2_calibration": v2,
         "judged_on": {"machine": run["machine"], "commit": run["commit"]},
         "results": results,
@@ -665,6 +708,8 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("packets-fresh2", help="write the second fresh part's blind packets, one file per reader")
     f3 = sub.add_parser("packets-fresh3", help="write the third fresh part's blind packets, one file per reader")
     f3.add_argument("runs", type=Path, help="the folder of the citing runs (benchmarks/citations/make_answers.sh)")
+    f4 = sub.add_parser("packets-fresh4", help="write the fourth fresh part's blind packets, one file per reader")
+    f4.add_argument("runs", type=Path, help="the folder of the runs of data/fresh4-*.yaml")
     j = sub.add_parser("judge", help="the criteria on every answer (embedded model, cached): results/judged.jsonl")
     j.add_argument("--minutes", type=float, help="stop asking after this long (a rerun continues)")
     j.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
@@ -675,6 +720,9 @@ def main(argv: list[str] | None = None) -> None:
     j.add_argument(
         "--fresh3", action="store_const", const="fresh3", dest="fresh", help="the third fresh part's packets"
     )
+    j.add_argument(
+        "--fresh4", action="store_const", const="fresh4", dest="fresh", help="the fourth fresh part's packets"
+    )
     j.add_argument("--corpora", help="only these corpora, comma-separated")
     j.add_argument("--criteria", help="only these criteria, comma-separated")
     a = sub.add_parser("analyse", help="no model: the held-out figures with 0-30 labels, results/result.json")
@@ -682,7 +730,6 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
     a.add_argument("--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh, fresh2, fresh3)")
     a.add_argument("--model-alone", action="store_true", help="labels calibrate the model's P alone (no word feature)")
-    a.add_argument("--before-v3", action="store_true", help="without method v3's new_names feature and aim 0.85")
     args = parser.parse_args(argv)
     if args.command == "packets":
         packets()
@@ -692,6 +739,8 @@ def main(argv: list[str] | None = None) -> None:
         packets_fresh2()
     elif args.command == "packets-fresh3":
         packets_fresh3(args.runs)
+    elif args.command == "packets-fresh4":
+        packets_fresh4(args.runs)
     elif args.command == "judge":
         judge(
             args.minutes,
@@ -701,12 +750,11 @@ def main(argv: list[str] | None = None) -> None:
             tuple(args.criteria.split(",")) if args.criteria else CRITERIA,
         )
     else:
-        result = analyse(args.draws, args.method, args.model_alone, tuple(args.parts.split(",")), args.before_v3)
+        result = analyse(args.draws, args.method, args.model_alone, tuple(args.parts.split(",")))
         out = RESULT.with_name(
             "result"
             + ("" if args.method == "v1" else f"-{args.method}")
             + ("-model-alone" if args.model_alone else "")
-            + ("-before-v3" if args.before_v3 else "")
             + ".json"
         )
         out.write_text(json.dumps(result, indent=1) + "\n")

@@ -372,20 +372,18 @@ def adapt(
 # 0.6-0.97, the passing answers above 0.85: from 0.5 to about 0.84; tests/judges/test_criteria.py).
 CRITERION_PRIOR = 1.0
 MIN_SLOPE = 0.05  # a judge whose labels say it does not separate: nearly every decision uncertain
-# Where the labels also find a word feature of the answer that separates them (``criterion_evidence``:
-# its AUC on the labels beyond chance, FEATURE_ALPHA; MIN_PER_CLASS labels of each verdict),
-# the map becomes sigmoid(a + b z + w f) over the standardised feature f, fitted with the weak prior
-# FEATURE_PRIOR on all three (a ~ N(0, .), b ~ N(1, .), w ~ N(0, .)): the labels, not the prior,
-# decide how far the words count. The prior and MIN_PER_CLASS were chosen on the criteria study's
-# calibration and first held-out parts; the significance rule below replaced a looser one after a
-# review, and was measured on a second fresh part (benchmarks/criteria, docs/validation/judges.md).
-FEATURE_PRIOR = 10.0
-MIN_PER_CLASS = 4
-# A feature counts as separating the labels only where chance would rarely separate them as well:
-# the two-sided p-value of its AUC (Mann-Whitney, normal approximation) below FEATURE_ALPHA divided
-# by the number of features tried (Bonferroni). Added after a review showed that |AUC - 0.5| >=
-# 0.15 picks a feature of pure noise in most draws of 20 balanced labels.
-FEATURE_ALPHA = 0.05
+# Where both verdicts have labels (MIN_PER_CLASS each), the map also weighs the word features of the
+# answer the criterion keeps (``criterion_evidence``) that separate the labels better than chance
+# would one time in ten (FEATURE_ALPHA: the two-sided p-value of the feature's AUC, uncorrected),
+# each standardised on the labels: sigmoid(a + b z + sum_k w_k f_k), fitted by maximum a posteriori
+# with a ~ N(0, CRITERION_PRIOR), b ~ N(1, CRITERION_PRIOR) and every w_k ~ N(0, FEATURE_PRIOR): the
+# labels decide how far each counts. Method v4 of benchmarks/criteria (chosen on its five labelled
+# parts, measured on its fourth fresh part): it replaced weighing only the one feature that
+# separated the labels beyond chance with Bonferroni's correction (v3), which on 20 labels kept none
+# or a weak one in many draws; the looser test still keeps most features of pure noise out.
+FEATURE_PRIOR = 3.0
+FEATURE_ALPHA = 0.1
+MIN_PER_CLASS = 2
 
 
 def _auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
@@ -403,27 +401,20 @@ def auc_p_value(auc: float, n_pos: int, n_neg: int) -> float:
     return math.erfc(abs(auc - 0.5) / sd / math.sqrt(2))
 
 
-def choose_feature(items: Sequence[Item]) -> str | None:
-    """The word feature the labelled one-decision ``items`` are best told apart by (|AUC - 0.5|
-    largest), among those every item has, if chance would rarely do as well (``FEATURE_ALPHA``,
-    Bonferroni over the features tried); None where none does or either verdict has fewer than
-    ``MIN_PER_CLASS`` labels."""
+def separating_features(items: Sequence[Item]) -> list[str]:
+    """The word features every labelled one-decision item keeps whose AUC on the labels chance
+    would reach less often than ``FEATURE_ALPHA`` (none: no blend)."""
     y = [bool(it.positive) for it in items]
     n_pos, n_neg = sum(y), len(y) - sum(y)
-    if min(n_pos, n_neg) < MIN_PER_CLASS:
-        return None
-    shared = sorted(set.intersection(*(set(it.features[0]) for it in items)))
-    best, separation = None, 0.0
-    for name in shared:
-        values = [float(it.features[0][name]) for it in items]
-        if max(values) == min(values):
-            continue
-        gap = abs(_auc(values, y) - 0.5)
-        if gap > separation:
-            best, separation = name, gap
-    if best is None or auc_p_value(0.5 + separation, n_pos, n_neg) >= FEATURE_ALPHA / len(shared):
-        return None
-    return best
+    if not items or min(n_pos, n_neg) < MIN_PER_CLASS:
+        return []
+    names = sorted(set.intersection(*(set(it.features[0]) for it in items)))
+    out = []
+    for k in names:
+        values = [float(it.features[0][k]) for it in items]
+        if max(values) > min(values) and auc_p_value(_auc(values, y), n_pos, n_neg) < FEATURE_ALPHA:
+            out.append(k)
+    return out
 
 
 def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", *, target: float) -> Decider:
@@ -432,15 +423,16 @@ def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", 
     fitted with the weak prior ``CRITERION_PRIOR``; the cut-off where the map gives even odds, and the
     band where it gives the decided verdict less than ``target`` (each decision left decided is one
     the calibrated judge gets right with probability ``target`` or more). Both in the model's own
-    P(pass), so they read like every other judge's cut-off and band. Where the labels find a word
-    feature that separates them (``choose_feature``; not for ``cutoff``), the map takes it too and
-    the criterion decides on the blend (``Decider.blend``): cut-off 0.5, the band where the blend
-    is less than ``target`` sure."""
+    P(pass), so they read like every other judge's cut-off and band. Where word features separate
+    the labels (``separating_features``; not for ``cutoff``), the map weighs them too and the
+    criterion decides on the blend (``Decider.blend``): cut-off 0.5, the band where the blend is less
+    than ``target`` sure."""
     z = np.array([answer_logodds(it.p_model, None) for it in items])
     y = np.array([bool(it.positive) for it in items])
-    feature = choose_feature(items) if how != "cutoff" and all(len(it.p_model) == 1 for it in items) else None
-    if feature is not None:
-        return _with_feature(shipped, items, feature, how, target)
+    one = all(len(it.p_model) == 1 for it in items)
+    features = separating_features(items) if how != "cutoff" and one else []
+    if features:
+        return _with_features(shipped, items, features, how, target)
     if how == "cutoff":
         a, b = fit_shift(z, y, CRITERION_PRIOR), 1.0
     else:
@@ -464,23 +456,28 @@ def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", 
     )
 
 
-def _with_feature(shipped: Decider, items: Sequence[Item], feature: str, how: str, target: float) -> Decider:
-    """``adapt_criterion`` with the word ``feature`` in the map (standardised on the labels for the
-    prior, saved on its own scale)."""
-    values = np.array([float(it.features[0][feature]) for it in items])
-    mu, sd = float(values.mean()), float(values.std()) or 1.0
+def _with_features(shipped: Decider, items: Sequence[Item], features: list[str], how: str, target: float) -> Decider:
+    """``adapt_criterion`` with the word ``features`` in the map, each standardised on the labels for
+    the prior and saved on its own scale."""
+    values = np.array([[float(it.features[0][k]) for k in features] for it in items])
+    mu, sd = values.mean(axis=0), values.std(axis=0)
+    sd[sd == 0] = 1.0
+    # fit_weights takes one prior for every parameter: a feature multiplied by FEATURE_PRIOR /
+    # CRITERION_PRIOR under that prior is the feature under its own prior FEATURE_PRIOR.
+    scale = FEATURE_PRIOR / CRITERION_PRIOR
+    scaled = [{k: (v - m) / s * scale for k, v, m, s in zip(features, row, mu, sd, strict=True)} for row in values]
     p_model = [float(it.p_model[0]) for it in items]
-    standardised = [{feature: (v - mu) / sd} for v in values]
     y = [bool(it.positive) for it in items]
-    fitted = fit_weights(Blend(0.0, 1.0, {feature: 0.0}), p_model, standardised, y, FEATURE_PRIOR)
+    start = Blend(0.0, 1.0, dict.fromkeys(features, 0.0))
+    fitted = fit_weights(start, p_model, scaled, y, CRITERION_PRIOR)
     if fitted.model < MIN_SLOPE:
-        # The model never counts against its own word: its weight held at the floor, as without a feature.
-        fitted = fit_weights(Blend(0.0, 1.0, {feature: 0.0}), p_model, standardised, y, FEATURE_PRIOR, MIN_SLOPE)
-    w = fitted.weights[feature] / sd
+        # The model never counts against its own word: its weight held at the floor, as without features.
+        fitted = fit_weights(start, p_model, scaled, y, CRITERION_PRIOR, MIN_SLOPE)
+    w = {k: fitted.weights[k] * scale / s for k, s in zip(features, sd, strict=True)}
     blend = Blend(
-        fitted.intercept - w * mu,
+        fitted.intercept - sum(w[k] * m for k, m in zip(features, mu, strict=True)),
         fitted.model,
-        {feature: w},
+        w,
         fitted_on=f"{len(items)} labels of this criterion",
         n=len(items),
     )
@@ -494,8 +491,8 @@ def _with_feature(shipped: Decider, items: Sequence[Item], feature: str, how: st
             "shift": 0.0,
             "notes": {
                 "prior": FEATURE_PRIOR,
-                "feature": feature,
-                "feature_auc": round(_auc(list(values), y), 4),
+                "features": features,
+                "feature_auc": {k: round(_auc(list(values[:, i]), y), 4) for i, k in enumerate(features)},
                 "blend": blend.describe(),
                 "target": target,
             },

@@ -86,6 +86,9 @@ def _print_adaptation(done: api.Rendered, no_save: bool) -> None:
         if a.blend_after and a.blend_after != a.blend_before:
             print(f"    decides on {a.blend_after}")
         elif a.criterion and a.labels:
-            print("    no word feature of the answers told these labels apart beyond chance: the model's P(pass) alone")
+            print(
+                "    no word feature of the answers separated these labels better than chance would one time in "
+                "ten: the model's P(pass) alone"
+            )
     if no_save:
         print("--no-save: the adaptation is not kept for later audits")
