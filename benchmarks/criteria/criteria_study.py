@@ -50,6 +50,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from run_info import commit, machine  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import rule_v3  # noqa: E402
+
 from rag_eval.base_records import required  # noqa: E402
 from rag_eval.cache_dirs import cache_root  # noqa: E402
 from rag_eval.calibration.adaptation import Decider, Item, adapt  # noqa: E402
@@ -516,6 +519,11 @@ def _v2_check(truth_all: dict[str, dict[str, bool]]) -> dict:
     return out
 
 
+# The rule a criterion is adapted by: None, the package's (method v4); "v3", method v3's rule frozen
+# in rule_v3.py, to compare both on the parts judged after v3 was replaced (``analyse --rule v3``).
+RULES = {"v3": rule_v3.adapt_criterion}
+RULE: str | None = None
+
 # Where figures are measured. Labels are drawn from the calibration part, except on the third fresh
 # part, where they are drawn from the part itself as a user labels their own answers (``within``),
 # the figures on its other answers; ``fresh3_cross`` measures it with the calibration part's labels.
@@ -531,14 +539,21 @@ def _figures_on(
     out = []
     for n in NS:
         for how in ("shipped",) if n == 0 else HOWS:
-            counts, cutoffs, bands, at_cut, aucs, features = [], [], [], [], [], []
+            counts, cutoffs, bands, at_cut, aucs, features, caught = [], [], [], [], [], [], []
             for d in range(1 if n == 0 else draws):
                 source = held if within else cal
                 chosen = draw(source, n, seed=[48, n, d]) if n else set()
                 items = [_item(r, truth[r["packet_id"]]) for r in source if r["packet_id"] in chosen]
-                decider = adapt(SHIPPED, items, how, judge=name) if n else SHIPPED
+                decider = (
+                    (RULES[RULE](SHIPPED, items, how) if RULE else adapt(SHIPPED, items, how, judge=name))
+                    if n
+                    else SHIPPED
+                )
                 measured = [r for r in held if r["packet_id"] not in chosen]
                 counts.append(evaluate(decider, measured, truth))
+                # Failing answers (by the labels) decided fail: what a criterion is there to catch.
+                failing = [r for r in measured if not truth[r["packet_id"]]]
+                caught.append((sum(decider.decide(_item(r)) == (False, False) for r in failing), len(failing)))
                 # How the decided probability ranks the answers (the blend's, where labels chose a feature).
                 decided_p = [{**r, "p_pass": decider.probs(_item(r))[0]} for r in measured]
                 aucs.append(_auc(decided_p, truth))
@@ -558,6 +573,9 @@ def _figures_on(
                     "how": how,
                     **_figures(counts),
                     "accuracy_without_band": float(np.mean(at_cut)),
+                    # Means over the draws: failing answers decided fail, and failing answers measured.
+                    "failures_caught": float(np.mean([c for c, _ in caught])),
+                    "failing_answers": float(np.mean([f for _, f in caught])),
                     "auc": float(np.mean([a for a in aucs if a is not None]))
                     if any(a is not None for a in aucs)
                     else None,
@@ -579,17 +597,28 @@ def analyse(
     method: str = "v1",
     model_alone: bool = False,
     eval_parts: tuple[str, ...] = EVAL_PARTS,
+    rule: str | None = None,
 ) -> dict:
     """Per criterion, method and n: the figures of each evaluation part judged so far (see the
     module's docstring); the first run's held-out part keeps its keys (``at_20``, ``at_0``), the
     fresh part's are ``at_20_fresh`` and ``at_0_fresh``. ``model_alone``: the labels calibrate the
     model's P(pass) alone (no word feature; at the aim of the config). The earlier methods' figures
     are kept in their own files (``results/result-before-v3.json``, ``results/result-v3.json``),
-    written by this function at the commits the README names."""
+    written by this function at the commits the README names. ``rule``: adapt by that frozen rule
+    (``RULES``) instead of the package's."""
+    global RULE
     config, _ = METHODS[method]
     load_config(config)  # registers the criteria as declared
-    with criteria_registered(registered_criteria()):
-        return _analyse(draws, method, model_alone, eval_parts)
+    before, RULE = RULE, rule
+    try:
+        with criteria_registered(registered_criteria()):
+            out = _analyse(draws, method, model_alone, eval_parts)
+    finally:
+        RULE = before
+    if rule:
+        out["command"] += f" --rule {rule}"
+        out["rule"] = rule
+    return out
 
 
 def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, ...]) -> dict:
@@ -640,6 +669,14 @@ def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, 
                     {**r, "part": f"{part}_cross"}
                     for r in _figures_on(name, by_part["calibration"], by_part[part], truth, draws)
                 ]
+                # Each corpus of the part alone, as a user labels one corpus (labels drawn within it).
+                for corpus in sorted({r["corpus"] for r in by_part[part]}):
+                    mine = [r for r in by_part[part] if r["corpus"] == corpus]
+                    if len(mine) >= 40:
+                        results += [
+                            {**r, "part": f"{part}_{corpus}"}
+                            for r in _figures_on(name, mine, mine, truth, draws, within=True)
+                        ]
     for r in results:
         r["meets_target"] = (
             r["decided_accuracy"] is not None
@@ -667,6 +704,9 @@ def _analyse(draws: int, method: str, model_alone: bool, eval_parts: tuple[str, 
     picks = {}
     suffixes = (("heldout", ""), ("fresh", "_fresh"), ("fresh2", "_fresh2"))
     later = tuple((f"{p}{x}", f"_{p}{x}") for p in ("fresh3", "fresh4") for x in ("", "_cross"))
+    later += tuple(
+        (p, f"_{p}") for p in sorted({r["part"] for r in results}) if p.startswith("fresh4_") and p != "fresh4_cross"
+    )
     for part, suffix in (*suffixes, *later):
         for n, label in ((20, "at_20"), (0, "at_0"), (30, "at_30")):
             how = "both" if n else "shipped"
@@ -730,6 +770,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
     a.add_argument("--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh, fresh2, fresh3)")
     a.add_argument("--model-alone", action="store_true", help="labels calibrate the model's P alone (no word feature)")
+    a.add_argument("--rule", choices=sorted(RULES), help="adapt by this frozen rule (v3: method v3's, rule_v3.py)")
     args = parser.parse_args(argv)
     if args.command == "packets":
         packets()
@@ -750,11 +791,12 @@ def main(argv: list[str] | None = None) -> None:
             tuple(args.criteria.split(",")) if args.criteria else CRITERIA,
         )
     else:
-        result = analyse(args.draws, args.method, args.model_alone, tuple(args.parts.split(",")))
+        result = analyse(args.draws, args.method, args.model_alone, tuple(args.parts.split(",")), args.rule)
         out = RESULT.with_name(
             "result"
             + ("" if args.method == "v1" else f"-{args.method}")
             + ("-model-alone" if args.model_alone else "")
+            + (f"-rule-{args.rule}" if args.rule else "")
             + ".json"
         )
         out.write_text(json.dumps(result, indent=1) + "\n")

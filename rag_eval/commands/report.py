@@ -85,10 +85,13 @@ def _print_adaptation(done: api.Rendered, no_save: bool) -> None:
             print(f"    on its labels, each decided by a judge adapted without it: {a.held_out_text()}")
         if a.blend_after and a.blend_after != a.blend_before:
             print(f"    decides on {a.blend_after}")
-        elif a.criterion and a.labels:
-            print(
-                "    no word feature of the answers separated these labels better than chance would one time in "
-                "ten: the model's P(pass) alone"
-            )
+        elif a.criterion and a.labels and not a.blend_after and a.how != "cutoff":
+            if min(a.positives, a.labels - a.positives) < 2:
+                print("    fewer than 2 labels of one verdict: the model's P(pass) alone, no word feature weighed")
+            else:
+                print(
+                    "    no word feature of the answers separated these labels better than chance would one time in "
+                    "ten: the model's P(pass) alone"
+                )
     if no_save:
         print("--no-save: the adaptation is not kept for later audits")
