@@ -9,16 +9,18 @@ every answer for the three before any judge ran on them (``data/labels/``).
 Parts, each added after the one before had been looked at: labels are drawn from the
 **calibration** part (attrs, structlog) as ``rag-eval label`` draws them, and figures measured on
 the **held-out** part (python-dotenv, tinytag, tenacity, tabulate), then on a **fresh** part (parse,
-xmltodict, python), a **second fresh** part (marshmallow, the citing prompt) and, for method v3, a
-**third fresh** part (the citing prompt's answers on nine corpora), where labels are drawn within the
-part and figures measured on its other answers. Each fresh part was labelled blind before any judge
+xmltodict, python), a **second fresh** part (marshmallow, the citing prompt), for method v3 a
+**third fresh** part (the citing prompt's answers on nine corpora) and for method v4 a **fourth fresh**
+part (the plain prompt on new python-docs questions and on marshmallow); on the last two, labels are
+drawn within the part and figures measured on its other answers. Each fresh part was labelled blind before any judge
 ran on it; the README says what was chosen on which.
 
     python benchmarks/criteria/criteria_study.py packets          # the blind packets and their halves
     python benchmarks/criteria/criteria_study.py packets-fresh    # the fresh part's, one file per reader
     python benchmarks/criteria/criteria_study.py packets-fresh3 RUNS  # the third fresh part's
-    python benchmarks/criteria/criteria_study.py judge [--fresh|--fresh2|--fresh3]  # the model (cached)
-    python benchmarks/criteria/criteria_study.py analyse [--model-alone]  # no model: results/
+    python benchmarks/criteria/criteria_study.py packets-fresh4 RUNS  # the fourth fresh part's
+    python benchmarks/criteria/criteria_study.py judge [--fresh|--fresh2|--fresh3|--fresh4]  # the model (cached)
+    python benchmarks/criteria/criteria_study.py analyse [--model-alone|--rule v3]  # no model: results/
 
 ``judge`` asks each criterion through judge-check's code (``rag_eval.judges.judge_check.predict``:
 the registry's criterion judge, its one template, the verdict's probability read from the first
@@ -257,7 +259,7 @@ def packets_fresh4(runs: Path) -> None:
 
 def packet_key() -> dict[str, str]:
     """Each packet's corpus and question (``corpus/question id``): the real answers', the
-    citations study's and the third fresh part's packets."""
+    citations study's and the third and fourth fresh parts' packets."""
     key = json.loads((REAL / "packet-key.json").read_text())
     cited = json.loads((CITATIONS / "packet-key.json").read_text())
     fresh3 = json.loads(FRESH3_KEY.read_text()) if FRESH3_KEY.exists() else {}
@@ -524,9 +526,10 @@ def _v2_check(truth_all: dict[str, dict[str, bool]]) -> dict:
 RULES = {"v3": rule_v3.adapt_criterion}
 RULE: str | None = None
 
-# Where figures are measured. Labels are drawn from the calibration part, except on the third fresh
-# part, where they are drawn from the part itself as a user labels their own answers (``within``),
-# the figures on its other answers; ``fresh3_cross`` measures it with the calibration part's labels.
+# Where figures are measured. Labels are drawn from the calibration part, except on the third and
+# fourth fresh parts (``WITHIN``), where they are drawn from the part itself as a user labels their own
+# answers, the figures on its other answers; ``<part>_cross`` measures such a part with the
+# calibration part's labels and ``<part>_<corpus>`` each of its corpora alone.
 EVAL_PARTS = ("heldout", "fresh", "fresh2", "fresh3", "fresh4")
 WITHIN = ("fresh3", "fresh4")
 
@@ -768,7 +771,9 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("analyse", help="no model: the held-out figures with 0-30 labels, results/result.json")
     a.add_argument("--draws", type=int, default=20, help="seeded label draws per n")
     a.add_argument("--method", choices=sorted(METHODS), default="v1", help="the criteria as declared (METHODS)")
-    a.add_argument("--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh, fresh2, fresh3)")
+    a.add_argument(
+        "--parts", default=",".join(EVAL_PARTS), help="the parts measured (heldout, fresh, fresh2, fresh3, fresh4)"
+    )
     a.add_argument("--model-alone", action="store_true", help="labels calibrate the model's P alone (no word feature)")
     a.add_argument("--rule", choices=sorted(RULES), help="adapt by this frozen rule (v3: method v3's, rule_v3.py)")
     args = parser.parse_args(argv)

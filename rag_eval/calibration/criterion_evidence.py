@@ -4,9 +4,10 @@ A criterion is the user's own question, so no word feature can be fitted for it 
 citations and faithfulness blends were. But most criteria people write are partly visible in the
 answer's words: "names the function to use" in its code names (above all those the question did
 not bring), "quotes the documents" in runs of words copied from the contexts, "answers only what
-was asked" in its length and in how much of it is the question's own words. Each decision of a criterion keeps these few generic features of the
-inputs the criterion ``sees``; ``adaptation.adapt_criterion`` lets the user's labels pick the one
-that separates them (if any does) and weigh it beside the model's probability.
+was asked" in its length and in how much of it is the question's own words. Each decision of a
+criterion keeps these few generic features of the inputs the criterion ``sees``;
+``adaptation.adapt_criterion`` weighs those that separate the user's labels (if any do) beside the
+model's probability.
 
 Plain functions of the texts; no model.
 """

@@ -435,7 +435,7 @@ def _criterion_calibration(cal, needed: int | None, judged: int, confidence: flo
     cut = f"cut-off {cal.cutoff:.3f}" if cal.cutoff is not None else "cut-off 0.5"
     blend = next(iter(cal.blends.values()), None) if cal.blends else None
     if blend:
-        # Labels chose a word feature of the answer to weigh beside the model (adaptation.py).
+        # Labels chose word features of the answer to weigh beside the model (adaptation.py).
         b = Blend.from_dict(blend)
         cut = f"decided on {b.describe()} of the model's log-odds and the answer's {', '.join(b.weights)}, {cut}"
         where = where.replace("P(pass)", "that P(pass)")

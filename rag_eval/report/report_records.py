@@ -118,7 +118,7 @@ class AdaptedJudge(Model):
     band_after: list[Num] | None = None
     blend_before: str | None = None
     blend_after: str | None = None
-    criterion: bool = False  # a user's criterion: labels may choose a word feature for it
+    criterion: bool = False  # a user's criterion: labels may weigh word features for it
     changed: int = 0  # verdicts of the run that the adaptation changed (decided or uncertain)
     uncertain_before: int = 0
     uncertain_after: int = 0

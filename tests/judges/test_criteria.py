@@ -734,8 +734,8 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         set_criteria({})
         assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
         csv_path = run_dir / "labels" / "labels.csv"
-        # The six longest answers pass (no advice), the six shortest fail: 12 labels that chance
-        # would rarely separate as well (8 could not: see choose_feature).
+        # The six longest answers pass (no advice), the six shortest fail: 12 labels the length
+        # separates perfectly, which chance would rarely do (separating_features).
         ranked = sorted(features, key=lambda k: (features[k]["length"], k), reverse=True)
         assert features[ranked[5]]["length"] > features[ranked[6]]["length"]
         _fill(csv_path, {k: {"no_advice": "no" if i < 6 else "yes"} for i, k in enumerate(ranked)})
