@@ -12,18 +12,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_eval.calibration.adaptation import (
-    CRITERION_PRIOR,
     MIN_SLOPE,
     Decider,
     Item,
     _auc,
-    _logit,
-    _sigmoid,
-    answer_logodds,
     auc_p_value,
-    fit_shift,
     fit_weights,
 )
+from rag_eval.calibration.adaptation import adapt_criterion as package_adapt_criterion
 from rag_eval.calibration.lexical import Blend
 
 AIM = 0.85
@@ -56,41 +52,15 @@ def choose_feature(items: Sequence[Item]) -> str | None:
 
 
 def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", *, target: float = AIM) -> Decider:
-    """A criterion calibrated on its labelled items: the map ``sigmoid(a + b z)`` of the model's
-    log-odds ``z`` to P(pass) (``how`` ``cutoff``: the intercept ``a`` alone, ``b`` = 1; else both),
-    fitted with the weak prior ``CRITERION_PRIOR``; the cut-off where the map gives even odds, and the
-    band where it gives the decided verdict less than ``target`` (each decision left decided is one
-    the calibrated judge gets right with probability ``target`` or more). Both in the model's own
-    P(pass), so they read like every other judge's cut-off and band. Where the labels find a word
-    feature that separates them (``choose_feature``; not for ``cutoff``), the map takes it too and
-    the criterion decides on the blend (``Decider.blend``): cut-off 0.5, the band where the blend
-    is less than ``target`` sure."""
-    z = np.array([answer_logodds(it.p_model, None) for it in items])
-    y = np.array([bool(it.positive) for it in items])
+    """v3's criterion adaptation: where the labels find a word feature that separates them
+    (``choose_feature``; not for ``cutoff``), the blend of the model's log-odds and that feature
+    (``_with_feature``); else the package's map of the model's log-odds alone, which v4 kept as it was
+    (the items given without word features, so that v4 weighs none)."""
     feature = choose_feature(items) if how != "cutoff" and all(len(it.p_model) == 1 for it in items) else None
     if feature is not None:
         return _with_feature(shipped, items, feature, how, target)
-    if how == "cutoff":
-        a, b = fit_shift(z, y, CRITERION_PRIOR), 1.0
-    else:
-        fitted = fit_weights(None, [_sigmoid(float(v)) for v in z], [{} for _ in z], list(y), CRITERION_PRIOR)
-        a, b = fitted.intercept, fitted.model
-    b = max(b, MIN_SLOPE)
-    edge = _logit(target)
-    cut = _sigmoid(-a / b)
-    band = (_sigmoid((-edge - a) / b), _sigmoid((edge - a) / b))
-    return shipped.model_copy(
-        update={
-            "blend": None,
-            "cutoff": cut,
-            "band": band,
-            "labels": len(items),
-            "how": how,
-            "shift": -a / b,
-            "notes": {"prior": CRITERION_PRIOR, "intercept": round(a, 6), "slope": round(b, 6), "target": target},
-            "aim": target,
-        }
-    )
+    bare = [Item(it.p_model, tuple({} for _ in it.p_model), it.positive) for it in items]
+    return package_adapt_criterion(shipped, bare, how, target=target)
 
 
 def _with_feature(shipped: Decider, items: Sequence[Item], feature: str, how: str, target: float) -> Decider:
