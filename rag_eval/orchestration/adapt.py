@@ -250,6 +250,9 @@ def _adapt_run(
         _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
     adapted.adaptation = _section(report, adapted, shipped, full, records, new, by_key, how, k, source)
     _held_out_check(adapted.adaptation, records, by_key, fold_of, fold_deciders)
+    decided_by_saved = {v for cal in report.judges.calibration.values() for v in cal.adapted}
+    for j in adapted.adaptation.judges:
+        j.from_saved = j.variant in decided_by_saved
     _criteria_as_adapted(adapted)
     if save:
         _save(adapted, full, records, source)

@@ -127,13 +127,20 @@ class AdaptedJudge(Model):
     held_out: int = 0
     held_out_decided: int = 0
     held_out_right: int = 0
+    # The run was decided by an adaptation saved before (perhaps from these labels), which the fold
+    # judges start from; a built-in judge's strong prior keeps them near it, so its check leans
+    # optimistic (a criterion refits from the model's P and is not affected).
+    from_saved: bool = False
 
     def held_out_text(self) -> str:
         """'r of d decided right, u of n uncertain' on its labels, cross-fitted; '' without any."""
         if not self.held_out:
             return ""
         unsure = self.held_out - self.held_out_decided
-        return f"{self.held_out_right} of {self.held_out_decided} decided right, {unsure} of {self.held_out} uncertain"
+        text = f"{self.held_out_right} of {self.held_out_decided} decided right, {unsure} of {self.held_out} uncertain"
+        if self.from_saved and not self.criterion:
+            text += " (optimistic: the fold judges start from the adaptation this run was decided by)"
+        return text
 
 
 class AdaptationSection(Model):

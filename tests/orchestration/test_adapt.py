@@ -231,6 +231,17 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         r["question_id"] for r in rep["judges"]["records"] if r["judge"] == "correctness" and r["verdict"] == "correct"
     }
     assert got == GOOD
+    # Adapting the later run, which the saved adaptation decided, with the same labels: its fold
+    # judges start from that adaptation, and its held-out check says it leans optimistic.
+    capsys.readouterr()
+    assert main(["report", str(later), "--labels", str(labels), "--adapt", "--no-save"]) == 0
+    [b] = [
+        a
+        for a in json.loads((later / "report.adapted.json").read_text())["adaptation"]["judges"]
+        if a["judge"] == "correctness"
+    ]
+    assert b["from_saved"] and b["held_out"] == 10
+    assert "optimistic: the fold judges start from the adaptation this run was decided by" in capsys.readouterr().out
     # A diff of the run (its record decided as shipped) against the later, adapted one says the
     # judges differ too.
     for run in (shipped_run, run_dir):
