@@ -147,6 +147,27 @@ def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], th
     return out
 
 
+def shipped_where_saved(calibration: Mapping[str, Any], threshold: float) -> dict[str, Decider]:
+    """The built-in judges' prompt variants that a saved adaptation decided in this run, each as
+    shipped for the run's judge model (``shipped_deciders``): what a new adaptation starts from, so
+    that labels an earlier adaptation was fitted on are not counted twice. A criterion is left out:
+    it refits from the model's P alone."""
+    out: dict[str, Decider] = {}
+    for name, cal in calibration.items():
+        c = Calibration.load(cal)
+        spec = JUDGES.get(name)
+        if not c.adapted or not c.identity or spec is None or spec.criterion is not None:
+            continue
+        hashes = dict(c.prompt_hashes)
+
+        def prompt_hash(variant: str, hashes: dict[str, str] = hashes) -> str:
+            return hashes.get(variant, "")
+
+        shipped = shipped_deciders(c.identity, prompt_hash, threshold)
+        out.update({v: shipped[v] for v in c.adapted if v in shipped})
+    return out
+
+
 def _is_statement_judge(name: str) -> bool:
     spec = JUDGES.get(name)
     return bool(spec and spec.check and spec.check.reading == "statements")

@@ -28,7 +28,16 @@ from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.calibration.adaptation import HOW, Decider, adapt, cross_ppi_mean
-from rag_eval.judges.adapted import adaptable, deciders_of, deciding, item_of, redecide, save_adaptation, variant_of
+from rag_eval.judges.adapted import (
+    adaptable,
+    deciders_of,
+    deciding,
+    item_of,
+    redecide,
+    save_adaptation,
+    shipped_where_saved,
+    variant_of,
+)
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import aggregate
@@ -225,7 +234,10 @@ def _adapt_run(
     weights = weights or {}
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
     records = list(report.judges.records)
-    shipped = deciders_of(report.judges.calibration, records, _threshold(report))
+    as_run = deciders_of(report.judges.calibration, records, _threshold(report))
+    # A run decided by a saved adaptation (perhaps fitted on these very labels): its judges adapt
+    # from the shipped judge again, the full fit and the fold judges alike.
+    shipped = {**as_run, **shipped_where_saved(report.judges.calibration, _threshold(report))}
     if not shipped:
         return apply_labels(report, labels, weights, confidence, source)
     gens = _generations(run_dir)
@@ -248,7 +260,7 @@ def _adapt_run(
         fold_records.append(redecided(records, fold_deciders[-1], note))
     if k:
         _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
-    adapted.adaptation = _section(report, adapted, shipped, full, records, new, by_key, how, k, source)
+    adapted.adaptation = _section(report, adapted, as_run, full, records, new, by_key, how, k, source)
     _held_out_check(adapted.adaptation, records, by_key, fold_of, fold_deciders)
     decided_by_saved = {v for cal in report.judges.calibration.values() for v in cal.adapted}
     for j in adapted.adaptation.judges:

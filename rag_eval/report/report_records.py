@@ -127,9 +127,9 @@ class AdaptedJudge(Model):
     held_out: int = 0
     held_out_decided: int = 0
     held_out_right: int = 0
-    # The run was decided by an adaptation saved before (perhaps from these labels), which the fold
-    # judges start from; a built-in judge's strong prior keeps them near it, so its check leans
-    # optimistic (a criterion refits from the model's P and is not affected).
+    # The run was decided by an adaptation saved before (perhaps from these labels). A built-in
+    # judge's new adaptation and its fold judges start again from the shipped judge, so no label is
+    # counted twice (a criterion always refits from the model's P).
     from_saved: bool = False
 
     def held_out_text(self) -> str:
@@ -139,7 +139,7 @@ class AdaptedJudge(Model):
         unsure = self.held_out - self.held_out_decided
         text = f"{self.held_out_right} of {self.held_out_decided} decided right, {unsure} of {self.held_out} uncertain"
         if self.from_saved and not self.criterion:
-            text += " (optimistic: the fold judges start from the adaptation this run was decided by)"
+            text += " (the run was decided by a saved adaptation; adapted again from the shipped judge)"
         return text
 
 

@@ -231,8 +231,9 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         r["question_id"] for r in rep["judges"]["records"] if r["judge"] == "correctness" and r["verdict"] == "correct"
     }
     assert got == GOOD
-    # Adapting the later run, which the saved adaptation decided, with the same labels: its fold
-    # judges start from that adaptation, and its held-out check says it leans optimistic.
+    # Adapting the later run, which the saved adaptation decided, with the same labels: it adapts
+    # again from the shipped judge (the labels are not counted twice), so the adaptation, its fold
+    # judges and their held-out check are those of the first run's.
     capsys.readouterr()
     assert main(["report", str(later), "--labels", str(labels), "--adapt", "--no-save"]) == 0
     [b] = [
@@ -241,7 +242,10 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         if a["judge"] == "correctness"
     ]
     assert b["from_saved"] and b["held_out"] == 10
-    assert "optimistic: the fold judges start from the adaptation this run was decided by" in capsys.readouterr().out
+    same = ("cutoff_after", "band_after", "held_out_decided", "held_out_right")
+    assert {k: b[k] for k in same} == {k: a[k] for k in same}
+    assert b["cutoff_before"] == pytest.approx(a["cutoff_after"]) != a["cutoff_before"]  # decided as adapted
+    assert "adapted again from the shipped judge" in capsys.readouterr().out
     # A diff of the run (its record decided as shipped) against the later, adapted one says the
     # judges differ too.
     for run in (shipped_run, run_dir):
