@@ -112,6 +112,7 @@ class Decider(BaseModel):
     shift: float = 0.0  # (a)'s log-odds shift
     notes: dict = Field(default_factory=dict)
     aim: float | None = None  # a criterion's: how sure of a decision its band's edges are (None: not a criterion)
+    method: int | None = None  # a criterion's: the CRITERION_METHOD that fitted it (None: not a criterion)
 
     def __init__(
         self,
@@ -124,6 +125,7 @@ class Decider(BaseModel):
         shift: float = 0.0,
         notes: dict | None = None,
         aim: float | None = None,
+        method: int | None = None,
     ) -> None:
         super().__init__(
             blend=blend,
@@ -135,6 +137,7 @@ class Decider(BaseModel):
             shift=shift,
             notes={} if notes is None else notes,
             aim=aim,
+            method=method,
         )
 
     def probs(self, item: Item) -> list[float]:
@@ -195,6 +198,7 @@ class Decider(BaseModel):
             "shift": round(self.shift, 6),
             "notes": self.notes,
             **({"aim": self.aim} if self.aim is not None else {}),
+            **({"method": self.method} if self.method is not None else {}),
         }
 
     @classmethod
@@ -211,6 +215,7 @@ class Decider(BaseModel):
             float(saved.shift),
             dict(saved.notes or {}),
             None if saved.aim is None else float(saved.aim),
+            None if saved.method is None else int(saved.method),
         )
 
 
@@ -227,6 +232,7 @@ class SavedDecider(Model):
     shift: Num = 0.0
     notes: dict[str, Any] | None = None
     aim: Num | None = None
+    method: Num | None = None
 
 
 def answer_logodds(probs: Sequence[float], threshold: float | None) -> float:
@@ -370,6 +376,10 @@ def adapt(
 # s = CRITERION_PRIOR: one standard deviation of prior per unit of log-odds, so that 20 labels
 # move the cut-off as far as they disagree with the model (a skewed judge whose P(pass) runs
 # 0.6-0.97, the passing answers above 0.85: from 0.5 to about 0.84; tests/judges/test_criteria.py).
+# How labels fit a criterion, saved with each fit (``Decider.method``): 4 weighs every separating word
+# feature (``separating_features``, ``_with_features``). An adaptation saved by another method is not
+# reused by an audit (its features and band meant something else): the user adapts again.
+CRITERION_METHOD = 4
 CRITERION_PRIOR = 1.0
 MIN_SLOPE = 0.05  # a judge whose labels say it does not separate: nearly every decision uncertain
 # Where both verdicts have labels (MIN_PER_CLASS each), the map also weighs the word features of the
@@ -418,6 +428,11 @@ def separating_features(items: Sequence[Item]) -> list[str]:
 
 
 def adapt_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", *, target: float) -> Decider:
+    """``_fit_criterion``'s fit, stamped with the method that made it (``CRITERION_METHOD``)."""
+    return _fit_criterion(shipped, items, how, target=target).model_copy(update={"method": CRITERION_METHOD})
+
+
+def _fit_criterion(shipped: Decider, items: Sequence[Item], how: str = "both", *, target: float) -> Decider:
     """A criterion calibrated on its labelled items: the map ``sigmoid(a + b z)`` of the model's
     log-odds ``z`` to P(pass) (``how`` ``cutoff``: the intercept ``a`` alone, ``b`` = 1; else both),
     fitted with the weak prior ``CRITERION_PRIOR``; the cut-off where the map gives even odds, and the

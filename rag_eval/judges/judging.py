@@ -19,7 +19,7 @@ import numpy as np
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import context_seen
 from rag_eval.base_records import Model, required
-from rag_eval.calibration.adaptation import Decider
+from rag_eval.calibration.adaptation import CRITERION_METHOD, Decider
 from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for, ragas_agreement_for, saved_band
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
@@ -327,7 +327,11 @@ async def judge_all(
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
         criterion_bands(jr.bands, band_notes, jc.uncertain, jc.metrics)
-        adapted = use_saved_adaptations(scored, jr.bands, corpus.fingerprint()[:16], llm.identity, jc) if scored else {}
+        adapted = (
+            use_saved_adaptations(scored, jr.bands, corpus.fingerprint()[:16], llm.identity, jc, band_notes)
+            if scored
+            else {}
+        )
 
         async def one(g: Answer) -> list:
             async with gate:
@@ -450,10 +454,14 @@ class AdaptationNote(Model):
     saved: str | None = None
 
 
-def use_saved_adaptations(scored: ScoredJudges, bands: dict[str, Band], corpus: str, identity: str, jc) -> dict:
+def use_saved_adaptations(
+    scored: ScoredJudges, bands: dict[str, Band], corpus: str, identity: str, jc, notes: dict[str, str]
+) -> dict:
     """Where an adaptation to this corpus was saved for this judge model and prompt (``rag-eval report
     --labels F --adapt``), its blend, cut-off and band decide instead of the shipped ones; the
-    config's ``judges.cutoffs`` and ``judges.uncertain`` still win. Returns what was used, by variant."""
+    config's ``judges.cutoffs`` and ``judges.uncertain`` still win. A criterion's adaptation fitted by
+    another method than this version's (``CRITERION_METHOD``) is not used, and ``notes`` (the report's
+    line for the judge) says so. Returns what was used, by variant."""
     used = {}
     for name in jc.metrics:
         if not adaptable(name):
@@ -464,6 +472,15 @@ def use_saved_adaptations(scored: ScoredJudges, bands: dict[str, Band], corpus: 
                 continue
             d, note = Decider.from_dict(entry), AdaptationNote.load(entry)
             spec = JUDGES[name]
+            if spec.criterion is not None and d.method != CRITERION_METHOD:
+                fitted = f"method {d.method}" if d.method is not None else "a method before methods were numbered"
+                stale = (
+                    f"the adaptation of `{v}` saved for this corpus ({note.source}, {note.saved}) was fitted by "
+                    f"{fitted} and is not used: this version fits criteria by method {CRITERION_METHOD}; "
+                    "run `rag-eval report RUN --labels FILE --adapt` again"
+                )
+                notes[name] = "; ".join(t for t in (notes.get(name), stale) if t)
+                continue
             if spec.criterion is not None:
                 # The config's aim now, not the one it was adapted at: the band moves on the same fit.
                 d = d.at_aim(spec.criterion.aim)

@@ -797,6 +797,25 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         )
         section = json.loads((third / "report.json").read_text())["judges"]["criteria"]["no_advice"]
         assert section["calibration"].endswith("uncertain where that P(pass) lies in [0.05, 0.95)"), section
+        # An adaptation saved by another method of fitting criteria (here one before v4, as an older
+        # rag-eval saved it) is not reused: the criterion decides as before labels, and says why.
+        assert saved[0]["method"] == 4
+        for k in store:
+            if "|no_advice|" in k:
+                store[k]["method"] = 3
+        (project / "own-cache" / "adaptations.json").write_text(json.dumps(store))
+        fourth = run_compare(
+            load_config(_config(project, server.base_url, prompts=("a", "b", "c"), criteria=stricter, name="old"))
+        )
+        report = json.loads((fourth / "report.json").read_text())["judges"]
+        assert not report["criteria"]["no_advice"]["calibrated"]
+        assert not report["calibration"]["no_advice"]["adapted"]
+        assert "was fitted by method 3 and is not used: this version fits criteria by method 4" in (
+            report["calibration"]["no_advice"]["band_note"]
+        )
+        assert "fits criteria by method 4; run `rag-eval report RUN --labels FILE --adapt` again" in (
+            (fourth / "report.md").read_text()
+        )
 
 
 def test_features_of_pure_noise_leave_the_decisions_to_the_model():
