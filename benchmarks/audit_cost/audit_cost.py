@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -155,13 +156,22 @@ def kind_figures(kinds: dict[str, dict[str, float]]) -> tuple[dict[str, float], 
     return out, ragas_s, ragas_s / max(1e-9, total_s)
 
 
-def timed(cmd: list[str], cwd: Path, env: dict) -> float:
-    """Seconds a command takes; exits with its error when it fails (exit 1 is a failed gate: kept)."""
+def timed(cmd: list[str], cwd: Path, env: dict, said: list[str] | None = None) -> float:
+    """Seconds a command takes; exits with its error when it fails (exit 1 is a failed gate: kept).
+    ``said`` gets the lines it printed."""
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    if said is not None:
+        said += (proc.stdout + proc.stderr).splitlines()
     return time.perf_counter() - start
+
+
+def setup_steps(lines: list[str]) -> list[dict]:
+    """The set-up steps the Makefile timed (its lines ``set-up: WHAT in M min S s``)."""
+    found = (re.match(r"set-up: (.+) in (\d+) min (\d+) s$", line.strip()) for line in lines)
+    return [{"step": m[1], "s": int(m[2]) * 60 + int(m[3])} for m in found if m]
 
 
 def timed_with_first_report(cmd: list[str], cwd: Path, env: dict, runs: Path) -> tuple[float, float | None]:
@@ -264,9 +274,10 @@ def probe_layout(times: int, threads: int) -> dict:
     }
 
 
-def make_demo(out: Path) -> None:
+def make_demo(out: Path, from_nothing: bool = False) -> None:
     """A new user's ``make setup`` and ``make demo`` in a fresh clone, then the audit again from
-    another folder: the ``make_demo`` section."""
+    another folder: the ``make_demo`` section. ``from_nothing``: with empty pip and llama.cpp wheel
+    caches too (every package downloaded, llama.cpp built): the ``make_demo_from_nothing`` section."""
     started = datetime.now(UTC)
     work = Path(tempfile.mkdtemp(prefix="rag-eval-make-demo-"))
     clone = work / "rag-eval"
@@ -275,9 +286,12 @@ def make_demo(out: Path) -> None:
         **os.environ,
         "RAG_EVAL_CACHE_DIR": str(work / "cache"),
         "RAG_EVAL_MODEL_DIR": str(work / "models"),
+        **({"PIP_CACHE_DIR": str(work / "pip-cache")} if from_nothing else {}),
     }
     env.pop("VIRTUAL_ENV", None)
-    setup_s = timed(["make", "setup"], clone, env)
+    said: list[str] = []
+    wheels = [f"LLAMA_WHEELS={work / 'llama-wheels'}"] if from_nothing else []
+    setup_s = timed(["make", "setup", *wheels], clone, env, said)
     audit_s, first_report_s = timed_with_first_report(["make", "demo"], clone, env, clone / "runs")
     run_dir = next((clone / "runs").iterdir())
     u = usage_totals(run_dir)
@@ -295,6 +309,8 @@ def make_demo(out: Path) -> None:
     figures = {
         "commit": commit(clone),
         "setup_s": round(setup_s),
+        "from_nothing": from_nothing,
+        "setup_steps": setup_steps(said),
         "audit_s": round(audit_s),
         "audit_min": round(audit_s / 60, 1),
         # From `make demo`'s start (after `make setup`): the retrieval report, readable while the model works.
@@ -317,13 +333,18 @@ def make_demo(out: Path) -> None:
         "weight_layout": layout_of(work / "models"),
     }
     print(json.dumps(figures, indent=1))
-    write_section("make_demo", figures, "python benchmarks/audit_cost/audit_cost.py --make-demo", started, out)
+    section = "make_demo_from_nothing" if from_nothing else "make_demo"
+    command = "python benchmarks/audit_cost/audit_cost.py --make-demo" + (" --from-nothing" if from_nothing else "")
+    write_section(section, figures, command, started, out)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
     parser.add_argument("--make-demo", action="store_true", help="time make setup and make demo in a fresh clone")
+    parser.add_argument(
+        "--from-nothing", action="store_true", help="--make-demo with empty pip and llama.cpp wheel caches too"
+    )
     parser.add_argument(
         "--side-by-side", action="store_true", help="the baseline (--base) and this working tree, interleaved rounds"
     )
@@ -367,7 +388,7 @@ def main() -> None:
         command = f"python benchmarks/audit_cost/audit_cost.py --probe-layout {args.probe_layout}"
         side_by_side.write("layout_probe", section, command, started, args.out)
     elif args.make_demo:
-        make_demo(args.out)
+        make_demo(args.out, args.from_nothing)
     else:
         demo(args.config, args.out)
 
