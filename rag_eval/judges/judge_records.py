@@ -89,6 +89,8 @@ class Calibration(Model):
     agreement: Agreement | None = None
     bands: dict[str, BandRange] = {}
     band_note: str | None = None
+    # A saved adaptation this run did not use, and why (a criterion's fitted by another method).
+    adaptation_not_used: str | None = None
     # The saved blend of the model's P with word evidence that the cut-off decides on (``lexical.py``).
     blend: str | None = None
     # Each prompt variant's blend as numbers (``Blend.to_dict``): what an adaptation starts from.

@@ -33,7 +33,7 @@ from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for, mark
 from rag_eval.judges.yesno import REASONS_WANTED
-from rag_eval.progress import decided, plan, track_async
+from rag_eval.progress import decided, plan, say, track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Chunk, Corpus, Question
@@ -327,8 +327,9 @@ async def judge_all(
         jr = JudgeRun(cfg, llm, scored, ragas, done, emit)
         jr.bands, band_notes = bands_for(llm.identity, scored, jc.uncertain, judges=jc.metrics)
         criterion_bands(jr.bands, band_notes, jc.uncertain, jc.metrics)
+        not_used: dict[str, str] = {}
         adapted = (
-            use_saved_adaptations(scored, jr.bands, corpus.fingerprint()[:16], llm.identity, jc, band_notes)
+            use_saved_adaptations(scored, jr.bands, corpus.fingerprint()[:16], llm.identity, jc, not_used)
             if scored
             else {}
         )
@@ -375,7 +376,8 @@ async def judge_all(
             calibrated=all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
             agreement=agreement.get(name),
             bands={v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
-            band_note=band_notes.get(name),
+            band_note="; ".join(t for t in (band_notes.get(name), not_used.get(name)) if t) or None,
+            adaptation_not_used=not_used.get(name),
             blend=_blend_text(scored, name),
             blends={v: scored.blends[v].to_dict() for v in scored.decision_cutoffs(name) if v in scored.blends},
             identity=llm.identity,
@@ -455,13 +457,13 @@ class AdaptationNote(Model):
 
 
 def use_saved_adaptations(
-    scored: ScoredJudges, bands: dict[str, Band], corpus: str, identity: str, jc, notes: dict[str, str]
+    scored: ScoredJudges, bands: dict[str, Band], corpus: str, identity: str, jc, not_used: dict[str, str]
 ) -> dict:
     """Where an adaptation to this corpus was saved for this judge model and prompt (``rag-eval report
     --labels F --adapt``), its blend, cut-off and band decide instead of the shipped ones; the
     config's ``judges.cutoffs`` and ``judges.uncertain`` still win. A criterion's adaptation fitted by
-    another method than this version's (``CRITERION_METHOD``) is not used, and ``notes`` (the report's
-    line for the judge) says so. Returns what was used, by variant."""
+    another method than this version's (``CRITERION_METHOD``) is not used: the console and ``not_used``
+    (by judge, for the report) say so. Returns what was used, by variant."""
     used = {}
     for name in jc.metrics:
         if not adaptable(name):
@@ -479,7 +481,8 @@ def use_saved_adaptations(
                     f"{fitted} and is not used: this version fits criteria by method {CRITERION_METHOD}; "
                     "run `rag-eval report RUN --labels FILE --adapt` again"
                 )
-                notes[name] = "; ".join(t for t in (notes.get(name), stale) if t)
+                not_used[name] = stale
+                say(f"{name}: {stale}")
                 continue
             if spec.criterion is not None:
                 # The config's aim now, not the one it was adapted at: the band moves on the same fit.

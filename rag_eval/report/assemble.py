@@ -447,6 +447,8 @@ def _criterion_calibration(cal, needed: int | None, judged: int, confidence: flo
     line = f"not calibrated: label {needed} answers for ±{CRITERION_HALF_WIDTH:.2f} ({cut}, {where})"
     if needed is not None and 0 < judged < needed:
         line += f"; this run judged {judged}, all of them labelled give about ±{half_width_for(judged, confidence):.2f}"
+    if cal.adaptation_not_used:
+        line += f"; {cal.adaptation_not_used}"
     return line
 
 

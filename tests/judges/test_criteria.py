@@ -817,6 +817,10 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         assert "fits criteria by method 4; run `rag-eval report RUN --labels FILE --adapt` again" in (
             (fourth / "report.md").read_text()
         )
+        # The criterion's own section says it too, and so did the console while the run judged.
+        assert report["criteria"]["no_advice"]["calibration"].startswith("not calibrated: label")
+        assert "was fitted by method 3 and is not used" in report["criteria"]["no_advice"]["calibration"]
+        assert "no_advice: the adaptation of `no_advice` saved for this corpus" in capsys.readouterr().err
 
 
 def test_features_of_pure_noise_leave_the_decisions_to_the_model():
