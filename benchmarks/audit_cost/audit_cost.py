@@ -359,6 +359,9 @@ def main() -> None:
         default=Path(os.environ.get("RAG_EVAL_CACHE_DIR") or Path.home() / ".cache" / "rag-eval"),
         help="--side-by-side: embeddings and BM25 indexes copied into each arm's empty cache (default: %(default)s)",
     )
+    parser.add_argument(
+        "--add-floor", action="store_true", help="add side_by_side.floor to result.json from its arms (no model run)"
+    )
     parser.add_argument("--bench-repack", action="store_true", help="llama-bench with --repack 1 and 0, interleaved")
     parser.add_argument(
         "--probe-layout",
@@ -370,7 +373,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULT, help="the result file (default: %(default)s)")
     args = parser.parse_args()
     started = datetime.now(UTC)
-    if args.side_by_side:
+    if args.add_floor:
+        result = json.loads(args.out.read_text())
+        result["side_by_side"]["floor"] = side_by_side.floor(result["side_by_side"])
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        print(json.dumps(result["side_by_side"]["floor"]))
+    elif args.side_by_side:
         config = args.config if args.config != str(ROOT / "configs" / "demo.yaml") else "configs/demo.yaml"
         section = side_by_side.side_by_side(
             args.base, args.rounds, config, args.keep, args.only, args.seed_cache, args.current

@@ -233,8 +233,31 @@ def side_by_side(
         "figures_differ": diff,  # every part, an empty list where nothing differs
         "verdicts_compared": len(seen["base"]["verdicts"]),
     }
+    section["floor"] = floor(section)
     print(json.dumps({k: v for k, v in section.items() if k != "arms"}, indent=1))
     return section
+
+
+# The requests no change of ours may make cheaper: the three Ragas metrics' (Ragas' prompts, the
+# user named the metrics) and the answers themselves.
+FIXED_KINDS = ("generation", "ragas_")
+
+
+def floor(section: dict) -> dict:
+    """What the current arm's fixed requests (``FIXED_KINDS``) alone take, per round on average,
+    against the base arm's whole model time: the least model time per judged answer any change to
+    the own judges could reach, as a ratio to the base's."""
+    fixed = mean(
+        sum(k["model_s"] for name, k in run["kinds"].items() if name.startswith(FIXED_KINDS))
+        for run in section["arms"]["current"]
+    )
+    base = mean(run["model_s"] for run in section["arms"]["base"])
+    return {
+        "fixed_kinds": list(FIXED_KINDS),
+        "fixed_model_s": round(fixed, 1),
+        "base_model_s": round(base, 1),
+        "ratio": round(fixed / max(1e-9, base), 2),
+    }
 
 
 def bench_repack(rounds: int, threads: int) -> dict:
