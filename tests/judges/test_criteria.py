@@ -14,6 +14,7 @@ import pytest
 from rag_eval.answers.answer_records import Answer
 from rag_eval.api import judge_answers
 from rag_eval.calibration.adaptation import (
+    CRITERION_METHOD,
     CRITERION_PRIOR,
     FEATURE_PRIOR,
     MIN_SLOPE,
@@ -374,7 +375,7 @@ def test_labels_move_a_criterion_where_they_move_the_built_in_judges(project):
         report = json.loads((first / "report.json").read_text())
         cal = report["judges"]["calibration"]["names_type"]
         assert (cal["cutoff"], cal["calibrated"], cal["bands"]["names_type"]["low"]) == (0.5, False, 0.1)
-        fitted = Decider(None, 0.55, (0.45, 0.58), labels=20, how="cutoff")
+        fitted = Decider(None, 0.55, (0.45, 0.58), labels=20, how="cutoff", method=CRITERION_METHOD)
         save_adaptation(
             report["corpus"]["fingerprint"],
             cal["identity"],
