@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from rag_eval.base_records import required
+from rag_eval.base_records import Model, required
 from rag_eval.cache_dirs import cache_root
 from rag_eval.calibration.adaptation import Decider, Item, adapt
 from rag_eval.calibration.cutoffs import key, model_identity, saved_calibrations
 from rag_eval.calibration.lexical import Blend
+from rag_eval.hashing import text_hash
 from rag_eval.judges.details import StatementsDetails, VerdictDetails
 from rag_eval.judges.judge_records import Calibration
 from rag_eval.judges.judgement import Judgement
@@ -147,12 +148,62 @@ def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], th
     return out
 
 
-def shipped_where_saved(calibration: Mapping[str, Any], threshold: float) -> dict[str, Decider]:
-    """The built-in judges' prompt variants that a saved adaptation decided in this run, each as
-    shipped for the run's judge model (``shipped_deciders``): what a new adaptation starts from, so
-    that labels an earlier adaptation was fitted on are not counted twice. A criterion is left out:
-    it refits from the model's P alone."""
-    out: dict[str, Decider] = {}
+# How a run's calibration names a band that a saved adaptation set (``judging.use_saved_adaptations``).
+ADAPTED_BAND = "adapted to this corpus"
+
+
+class SavedFrom(Model):
+    """What a run's calibration keeps of the saved adaptation that decided it (``Calibration.adapted``
+    by variant): its label count and the labelled answers it was fitted on (``answer_id``; None: saved
+    before adaptations kept them)."""
+
+    labels: int | None = None
+    answers: list[str] | None = None
+
+
+def answer_id(question_id: str, prompt: str, answer: str | None) -> str:
+    """A labelled answer as an adaptation keeps it: question, prompt and the answer text's hash (the
+    same question answered anew is a new answer)."""
+    return f"{question_id}|{prompt}|{text_hash(answer)[:16]}" if answer is not None else f"{question_id}|{prompt}"
+
+
+def overlapping(saved: Iterable[str], labelled: Iterable[str]) -> bool:
+    """Whether an answer of ``labelled`` is one that ``saved`` holds: the same question and prompt,
+    and the same answer text where both ids have its hash."""
+
+    def parts(i: str) -> tuple[str, str | None]:
+        q, p, *h = i.split("|", 2)
+        return f"{q}|{p}", (h[0] if h else None)
+
+    held: dict[str, set[str | None]] = {}
+    for i in saved:
+        qp, h = parts(i)
+        held.setdefault(qp, set()).add(h)
+    for i in labelled:
+        qp, h = parts(i)
+        if qp in held and (h is None or None in held[qp] or h in held[qp]):
+            return True
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Starts:
+    """Where a new adaptation of a run starts, for the built-in judges' variants that a saved
+    adaptation decided: ``again`` from the shipped judge (the saved one was fitted on some of these
+    labelled answers, or does not say which), ``continued`` from the saved one (fitted on other
+    answers: its labels keep counting), with that adaptation's label count and answers."""
+
+    again: dict[str, Decider]
+    continued: dict[str, SavedFrom]
+
+
+def starts(calibration: Mapping[str, Any], threshold: float, labelled: set[str]) -> Starts:
+    """``Starts`` for a run's calibration and the ``answer_id`` of every labelled answer. Starting
+    again takes the shipped cut-off and blend for the run's judge model (``shipped_deciders``) and
+    the shipped band only where the run's band was the adaptation's (a band the config set, or none,
+    stays). A criterion is left out: it refits from the model's P alone."""
+    again: dict[str, Decider] = {}
+    continued: dict[str, SavedFrom] = {}
     for name, cal in calibration.items():
         c = Calibration.load(cal)
         spec = JUDGES.get(name)
@@ -164,8 +215,19 @@ def shipped_where_saved(calibration: Mapping[str, Any], threshold: float) -> dic
             return hashes.get(variant, "")
 
         shipped = shipped_deciders(c.identity, prompt_hash, threshold)
-        out.update({v: shipped[v] for v in c.adapted if v in shipped})
-    return out
+        for v, entry in c.adapted.items():
+            saved = SavedFrom.load(entry)
+            if v not in shipped:
+                continue
+            if saved.answers is not None and not overlapping(saved.answers, labelled):
+                continued[v] = saved
+                continue
+            band = c.bands.get(v)
+            d = shipped[v]
+            if band is None or not (band.source or "").startswith(ADAPTED_BAND):
+                d = d.model_copy(update={"band": (float(band.low), float(band.high)) if band else None})
+            again[v] = d
+    return Starts(again, continued)
 
 
 def _is_statement_judge(name: str) -> bool:
@@ -204,9 +266,18 @@ def _read(path: Path) -> dict:
 
 
 def save_adaptation(
-    corpus: str, identity: str, variant: str, prompt_hash: str, decider: Decider, source: str, path: Path | None = None
+    corpus: str,
+    identity: str,
+    variant: str,
+    prompt_hash: str,
+    decider: Decider,
+    source: str,
+    path: Path | None = None,
+    answers: Iterable[str] | None = None,
 ) -> Path:
-    """Keep ``decider`` for audits of this corpus with this judge model and prompt."""
+    """Keep ``decider`` for audits of this corpus with this judge model and prompt, with the
+    labelled answers it was fitted on (``answer_id``), so that a later adaptation knows whether it
+    may continue from it."""
     path = path or store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     table = _read(path)
@@ -214,6 +285,7 @@ def save_adaptation(
         **decider.to_dict(),
         "source": source,
         "saved": datetime.now(UTC).isoformat(timespec="seconds"),
+        **({"answers": sorted(set(answers))} if answers is not None else {}),
     }
     write_json(path, dict(sorted(table.items())))
     return path

@@ -23,7 +23,7 @@ from rag_eval.calibration.adaptation import CRITERION_METHOD, Decider
 from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for, ragas_agreement_for, saved_band
 from rag_eval.config import AuditConfig
 from rag_eval.hashing import inputs_hash
-from rag_eval.judges.adapted import adaptable, saved_adaptation
+from rag_eval.judges.adapted import ADAPTED_BAND, adaptable, saved_adaptation
 from rag_eval.judges.citations_judge import band_from
 from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
@@ -454,6 +454,7 @@ class AdaptationNote(Model):
     how: str | None = None
     source: str | None = ""
     saved: str | None = None
+    answers: list[str] | None = None  # the labelled answers it was fitted on (``adapted.answer_id``)
 
 
 def use_saved_adaptations(
@@ -491,8 +492,14 @@ def use_saved_adaptations(
             if d.blend is not None:
                 scored.blends[v] = d.blend
             if d.band is not None and jc.uncertain == "auto":
-                bands[v] = Band(d.band[0], d.band[1], f"adapted to this corpus with {d.labels} labels ({note.source})")
-            used[v] = {"labels": d.labels, "how": d.how, "source": note.source, "saved": note.saved}
+                bands[v] = Band(d.band[0], d.band[1], f"{ADAPTED_BAND} with {d.labels} labels ({note.source})")
+            used[v] = {
+                "labels": d.labels,
+                "how": d.how,
+                "source": note.source,
+                "saved": note.saved,
+                **({"answers": note.answers} if note.answers is not None else {}),
+            }
     return used
 
 

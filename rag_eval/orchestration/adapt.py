@@ -29,13 +29,15 @@ from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.calibration.adaptation import HOW, Decider, adapt, cross_ppi_mean
 from rag_eval.judges.adapted import (
+    SavedFrom,
     adaptable,
+    answer_id,
     deciders_of,
     deciding,
     item_of,
     redecide,
     save_adaptation,
-    shipped_where_saved,
+    starts,
     variant_of,
 )
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
@@ -235,12 +237,19 @@ def _adapt_run(
     by_key = {(lab.question_id, lab.prompt): lab for lab in labels}
     records = list(report.judges.records)
     as_run = deciders_of(report.judges.calibration, records, _threshold(report))
-    # A run decided by a saved adaptation (perhaps fitted on these very labels): its judges adapt
-    # from the shipped judge again, the full fit and the fold judges alike.
-    shipped = {**as_run, **shipped_where_saved(report.judges.calibration, _threshold(report))}
+    gens = _generations(run_dir)
+    labelled = {
+        k for k in by_key if any(_label(r, by_key) is not None for r in records if (r.question_id, r.prompt) == k)
+    }
+    ids = {_answer_id(k, gens) for k in labelled}
+    # A run decided by a saved adaptation: fitted on some of these labelled answers (or not saying
+    # which), its judges adapt from the shipped judge again, so no label counts twice; fitted on
+    # other answers, they continue from it, so its labels keep counting. The full fit and the fold
+    # judges alike.
+    start = starts(report.judges.calibration, _threshold(report), ids)
+    shipped = {**as_run, **start.again}
     if not shipped:
         return apply_labels(report, labels, weights, confidence, source)
-    gens = _generations(run_dir)
     stats = _stats(run_dir)
     full = fit_deciders(shipped, records, by_key, how, None)
     note = {v: {"labels": d.labels, "how": how, "source": source} for v, d in full.items()}
@@ -248,9 +257,6 @@ def _adapt_run(
     adapted = rebuild(report, new, gens, stats, weights)
     adapted = apply_labels(adapted, labels, weights, confidence, source)
     # Cross-fitting: the fold judges, each adapted without one fold's labels.
-    labelled = {
-        k for k in by_key if any(_label(r, by_key) is not None for r in records if (r.question_id, r.prompt) == k)
-    }
     fold_of = _folds(labelled, folds, seed)
     k = max(fold_of.values(), default=-1) + 1
     fold_records, fold_deciders = [], []
@@ -265,10 +271,17 @@ def _adapt_run(
     decided_by_saved = {v for cal in report.judges.calibration.values() for v in cal.adapted}
     for j in adapted.adaptation.judges:
         j.from_saved = j.variant in decided_by_saved
+        j.continued_from = start.continued[j.variant].labels or 0 if j.variant in start.continued else 0
     _criteria_as_adapted(adapted)
     if save:
-        _save(adapted, full, records, source)
+        _save(adapted, full, records, source, ids, start.continued)
     return adapted
+
+
+def _answer_id(key: Key, gens: dict[Key, Answer]) -> str:
+    """``adapted.answer_id`` of a labelled answer, with its text where the run folder has it."""
+    gen = gens.get(key)
+    return answer_id(key[0], key[1], gen.answer if gen is not None else None)
 
 
 def _held_out_check(
@@ -492,7 +505,16 @@ def _section(
     )
 
 
-def _save(report: Report, full: dict[str, Decider], records: list[Judgement], source: str) -> None:
+def _save(
+    report: Report,
+    full: dict[str, Decider],
+    records: list[Judgement],
+    source: str,
+    answers: set[str],
+    continued: dict[str, SavedFrom],
+) -> None:
+    """Each adapted variant kept for later audits of the corpus, with the labelled answers it now
+    rests on (and the label count): those of a saved adaptation it continued, and these."""
     judges, _ = _sections(report)
     section = report.adaptation
     if section is None:
@@ -512,7 +534,11 @@ def _save(report: Report, full: dict[str, Decider], records: list[Judgement], so
         prompt_hash = hashes.get(variant) or (found.pop() if len(found) == 1 else None)
         if prompt_hash is None or d.labels == 0:
             continue
-        where = save_adaptation(corpus, identity, variant, prompt_hash, d, source)
+        earlier = continued.get(variant)
+        if earlier is not None:
+            d = d.model_copy(update={"labels": d.labels + (earlier.labels or 0)})
+        rests_on = answers | set(earlier.answers or []) if earlier is not None else answers
+        where = save_adaptation(corpus, identity, variant, prompt_hash, d, source, answers=rests_on)
     if where is not None:
         section.saved = str(where)
         section.note += f"; saved for later audits of this corpus ({where})"

@@ -131,6 +131,9 @@ class AdaptedJudge(Model):
     # judge's new adaptation and its fold judges start again from the shipped judge, so no label is
     # counted twice (a criterion always refits from the model's P).
     from_saved: bool = False
+    # Labels of the saved adaptation this one continued (fitted on other answers, so its labels keep
+    # counting; 0: it started from the shipped judge or from the run's own decider).
+    continued_from: int = 0
 
     def held_out_text(self) -> str:
         """'r of d decided right, u of n uncertain' on its labels, cross-fitted; '' without any."""
@@ -138,8 +141,13 @@ class AdaptedJudge(Model):
             return ""
         unsure = self.held_out - self.held_out_decided
         text = f"{self.held_out_right} of {self.held_out_decided} decided right, {unsure} of {self.held_out} uncertain"
-        if self.from_saved and not self.criterion:
-            text += " (the run was decided by a saved adaptation; adapted again from the shipped judge)"
+        if self.continued_from and not self.criterion:
+            text += f" (continues the saved adaptation of {self.continued_from} labels on other answers)"
+        elif self.from_saved and not self.criterion:
+            text += (
+                " (the run was decided by a saved adaptation fitted on some of these answers or not saying which; "
+                "adapted again from the shipped judge)"
+            )
         return text
 
 

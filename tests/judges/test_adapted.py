@@ -12,11 +12,14 @@ from rag_eval.calibration.adaptation import Decider
 from rag_eval.calibration.lexical import Blend
 from rag_eval.cli import main
 from rag_eval.judges.adapted import (
+    answer_id,
     deciders_of,
     item_of,
+    overlapping,
     redecide,
     save_adaptation,
     saved_adaptation,
+    starts,
 )
 from rag_eval.judges.judgement import Judgement
 
@@ -174,3 +177,34 @@ def test_judge_check_reports_the_adapted_judges_beside_the_saved_ones(tmp_path, 
     assert a["labels"] == 10 and a["cases"] == 40 and a["draws"] == 20
     assert a["shipped_decided"] == pytest.approx(0.5, abs=0.05)  # every answer called incorrect at 0.5
     assert a["adapted_decided"] > 0.95
+
+
+def test_a_new_adaptation_starts_from_the_shipped_judge_or_continues_the_saved_one():
+    """``starts``: a variant a saved adaptation decided starts again from the shipped judge where that
+    adaptation was fitted on some of the labelled answers (or does not say which), keeping a band the
+    config set (or none) and dropping only the adaptation's own band; it continues the saved one
+    where that was fitted on other answers only (another text of the same question is another answer)."""
+    labelled = {answer_id("q1", "base", "Use X."), answer_id("q2", "base", "Use Y.")}
+
+    def calibration(band_source: str | None, answers: list[str] | None) -> dict:
+        band = {"low": 0.2, "high": 0.7, "source": band_source} if band_source is not None else None
+        return {
+            "correctness": {
+                "cutoff": 0.4,
+                "identity": "http://nowhere.invalid/v1",  # no shipped calibration: cut-off 0.5, no band
+                "prompt_hashes": {"correctness_short": "abc"},
+                "bands": {"correctness_short": band} if band else {},
+                "adapted": {"correctness_short": {"labels": 7, **({"answers": answers} if answers else {})}},
+            }
+        }
+
+    again = starts(calibration("adapted to this corpus with 7 labels (l.csv)", None), 0.5, labelled).again
+    assert again["correctness_short"].cutoff == 0.5 and again["correctness_short"].band is None
+    kept = starts(calibration("judges.uncertain", [answer_id("q1", "base", "Use X.")]), 0.5, labelled).again
+    assert kept["correctness_short"].band == (0.2, 0.7)  # the config's band stays
+    off = starts(calibration(None, [answer_id("q2", "base", None)]), 0.5, labelled).again
+    assert off["correctness_short"].band is None  # uncertain: off stays off
+    other = starts(calibration("judges.uncertain", [answer_id("q1", "base", "Use Z."), "q3|base"]), 0.5, labelled)
+    assert not other.again and other.continued["correctness_short"].labels == 7
+    assert overlapping(["q1|base"], [answer_id("q1", "base", "anything")])
+    assert not overlapping([answer_id("q1", "other", "Use X.")], labelled)

@@ -245,7 +245,29 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
     same = ("cutoff_after", "band_after", "held_out_decided", "held_out_right")
     assert {k: b[k] for k in same} == {k: a[k] for k in same}
     assert b["cutoff_before"] == pytest.approx(a["cutoff_after"]) != a["cutoff_before"]  # decided as adapted
+    assert b["continued_from"] == 0
     assert "adapted again from the shipped judge" in capsys.readouterr().out
+    # Labels of other answers of the later run: the adaptation continues from the saved one (its
+    # 10 labels keep counting) and is saved with every labelled answer it rests on.
+    others = sorted({f"q{i:02d}" for i in range(N)} - drawn)[:6]
+    more = tmp_path / "more.csv"
+    more.write_text(
+        "question_id,prompt,correct,refused\n"
+        + "".join(f"{q},base,{'yes' if q in GOOD else 'no'},no\n" for q in others)
+    )
+    capsys.readouterr()
+    assert main(["report", str(later), "--labels", str(more), "--adapt"]) == 0
+    [c] = [
+        a
+        for a in json.loads((later / "report.adapted.json").read_text())["adaptation"]["judges"]
+        if a["judge"] == "correctness"
+    ]
+    assert c["from_saved"] and c["continued_from"] == 10 and c["labels"] == len(others)
+    assert "continues the saved adaptation of 10 labels on other answers" in capsys.readouterr().out
+    store = json.loads((Path(os.environ["RAG_EVAL_CACHE_DIR"]) / "adaptations.json").read_text())
+    [entry] = [e for k, e in store.items() if "|correctness_short|" in k]
+    assert entry["labels"] == 10 + len(others) and len(entry["answers"]) == 10 + len(others)
+    assert {i.split("|")[0] for i in entry["answers"]} == drawn | set(others)
     # A diff of the run (its record decided as shipped) against the later, adapted one says the
     # judges differ too.
     for run in (shipped_run, run_dir):
