@@ -372,9 +372,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="llama-bench threads")
     parser.add_argument("--out", type=Path, default=RESULT, help="the result file (default: %(default)s)")
     args = parser.parse_args()
+    if args.from_nothing and not args.make_demo:
+        parser.error("--from-nothing goes with --make-demo")
+    modes = [args.add_floor, args.side_by_side, args.bench_repack, bool(args.probe_layout), args.make_demo]
+    if sum(modes) > 1:
+        parser.error("give one of --add-floor, --side-by-side, --bench-repack, --probe-layout, --make-demo")
     started = datetime.now(UTC)
     if args.add_floor:
         result = json.loads(args.out.read_text())
+        if "side_by_side" not in result:
+            parser.error(f"{args.out} has no side_by_side section: run --side-by-side first")
         result["side_by_side"]["floor"] = side_by_side.floor(result["side_by_side"])
         args.out.write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps(result["side_by_side"]["floor"]))

@@ -238,21 +238,25 @@ def side_by_side(
     return section
 
 
-# The requests no change of ours may make cheaper: the three Ragas metrics' (Ragas' prompts, the
-# user named the metrics) and the answers themselves.
+# The requests the own judges' changes do not touch: the three Ragas metrics' (Ragas' prompts; the
+# user named the metrics) and the answers themselves. The server's settings and cache still move
+# their time, so their share is no hard floor.
 FIXED_KINDS = ("generation", "ragas_")
 
 
 def floor(section: dict) -> dict:
-    """What the current arm's fixed requests (``FIXED_KINDS``) alone take, per round on average,
-    against the base arm's whole model time: the least model time per judged answer any change to
-    the own judges could reach, as a ratio to the base's."""
+    """What the current arm's ``FIXED_KINDS`` requests alone take, per round on average, against
+    the base arm's whole model time (totals; per judged answer where both arms judged as many)."""
     fixed = mean(
         sum(k["model_s"] for name, k in run["kinds"].items() if name.startswith(FIXED_KINDS))
         for run in section["arms"]["current"]
     )
     base = mean(run["model_s"] for run in section["arms"]["base"])
+    judged = {run["judged_answers"] for arm in ("base", "current") for run in section["arms"][arm]}
+    if len(judged) != 1:
+        raise ValueError(f"the arms judged different numbers of answers ({sorted(judged)}): no share to compare")
     return {
+        "judged_answers": judged.pop(),
         "fixed_kinds": list(FIXED_KINDS),
         "fixed_model_s": round(fixed, 1),
         "base_model_s": round(base, 1),

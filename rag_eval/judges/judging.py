@@ -376,7 +376,7 @@ async def judge_all(
             calibrated=all(scored.calibrated.get(v, False) for v in scored.decision_cutoffs(name)),
             agreement=agreement.get(name),
             bands={v: jr.bands[v].to_dict() for v in scored.decision_cutoffs(name) if v in jr.bands},
-            band_note="; ".join(t for t in (band_notes.get(name), not_used.get(name)) if t) or None,
+            band_note=band_notes.get(name),
             adaptation_not_used=not_used.get(name),
             blend=_blend_text(scored, name),
             blends={v: scored.blends[v].to_dict() for v in scored.decision_cutoffs(name) if v in scored.blends},

@@ -439,17 +439,16 @@ def _criterion_calibration(cal, needed: int | None, judged: int, confidence: flo
         b = Blend.from_dict(blend)
         cut = f"decided on {b.describe()} of the model's log-odds and the answer's {', '.join(b.weights)}, {cut}"
         where = where.replace("P(pass)", "that P(pass)")
+    not_used = f"; {cal.adaptation_not_used}" if cal.adaptation_not_used else ""
     if cal.adapted:
         a = AdaptationNote.load(next(iter(cal.adapted.values())))
         return f"adapted to this corpus with {a.labels} labels ({a.source}): {cut}, {where}"
     if cal.calibrated:
-        return f"calibrated on labelled cases (judge-check --save): {cut}, {where}"
+        return f"calibrated on labelled cases (judge-check --save): {cut}, {where}{not_used}"
     line = f"not calibrated: label {needed} answers for ±{CRITERION_HALF_WIDTH:.2f} ({cut}, {where})"
     if needed is not None and 0 < judged < needed:
         line += f"; this run judged {judged}, all of them labelled give about ±{half_width_for(judged, confidence):.2f}"
-    if cal.adaptation_not_used:
-        line += f"; {cal.adaptation_not_used}"
-    return line
+    return line + not_used
 
 
 def dump_figures(figures: dict) -> dict:

@@ -340,6 +340,8 @@ def calibration_lines(j: JudgesSection) -> list[str]:
             line += f" ({next(iter(bands.values())).source})"
         if c.band_note:
             line += f"; {c.band_note}"
+        if c.adaptation_not_used:
+            line += f"; {c.adaptation_not_used}"
         out.append(line)
 
     for name, agree in j.ragas_agreement.items():

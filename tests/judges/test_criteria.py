@@ -813,7 +813,7 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         assert not report["calibration"]["no_advice"]["adapted"]
         assert (
             "was fitted by method 3 and is not used: this version fits criteria by method 4"
-            in (report["calibration"]["no_advice"]["band_note"])
+            in (report["calibration"]["no_advice"]["adaptation_not_used"])
         )
         assert "fits criteria by method 4; run `rag-eval report RUN --labels FILE --adapt` again" in (
             (fourth / "report.md").read_text()
