@@ -476,7 +476,11 @@ def use_saved_adaptations(
             d, note = Decider.from_dict(entry), AdaptationNote.load(entry)
             spec = JUDGES[name]
             if spec.criterion is not None and d.method != CRITERION_METHOD:
-                fitted = f"method {d.method}" if d.method is not None else "a method before methods were numbered"
+                fitted = (
+                    f"method {d.method}"
+                    if d.method is not None
+                    else "a method not recorded (saved before rag-eval kept it)"
+                )
                 stale = (
                     f"the adaptation of `{v}` saved for this corpus ({note.source}, {note.saved}) was fitted by "
                     f"{fitted} and is not used: this version fits criteria by method {CRITERION_METHOD}; "
