@@ -75,12 +75,20 @@ def make_run(folder, changed: bool = False, max_context_chars: int = 2000, bodie
             f"judges:\n  llm: {llm}\n  metrics: [correctness, refusal, faithfulness_yesno]\n"
             "  uncertain: {correctness: [0.85, 0.95]}\n"
         )
-        here = os.getcwd()
+        here, cache = os.getcwd(), os.environ.get("RAG_EVAL_CACHE_DIR")
         os.chdir(folder)
+        if bodies is not None:
+            # The requests themselves are wanted: a response cache of its own, so that an identical
+            # run earlier in the session (whose scripted server got the same port) answers none.
+            os.environ["RAG_EVAL_CACHE_DIR"] = str(folder / "own-cache")
         try:
             run = run_audit(load_config("audit.yaml"))
         finally:
             os.chdir(here)
+            if cache is None:
+                os.environ.pop("RAG_EVAL_CACHE_DIR", None)
+            else:
+                os.environ["RAG_EVAL_CACHE_DIR"] = cache
         if bodies is not None:
             bodies += s.bodies
         return run
