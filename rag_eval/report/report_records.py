@@ -135,6 +135,10 @@ class AdaptedJudge(Model):
     # counting; 0: it started from the shipped judge or from the run's own decider).
     continued_from: int = 0
 
+    def mostly_uncertain(self) -> bool:
+        """Whether the judge adapted without each label still leaves most labelled answers uncertain."""
+        return bool(self.held_out) and self.held_out - self.held_out_decided > self.held_out / 2
+
     def held_out_text(self) -> str:
         """'r of d decided right, u of n uncertain' on its labels, cross-fitted; '' without any."""
         if not self.held_out:

@@ -322,3 +322,7 @@ def test_each_labelled_answer_is_checked_by_the_fold_judge_adapted_without_it():
     # q1 0.95 pass (right), q2 0.7 pass (wrong, labelled no), q3 0.2 fail (right), q4 0.55 uncertain.
     assert (j.held_out, j.held_out_decided, j.held_out_right) == (4, 3, 2)
     assert j.held_out_text() == "2 of 3 decided right, 1 of 4 uncertain"
+    # One of four uncertain is not most; three of four would be (the console then says what decides them).
+    assert not j.mostly_uncertain()
+    assert AdaptedJudge(judge="names_it", variant="names_it", held_out=4, held_out_decided=1).mostly_uncertain()
+    assert not AdaptedJudge(judge="names_it", variant="names_it", held_out=4, held_out_decided=2).mostly_uncertain()
