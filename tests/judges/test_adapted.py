@@ -208,3 +208,27 @@ def test_a_new_adaptation_starts_from_the_shipped_judge_or_continues_the_saved_o
     assert not other.again and other.continued["correctness_short"].labels == 7
     assert overlapping(["q1|base"], [answer_id("q1", "base", "anything")])
     assert not overlapping([answer_id("q1", "other", "Use X.")], labelled)
+
+
+def test_starting_again_takes_the_shipped_cutoff_band_and_blend_of_the_run_s_judge_model(monkeypatch):
+    """Where a saved calibration exists for the run's judge model and prompt (``judge-check --save``
+    or the shipped table), starting again takes its cut-off, blend and band, not a default."""
+    from rag_eval.calibration.cutoffs import SavedCalibration, key
+    from rag_eval.judges import adapted as adapted_module
+
+    identity = "http://judge.invalid/v1"
+    blend = Blend(intercept=0.1, model=1.2, weights={"new_words": -0.5}).to_dict()
+    table = {key(identity, "correctness_short", "abc"): SavedCalibration(cutoff=0.3, band=[0.25, 0.4], blend=blend)}
+    monkeypatch.setattr(adapted_module, "saved_calibrations", lambda: table)
+    calibration = {
+        "correctness": {
+            "cutoff": 0.45,
+            "identity": identity,
+            "prompt_hashes": {"correctness_short": "abc"},
+            "bands": {"correctness_short": {"low": 0.4, "high": 0.5, "source": "adapted to this corpus with 9 labels"}},
+            "adapted": {"correctness_short": {"labels": 9}},
+        }
+    }
+    d = starts(calibration, 0.5, {answer_id("q1", "base", "A.")}).again["correctness_short"]
+    assert (d.cutoff, d.band) == (0.3, (0.25, 0.4))
+    assert d.blend is not None and d.blend.to_dict() == blend
