@@ -85,9 +85,10 @@ def _print_adaptation(done: api.Rendered, no_save: bool) -> None:
             print(f"    on its labels, each decided by a judge adapted without it: {a.held_out_text()}")
         if a.mostly_uncertain():
             print(
-                "    most of them stay uncertain: the judge model reads this poorly on these answers. More labels may "
-                "help a little; a lower aim decides more of them but gets more wrong; a stronger judge model for the "
-                "uncertain decisions (judges.escalate) decides them"
+                f"    {a.uncertain_after} of its {a.decisions} decisions stay uncertain: the judge model reads this "
+                "poorly on these answers. More labels may help a little; for a criterion, a lower aim decides more "
+                "but gets more wrong; escalating the uncertain decisions to a stronger judge model (judges.escalate) "
+                "is the way to decide them"
             )
         if a.blend_after and a.blend_after != a.blend_before:
             print(f"    decides on {a.blend_after}")

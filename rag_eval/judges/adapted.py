@@ -152,58 +152,55 @@ def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], th
 ADAPTED_BAND = "adapted to this corpus"
 
 
-class SavedFrom(Model):
-    """What a run's calibration keeps of the saved adaptation that decided it (``Calibration.adapted``
-    by variant): its label count and the labelled answers it was fitted on (``answer_id``; None: saved
-    before adaptations kept them)."""
+class SavedItem(Model):
+    """One labelled answer as a saved adaptation keeps it (``adaptations.json``' ``items``): its
+    ``answer_id``, what its decision was made of (the model's P per decision and their word
+    features) and its label, so that a later adaptation of the corpus can fit on it again."""
 
-    labels: int | None = None
-    answers: list[str] | None = None
+    id: str
+    p: list[float]
+    f: list[dict[str, float]]
+    y: bool
+
+    def item(self) -> Item:
+        return Item(tuple(self.p), tuple(self.f), self.y)
+
+    @classmethod
+    def of(cls, answer: str, it: Item) -> SavedItem:
+        return cls(id=answer, p=[float(x) for x in it.p_model], f=[dict(x) for x in it.features], y=bool(it.positive))
 
 
 def answer_id(question_id: str, prompt: str, answer: str | None) -> str:
     """A labelled answer as an adaptation keeps it: question, prompt and the answer text's hash (the
-    same question answered anew is a new answer)."""
-    return f"{question_id}|{prompt}|{text_hash(answer)[:16]}" if answer is not None else f"{question_id}|{prompt}"
+    same question answered anew is another answer); without the text, question and prompt."""
+    base = json.dumps([question_id, prompt], ensure_ascii=False)
+    return f"{base}#{text_hash(answer)}" if answer is not None else base
 
 
-def overlapping(saved: Iterable[str], labelled: Iterable[str]) -> bool:
-    """Whether an answer of ``labelled`` is one that ``saved`` holds: the same question and prompt,
-    and the same answer text where both ids have its hash."""
-
-    def parts(i: str) -> tuple[str, str | None]:
-        q, p, *h = i.split("|", 2)
-        return f"{q}|{p}", (h[0] if h else None)
-
-    held: dict[str, set[str | None]] = {}
-    for i in saved:
-        qp, h = parts(i)
-        held.setdefault(qp, set()).add(h)
-    for i in labelled:
-        qp, h = parts(i)
-        if qp in held and (h is None or None in held[qp] or h in held[qp]):
-            return True
-    return False
+def saved_items(corpus: str, identity: str, variant: str, prompt_hash: str) -> dict[str, Item] | None:
+    """The labelled answers the adaptation saved for this corpus, judge model and prompt rests on,
+    by ``answer_id``; {} where none is saved, None where one is saved without them (before
+    adaptations kept them)."""
+    entry = saved_adaptation(corpus, identity, variant, prompt_hash)
+    if entry is None:
+        return {}
+    items = SavedItems.load(entry).items
+    return None if items is None else {i.id: i.item() for i in items}
 
 
-@dataclasses.dataclass(frozen=True)
-class Starts:
-    """Where a new adaptation of a run starts, for the built-in judges' variants that a saved
-    adaptation decided: ``again`` from the shipped judge (the saved one was fitted on some of these
-    labelled answers, or does not say which), ``continued`` from the saved one (fitted on other
-    answers: its labels keep counting), with that adaptation's label count and answers."""
+class SavedItems(Model):
+    """A saved adaptation's labelled answers (None: saved before adaptations kept them)."""
 
-    again: dict[str, Decider]
-    continued: dict[str, SavedFrom]
+    items: list[SavedItem] | None = None
 
 
-def starts(calibration: Mapping[str, Any], threshold: float, labelled: set[str]) -> Starts:
-    """``Starts`` for a run's calibration and the ``answer_id`` of every labelled answer. Starting
-    again takes the shipped cut-off and blend for the run's judge model (``shipped_deciders``) and
-    the shipped band only where the run's band was the adaptation's (a band the config set, or none,
-    stays). A criterion is left out: it refits from the model's P alone."""
+def start_again(calibration: Mapping[str, Any], threshold: float) -> dict[str, Decider]:
+    """The built-in judges' variants that a saved adaptation decided in this run, each as shipped for
+    the run's judge model (``shipped_deciders``: cut-off and blend): where a new adaptation starts,
+    so that no label counts twice (the saved adaptation's labels are fitted again with these). The
+    band is the shipped one only where the run's band was the adaptation's: a band the config set,
+    or none, stays. A criterion is left out: it refits from the model's P alone."""
     again: dict[str, Decider] = {}
-    continued: dict[str, SavedFrom] = {}
     for name, cal in calibration.items():
         c = Calibration.load(cal)
         spec = JUDGES.get(name)
@@ -215,19 +212,15 @@ def starts(calibration: Mapping[str, Any], threshold: float, labelled: set[str])
             return hashes.get(variant, "")
 
         shipped = shipped_deciders(c.identity, prompt_hash, threshold)
-        for v, entry in c.adapted.items():
-            saved = SavedFrom.load(entry)
+        for v in c.adapted:
             if v not in shipped:
-                continue
-            if saved.answers is not None and not overlapping(saved.answers, labelled):
-                continued[v] = saved
                 continue
             band = c.bands.get(v)
             d = shipped[v]
             if band is None or not (band.source or "").startswith(ADAPTED_BAND):
                 d = d.model_copy(update={"band": (float(band.low), float(band.high)) if band else None})
             again[v] = d
-    return Starts(again, continued)
+    return again
 
 
 def _is_statement_judge(name: str) -> bool:
@@ -273,11 +266,11 @@ def save_adaptation(
     decider: Decider,
     source: str,
     path: Path | None = None,
-    answers: Iterable[str] | None = None,
+    items: Mapping[str, Item] | None = None,
 ) -> Path:
     """Keep ``decider`` for audits of this corpus with this judge model and prompt, with the
-    labelled answers it was fitted on (``answer_id``), so that a later adaptation knows whether it
-    may continue from it."""
+    labelled answers it was fitted on (by ``answer_id``), so that a later adaptation fits on them
+    again beside its own."""
     path = path or store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     table = _read(path)
@@ -285,7 +278,7 @@ def save_adaptation(
         **decider.to_dict(),
         "source": source,
         "saved": datetime.now(UTC).isoformat(timespec="seconds"),
-        **({"answers": sorted(set(answers))} if answers is not None else {}),
+        **({"items": [SavedItem.of(i, it).dump() for i, it in sorted(items.items())]} if items is not None else {}),
     }
     write_json(path, dict(sorted(table.items())))
     return path

@@ -27,9 +27,8 @@ import yaml
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
-from rag_eval.calibration.adaptation import HOW, Decider, adapt, cross_ppi_mean
+from rag_eval.calibration.adaptation import HOW, Decider, Item, adapt, cross_ppi_mean
 from rag_eval.judges.adapted import (
-    SavedFrom,
     adaptable,
     answer_id,
     deciders_of,
@@ -37,7 +36,8 @@ from rag_eval.judges.adapted import (
     item_of,
     redecide,
     save_adaptation,
-    starts,
+    saved_items,
+    start_again,
     variant_of,
 )
 from rag_eval.judges.judge_records import JudgesSection, LabelledEstimate
@@ -76,22 +76,39 @@ def _label(j: Judgement, labels: dict[Key, Label]) -> bool | None:
     return None if lab is None or col is None else lab.values.get(col)
 
 
+def labelled_items(
+    records: list[Judgement], labels: dict[Key, Label], variant: str, answers: set[Key] | None = None
+) -> dict[Key, Item]:
+    """The labelled decisions of ``variant`` (of ``answers`` only, unless None), by answer."""
+    out: dict[Key, Item] = {}
+    for r in records:
+        if variant_of(r) != variant or not adaptable(r.judge):
+            continue
+        if answers is not None and (r.question_id, r.prompt) not in answers:
+            continue
+        y = _label(r, labels)
+        it = item_of(r, y) if y is not None else None
+        if it is not None:
+            out[(r.question_id, r.prompt)] = it
+    return out
+
+
 def fit_deciders(
-    shipped: dict[str, Decider], records: list[Judgement], labels: dict[Key, Label], how: str, answers: set[Key] | None
+    shipped: dict[str, Decider],
+    records: list[Judgement],
+    labels: dict[Key, Label],
+    how: str,
+    answers: set[Key] | None,
+    earlier: dict[str, dict[str, Item]] | None = None,
 ) -> dict[str, Decider]:
-    """Each variant adapted on the labelled records of ``answers`` (all labelled answers: None)."""
+    """Each variant adapted on the labelled records of ``answers`` (all labelled answers: None) and
+    on the labelled answers of earlier adaptations of the corpus (``earlier``, by variant)."""
     out = dict(shipped)
     for variant, d in shipped.items():
-        items = []
-        for r in records:
-            if variant_of(r) != variant or not adaptable(r.judge):
-                continue
-            if answers is not None and (r.question_id, r.prompt) not in answers:
-                continue
-            y = _label(r, labels)
-            it = item_of(r, y) if y is not None else None
-            if it is not None:
-                items.append(it)
+        items = [
+            *labelled_items(records, labels, variant, answers).values(),
+            *(earlier or {}).get(variant, {}).values(),
+        ]
         if d.blend is not None and not all(f for it in items for f in it.features):
             d = d.model_copy(update={"blend": None})  # decided without word evidence: the model's P alone
         judge = next((r.judge for r in records if variant_of(r) == variant), None)
@@ -241,17 +258,17 @@ def _adapt_run(
     labelled = {
         k for k in by_key if any(_label(r, by_key) is not None for r in records if (r.question_id, r.prompt) == k)
     }
-    ids = {_answer_id(k, gens) for k in labelled}
-    # A run decided by a saved adaptation: fitted on some of these labelled answers (or not saying
-    # which), its judges adapt from the shipped judge again, so no label counts twice; fitted on
-    # other answers, they continue from it, so its labels keep counting. The full fit and the fold
-    # judges alike.
-    start = starts(report.judges.calibration, _threshold(report), ids)
-    shipped = {**as_run, **start.again}
+    ids = {k: _answer_id(k, gens) for k in labelled}
+    # Every adaptation starts from the shipped judge (a run a saved adaptation decided, too) and
+    # fits on these labels and on those the corpus's saved adaptation rests on (a label of the same
+    # answer here replaces the saved one): no label counts twice, none drops out. The full fit and
+    # the fold judges alike; the saved labels are of other answers, so they grade no fold.
+    shipped = {**as_run, **start_again(report.judges.calibration, _threshold(report))}
     if not shipped:
         return apply_labels(report, labels, weights, confidence, source)
+    earlier, unknown = _earlier(report, set(shipped), set(ids.values()))
     stats = _stats(run_dir)
-    full = fit_deciders(shipped, records, by_key, how, None)
+    full = fit_deciders(shipped, records, by_key, how, None, earlier)
     note = {v: {"labels": d.labels, "how": how, "source": source} for v, d in full.items()}
     new = redecided(records, full, note)
     adapted = rebuild(report, new, gens, stats, weights)
@@ -262,7 +279,7 @@ def _adapt_run(
     fold_records, fold_deciders = [], []
     for f in range(k):
         train = {a for a, g in fold_of.items() if g != f}
-        fold_deciders.append(fit_deciders(shipped, records, by_key, how, train))
+        fold_deciders.append(fit_deciders(shipped, records, by_key, how, train, earlier))
         fold_records.append(redecided(records, fold_deciders[-1], note))
     if k:
         _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
@@ -271,11 +288,43 @@ def _adapt_run(
     decided_by_saved = {v for cal in report.judges.calibration.values() for v in cal.adapted}
     for j in adapted.adaptation.judges:
         j.from_saved = j.variant in decided_by_saved
-        j.continued_from = start.continued[j.variant].labels or 0 if j.variant in start.continued else 0
+        j.earlier_labels = len(earlier.get(j.variant, {}))
+        j.earlier_unknown = j.variant in unknown
     _criteria_as_adapted(adapted)
     if save:
-        _save(adapted, full, records, source, ids, start.continued)
+        _save(adapted, full, records, source, {v: _items_by_id(records, by_key, v, ids, earlier) for v in full})
     return adapted
+
+
+def _earlier(report: Report, variants: set[str], ids: set[str]) -> tuple[dict[str, dict[str, Item]], set[str]]:
+    """The labelled answers the corpus's saved adaptation of each variant rests on, less those
+    labelled here (by ``answer_id``); and the variants whose saved adaptation does not keep them."""
+    judges, _ = _sections(report)
+    corpus = report.corpus.fingerprint if report.corpus else None
+    earlier: dict[str, dict[str, Item]] = {}
+    unknown: set[str] = set()
+    for cal in judges.calibration.values():
+        for v, prompt_hash in cal.prompt_hashes.items():
+            if v not in variants or not corpus or not cal.identity:
+                continue
+            items = saved_items(corpus, cal.identity, v, prompt_hash)
+            if items is None:
+                unknown.add(v)
+            elif items:
+                earlier[v] = {i: it for i, it in items.items() if i not in ids}
+    return earlier, unknown
+
+
+def _items_by_id(
+    records: list[Judgement],
+    labels: dict[Key, Label],
+    variant: str,
+    ids: dict[Key, str],
+    earlier: dict[str, dict[str, Item]],
+) -> dict[str, Item]:
+    """What ``variant``'s adaptation now rests on, by ``answer_id``: the saved labelled answers and these."""
+    here = {ids[k]: it for k, it in labelled_items(records, labels, variant).items() if k in ids}
+    return {**earlier.get(variant, {}), **here}
 
 
 def _answer_id(key: Key, gens: dict[Key, Answer]) -> str:
@@ -487,6 +536,7 @@ def _section(
                 changed=sum((a.status, a.verdict, a.score) != (b.status, b.verdict, b.score) for a, b in pairs),
                 uncertain_before=sum(a.status == "uncertain" for a, _ in pairs),
                 uncertain_after=sum(b.status == "uncertain" for _, b in pairs),
+                decisions=len(pairs),
             )
         )
     n = len(labels)
@@ -506,15 +556,9 @@ def _section(
 
 
 def _save(
-    report: Report,
-    full: dict[str, Decider],
-    records: list[Judgement],
-    source: str,
-    answers: set[str],
-    continued: dict[str, SavedFrom],
+    report: Report, full: dict[str, Decider], records: list[Judgement], source: str, items: dict[str, dict[str, Item]]
 ) -> None:
-    """Each adapted variant kept for later audits of the corpus, with the labelled answers it now
-    rests on (and the label count): those of a saved adaptation it continued, and these."""
+    """Each adapted variant kept for later audits of the corpus, with the labelled answers it rests on."""
     judges, _ = _sections(report)
     section = report.adaptation
     if section is None:
@@ -534,11 +578,7 @@ def _save(
         prompt_hash = hashes.get(variant) or (found.pop() if len(found) == 1 else None)
         if prompt_hash is None or d.labels == 0:
             continue
-        earlier = continued.get(variant)
-        if earlier is not None:
-            d = d.model_copy(update={"labels": d.labels + (earlier.labels or 0)})
-        rests_on = answers | set(earlier.answers or []) if earlier is not None else answers
-        where = save_adaptation(corpus, identity, variant, prompt_hash, d, source, answers=rests_on)
+        where = save_adaptation(corpus, identity, variant, prompt_hash, d, source, items=items.get(variant))
     if where is not None:
         section.saved = str(where)
         section.note += f"; saved for later audits of this corpus ({where})"

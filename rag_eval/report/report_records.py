@@ -122,6 +122,7 @@ class AdaptedJudge(Model):
     changed: int = 0  # verdicts of the run that the adaptation changed (decided or uncertain)
     uncertain_before: int = 0
     uncertain_after: int = 0
+    decisions: int = 0  # the run's decisions of this judge prompt
     # Its labelled answers, each decided by the fold judge adapted without that label (cross-fitted):
     # how often the adapted judge decides and is right on answers it was not fitted to.
     held_out: int = 0
@@ -131,13 +132,15 @@ class AdaptedJudge(Model):
     # judge's new adaptation and its fold judges start again from the shipped judge, so no label is
     # counted twice (a criterion always refits from the model's P).
     from_saved: bool = False
-    # Labels of the saved adaptation this one continued (fitted on other answers, so its labels keep
-    # counting; 0: it started from the shipped judge or from the run's own decider).
-    continued_from: int = 0
+    # Labelled answers of the corpus's saved adaptation fitted again beside this file's (those not
+    # labelled here); and whether a saved adaptation kept none to fit (saved before they were kept).
+    earlier_labels: int = 0
+    earlier_unknown: bool = False
 
     def mostly_uncertain(self) -> bool:
-        """Whether the judge adapted without each label still leaves most labelled answers uncertain."""
-        return bool(self.held_out) and self.held_out - self.held_out_decided > self.held_out / 2
+        """Whether the adapted judge leaves most of the run's decisions uncertain (all of them, not
+        the labelled ones: an active draw favours the unsure answers)."""
+        return bool(self.decisions) and self.uncertain_after > self.decisions / 2
 
     def held_out_text(self) -> str:
         """'r of d decided right, u of n uncertain' on its labels, cross-fitted; '' without any."""
@@ -145,13 +148,10 @@ class AdaptedJudge(Model):
             return ""
         unsure = self.held_out - self.held_out_decided
         text = f"{self.held_out_right} of {self.held_out_decided} decided right, {unsure} of {self.held_out} uncertain"
-        if self.continued_from and not self.criterion:
-            text += f" (continues the saved adaptation of {self.continued_from} labels on other answers)"
-        elif self.from_saved and not self.criterion:
-            text += (
-                " (the run was decided by a saved adaptation fitted on some of these answers or not saying which; "
-                "adapted again from the shipped judge)"
-            )
+        if self.earlier_labels:
+            text += f" (with {self.earlier_labels} labels of other answers kept from the saved adaptation)"
+        elif self.earlier_unknown:
+            text += " (the saved adaptation kept no labelled answers: its labels are not fitted again)"
         return text
 
 

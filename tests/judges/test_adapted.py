@@ -15,11 +15,10 @@ from rag_eval.judges.adapted import (
     answer_id,
     deciders_of,
     item_of,
-    overlapping,
     redecide,
     save_adaptation,
     saved_adaptation,
-    starts,
+    start_again,
 )
 from rag_eval.judges.judgement import Judgement
 
@@ -179,14 +178,11 @@ def test_judge_check_reports_the_adapted_judges_beside_the_saved_ones(tmp_path, 
     assert a["adapted_decided"] > 0.95
 
 
-def test_a_new_adaptation_starts_from_the_shipped_judge_or_continues_the_saved_one():
-    """``starts``: a variant a saved adaptation decided starts again from the shipped judge where that
-    adaptation was fitted on some of the labelled answers (or does not say which), keeping a band the
-    config set (or none) and dropping only the adaptation's own band; it continues the saved one
-    where that was fitted on other answers only (another text of the same question is another answer)."""
-    labelled = {answer_id("q1", "base", "Use X."), answer_id("q2", "base", "Use Y.")}
+def test_a_new_adaptation_of_a_run_a_saved_one_decided_starts_from_the_shipped_judge():
+    """``start_again``: a variant a saved adaptation decided starts from the shipped judge, keeping a
+    band the config set (or none) and dropping only the adaptation's own band."""
 
-    def calibration(band_source: str | None, answers: list[str] | None) -> dict:
+    def calibration(band_source: str | None) -> dict:
         band = {"low": 0.2, "high": 0.7, "source": band_source} if band_source is not None else None
         return {
             "correctness": {
@@ -194,20 +190,17 @@ def test_a_new_adaptation_starts_from_the_shipped_judge_or_continues_the_saved_o
                 "identity": "http://nowhere.invalid/v1",  # no shipped calibration: cut-off 0.5, no band
                 "prompt_hashes": {"correctness_short": "abc"},
                 "bands": {"correctness_short": band} if band else {},
-                "adapted": {"correctness_short": {"labels": 7, **({"answers": answers} if answers else {})}},
+                "adapted": {"correctness_short": {"labels": 7}},
             }
         }
 
-    again = starts(calibration("adapted to this corpus with 7 labels (l.csv)", None), 0.5, labelled).again
+    again = start_again(calibration("adapted to this corpus with 7 labels (l.csv)"), 0.5)
     assert again["correctness_short"].cutoff == 0.5 and again["correctness_short"].band is None
-    kept = starts(calibration("judges.uncertain", [answer_id("q1", "base", "Use X.")]), 0.5, labelled).again
-    assert kept["correctness_short"].band == (0.2, 0.7)  # the config's band stays
-    off = starts(calibration(None, [answer_id("q2", "base", None)]), 0.5, labelled).again
-    assert off["correctness_short"].band is None  # uncertain: off stays off
-    other = starts(calibration("judges.uncertain", [answer_id("q1", "base", "Use Z."), "q3|base"]), 0.5, labelled)
-    assert not other.again and other.continued["correctness_short"].labels == 7
-    assert overlapping(["q1|base"], [answer_id("q1", "base", "anything")])
-    assert not overlapping([answer_id("q1", "other", "Use X.")], labelled)
+    assert start_again(calibration("judges.uncertain"), 0.5)["correctness_short"].band == (0.2, 0.7)
+    assert start_again(calibration(None), 0.5)["correctness_short"].band is None  # uncertain: off stays off
+    # An answer is its question, prompt and text: another text of the same question is another answer.
+    assert answer_id("q1", "base", "Use X.") != answer_id("q1", "base", "Use Z.")
+    assert answer_id("faq|1", "base", None) != answer_id("faq", "1|base", None)
 
 
 def test_starting_again_takes_the_shipped_cutoff_band_and_blend_of_the_run_s_judge_model(monkeypatch):
@@ -229,6 +222,6 @@ def test_starting_again_takes_the_shipped_cutoff_band_and_blend_of_the_run_s_jud
             "adapted": {"correctness_short": {"labels": 9}},
         }
     }
-    d = starts(calibration, 0.5, {answer_id("q1", "base", "A.")}).again["correctness_short"]
+    d = start_again(calibration, 0.5)["correctness_short"]
     assert (d.cutoff, d.band) == (0.3, (0.25, 0.4))
     assert d.blend is not None and d.blend.to_dict() == blend

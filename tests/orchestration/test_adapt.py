@@ -245,10 +245,9 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
     same = ("cutoff_after", "band_after", "held_out_decided", "held_out_right")
     assert {k: b[k] for k in same} == {k: a[k] for k in same}
     assert b["cutoff_before"] == pytest.approx(a["cutoff_after"]) != a["cutoff_before"]  # decided as adapted
-    assert b["continued_from"] == 0
-    assert "adapted again from the shipped judge" in capsys.readouterr().out
-    # Labels of other answers of the later run: the adaptation continues from the saved one (its
-    # 10 labels keep counting) and is saved with every labelled answer it rests on.
+    assert b["earlier_labels"] == 0  # every saved label is of an answer labelled here: none counts twice
+    # Labels of other answers of the later run: fitted beside the 10 the saved adaptation rests on,
+    # from the shipped judge, and saved with all 16.
     others = sorted({f"q{i:02d}" for i in range(N)} - drawn)[:6]
     more = tmp_path / "more.csv"
     more.write_text(
@@ -262,12 +261,28 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
         for a in json.loads((later / "report.adapted.json").read_text())["adaptation"]["judges"]
         if a["judge"] == "correctness"
     ]
-    assert c["from_saved"] and c["continued_from"] == 10 and c["labels"] == len(others)
-    assert "continues the saved adaptation of 10 labels on other answers" in capsys.readouterr().out
+    assert c["from_saved"] and c["earlier_labels"] == 10 and c["labels"] == 10 + len(others)
+    assert "(with 10 labels of other answers kept from the saved adaptation)" in capsys.readouterr().out
     store = json.loads((Path(os.environ["RAG_EVAL_CACHE_DIR"]) / "adaptations.json").read_text())
     [entry] = [e for k, e in store.items() if "|correctness_short|" in k]
-    assert entry["labels"] == 10 + len(others) and len(entry["answers"]) == 10 + len(others)
-    assert {i.split("|")[0] for i in entry["answers"]} == drawn | set(others)
+    assert entry["labels"] == 10 + len(others) and len(entry["items"]) == 10 + len(others)
+    assert {json.loads(i["id"].split("#")[0])[0] for i in entry["items"]} == drawn | set(others)
+    # The same fit as all 16 labels given at once (the saved ones are then all replaced by these):
+    # the saved labels were fitted, not only counted.
+    every = tmp_path / "every.csv"
+    every.write_text(
+        "question_id,prompt,correct,refused\n"
+        + "".join(f"{q},base,{'yes' if q in GOOD else 'no'},no\n" for q in sorted(drawn | set(others)))
+    )
+    assert main(["report", str(later), "--labels", str(every), "--adapt", "--no-save"]) == 0
+    [e] = [
+        a
+        for a in json.loads((later / "report.adapted.json").read_text())["adaptation"]["judges"]
+        if a["judge"] == "correctness"
+    ]
+    assert e["earlier_labels"] == 0 and e["labels"] == 16
+    assert (e["cutoff_after"], e["band_after"]) == (c["cutoff_after"], c["band_after"])
+    assert c["cutoff_after"] != pytest.approx(b["cutoff_after"])  # 16 labels fit otherwise than 10
     # A diff of the run (its record decided as shipped) against the later, adapted one says the
     # judges differ too.
     for run in (shipped_run, run_dir):
@@ -322,7 +337,8 @@ def test_each_labelled_answer_is_checked_by_the_fold_judge_adapted_without_it():
     # q1 0.95 pass (right), q2 0.7 pass (wrong, labelled no), q3 0.2 fail (right), q4 0.55 uncertain.
     assert (j.held_out, j.held_out_decided, j.held_out_right) == (4, 3, 2)
     assert j.held_out_text() == "2 of 3 decided right, 1 of 4 uncertain"
-    # One of four uncertain is not most; three of four would be (the console then says what decides them).
-    assert not j.mostly_uncertain()
-    assert AdaptedJudge(judge="names_it", variant="names_it", held_out=4, held_out_decided=1).mostly_uncertain()
-    assert not AdaptedJudge(judge="names_it", variant="names_it", held_out=4, held_out_decided=2).mostly_uncertain()
+    # Most of the run's decisions uncertain (not of the labelled ones, which an active draw picks
+    # among the unsure): the console then says what decides them.
+    assert not j.mostly_uncertain()  # no decision counted
+    assert AdaptedJudge(judge="names_it", variant="names_it", decisions=5, uncertain_after=3).mostly_uncertain()
+    assert not AdaptedJudge(judge="names_it", variant="names_it", decisions=6, uncertain_after=3).mostly_uncertain()
