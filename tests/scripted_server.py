@@ -12,6 +12,7 @@ The reply's content is ``reply(body)``; requests that ask for logprobs get them 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -133,13 +134,21 @@ class ScriptedServer:
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 stalls concurrent clients
 
-        self.httpd = Server(("127.0.0.1", port), Handler)
+        # A loopback address of its own (all of 127.0.0.0/8 is loopback): the response cache keys a
+        # request by the endpoint's URL, and two servers of one test session given the same free
+        # port would otherwise share answers (a test then saw none of the requests it scripted).
+        self.host = (
+            "127.0.0.1"
+            if port
+            else f"127.{random.randrange(1, 255)}.{random.randrange(256)}.{random.randrange(1, 255)}"
+        )
+        self.httpd = Server((self.host, port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"http://{self.host}:{self.httpd.server_address[1]}/v1"
 
     def __enter__(self) -> ScriptedServer:
         self.thread.start()
