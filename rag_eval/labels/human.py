@@ -90,6 +90,7 @@ class LabelsRow(BaseModel):
     weight: Any = None
     inclusion_probability: Any = None
     note: Any = None
+    answer: Any = None  # the answer's text as the labeller was shown it
 
     @classmethod
     def of(cls, row: Mapping) -> LabelsRow:
@@ -406,12 +407,16 @@ def _probability(raw, where: str, problems: list[Problem]) -> float | None:
 
 
 def read_labels(
-    path: Path, known: set[tuple[str, str]], criteria: Mapping[str, Criterion] | None = None
+    path: Path,
+    known: Mapping[tuple[str, str], str | None] | set[tuple[str, str]],
+    criteria: Mapping[str, Criterion] | None = None,
 ) -> list[Label]:
     """The labelled answers of a CSV (``rag-eval label``'s) or JSON/JSONL file: the rows with yes or
     no under at least one label column (a blank row is left out; a blank column of a labelled row is
     None). Every problem raises DataError naming the file, line and column, blank rows checked too.
-    ``known``: the run's (question id, prompt) pairs; ``criteria``: the run's criteria
+    ``known``: the run's (question id, prompt) pairs, mapped to the run's answer text
+    (``known_answers``): a labelled row whose ``answer`` cell holds another text is refused, since
+    its labels were given to another answer; ``criteria``: the run's criteria
     (``columns.criteria_of``), each a label column too, read as whether the answer passes."""
     criteria = criteria or {}
     columns = label_columns(criteria)
@@ -467,7 +472,15 @@ def read_labels(
             values[c] = raw if isinstance(raw, bool) or raw is None else _value(str(raw), where, c, problems)
             if c in criteria:
                 values[c] = passes(criteria[c], values[c])
-        labels.append(Label(qid, prompt, values, where, _probability(named.inclusion_probability, where, problems)))
+        label = Label(qid, prompt, values, where, _probability(named.inclusion_probability, where, problems))
+        changed = (
+            _changed_answer(named, known[(qid, prompt)], qid, prompt, where)
+            if isinstance(known, Mapping) and label.labelled
+            else None
+        )
+        if changed is not None:
+            problems.append(changed)
+        labels.append(label)
     if problems:
         raise DataError(problems)
     # A row with no yes or no is an answer drawn and not labelled yet (the view writes a row for
@@ -747,8 +760,37 @@ def weights_of(run_dir: Path) -> dict[str, float]:
     return {g.question_id: 1.0 if g.weight is None else g.weight for g in _answers(run_dir)}
 
 
-def known_answers(run_dir: Path) -> set[tuple[str, str]]:
-    return {(g.question_id, g.prompt) for g in _answers(run_dir)}
+def known_answers(run_dir: Path) -> dict[tuple[str, str], str | None]:
+    """The run's answers: (question id, prompt) to the answer's text (None where generation failed)."""
+    return {(g.question_id, g.prompt): g.answer for g in _answers(run_dir)}
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Whether two texts are the same answer: a spreadsheet may rewrite line ends and spaces."""
+    return a.split() == b.split()
+
+
+def _opening(text: str, chars: int = 70) -> str:
+    """The text's first ``chars`` characters on one line, quoted, for a message."""
+    one = " ".join(text.split())
+    return repr(one[:chars] + ("..." if len(one) > chars else ""))
+
+
+def _changed_answer(named: LabelsRow, run_answer: str | None, qid: str, prompt: str, where: str) -> Problem | None:
+    """The problem of a labelled row whose ``answer`` cell is not the run's answer: its labels are
+    of another answer (an earlier run's, reused on a run whose answers changed) and would be counted
+    as this answer's. None where the texts agree or the row has no answer cell to compare."""
+    shown = "" if named.answer is None else str(named.answer)
+    if not shown.strip() or _same_text(shown, run_answer or ""):
+        return None
+    now = " ".join((run_answer or "").split())
+    return Problem(
+        where,
+        f"the answer labelled for question '{qid}' with prompt '{prompt}' is not this run's answer (labelled: "
+        f"{_opening(shown)}; this run's: {_opening(now) if now else 'none'}), so its labels are another answer's",
+        "a label belongs to the answer it was given for: label this run's answers (rag-eval label RUN_DIR, or "
+        "rag-eval view RUN_DIR) into a file of their own, or remove the row",
+    )
 
 
 def label_run(report: R, run_dir: Path, labels_path: Path, confidence: float) -> R:

@@ -353,3 +353,33 @@ def test_the_page_written_again_over_a_merged_draw_keeps_every_label_on_its_answ
         "q2": {"correct": True, "faithful": None, "refused": None},
     }
     assert "kept, as given" in saved.read_text()
+
+
+def test_a_labelled_row_whose_answer_the_run_no_longer_gives_is_refused(tmp_path):
+    """A label belongs to the answer the person read: read_labels refuses a labelled row whose
+    `answer` cell is another text than the run's answer (file and line named), takes one that
+    differs in spaces and line ends only, and one with no answer cell; a blank row is no label, so
+    its stale text is no problem."""
+    from rag_eval.errors import DataError
+    from rag_eval.labels.human import read_labels
+
+    run = {("q1", "base"): "Paris is the capital.", ("q2", "base"): "It is 42.", ("q3", "base"): None}
+    path = tmp_path / "labels.csv"
+    path.write_text(
+        "question_id,prompt,correct,answer\n"
+        'q1,base,yes,"Paris  is the\r\ncapital."\n'
+        "q2,base,no,It is 41.\n"
+        "q3,base,,Something once said.\n"
+    )
+    with pytest.raises(DataError) as err:
+        read_labels(path, run)
+    [problem] = err.value.problems
+    # q1's answer cell spans two lines: q2's row starts on the file's fourth.
+    assert problem.where == f"{path}:4" and "'q2' with prompt 'base' is not this run's answer" in problem.what
+    assert "'It is 41.'" in problem.what and "'It is 42.'" in problem.what
+    path.write_text("question_id,prompt,correct,answer\nq1,base,yes,Paris is the capital.\nq2,base,no,\n")
+    assert {lab.question_id: lab.values["correct"] for lab in read_labels(path, run)} == {"q1": True, "q2": False}
+    # A failed answer (None) labelled with a text that run never gave.
+    path.write_text("question_id,prompt,correct,answer\nq3,base,no,An answer.\n")
+    with pytest.raises(DataError, match="this run's: none"):
+        read_labels(path, run)

@@ -165,6 +165,69 @@ def test_a_re_decision_is_written_beside_the_run_and_changes_nothing_else(tmp_pa
     assert _files(runs) == labelled
 
 
+def _answered_otherwise(changed: set[str]):
+    """The scripted judge, answering the questions of ``changed`` with another text than ``_server``'s."""
+    server = _server()
+    plain = server.reply
+
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        if judge_name(body) is None and any(f"widget number {int(q[1:])}?" in text for q in changed):
+            return "Widgets are painted by hand; the colour is not in the documents."
+        return plain(body)
+
+    server.reply = reply
+    return server
+
+
+def test_labels_of_answers_a_later_run_changed_are_refused_not_counted(tmp_path, capsys):
+    """findings-50b H1: a labels file of one run given to a later run whose answers changed. A label
+    belongs to the answer the person read (the file's `answer` column): the rows whose answer this
+    run no longer gives are refused, each named by file and line, with nothing adapted, saved or
+    written; the person's file is left as it was. An answer that differs only in spaces and line
+    ends (a spreadsheet's) is the same answer."""
+    project = _project(tmp_path)
+    with _server() as server:
+        assert main(["run", str(_config(project, server))]) == 0
+    first = next((project / "runs").iterdir())
+    labels, drawn = _label(first, 10)
+    changed = set(sorted(drawn)[:2])
+    with _answered_otherwise(changed) as server:
+        assert main(["run", str(_config(project, server)), "--out", str(tmp_path / "later")]) == 0
+    later = next((tmp_path / "later").iterdir())
+    answers = {
+        json.loads(line)["question_id"]: json.loads(line)["answer"] for line in (later / "generation.jsonl").open()
+    }
+    assert {q for q in answers if answers[q].startswith("Widgets are painted by hand")} == changed
+    cache = Path(os.environ["RAG_EVAL_CACHE_DIR"])
+    before, cache_before, labels_bytes = _files(tmp_path), _files(cache), labels.read_bytes()
+    lines = {r["question_id"]: i + 2 for i, r in enumerate(csv.DictReader(labels.open()))}
+    for extra in ([], ["--adapt"]):
+        capsys.readouterr()
+        assert main(["report", str(later), "--labels", str(labels), *extra]) == 2
+        err = capsys.readouterr().err
+        for q in changed:
+            assert f"{labels}:{lines[q]}" in err
+            assert f"the answer labelled for question '{q}' with prompt 'base' is not this run's answer" in err
+        assert err.count("is not this run's answer") == len(changed)
+        assert "label this run's answers" in err
+        assert _files(tmp_path) == before and labels.read_bytes() == labels_bytes
+        assert _files(cache) == cache_before  # no adaptation saved
+    # The same labels on the first run, whose answers a spreadsheet rewrote with other spaces and
+    # line ends: the answers the person read, so they count.
+    rows = list(csv.DictReader(labels.open()))
+    for r in rows:
+        r["answer"] = "\r\n  ".join(r["answer"].split(" "))
+    respaced = tmp_path / "respaced.csv"
+    with respaced.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=rows[0].keys())
+        w.writeheader()
+        w.writerows(rows)
+    capsys.readouterr()
+    assert main(["report", str(first), "--labels", str(respaced), "--adapt", "--no-save"]) == 0
+    assert json.loads((first / "report.adapted.json").read_text())["adaptation"]["answers_labelled"] == 10
+
+
 @pytest.mark.slow
 def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, capsys, monkeypatch):
     # A corpus where the judge is far off: priors weak enough for 10 labels to move it (the shipped
