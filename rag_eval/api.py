@@ -67,6 +67,7 @@ from rag_eval.system.trace_audit import traces_config
 from rag_eval.system.trial import describe, try_system
 from rag_eval.testgen.question_writer import run_generate
 from rag_eval.testgen.settings import TestGenConfig
+from rag_eval.text import record_lines
 
 ConfigLike = str | Path | dict | AuditConfig
 
@@ -159,7 +160,7 @@ def _inputs(cfg: AuditConfig, corpus: Any, test_set: Any):
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in record_lines(path.read_text(encoding="utf-8")) if line.strip()]
 
 
 @dataclass

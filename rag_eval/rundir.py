@@ -23,6 +23,7 @@ from rag_eval.base_records import Model, StageReuse
 from rag_eval.config import AuditConfig, resolved_config
 from rag_eval.data.inputs import Inputs
 from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.text import record_lines
 
 Status = Literal["started", "finished", "failed", "interrupted"]
 
@@ -111,7 +112,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in record_lines(path.read_text(encoding="utf-8")):
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError:

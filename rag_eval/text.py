@@ -167,3 +167,10 @@ def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
     """Word n-grams of a text, for near-duplicate detection."""
     toks = tokens(text)
     return ngrams(toks, n) if len(toks) >= n else {tuple(toks)}
+
+
+def record_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, split at line feeds only (a CR before one dropped): ``splitlines``
+    also splits at U+2028, U+2029, U+0085 and other breaks that JSON keeps raw inside a string, so
+    an answer holding one would tear its record in two."""
+    return [line.removesuffix("\r") for line in text.split("\n")]

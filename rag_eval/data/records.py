@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.errors import DataError, Problem
+from rag_eval.text import record_lines
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def read_records(path: Path, what: str) -> list[Record]:
 
 def _read_lines(text: str, path: Path, what: str) -> list[Record]:
     records, problems = [], []
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(record_lines(text), start=1):
         if not line.strip():
             continue
         try:

@@ -171,10 +171,19 @@ class SavedItem(Model):
 
 
 def answer_id(question_id: str, prompt: str, answer: str | None) -> str:
-    """A labelled answer as an adaptation keeps it: question, prompt and the answer text's hash (the
-    same question answered anew is another answer); without the text, question and prompt."""
+    """A labelled answer as an adaptation keeps it: question, prompt and the hash of the answer's
+    words (the same question answered anew is another answer; the same words in other spaces and
+    line ends are the same answer, as a labels file reads them); without the text, question and
+    prompt."""
     base = json.dumps([question_id, prompt], ensure_ascii=False)
-    return f"{base}#{text_hash(answer)}" if answer is not None else base
+    return f"{base}#{text_hash(' '.join(answer.split()))}" if answer is not None else base
+
+
+def answer_ids(question_id: str, prompt: str, answer: str | None) -> set[str]:
+    """Every id a saved adaptation may hold for this answer: ``answer_id``, and the hash of the
+    answer's text as it was before spaces were set aside (an adaptation saved then)."""
+    base = json.dumps([question_id, prompt], ensure_ascii=False)
+    return {answer_id(question_id, prompt, answer)} | ({f"{base}#{text_hash(answer)}"} if answer is not None else set())
 
 
 def saved_items(corpus: str, identity: str, variant: str, prompt_hash: str) -> dict[str, Item] | None:

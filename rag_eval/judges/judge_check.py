@@ -45,6 +45,7 @@ from rag_eval.llm.settings import LLMConfig
 from rag_eval.progress import track_async
 from rag_eval.resources import resolve_shipped
 from rag_eval.stats import Estimate, bootstrap_kappa, wilson_interval
+from rag_eval.text import record_lines
 
 
 class Case(Model):
@@ -151,7 +152,7 @@ def halueval_cases(path: Path, start: int = 0, stop: int | None = None) -> list[
     the hallucinated answer incorrect). A span that holds no item is a DataError saying how many
     the file has (an empty span would otherwise measure nothing and print figures of other cases)."""
     try:
-        every = path.read_text(encoding="utf-8").splitlines()
+        every = record_lines(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DataError(
             Problem(

@@ -24,6 +24,7 @@ from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD, AttributionR
 from rag_eval.base_records import Model, Num, required
 from rag_eval.data.records import read_records, read_text
 from rag_eval.errors import DataError, Problem
+from rag_eval.hashing import text_hash
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, Criterion, criteria_registered, figures
@@ -32,6 +33,7 @@ from rag_eval.labels.active import active_mean, draw_questions, draw_scores, pro
 from rag_eval.labels.columns import criteria_of, label_columns, optional_columns, passes, run_columns
 from rag_eval.labels.label_records import JudgedReport, LabelledDifference, LabelledFigure, LabelsSection, ReportFile
 from rag_eval.labels.ppi import at_least_exact, human_mean, ppi_mean
+from rag_eval.text import record_lines
 from rag_eval.types import Question
 
 COLUMNS = [
@@ -121,7 +123,7 @@ def _answers(run_dir: Path) -> list[Answer]:
     path = run_dir / "generation.jsonl"
     if not path.exists():
         return []
-    return [Answer.load(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [Answer.load(json.loads(line)) for line in record_lines(path.read_text(encoding="utf-8")) if line.strip()]
 
 
 @dataclass
@@ -320,7 +322,14 @@ def write_html(
             "</section>"
         )
     page_columns = ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
-    data = json.dumps([{k: "" if getattr(r, k) is None else getattr(r, k) for k in page_columns} for r in drawn])
+    # Each row carries its answer's hash: a pick kept in the browser is restored only onto the same
+    # answer, not onto a new answer to the same question written at the same path.
+    data = json.dumps(
+        [
+            {**{k: "" if getattr(r, k) is None else getattr(r, k) for k in page_columns}, "h": text_hash(r.answer)[:16]}
+            for r in drawn
+        ]
+    )
     cols = json.dumps(list(asked))
     goals = json.dumps(
         [
@@ -342,7 +351,7 @@ with every label on this page{f" ({already} answers came labelled from the label
 <script>
 const ROWS={data}, COLS={cols}, GOALS={goals}, KEY="rag-eval-labels:v2:"+location.pathname;
 const AT={{}};ROWS.forEach((r,i)=>{{AT[JSON.stringify([r.question_id,r.prompt])]=i;}});
-function ident(name){{const k=name.lastIndexOf("-"),r=ROWS[+name.slice(k+1)];return JSON.stringify([r.question_id,r.prompt,name.slice(0,k)]);}}
+function ident(name){{const k=name.lastIndexOf("-"),r=ROWS[+name.slice(k+1)];return JSON.stringify([r.question_id,r.prompt,name.slice(0,k),r.h]);}}
 function progress(){{const el=document.getElementById("progress");if(!GOALS.length){{el.textContent="";return;}}
 el.innerHTML="<p>Progress toward the chosen interval width (labels an active draw needs):</p><ul>"+GOALS.map(g=>{{
 let done=0;document.querySelectorAll(`section[data-prompt="${{CSS.escape(g.prompt)}}"]`).forEach(s=>{{const c=document.querySelector(`[name="${{g.label}}-${{s.dataset.i}}"]:checked`);if(c&&c.value!=="skip")done++;}});
@@ -350,13 +359,13 @@ const pct=Math.min(100,Math.round(100*done/Math.max(g.need,1)));
 return `<li>${{g.figure}} (${{g.prompt}}): ${{done}} of ${{g.need}} labels for ±${{g.width}} <progress max=100 value=${{pct}}></progress></li>`;}}).join("")+"</ul>";}}
 const saved=JSON.parse(localStorage.getItem(KEY)||"{{}}");
 for(const [k,v] of Object.entries(saved)){{let id;try{{id=JSON.parse(k);}}catch(e){{continue;}}
-const i=Array.isArray(id)?AT[JSON.stringify([id[0],id[1]])]:undefined;if(i===undefined)continue;const n=`${{id[2]}}-${{i}}`;
+const i=Array.isArray(id)?AT[JSON.stringify([id[0],id[1]])]:undefined;if(i===undefined||(id.length>3&&id[3]!==ROWS[i].h))continue;const n=`${{id[2]}}-${{i}}`;
 const el=document.querySelector(`[name="${{n}}"][value="${{v}}"]`)||document.querySelector(`textarea[name="${{n}}"]`);if(el){{if(el.type==="radio")el.checked=true;else el.value=v;}}}}
 function reveal(){{document.querySelectorAll("section").forEach(s=>{{const i=s.dataset.i;
 s.querySelector(".judges").hidden=!COLS.every(c=>document.querySelector(`[name="${{c}}-${{i}}"]:checked`));}});}}
 document.addEventListener("change",e=>{{const t=e.target;if(!t.name)return;saved[ident(t.name)]=t.value;localStorage.setItem(KEY,JSON.stringify(saved));reveal();progress();}});
 reveal();progress();
-function q(v){{v=String(v??"");return /[",\\n]/.test(v)?'"'+v.replace(/"/g,'""')+'"':v;}}
+function q(v){{v=String(v??"");return /[",\\r\\n]/.test(v)?'"'+v.replace(/"/g,'""')+'"':v;}}
 function save(){{const head=["question_id","prompt","weight","inclusion_probability",...COLS,"note","question","reference","answer"];
 const lines=[head.join(",")];ROWS.forEach((r,i)=>{{const lab=COLS.map(c=>{{const el=document.querySelector(`[name="${{c}}-${{i}}"]:checked`);return el&&el.value!=="skip"?el.value:"";}});
 const note=document.querySelector(`textarea[name="note-${{i}}"]`).value;
@@ -765,31 +774,37 @@ def known_answers(run_dir: Path) -> dict[tuple[str, str], str | None]:
     return {(g.question_id, g.prompt): g.answer for g in _answers(run_dir)}
 
 
-def _same_text(a: str, b: str) -> bool:
-    """Whether two texts are the same answer: a spreadsheet may rewrite line ends and spaces."""
-    return a.split() == b.split()
+def answer_differs(cell: Any, run_answer: str | None) -> bool:
+    """Whether a labels file's ``answer`` cell is another answer than the run's: it holds text, and
+    other words (spaces and line ends, which a spreadsheet rewrites, do not count). A blank cell
+    differs from nothing: the row is taken as labelling the run's answer."""
+    shown = "" if cell is None else str(cell)
+    return bool(shown.strip()) and shown.split() != (run_answer or "").split()
 
 
-def _opening(text: str, chars: int = 70) -> str:
-    """The text's first ``chars`` characters on one line, quoted, for a message."""
-    one = " ".join(text.split())
-    return repr(one[:chars] + ("..." if len(one) > chars else ""))
+def _from_difference(words: list[str], at: int, n: int = 10) -> str:
+    """``n`` words of an answer from a little before word ``at``, quoted, for a message."""
+    begin = max(0, at - 3)
+    piece = " ".join(words[begin : begin + n])
+    return repr(("..." if begin else "") + piece + ("..." if begin + n < len(words) else ""))
 
 
 def _changed_answer(named: LabelsRow, run_answer: str | None, qid: str, prompt: str, where: str) -> Problem | None:
     """The problem of a labelled row whose ``answer`` cell is not the run's answer: its labels are
     of another answer (an earlier run's, reused on a run whose answers changed) and would be counted
     as this answer's. None where the texts agree or the row has no answer cell to compare."""
-    shown = "" if named.answer is None else str(named.answer)
-    if not shown.strip() or _same_text(shown, run_answer or ""):
+    if not answer_differs(named.answer, run_answer):
         return None
-    now = " ".join((run_answer or "").split())
+    then, now = str(named.answer).split(), (run_answer or "").split()
+    at = next((i for i, (a, b) in enumerate(zip(then, now, strict=False)) if a != b), min(len(then), len(now)))
     return Problem(
         where,
-        f"the answer labelled for question '{qid}' with prompt '{prompt}' is not this run's answer (labelled: "
-        f"{_opening(shown)}; this run's: {_opening(now) if now else 'none'}), so its labels are another answer's",
-        "a label belongs to the answer it was given for: label this run's answers (rag-eval label RUN_DIR, or "
-        "rag-eval view RUN_DIR) into a file of their own, or remove the row",
+        f"the answer labelled for question '{qid}' with prompt '{prompt}' is not this run's answer, so its labels "
+        f"are another answer's (they differ at word {at + 1}: labelled {_from_difference(then, at)}; this run's "
+        f"{_from_difference(now, at) if now else '(none: its generation failed)' if run_answer is None else '(empty)'})",
+        "a label belongs to the answer it was given for: label this run's answers (rag-eval label RUN_DIR "
+        "--out NEW_FOLDER, or rag-eval view RUN_DIR) or remove the row; if the row's labels are of this run's "
+        "answer and only the cell was changed (a spreadsheet rewrites numbers and long texts), clear its answer cell",
     )
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rag_eval.base_records import Model
 from rag_eval.errors import DataError, Problem
-from rag_eval.labels.human import Drawn, DrawnAnswer, LabelsRow, Sampler
+from rag_eval.labels.human import Drawn, DrawnAnswer, LabelsRow, Sampler, answer_differs
 from rag_eval.labels.store import has_label, locked, read_rows, write_atomically, write_rows
 
 # The file keeps probabilities to 6 decimals.
@@ -125,6 +125,29 @@ def _refuse(path: Path, rows: list[dict[str, str]], why: str) -> DataError:
     )
 
 
+def _refuse_other_answers(sampler: Sampler, rows: list[dict[str, str]], path: Path) -> None:
+    """DataError naming each labelled row whose answer is not the run's answer to its question and
+    prompt (an earlier run's file given to a run whose answers changed): merged, its labels would be
+    shown and counted as the new answer's."""
+    stale = []
+    for i, r in enumerate(rows):
+        named = LabelsRow.of(r)
+        gen = sampler.by_key.get(named.key)
+        if has_label(r) and gen is not None and answer_differs(named.answer, gen.answer):
+            stale.append(f"line {i + 2} ({named.key[0]}, {named.key[1]})")
+    if stale:
+        raise DataError(
+            Problem(
+                str(path),
+                f"{len(stale)} labelled row{'s' if len(stale) > 1 else ''} of the file label another answer than "
+                f"this run's to the same question and prompt ({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''}"
+                "): the file was labelled on a run whose answers have changed since; a new draw is not added to it, "
+                "and the file is left as it is",
+                "write this run's draw to a file of its own with --out DIR (the earlier labels stay the earlier run's)",
+            )
+        )
+
+
 def work_out(sampler: Sampler, rows: list[dict[str, str]], path: Path) -> tuple[DrawSpec, dict[str, float]]:
     """The one draw of this run whose probabilities are those of the file's rows (an answer with
     probability 1 may also be one the view added as uncertain), and every question's probability
@@ -199,6 +222,7 @@ def add_draw(
         return Merged(
             [_as_row(d, sampler.columns) for d in fresh.rows], design, added=len(fresh.rows), replaced=len(rows)
         )
+    _refuse_other_answers(sampler, rows, path)
     before = previous_design(sampler, rows, recorded, path)
     kept = [dict(r) for r in rows]
     merged = Merged(

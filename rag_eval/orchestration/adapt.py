@@ -31,6 +31,7 @@ from rag_eval.calibration.adaptation import HOW, Decider, Item, adapt, cross_ppi
 from rag_eval.judges.adapted import (
     adaptable,
     answer_id,
+    answer_ids,
     deciders_of,
     deciding,
     item_of,
@@ -52,6 +53,7 @@ from rag_eval.orchestration.history import SavedConfig
 from rag_eval.report.assemble import judge_brief, outcome_shares
 from rag_eval.report.report_records import AdaptationSection, AdaptedJudge, Report
 from rag_eval.report.settings import StatsConfig
+from rag_eval.text import record_lines
 from rag_eval.types import Question
 
 FOLDS = 5
@@ -142,7 +144,7 @@ def _generations(run_dir: Path | None) -> dict[Key, Answer]:
     path = None if run_dir is None else run_dir / "generation.jsonl"
     if path is None or not path.exists():
         return {}
-    gens = [Answer.load(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    gens = [Answer.load(json.loads(line)) for line in record_lines(path.read_text(encoding="utf-8")) if line.strip()]
     return {(g.question_id, g.prompt): g for g in gens}
 
 
@@ -266,7 +268,8 @@ def _adapt_run(
     shipped = {**as_run, **start_again(report.judges.calibration, _threshold(report))}
     if not shipped:
         return apply_labels(report, labels, weights, confidence, source)
-    earlier, unknown = _earlier(report, set(shipped), set(ids.values()))
+    every_id = {i for k in labelled for i in _answer_ids(k, gens)}
+    earlier, unknown = _earlier(report, set(shipped), every_id)
     stats = _stats(run_dir)
     full = fit_deciders(shipped, records, by_key, how, None, earlier)
     note = {v: {"labels": d.labels, "how": how, "source": source} for v, d in full.items()}
@@ -331,6 +334,12 @@ def _answer_id(key: Key, gens: dict[Key, Answer]) -> str:
     """``adapted.answer_id`` of a labelled answer, with its text where the run folder has it."""
     gen = gens.get(key)
     return answer_id(key[0], key[1], gen.answer if gen is not None else None)
+
+
+def _answer_ids(key: Key, gens: dict[Key, Answer]) -> set[str]:
+    """``adapted.answer_ids`` of a labelled answer: every id a saved adaptation may hold for it."""
+    gen = gens.get(key)
+    return answer_ids(key[0], key[1], gen.answer if gen is not None else None)
 
 
 def _held_out_check(

@@ -25,7 +25,7 @@ from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.engine import make_engine
-from rag_eval.errors import RagEvalError
+from rag_eval.errors import DataError, Problem, RagEvalError
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.judging import run_judging
 from rag_eval.judges.registry import JUDGES
@@ -58,6 +58,9 @@ class Audit:
     folder: RunFolder
     inputs: Inputs
     session: LLMSession
+    # An input problem found once the work it concerns was done (a labels file that does not fit
+    # the answers): raised after the report is written, so the paid-for judgements are not lost.
+    deferred: RagEvalError | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -196,6 +199,8 @@ def _run(cfg: AuditConfig, source: AnswerSource, folder: RunFolder, use_cache: b
     write_report(folder.path, report)
     report = source.finish(audit, report)
     write_report(folder.path, report)
+    if audit.deferred is not None:
+        raise audit.deferred
     return report
 
 
@@ -247,7 +252,20 @@ def judge_stage(audit: Audit, got: Answered) -> Report:
         weights=got.weights,
     )
     if jc.labels:
-        report = label_run(report, audit.run_dir, cfg.resolve_path(jc.labels), cfg.stats.confidence)
+        try:
+            report = label_run(report, audit.run_dir, cfg.resolve_path(jc.labels), cfg.stats.confidence)
+        except DataError as exc:
+            audit.deferred = DataError(
+                [
+                    Problem(
+                        cfg.where("judges.labels"),
+                        "the labels file does not fit this run's answers: the report is written without its labels",
+                        "fix the rows named below (or remove judges.labels), then apply the labels without a model "
+                        f"call: rag-eval report {audit.run_dir} --labels FILE",
+                    ),
+                    *exc.problems,
+                ]
+            )
     return report
 
 

@@ -17,6 +17,7 @@ from rag_eval.offline import go_offline
 from rag_eval.progress import track
 from rag_eval.retrievers.rankings import Rankings, RetrieverContext
 from rag_eval.retrievers.settings import CallableConfig, LangchainConfig, RunFileConfig, SystemRetrieverConfig
+from rag_eval.text import record_lines
 from rag_eval.types import Corpus, Question
 
 
@@ -165,7 +166,7 @@ def read_run_file(path: Path) -> dict[str, list[tuple[str, float]]]:
     """``{query_id: [(doc_id, score)]}`` from a TREC run file or a JSONL of query_id, doc_id, score."""
     text = read_text(path, "run")
     run: dict[str, list[tuple[str, float]]] = {}
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(record_lines(text), start=1):
         if not line.strip():
             continue
         where = f"{path}:{n}"

@@ -31,6 +31,7 @@ from rag_eval.retrievers.settings import SystemRetrieverConfig
 from rag_eval.system.http import SystemReply
 from rag_eval.system.system_records import TracesSection
 from rag_eval.system.traces import SKIP_REASONS, Trace
+from rag_eval.text import record_lines
 
 NO_TEXT = "no_document_text"
 NOT_IN_TEST_SET = "not_in_test_set"
@@ -210,7 +211,7 @@ class _StoredTrace(BaseModel):
 def passage_texts(run_dir: Path) -> dict[str, str]:
     """Passage texts by context id, for the labelling page."""
     texts = {}
-    for line in (run_dir / "traces.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in filter(str.strip, record_lines((run_dir / "traces.jsonl").read_text(encoding="utf-8"))):
         for d in _StoredTrace.model_validate_json(line).documents:
             if d.content:
                 texts[context_id(d.content)] = d.content

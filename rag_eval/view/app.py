@@ -173,7 +173,8 @@ def _state(request: Request) -> ViewState:
 def _queue_of(path: Path) -> tuple[Report, list[dict[str, str]], list[QueueItem]]:
     """The run's report, its labels file's rows and the labelling queue."""
     report = load_report(path)
-    rows = labels_file.read_rows(labels_file.labels_path(path))
+    answers = {(r.question_id, r.prompt): r.answer for r in report.rows()}
+    rows = labels_file.as_shown(labels_file.read_rows(labels_file.labels_path(path)), answers)
     return report, rows, build_queue(path, report, rows)
 
 
@@ -317,7 +318,7 @@ async def post_label(request: Request) -> Response:
     item = next((it for it in queue if it.key == key), None)
     if item is None:
         return JSONResponse({"error": f"question {key[0]} with prompt {key[1]} is not in the labelling queue"}, 404)
-    labels_file.update(labels_file.labels_path(path), _labelled(report, queue, item, values, note))
+    labels_file.update(labels_file.labels_path(path), _labelled(report, queue, item, values, note, path))
     # The page that opens next shows the figures: no need to compute them twice.
     if request.query_params.get("figures") == "0":
         return JSONResponse({"saved": True})
@@ -325,9 +326,11 @@ async def post_label(request: Request) -> Response:
 
 
 def _labelled(
-    report: Report, queue: list[QueueItem], item: QueueItem, values: dict, note: str | None
+    report: Report, queue: list[QueueItem], item: QueueItem, values: dict, note: str | None, run_dir: Path
 ) -> Callable[[list[dict[str, str]]], list[dict[str, str]]]:
-    """The change to the labels file's rows that sets the item's labels."""
+    """The change to the labels file's rows that sets the item's labels. A row it starts again (it
+    labelled an answer the run no longer gives) is kept in ``labels.replaced.csv`` first: a
+    person's labels are never dropped."""
     rows_by_key = {(r.question_id, r.prompt): r for r in report.rows()}
     ranks = uncertain_ranks(report)
     columns = run_columns(report)
@@ -336,7 +339,11 @@ def _labelled(
         if not rows:  # the first label: the file starts as the draw, like rag-eval label's
             rows = [base_row(it, rows_by_key.get(it.key)) for it in queue if it.part == "drawn"]
             rows = [{**r, **{c: "" for c in columns}, "note": ""} for r in rows]
-        rows = labels_file.set_label(rows, base_row(item, rows_by_key.get(item.key)), values, note, columns)
+        replaced: list[dict[str, str]] = []
+        rows = labels_file.set_label(rows, base_row(item, rows_by_key.get(item.key)), values, note, columns, replaced)
+        if replaced:
+            kept = labels_file.replaced_path(run_dir)
+            labels_file.write_rows(kept, labels_file.read_rows(kept) + replaced)
         return labelled_with_certainty(rows, ranks, item.key) if item.part == "uncertain" else rows
 
     return change

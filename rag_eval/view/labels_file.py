@@ -11,12 +11,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rag_eval.judges.registry import HUMAN_LABELS
-from rag_eval.labels.human import COLUMNS, LabelsRow
+from rag_eval.labels.human import COLUMNS, LabelsRow, answer_differs
 from rag_eval.labels.store import as_cell, from_cell, has_label, label_counts, locked, read_rows, update, write_rows
 
 __all__ = [
     "LABELS_FILE",
     "as_cell",
+    "as_shown",
     "from_cell",
     "has_label",
     "label_counts",
@@ -24,6 +25,7 @@ __all__ = [
     "labels_path",
     "locked",
     "read_rows",
+    "replaced_path",
     "set_label",
     "update",
     "write_rows",
@@ -37,16 +39,43 @@ def labels_path(run_dir: Path) -> Path:
     return run_dir / LABELS_FILE
 
 
+# The cells of a row that describe the answer; every other cell is a person's (a label or the note).
+_ANSWER_CELLS = ("question_id", "prompt", "weight", "inclusion_probability", "question", "reference", "answer")
+
+
+def replaced_path(run_dir: Path) -> Path:
+    """Where the view keeps the rows it replaced: labels of an answer the run no longer gives."""
+    return labels_path(run_dir).with_name("labels.replaced.csv")
+
+
+def _blank(row: dict[str, str]) -> dict[str, str]:
+    """The row with its labels and note blank: what it says of the answer it describes, only."""
+    return {k: v if k in _ANSWER_CELLS else "" for k, v in row.items()}
+
+
+def as_shown(rows: list[dict[str, str]], answers: dict[tuple[str, str], str | None]) -> list[dict[str, str]]:
+    """The rows as the labelling page counts and shows them: a row labelling another answer than
+    the run's (``answers``: the run's by question id and prompt; the file of a run since answered
+    anew) holds no label of this answer, so it is shown blank."""
+    named = [LabelsRow.of(r) for r in rows]
+    return [
+        _blank(r) if n.key in answers and answer_differs(n.answer, answers[n.key]) else r for r, n in zip(rows, named)
+    ]
+
+
 def set_label(
     rows: list[dict[str, str]],
     base: dict[str, str],
     values: dict[str, bool | None],
     note: str | None,
     columns: Iterable[str] = HUMAN_LABELS,
+    replaced: list[dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
     """``rows`` with one answer's labels set: its row updated in place (other columns kept), or
     ``base`` (the answer's row without labels) appended. ``columns``: the run's label columns
-    (``labels.columns.label_columns``: a criterion's too)."""
+    (``labels.columns.label_columns``: a criterion's too). A row that labels another answer than
+    ``base``'s (the run answered anew since) is started again from ``base``, its earlier labels and
+    note added to ``replaced``, since the person has labelled the answer the page showed."""
     columns = list(columns)
     named = LabelsRow.of(base)
     key = (named.question_id, named.prompt)
@@ -54,6 +83,11 @@ def set_label(
     for r in rows:
         n = LabelsRow.of(r)
         if (n.question_id, n.prompt) == key:
+            if answer_differs(n.answer, named.answer):
+                if replaced is not None:
+                    replaced.append(dict(r))
+                r.update(_blank(r))
+                r.update({k: v for k, v in base.items() if k in ("question", "reference", "answer")})
             r.update(cells)
             if note is not None:
                 r.update(note=note)

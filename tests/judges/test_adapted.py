@@ -11,8 +11,10 @@ from rag_eval.calibration import adaptation
 from rag_eval.calibration.adaptation import Decider
 from rag_eval.calibration.lexical import Blend
 from rag_eval.cli import main
+from rag_eval.hashing import text_hash
 from rag_eval.judges.adapted import (
     answer_id,
+    answer_ids,
     deciders_of,
     item_of,
     redecide,
@@ -201,6 +203,11 @@ def test_a_new_adaptation_of_a_run_a_saved_one_decided_starts_from_the_shipped_j
     # An answer is its question, prompt and text: another text of the same question is another answer.
     assert answer_id("q1", "base", "Use X.") != answer_id("q1", "base", "Use Z.")
     assert answer_id("faq|1", "base", None) != answer_id("faq", "1|base", None)
+    # The same words in other spaces and line ends are the same answer (a labels file reads them so);
+    # answer_ids also holds the id an adaptation saved before that, the hash of the text as it was.
+    assert answer_id("q1", "base", "Use X\r\n  now.") == answer_id("q1", "base", " Use X now.")
+    legacy = '["q1", "base"]#' + text_hash("Use X\nnow.")
+    assert answer_ids("q1", "base", "Use X\nnow.") == {answer_id("q1", "base", "Use X now."), legacy}
 
 
 def test_starting_again_takes_the_shipped_cutoff_band_and_blend_of_the_run_s_judge_model(monkeypatch):

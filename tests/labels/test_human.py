@@ -123,6 +123,31 @@ def test_labels_in_the_config_feed_the_audit(small_project):
     assert "faithfulness_yesno" not in json.loads((run_dir / "report.json").read_text())["labels"]["figures"]["base"]
 
 
+def test_labels_in_the_config_that_do_not_fit_the_answers_end_the_run_with_its_report_written(small_project, capsys):
+    """`judges.labels` holding a label of an answer this run does not give (the file of an earlier
+    run whose answers changed): the audit's judgements are kept and its report written without the
+    labels, and the run ends with exit 2 naming the config line, the labels file's row and how to
+    apply the labels later; the labels file is left as it was."""
+    labels = small_project / "labels.csv"
+    labels.write_text("question_id,prompt,correct,answer\nq1,base,yes,An answer this run never gave.\n")
+    before = labels.read_bytes()
+    server, cfg = _audit(small_project, extra="  labels: labels.csv\n")
+    try:
+        capsys.readouterr()
+        assert main(["run", str(cfg), "--out", str(small_project / "runs")]) == 2
+    finally:
+        server.__exit__(None, None, None)
+    err = capsys.readouterr().err
+    [run_dir] = list((small_project / "runs").iterdir())
+    assert f"{cfg}:" in err and "(judges.labels): the labels file does not fit this run's answers" in err
+    assert f"{labels}:2: the answer labelled for question 'q1' with prompt 'base' is not this run's answer" in err
+    assert f"rag-eval report {run_dir} --labels FILE" in err
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["judges"]["records"] and report.get("labels") is None
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "failed"
+    assert labels.read_bytes() == before
+
+
 def test_paired_ppi_difference_between_prompts():
     """Two prompts judged on the same 6 questions; labels on 4 of them for both prompts."""
     from rag_eval.labels.human import Label, paired_differences
@@ -381,5 +406,64 @@ def test_a_labelled_row_whose_answer_the_run_no_longer_gives_is_refused(tmp_path
     assert {lab.question_id: lab.values["correct"] for lab in read_labels(path, run)} == {"q1": True, "q2": False}
     # A failed answer (None) labelled with a text that run never gave.
     path.write_text("question_id,prompt,correct,answer\nq3,base,no,An answer.\n")
-    with pytest.raises(DataError, match="this run's: none"):
+    with pytest.raises(DataError, match=r"this run's \(none: its generation failed\)"):
         read_labels(path, run)
+    # Two long answers that differ late: the message shows where.
+    long = " ".join(f"w{i}" for i in range(40))
+    path.write_text(f"question_id,prompt,correct,answer\nq1,base,yes,{long} end.\n")
+    with pytest.raises(DataError) as err:
+        read_labels(path, {("q1", "base"): f"{long} finish."})
+    assert "differ at word 41: labelled '...w37 w38 w39 end.'; this run's '...w37 w38 w39 finish.'" in str(err.value)
+
+
+def test_a_pick_kept_in_the_browser_is_restored_only_onto_the_same_answer(tmp_path):
+    """findings-51 M1: the labelling page keeps unsaved picks in the browser by the page's path. A
+    page written again at that path for a run whose answer to q1 changed restores the pick of q2
+    (same answer) and not that of q1 (another answer nobody labelled yet); a pick kept by an older
+    page (no answer hash) is restored as before."""
+    import json as json_lib
+    import shutil
+    import subprocess
+
+    from rag_eval.hashing import text_hash
+    from rag_eval.labels.human import write_html
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/run installs it)")
+    answers = {"q1": "Use Z instead.", "q2": "Use Y.", "q3": "Use W."}
+    rows = [
+        {
+            "question_id": q,
+            "prompt": "base",
+            "weight": 1.0,
+            "question": f"Question {q}?",
+            "reference": "R",
+            "answerable": True,
+            "answer": a,
+            "contexts": [],
+        }
+        for q, a in answers.items()
+    ]
+    path = tmp_path / "labels.html"
+    write_html(rows, path, {}, {})
+    # What the earlier page at this path kept: a pick of q1's earlier answer "Use X." and of q2's
+    # answer, each with its answer's hash as the page keeps them, and q3's kept by an older page.
+    kept = {
+        json_lib.dumps(["q1", "base", "correct", text_hash("Use X.")[:16]], separators=(",", ":")): "yes",
+        json_lib.dumps(["q2", "base", "correct", text_hash("Use Y.")[:16]], separators=(",", ":")): "yes",
+        json_lib.dumps(["q3", "base", "correct"], separators=(",", ":")): "yes",
+    }
+    before = f"<script>localStorage.setItem('rag-eval-labels:v2:' + location.pathname, {json_lib.dumps(json_lib.dumps(kept))});</script>"
+    after = """<script>document.body.insertAdjacentHTML("beforeend", "<pre id=checked>" + [0, 1, 2].map(i =>
+      document.querySelector(`[name="correct-${i}"][value="yes"]`).checked).join(",") + "</pre>");</script>"""
+    text = path.read_text()
+    path.write_text(text.replace("<body>", "<body>" + before, 1).replace("</body>", after + "</body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'c'}"]
+    dom = subprocess.run(
+        [browser, *flags, "--virtual-time-budget=3000", "--dump-dom", path.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert '<pre id="checked">false,true,true</pre>' in dom

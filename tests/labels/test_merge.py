@@ -150,3 +150,35 @@ def test_a_file_without_a_record_is_worked_out_to_its_one_draw(tmp_path):
     q = s.probabilities(6, active=True)
     for r in read_rows(path):
         assert float(r["inclusion_probability"]) == pytest.approx(union(12 / N, q[r["question_id"]]), abs=2e-6)
+
+
+def test_a_draw_is_not_merged_into_a_file_labelled_on_answers_the_run_no_longer_gives(tmp_path):
+    """findings-51 M1: the labelled file of an earlier run whose answers changed (`rag-eval label
+    LATER --out DIR`, DIR holding the earlier file): merged, its labels would be shown ticked on the
+    new answers and saved under their text. Refused, each stale row named, the file left as it is;
+    a row whose answer differs only in spaces is no stale row."""
+    run, _ = _run(tmp_path / "run")
+    path = tmp_path / "labels" / "labels.csv"
+    draw_into(Sampler(run), path, 8, 0, active=True)
+    rows = read_rows(path)
+    rows[0].update(correct="yes")
+    rows[1].update(correct="no", answer=rows[1]["answer"].replace(" ", "\n  "))
+    rows[2].update(refused="no")
+    write_rows(path, rows)
+    later = tmp_path / "later"
+    later.mkdir()
+    gens = [json.loads(line) for line in (run / "generation.jsonl").read_text().splitlines()]
+    for g in gens:
+        if g["question_id"] in (rows[0]["question_id"], rows[2]["question_id"]):
+            g["answer"] = "A different answer."
+    (later / "generation.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    (later / "report.json").write_text((run / "report.json").read_text())
+    text = path.read_text()
+    with pytest.raises(DataError) as err:
+        draw_into(Sampler(later), path, 5, 3, active=True)
+    message = err.value.render()
+    assert f"{path}: 2 labelled rows of the file label another answer than this run's" in message
+    assert f"line 2 ({rows[0]['question_id']}, base), line 4 ({rows[2]['question_id']}, base)" in message
+    assert "--out DIR" in message and path.read_text() == text
+    # The earlier run itself: its answers, the respaced one too.
+    assert draw_into(Sampler(run), path, 5, 3, active=True).kept_labelled == 3

@@ -175,3 +175,48 @@ def test_a_labels_file_whose_draw_is_unknown_is_left_as_it_is(runs, capsys):
     assert "--out DIR" in err
     assert path.read_text() == "question_id,prompt,correct\nq1,base,yes\nq2,base,\n"
     assert sorted(p.name for p in path.parent.iterdir()) == ["labels.csv"]
+
+
+def test_a_row_labelling_an_answer_the_run_no_longer_gives_is_shown_blank_and_started_again(runs, capsys):
+    """findings-51 M4: the run's labels file holds a row labelled on an earlier answer to the same
+    question (the run answered anew since, or a file copied in). The view counts it unlabelled,
+    shows it without the old picks and starts the queue there; labelling it writes this answer's
+    text and labels into the row, and the earlier labels and note are kept in labels.replaced.csv;
+    the file then reads as this run's labels."""
+    folder, first, _ = runs
+    run = folder / first
+    c = TestClient(create_app(folder))
+    order = [it for it in build_queue(run, load_report(run), []) if it.part == "drawn"][:2]
+    for it in order:
+        body = {"correct": True, "faithful": True, "refused": False}
+        json_body = {"question_id": it.question_id, "prompt": it.prompt, "values": body, "note": "my note"}
+        assert c.post(f"/api/runs/{first}/labels?figures=0", json=json_body).status_code == 200
+    path = labels_file.labels_path(run)
+    rows = labels_file.read_rows(path)
+    stale = next(r for r in rows if _key(r) == order[0].key)
+    run_answer = stale["answer"]
+    stale.update(answer="An earlier answer, since replaced.", correct="no")
+    labels_file.write_rows(path, rows)
+    capsys.readouterr()
+    assert main(["report", str(run), "--labels", str(path)]) == 2
+    assert "is not this run's answer" in capsys.readouterr().err
+
+    start = c.get(f"/runs/{first}/label", follow_redirects=False)
+    assert start.headers["location"] == f"/runs/{first}/label/0"
+    page = c.get(f"/runs/{first}/label/0").text
+    assert "· 1 labelled ·" in page and " checked" not in page and "my note" not in page
+    body = {"correct": True, "faithful": None, "refused": False}
+    json_body = {"question_id": order[0].question_id, "prompt": order[0].prompt, "values": body, "note": None}
+    assert c.post(f"/api/runs/{first}/labels?figures=0", json=json_body).status_code == 200
+    row = next(r for r in labels_file.read_rows(path) if _key(r) == order[0].key)
+    assert row["answer"] == run_answer
+    assert (row["correct"], row["faithful"], row["refused"], row["note"]) == ("yes", "", "no", "")
+    [kept] = labels_file.read_rows(labels_file.replaced_path(run))
+    assert (kept["answer"], kept["correct"], kept["faithful"], kept["note"]) == (
+        "An earlier answer, since replaced.",
+        "no",
+        "yes",
+        "my note",
+    )
+    assert main(["report", str(run), "--labels", str(path)]) == 0
+    assert "labels: 2 answers (correct 2, faithful 1, refused 2)" in capsys.readouterr().out
