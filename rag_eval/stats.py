@@ -163,10 +163,16 @@ def permutation_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000,
 def paired_bootstrap_diff(
     a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
 ) -> Estimate:
-    """Mean of a - b with a percentile bootstrap interval, resampling questions."""
-    return bootstrap_mean(
-        np.asarray(a, float) - np.asarray(b, float), n_resamples=n_resamples, confidence=confidence, seed=seed
-    )
+    """Mean of a - b with a percentile bootstrap interval, resampling questions. Where every
+    question's difference is the same d in [-1, 1] (two runs that agree everywhere: d = 0), the
+    bootstrap has nothing to resample; the interval is then d widened on both sides by the exact
+    bound on the share of questions that could differ unseen, 1 - (alpha/2)^(1/n) (clipped to
+    [-1, 1]): never zero-width, and never one that rules out either direction for no reason."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if len(d) and not np.isnan(d).any() and np.ptp(d) == 0 and -1.0 <= d[0] <= 1.0:
+        u = exact_interval(0, len(d), confidence=confidence)[1]
+        return Estimate(float(d[0]), max(-1.0, float(d[0]) - u), min(1.0, float(d[0]) + u), len(d))
+    return bootstrap_mean(d, n_resamples=n_resamples, confidence=confidence, seed=seed)
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -277,7 +283,8 @@ def verdict(c: Comparison, *, alpha: float = 0.05) -> str:
     n = c.wins + c.losses + c.ties
     counts = f"better on {c.wins}, worse on {c.losses}, same on {c.ties}; {format_p(c.p_holm)}"
     if c.wins == 0 and c.losses == 0:
-        return f"{c.a} and {c.b} agree on all {n} questions ({c.metric}): no difference"
+        bound = f" seen; {n} questions bound one unseen to ±{c.ci_high:.3f}" if c.ci_high is not None and n else ""
+        return f"{c.a} and {c.b} agree on all {n} questions ({c.metric}): no difference{bound}"
     if c.p_holm < alpha and c.diff != 0:
         if c.diff > 0:
             return f"{c.a} beats {c.b} on {c.metric}: {counts}"

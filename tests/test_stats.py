@@ -77,6 +77,26 @@ def test_identical_systems_give_p_one_everywhere():
     assert "no difference" in c.verdict
 
 
+def test_a_difference_of_runs_that_agree_everywhere_is_bounded_on_both_sides():
+    """Two runs with the same figure on every question: the difference is 0 with an interval
+    symmetric about it, as wide as the exact bound on the share that could differ unseen (0 of n:
+    1 - (alpha/2)^(1/n)), never the one-sided [0, u] of a proportion (the trial's H3: a `<=` gate
+    then failed on an unchanged system). All +1 and all -1 keep to [-1, 1]."""
+    from rag_eval.stats import paired_bootstrap_diff
+
+    x = np.array([1, 0, 1, 1, 0, 1, 1, 1], dtype=float)
+    u = 1 - 0.025 ** (1 / 8)
+    est = paired_bootstrap_diff(x, x)
+    assert (est.value, est.ci_low, est.ci_high, est.n) == (0.0, pytest.approx(-u), pytest.approx(u), 8)
+    up = paired_bootstrap_diff(np.ones(8), np.zeros(8))
+    assert (up.value, up.ci_low, up.ci_high) == (1.0, pytest.approx(1 - u), 1.0)
+    down = paired_bootstrap_diff(np.zeros(8), np.ones(8))
+    assert (down.value, down.ci_low, down.ci_high) == (-1.0, -1.0, pytest.approx(u - 1))
+    # Differences that vary are the bootstrap's, as before.
+    mixed = paired_bootstrap_diff(np.array([1.0, 0, 1, 0]), np.array([0.0, 0, 1, 1]))
+    assert mixed.value == 0.0 and mixed.ci_low < 0 < mixed.ci_high
+
+
 def test_exact_permutation_matches_enumeration():
     d = np.array([0.3, 0.1, -0.2, 0.4, 0.25, 0.0])
     p = permutation_test(d, np.zeros_like(d))

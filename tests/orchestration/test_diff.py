@@ -319,6 +319,10 @@ def test_an_identical_rerun_in_another_process_gives_an_empty_diff(small_project
     assert all(m == {"better": [], "worse": []} for m in data["moved"].values())
     assert len(data["figures"]) == len(json.loads((first / "summary.json").read_text())["retrieval"]["bm25"])
     assert "No difference: every figure agrees on all 4 questions." in out
+    # Gates of "no change beyond 0.05" either way pass on an unchanged system (the trial's H3: the
+    # interval of a difference was the one-sided [0, u] of a proportion, so `<=` failed).
+    for e in data["figures"].values():
+        assert e["ci_low"] == pytest.approx(-e["ci_high"]) and e["ci_low"] < 0 < e["ci_high"]
 
 
 # --- Judged runs, written in the run folder's own shape (the stages' functions; no model) ---
