@@ -24,7 +24,7 @@ from rag_eval.config import AuditConfig, config_from_dict, load_config
 from rag_eval.data.frames import records_from
 from rag_eval.data.inputs import Inputs, load_inputs
 from rag_eval.data.settings import TestSetConfig
-from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError
+from rag_eval.errors import ConfigError, DataError, Problem, RagEvalError, did_you_mean
 from rag_eval.judges.adapted import AdaptedCheck
 from rag_eval.judges.cascade import CascadeRow, measure, second_opinions
 from rag_eval.judges.judge_check import (
@@ -60,6 +60,7 @@ from rag_eval.report.history_html import render_history_html
 from rag_eval.report.history_records import HistoryData
 from rag_eval.report.report_records import Report
 from rag_eval.report.screen import one_screen
+from rag_eval.resources import shipped_prompt, shipped_prompts
 from rag_eval.retrievers.lint import Finding, fails, generic_labels, split_evidence
 from rag_eval.retrievers.retrieval_records import QuestionRecord
 from rag_eval.rundir import write_json, write_text
@@ -583,6 +584,22 @@ class Validation:
     split: list[Finding]
     trial_text: str | None = None
     trial_problem: Problem | None = None
+
+
+def prompt_text(name: str) -> str:
+    """The text of a prompt rag-eval ships (``answer_strict.md``, ``judges/refusal.md``: a path
+    under the source tree's ``prompts/``), to copy and edit; DataError naming the shipped ones."""
+    known = shipped_prompts()
+    wanted = name.removeprefix("prompts/")
+    if wanted not in known:
+        raise DataError(
+            Problem(
+                name,
+                f"no prompt of that name ships with rag-eval; {did_you_mean(wanted, known)}",
+                "name one by its path under prompts/ (rag-eval prompts lists them)",
+            )
+        )
+    return shipped_prompt(wanted).read_text(encoding="utf-8")
 
 
 def validate(config: ConfigLike, *, try_question: str | None = None) -> Validation:

@@ -19,6 +19,7 @@ from rag_eval.commands import (
     judge_check,
     label,
     lint,
+    prompts,
     report,
     retrieval,
     run,
@@ -32,7 +33,22 @@ from rag_eval.orchestration.pipeline import RunInterrupted
 from rag_eval.version import __version__
 
 # The commands in the order ``rag-eval --help`` lists them.
-COMMANDS = (validate, run, compare, report, label, judge_check, generate, lint, retrieval, diff, history, traces, view)
+COMMANDS = (
+    validate,
+    run,
+    compare,
+    report,
+    label,
+    judge_check,
+    generate,
+    lint,
+    retrieval,
+    diff,
+    history,
+    traces,
+    view,
+    prompts,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,8 @@ from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.client import api_key
 from rag_eval.llm.settings import LLMConfig
+from rag_eval.metrics import default_metrics
+from rag_eval.report.gates import unknown_figures
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.settings import (
     CallableConfig,
@@ -32,7 +34,7 @@ def preflight(cfg: AuditConfig) -> None:
     secrets, prompt files, judge prompts, labels and answers files, API keys); raises one error
     listing every problem."""
     problems: list[Problem] = []
-    for check in (_retrievers, _system, _generation, _judges):
+    for check in (_retrievers, _system, _generation, _judges, check_gate_figures):
         try:
             check(cfg)
         except RagEvalError as exc:
@@ -98,3 +100,19 @@ def _judges(cfg: AuditConfig) -> None:
 
 def _llm(llm: LLMConfig, where: str) -> None:
     api_key(llm, where)
+
+
+def check_gate_figures(cfg: AuditConfig) -> None:
+    """ConfigError naming each gate whose figure no run of this config can have (``gates.unknown_figures``)."""
+    g = cfg.generation
+    # Supplied answers and a system's answers name their own prompts.
+    prompts = list(g.prompts) if g is not None and cfg.system is None and not g.answers else None
+    problems = unknown_figures(
+        cfg.gates,
+        list(cfg.retrieval.retrievers),
+        cfg.retrieval.metrics or default_metrics(cfg.retrieval.k),
+        prompts,
+        lambda figure: f"{cfg.where('gates')}: {figure}",
+    )
+    if problems:
+        raise ConfigError(problems)

@@ -53,6 +53,7 @@ class Work:
     cached: int = 0
     failed: int = 0
     decisions: int = 0
+    reused: int = 0  # of the decisions: those reused from a resumed run's records (no work)
 
     def __sub__(self, other: Work) -> Work:
         return Work(
@@ -60,6 +61,7 @@ class Work:
             self.cached - other.cached,
             self.failed - other.failed,
             self.decisions - other.decisions,
+            self.reused - other.reused,
         )
 
 
@@ -86,11 +88,11 @@ def call_done(*, cached: bool = False, failed: bool = False) -> None:
             _work = replace(_work, calls=_work.calls + 1, cached=_work.cached + int(cached))
 
 
-def decided(n: int = 1) -> None:
-    """``n`` judge decisions recorded (or reused from a resumed run)."""
+def decided(n: int = 1, reused: bool = False) -> None:
+    """``n`` judge decisions recorded (``reused``: reused from a resumed run's records)."""
     global _work
     with _work_lock:
-        _work = replace(_work, decisions=_work.decisions + n)
+        _work = replace(_work, decisions=_work.decisions + n, reused=_work.reused + (n if reused else 0))
 
 
 def work() -> Work:
@@ -146,13 +148,18 @@ class Stage:
         return ", ".join(parts)
 
     def fraction(self) -> float | None:
-        """How much of the stage is done: the furthest of items, decisions and calls (an upper bound
-        of the calls, so never past 0.99 by them alone), or None before anything is done."""
+        """How much of the stage's work is done: the furthest of items, decisions and calls (an upper
+        bound of the calls, so never past 0.99 by them alone), or None before anything is done. A
+        resumed run's reused decisions are no work: then only the decisions made and calls sent
+        count, against what was left to do (items done by reuse alone would say it is nearly over)."""
         w, p = self.work(), self.plan
         shares = []
-        if self.total:
+        if self.total and not w.reused:
             shares.append(self.done / self.total)
-        if p.decisions:
+        if p.decisions and w.reused:
+            left = p.decisions - w.reused
+            shares.append(min((w.decisions - w.reused) / left, 1.0) if left > 0 else 1.0)
+        elif p.decisions:
             shares.append(min(w.decisions / p.decisions, 1.0))
         if p.calls:
             shares.append(min(w.calls / p.calls, 0.99))

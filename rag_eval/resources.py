@@ -28,3 +28,9 @@ def resolve_shipped(path: Path) -> Path:
     rest = parts[len(parts) - parts[::-1].index("data") :]
     shipped = shipped_data(str(Path(*rest))) if rest else None
     return shipped if shipped is not None and shipped.is_file() else Path(path)
+
+
+def shipped_prompts() -> list[str]:
+    """Every prompt file rag-eval ships, by its path under ``prompts/`` (``answer.md``, ``judges/refusal.md``)."""
+    root = shipped_prompt("")
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.md"))

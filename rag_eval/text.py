@@ -172,5 +172,9 @@ def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
 def record_lines(text: str) -> list[str]:
     """The lines of a JSONL text, split at line feeds only (a CR before one dropped): ``splitlines``
     also splits at U+2028, U+2029, U+0085 and other breaks that JSON keeps raw inside a string, so
-    an answer holding one would tear its record in two."""
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    an answer holding one would tear its record in two. A text ending in a line feed has no empty
+    last line, as with ``splitlines``."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]

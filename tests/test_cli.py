@@ -9,7 +9,7 @@ import pytest
 
 from rag_eval.cli import build_parser, main
 
-from .conftest import write_jsonl
+from .conftest import ROOT, write_jsonl
 
 
 def run_cli(capsys, *argv):
@@ -351,6 +351,7 @@ def test_each_command_is_a_module_of_rag_eval_commands_and_cli_py_only_assembles
         "history",
         "traces",
         "view",
+        "prompts",
     ]
     for name, parser in sub.choices.items():
         handler = parser.get_default("func")
@@ -365,3 +366,52 @@ def test_each_command_is_a_module_of_rag_eval_commands_and_cli_py_only_assembles
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60
     ]
     assert too_long == []
+
+
+def test_prompts_lists_and_prints_the_shipped_prompts_from_any_folder(tmp_path):
+    """`rag-eval prompts` (the README's way to copy a prompt to edit, from a folder that is not the
+    repository): the list holds every shipped prompt, NAME prints it byte for byte, and a misspelt
+    name exits 2 with a suggestion."""
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "rag_eval.cli", "prompts", *args], cwd=tmp_path, capture_output=True, text=True
+        )
+
+    listed = cli().stdout.split()
+    assert listed == sorted(str(p.relative_to(ROOT / "prompts")) for p in (ROOT / "prompts").rglob("*.md"))
+    assert {"answer_strict.md", "judges/refusal.md", "judges/criterion.md"} <= set(listed)
+    assert cli("answer_strict.md").stdout == (ROOT / "prompts" / "answer_strict.md").read_text()
+    assert cli("prompts/judges/refusal.md").stdout == (ROOT / "prompts" / "judges" / "refusal.md").read_text()
+    bad = cli("answer_strct.md")
+    assert bad.returncode == 2 and "did you mean 'answer_strict.md'?" in bad.stderr and bad.stdout == ""
+
+
+def test_a_gate_naming_a_figure_no_run_can_have_stops_before_the_run(small_project, capsys):
+    """User trial M1: a gate naming a retriever that is not configured, a metric not measured (a k
+    not in retrieval.k) or a prompt not in generation.prompts (diff gates too) is found by validate
+    and by the run's start, with a suggestion, and no run folder is made."""
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(
+        cfg.read_text()
+        + "gates:\n"
+        + '  "retrieval.bm52.hit@1": ">= 0.5"\n'
+        + '  "diff.retrieval.bm25.hit@10": ">= -0.02"\n'
+        + '  "retrieval.bm25.mrr": ">= 0.1"\n'
+        + '  "retrieval.bm25.ndcg@3": ">= 0.1"\n'
+    )
+    for command in ("validate", "retrieval"):
+        capsys.readouterr()
+        assert main([command, str(cfg)]) == 2
+        err = capsys.readouterr().err
+        assert "the gate's figure 'retrieval.bm52.hit@1' cannot exist: no retriever 'bm52' is configured" in err
+        assert "did you mean 'bm25'?" in err
+        assert "the gate's figure 'diff.retrieval.bm25.hit@10' cannot exist: 'hit@10' is not measured" in err
+        assert err.count("cannot exist") == 2  # mrr and ndcg@3 are measured
+        assert f"{cfg}:" in err and "(gates): retrieval.bm52.hit@1" in err
+    assert not (small_project / "runs").exists()
+    # The same gates, right: the run goes ahead.
+    cfg.write_text(cfg.read_text().replace("bm52", "bm25").replace("hit@10", "hit@3"))
+    assert main(["validate", str(cfg)]) == 0

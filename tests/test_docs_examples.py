@@ -132,7 +132,9 @@ def _folder(tmp_path: Path) -> Path:
     (folder / "my-docs").mkdir()
     for name, text in MY_DOCS.items():
         (folder / "my-docs" / name).write_text(text)
-    for name in ("configs", "data", "prompts"):
+    # The repository's configs and data, as its examples name them; not prompts/: a user's folder has
+    # none, and the examples reach the shipped prompts as an installed rag-eval does.
+    for name in ("configs", "data"):
         (folder / name).symlink_to(ROOT / name)
     return folder
 

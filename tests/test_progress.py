@@ -182,3 +182,23 @@ def test_judging_progress_moves_with_every_model_call(small_project, monkeypatch
     reasons = int(quoting.group(2)) if quoting else 0
     assert final and int(final.group(1)) + reasons == calls - 4 <= planned, err  # all but the 4 answers'
     assert re.search(r"^generating answers: 4/4 done, 4 of ~4 calls in \d+ s$", err, re.M), err
+
+
+def test_a_resumed_stage_estimates_from_the_work_left_not_the_reused_decisions():
+    """User trial M5: a resumed judging stage reuses 61 of its 80 decisions at once; its estimate
+    comes from the 19 left (1 made: about 1/19 done), not from 62 of 80 (it said "about 13 s left" for
+    ten minutes); without reuse the shares are as before."""
+    import pytest
+
+    with progress.plan(decisions=80):
+        stage = progress.Stage("judging answers", total=20)
+        progress.decided(61, reused=True)
+        stage.done = 15  # answers whose every decision was reused
+        assert stage.fraction() is None or stage.fraction() == 0.0
+        progress.decided(1)
+        assert stage.fraction() == pytest.approx(1 / 19)
+    with progress.plan(decisions=80):
+        fresh = progress.Stage("judging answers", total=20)
+        progress.decided(40)
+        fresh.done = 8
+        assert fresh.fraction() == pytest.approx(0.5)

@@ -15,7 +15,8 @@ BREAKS = "\u2028\u2029\x85\x0b\x0c\x1c"
 
 
 def test_record_lines_split_at_line_feeds_only():
-    assert record_lines('{"a": 1}\r\n{"b": "x\u2028y"}\n') == ['{"a": 1}', '{"b": "x\u2028y"}', ""]
+    assert record_lines('{"a": 1}\r\n{"b": "x\u2028y"}\n') == ['{"a": 1}', '{"b": "x\u2028y"}']
+    assert record_lines("a\n\nb") == ["a", "", "b"] and record_lines("") == []
 
 
 def test_an_answer_holding_a_line_separator_keeps_its_record(tmp_path):

@@ -28,14 +28,12 @@ from scipy.stats import norm
 
 from rag_eval.judges.registry import Criterion, PromptFile
 from rag_eval.judges.yesno import (
-    TOP_LOGPROBS,
     YES_NO,
     Decision,
     YesNoPrompt,
-    first_choice,
     label_probabilities,
     load_prompt,
-    reply_tokens,
+    verdict_reply,
 )
 
 # How each input is shown to the judge, in this order whatever the order of ``sees``.
@@ -98,14 +96,10 @@ class RubricPrompt(YesNoPrompt):
     pass_level: int = 1
 
     async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int | None = None) -> Decision:
-        result = await llm.chat(
-            [{"role": "user", "content": self.render(**values)}],
-            max_tokens=max_tokens or reply_tokens(),
-            logprobs=TOP_LOGPROBS,
-        )
+        result, scored = await verdict_reply(llm, self.render(**values), max_tokens)
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
-        probs = label_probabilities(first_choice(result.raw), self.label_words)
+        probs = label_probabilities(scored, self.label_words)
         said, reason = _level_said(result.text, len(self.labels))
         if probs is None and said is None:
             return Decision(

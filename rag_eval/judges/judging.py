@@ -32,7 +32,7 @@ from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import Band, bands_for, mark
-from rag_eval.judges.yesno import REASONS_WANTED
+from rag_eval.judges.yesno import DECIDED_ALONE, REASONS_WANTED, VERDICTS_ALONE
 from rag_eval.progress import decided, plan, say, track_async
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
@@ -140,14 +140,18 @@ class JudgeRun:
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if not explain and (old := self.reusable(name, q.id, prompt, key)) is not None:
             self.reused += 1
-            decided()
+            decided(reused=True)
             return old
         make = self.make(name, q, prompt, answer, contexts)
         deferred = spec.family == "scored" and spec.criterion is None and not REASONS_WANTED.get() and not reasons
         if spec.criterion is not None or reasons:
             make = with_reasons(make)  # a user's criterion keeps its reason: its request asks for it anyway
         if explain:
-            result = (await make()).model_copy(update={"input_hash": key})
+            alone = DECIDED_ALONE.set(True)  # decided by the verdict request first made alone
+            try:
+                result = (await make()).model_copy(update={"input_hash": key})
+            finally:
+                DECIDED_ALONE.reset(alone)
         elif spec.answer_independent:
             twin = self.by_inputs.get((name, q.id, key))
             if twin is None:
@@ -342,15 +346,19 @@ async def judge_all(
                 ]
                 return await judge_answer(jr, by_id[g.question_id], g, contexts)
 
-        lazy = REASONS_WANTED.set(shown is None)
+        kept = VERDICTS_ALONE.set({})
         try:
-            jobs = [one(g) for g in generations if g.question_id in by_id]
-            async for batch in track_async(jobs, "judging answers"):
-                records += batch
+            lazy = REASONS_WANTED.set(shown is None)
+            try:
+                jobs = [one(g) for g in generations if g.question_id in by_id]
+                async for batch in track_async(jobs, "judging answers"):
+                    records += batch
+            finally:
+                REASONS_WANTED.reset(lazy)
+            if shown is not None:
+                records = await explain_shown(jr, records, shown(records), generations, by_id, corpus, max_chars)
         finally:
-            REASONS_WANTED.reset(lazy)
-        if shown is not None:
-            records = await explain_shown(jr, records, shown(records), generations, by_id, corpus, max_chars)
+            VERDICTS_ALONE.reset(kept)
     # Answers' verdicts complete in any order (cached ones at once): the records keep the
     # generations' order (each answer's verdicts in the registry's order), so the figures'
     # bootstrap draws and the report's lists are the same on a rerun.

@@ -35,6 +35,39 @@ VERDICT_TOKENS = 2
 REASONS_WANTED: ContextVar[bool] = ContextVar("rag_eval_reasons_wanted", default=True)
 
 
+# Whether the verdicts asked now were first asked alone (``judging.JudgeRun.run``'s ``explain``: asked
+# again, with reasons, for an answer a reader is shown). Their probabilities are then read from
+# that first request (the response cache keeps it), not from the request with the reason: the two
+# requests differ, and the server's numerics with them, so a verdict would otherwise move by
+# whether its answer was shown, which other prompts' and criteria's outcomes decide.
+DECIDED_ALONE: ContextVar[bool] = ContextVar("rag_eval_decided_alone", default=False)
+
+
+# The response each verdict asked alone in this judging stage got (its first choice, by the
+# request's text hash), so the verdict asked again with its reason is decided by it without a
+# second request, also where the response cache is off (``judging.judge_all`` sets it).
+VERDICTS_ALONE: ContextVar[dict[str, Any] | None] = ContextVar("rag_eval_verdicts_alone", default=None)
+
+
+async def verdict_reply(llm, content: str, max_tokens: int | None):
+    """The reply to a verdict request, and the response its label probabilities are read from: the
+    reply itself, or, for a verdict first asked alone (``DECIDED_ALONE``) and now asked with its
+    reason, the response to that first request (kept in ``VERDICTS_ALONE``, else asked again: the
+    response cache keeps it)."""
+    messages = [{"role": "user", "content": content}]
+    kept = VERDICTS_ALONE.get()
+    alone = None
+    if max_tokens is None and REASONS_WANTED.get() and DECIDED_ALONE.get():
+        alone = kept.get(text_hash(content)) if kept is not None else None
+        if alone is None:
+            first = await llm.chat(messages, max_tokens=VERDICT_TOKENS, logprobs=TOP_LOGPROBS)
+            alone = None if first.error else first_choice(first.raw)
+    result = await llm.chat(messages, max_tokens=max_tokens or reply_tokens(), logprobs=TOP_LOGPROBS)
+    if kept is not None and max_tokens is None and not REASONS_WANTED.get() and not result.error:
+        kept[text_hash(content)] = first_choice(result.raw)
+    return result, alone if alone is not None else first_choice(result.raw)
+
+
 def reply_tokens() -> int:
     """The ``max_tokens`` of a verdict request now: with its reason, or the verdict alone."""
     return REASON_TOKENS if REASONS_WANTED.get() else VERDICT_TOKENS
@@ -181,14 +214,10 @@ class YesNoPrompt:
     async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int | None = None) -> Decision:
         """``ask`` with the placeholders' values as one mapping (values built by the caller)."""
         words = self.label_words
-        result = await llm.chat(
-            [{"role": "user", "content": self.render(**values)}],
-            max_tokens=max_tokens or reply_tokens(),
-            logprobs=TOP_LOGPROBS,
-        )
+        result, scored = await verdict_reply(llm, self.render(**values), max_tokens)
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
-        probs = label_probabilities(first_choice(result.raw), words)
+        probs = label_probabilities(scored, words)
         label, reason = text_label(result.text, words)
         if probs is None and label is None:
             return Decision(

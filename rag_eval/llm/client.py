@@ -123,8 +123,15 @@ class CachingTransport(httpx.AsyncBaseTransport):
             await self._restore_slot(text)
             self.usage.calls += 1
             start = time.perf_counter()
-            response = await self.inner.handle_async_request(routed)
-            content = await response.aread()
+            try:
+                response = await self.inner.handle_async_request(routed)
+                content = await response.aread()
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError):
+                if not self._revived():
+                    raise
+                routed = self._routed(request, body)  # the request again, to the server started anew
+                response = await self.inner.handle_async_request(routed)
+                content = await response.aread()
             elapsed = time.perf_counter() - start
             if response.status_code == 200:
                 self.answered += 1
@@ -205,6 +212,21 @@ class CachingTransport(httpx.AsyncBaseTransport):
         url = request.url.copy_with(scheme=self.target.scheme, host=self.target.host, port=self.target.port)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() != "host"]
         return httpx.Request(request.method, url, headers=headers, content=body, extensions=request.extensions)
+
+    def _revived(self) -> bool:
+        """Whether the local server this transport started had exited and was started again (the
+        session's ``start`` does it, at most a few times; past that its ConfigError stops the run)."""
+        if self.start is None or self.target is None:
+            return False
+        try:
+            url = httpx.URL(self.start())
+        except Exception as exc:
+            self.start_error = exc
+            raise
+        if url == self.target:
+            return False  # still running: the error is the request's own
+        self.target = url
+        return True
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -356,6 +356,12 @@ class LocalServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def exited(self) -> int | None:
+        """The exit status of a server that was started and has since exited (a negative one: the
+        signal that ended it), else None."""
+        return None if self.proc is None else self.proc.poll()
+
     def start(self, timeout_s: float = 300, attempts: int = 3) -> LocalServer:
         """Start on a free port; a port taken between choosing and binding is retried on another.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rag_eval.errors import ConfigError, Problem
 from rag_eval.llm.client import LLM, CachingTransport, api_key
 from rag_eval.llm.local import (
     MODEL_NAME,
@@ -17,6 +18,10 @@ from rag_eval.llm.local import (
 from rag_eval.llm.response_cache import ResponseCache
 from rag_eval.llm.settings import LLMConfig
 from rag_eval.llm.slots import SlotLibrary
+from rag_eval.progress import say
+
+# How often a session starts a local server again that exited mid-run, before it stops the run.
+SERVER_RESTARTS = 2
 
 
 class LLMSession:
@@ -32,6 +37,7 @@ class LLMSession:
         self.cache = ResponseCache(cache_dir / "llm-cache.sqlite3") if use_cache else None
         self.log_dir = log_dir
         self.servers: dict[str, LocalServer] = {}
+        self.restarts: dict[str, int] = {}  # local servers started again after they exited, by identity
         self.slot_libraries: dict[str, SlotLibrary] = {}
         self.llms: dict[tuple, LLM] = {}
         self._usages: list = []
@@ -74,6 +80,9 @@ class LLMSession:
         """A function that starts (once per model and settings) the local server, returning its URL."""
 
         def start() -> str:
+            server = self.servers.get(identity)
+            if server is not None and server.exited is not None:
+                self._restarting(identity, server)
             if identity not in self.servers:
                 model_path = Path(cfg.model_path).expanduser() if cfg.model_path else default_model_path()
                 log = self.log_dir / "llama-server.log" if self.log_dir else None
@@ -88,6 +97,27 @@ class LLMSession:
             return self.servers[identity].base_url
 
         return start
+
+    def _restarting(self, identity: str, server: LocalServer) -> None:
+        """A local server that exited mid-run (killed, out of memory) is started again, at most
+        ``SERVER_RESTARTS`` times a session; then ConfigError stops the run, its records kept."""
+        status = server.exited
+        how = f"killed by signal {-status}" if status is not None and status < 0 else f"exit status {status}"
+        log = server.log_path or "its log"
+        done = self.restarts.get(identity, 0)
+        server.stop()
+        del self.servers[identity]
+        if done >= SERVER_RESTARTS:
+            raise ConfigError(
+                Problem(
+                    str(log),
+                    f"the local model server rag-eval started exited again ({how}), after {done} restarts",
+                    "see its log (memory, the model file); the answers and verdicts made are kept: run again with "
+                    "--resume RUN_DIR",
+                )
+            )
+        self.restarts[identity] = done + 1
+        say(f"the local model server exited ({how}; log: {log}); starting it again")
 
     def llm(self, cfg: LLMConfig, where: str) -> LLM:
         """The LLM for a config (one per distinct config); call inside the run's event loop."""

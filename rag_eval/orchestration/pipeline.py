@@ -14,6 +14,7 @@ but the config was written in it; else the error names it); one interrupted (Ctr
 from __future__ import annotations
 
 import shutil
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from rag_eval.llm.usage import Usage
 from rag_eval.progress import plan, say
 from rag_eval.report.assemble import Retrieved, add_judging, attribution_section, retrieved_by_recall
 from rag_eval.report.failures import CallFailures, call_failures
-from rag_eval.report.files import write_report
+from rag_eval.report.files import mark_stopped, write_report
 from rag_eval.report.report_records import Report
 from rag_eval.rundir import RunFolder
 from rag_eval.types import Corpus, Question
@@ -137,17 +138,31 @@ def run_pipeline(
         report = _run(cfg, source, folder, use_cache, inputs)
     except KeyboardInterrupt:
         folder.set_status("interrupted", "stopped by Ctrl-C (or a kill)")
+        mark_stopped(folder.path, _stopped_note(cfg, folder, "interrupted"))
         raise RunInterrupted(folder.path) from None
     except RagEvalError as exc:
         folder.set_status("failed", exc.render())
         exc.run_dir = None if _removed_if_empty(folder) else folder.path  # type: ignore[attr-defined]
+        if exc.run_dir is not None:  # type: ignore[attr-defined]
+            mark_stopped(folder.path, _stopped_note(cfg, folder, "failed: " + exc.problems[0].what))
         raise
     except Exception as exc:
         folder.set_status("failed", f"internal error: {type(exc).__name__}: {exc}")
+        mark_stopped(folder.path, _stopped_note(cfg, folder, f"failed: internal error: {type(exc).__name__}"))
         raise
     failures = report.failures.status_record() if report.failures is not None else None
     folder.set_status("finished", failures=failures)
     return folder.path
+
+
+def _stopped_note(cfg: AuditConfig, folder: RunFolder, why: str) -> str:
+    """The line a stopped run's report files say at their top."""
+    at = time.strftime("%Y-%m-%d %H:%M", time.localtime())
+    config = cfg.config_path or "CONFIG"
+    return (
+        f"the run {why} ({at}); this report holds what was done before that (status.json says more). "
+        f"Resume it with: rag-eval run {config} --resume {folder.path}"
+    )
 
 
 # What a run folder holds before any stage wrote to it: a failed run with nothing else is removed.

@@ -14,6 +14,7 @@ from rag_eval.orchestration.compare import check_same_contexts, comparison_secti
 from rag_eval.orchestration.pipeline import AnswerSource, run_pipeline
 from rag_eval.orchestration.sequential import run_until_settled
 from rag_eval.orchestration.sources import SOURCES, GeneratedAnswers, source_for
+from rag_eval.preflight import check_gate_figures
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report, SequentialStop
 from rag_eval.retrievers.health import run_lint
@@ -26,6 +27,7 @@ def run_retrieval(cfg: AuditConfig, *, out: str | None = None, inputs: Inputs | 
     """Stage 1 alone: writes retrieval.jsonl, summary.json and report.md; returns the run folder.
     ``inputs``: the corpus and test set already loaded (default: from the config's files). A
     deployed system is asked (its retrieval comes with its replies) and nothing is judged."""
+    check_gate_figures(cfg)  # a typo in a gate costs no run
     if cfg.system is not None:
         cfg = cfg.model_copy(update={"judges": None})
         return run_pipeline(cfg, source_for(cfg), out=out, inputs=inputs)
@@ -63,6 +65,7 @@ def run_audit(
                     "add generation: {retriever: ..., top_k: 5}, or use rag-eval retrieval",
                 )
             )
+        check_gate_figures(cfg)  # the config's own answers: a typo in a gate costs no audit
     return run_pipeline(cfg, source, out=out, use_cache=use_cache, resume=resume, inputs=inputs)
 
 

@@ -16,9 +16,9 @@ NO_ANSWER = "no answer to judge"
 class CallFailures(RunFailures):
     """summary.json's ``failures``: ``answers`` that failed (their model call, or the system's
     reply), ``judgements`` that failed on answers that exist, the first error word for word, and
-    ``not_judged``: the answers of ``answers_total`` (every prompt's) that no judge could decide
-    because their calls failed (the answer failed, or every judge of it failed), with their share
-    ``not_judged_share`` (the default gate's figure)."""
+    ``not_judged``: the answers of ``answers_total`` (every prompt's) left without a verdict because
+    a call failed (the answer's, or any of its judges'), with their share ``not_judged_share`` (the
+    default gate's figure)."""
 
     answers_total: int = 0
     not_judged: int = 0
@@ -51,10 +51,9 @@ def call_failures(answers: list[Answer], judgements: list[Judgement]) -> CallFai
     failed_answers = {(a.question_id, a.prompt): a.error or "no error recorded" for a in answers if a.failed}
     failed = [j for j in judgements if j.status == "not_judged" and not (j.error or "").startswith(NO_ANSWER)]
     failed_keys = {(j.question_id, j.prompt) for j in failed}
-    not_judged = sum(
-        key in failed_answers or key in failed_keys and all(j.status == "not_judged" for j in verdicts[key])
-        for key in keys
-    )
+    # An answer missing any verdict because a call failed counts: its outcome may be one the failed
+    # judge decides (the outcome table's not_judged), and a run missing verdicts never passes silently.
+    not_judged = sum(key in failed_answers or key in failed_keys for key in keys)
     errors = list(failed_answers.values()) + [j.error or "no error recorded" for j in failed]
     return CallFailures(
         answers=len(failed_answers),

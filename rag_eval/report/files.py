@@ -44,6 +44,26 @@ def in_progress_html(page: str, note: str) -> str:
     return page[: at + 5] + "\n" + mark + page[at + 5 :] if at >= 0 else page.replace("<body>", "<body>" + mark, 1)
 
 
+def mark_stopped(run_dir: Path, note: str) -> list[Path]:
+    """The report files of a run that stopped before its end (interrupted, or failed) say so where
+    they said it was in progress: ``note`` (why it stopped and how to go on) replaces that line, the
+    rest stays what was done. Returns the files changed."""
+    changed = []
+    for path, old, new in (
+        (run_dir / "report.md", "> **In progress:**", "> **Stopped before the end:**"),
+        (run_dir / "report.html", "<b>In progress:</b>", "<b>Stopped before the end:</b>"),
+    ):
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if old not in text:
+            continue
+        head, _, rest = text.partition(old)
+        line_end = rest.find("\n") if path.suffix == ".md" else rest.find("</p>")
+        said = html.escape(note) if path.suffix == ".html" else note
+        write_text(path, f"{head}{new} {said}{rest[line_end:] if line_end >= 0 else ''}")
+        changed.append(path)
+    return changed
+
+
 def write_report(
     run_dir: Path, report: Report | dict, kind: str | None = None, in_progress: str | None = None
 ) -> list[Path]:

@@ -6,12 +6,14 @@ a ``gates`` entry of that figure replaces it (e.g. ``"<= 0.1"`` allows a tenth).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rag_eval.base_records import Figure
 from rag_eval.errors import ConfigError, Problem, did_you_mean
+from rag_eval.judges.judge_records import JudgedFigure
 from rag_eval.judges.registry import figures as judge_figures
 from rag_eval.report.diff_records import DiffData
 from rag_eval.report.failures import CallFailures
@@ -53,6 +55,37 @@ def _split(figure: str) -> list[str]:
 FAILURE_GATE = "failures.not_judged_share"
 # Gates every run with answers gets unless its config sets the figure's own.
 DEFAULT_GATES = {FAILURE_GATE: "<= 0"}
+
+
+def unknown_figures(
+    gates: dict[str, str],
+    retrievers: list[str],
+    metrics: list[str],
+    prompts: list[str] | None,
+    where: Callable[[str], str],
+) -> list[Problem]:
+    """The gates (``diff.`` ones too) naming a figure no run of this config can have: a retriever
+    that is not configured, a retrieval metric it does not measure (``metrics``: ``retrieval.metrics``,
+    else every metric at every ``retrieval.k``), a prompt that is not in ``generation.prompts``
+    (``prompts``: None where the answers' prompts are not the config's). Known before anything runs,
+    so a typo costs no audit. ``where``: a gate's place for a message."""
+    problems = []
+    for figure in gates:
+        parts = _split(figure.removeprefix("diff."))
+        if len(parts) < 3:
+            continue
+        stage, name, metric = parts[0], parts[1], parts[2]
+        if stage == "retrieval" and name not in retrievers:
+            what, fix = f"no retriever '{name}' is configured; {did_you_mean(name, retrievers)}", "name a retriever"
+        elif stage == "retrieval" and metric not in metrics:
+            what = f"'{metric}' is not measured; {did_you_mean(metric, metrics)}"
+            fix = "name a measured metric, or measure it (retrieval.k, retrieval.metrics)"
+        elif stage in ("generation", "attribution") and prompts is not None and name not in prompts:
+            what, fix = f"no prompt '{name}' is in generation.prompts; {did_you_mean(name, prompts)}", "name a prompt"
+        else:
+            continue
+        problems.append(Problem(where(figure), f"the gate's figure '{figure}' cannot exist: {what}", fix))
+    return problems
 
 
 def check_gates(
@@ -221,5 +254,23 @@ def describe_failure(result: GateResult, summary: dict, report: Report | dict, r
     lines = [
         f"{result.figure} = {'no value' if result.value is None else f'{result.value:.4g}'}{ci}, needs {result.rule}"
     ]
+    if result.value is None and isinstance(node, dict):
+        lines.append(f"    {_why_no_value(JudgedFigure.load(node))}")
     lines += [f"    {q}" for q in questions_behind(result.figure, report, run_dir)]
     return "\n".join(lines)
+
+
+def _why_no_value(fig: JudgedFigure) -> str:
+    """Why a figure has no value: no answer decided, each left uncertain or not judged."""
+    if fig.n_uncertain and not fig.n_not_judged:
+        return (
+            f"no answer was decided: all {fig.n_uncertain} were left uncertain (their probabilities fell in the "
+            "band of uncertain decisions; a criterion nobody labelled yet has a wide one). Label them (rag-eval "
+            "label RUN_DIR, then rag-eval report RUN_DIR --labels FILE --adapt) or narrow the band (uncertain:)"
+        )
+    if fig.n_not_judged or fig.n_uncertain:
+        return (
+            f"no answer was decided: {fig.n_uncertain} uncertain, {fig.n_not_judged} not judged (their model "
+            "calls failed: the failures line says why; a rerun redoes them)"
+        )
+    return "no answer this figure applies to was judged"

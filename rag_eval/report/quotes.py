@@ -91,16 +91,29 @@ def quote_note(q: Quote) -> str:
     return "repeats the prompt ✗" if q.copies_prompt else "not found ✗"
 
 
+# Said in place of the quotes a reason took from the judge prompt's own text (its example): they
+# are no evidence about this answer, so they are not shown as quotes.
+PROMPT_QUOTES = "no quote from the inputs: the model's reason repeated the judge prompt's example"
+
+
+def shown_quotes(quotes: list[Quote]) -> list[Quote]:
+    """The quotes worth showing a reader: all but those repeating the judge prompt's own text."""
+    return [q for q in quotes if not q.copies_prompt]
+
+
 def markdown_quotes(j: JudgeBrief, text) -> list[str]:
     """Sub-items of a judge's line in a failed question: each quote and where it was found
-    (``text`` makes model text inert)."""
+    (``text`` makes model text inert); a quote of the judge prompt's example is not shown."""
     own = j.evidence.quotes if j.evidence else []
-    lines = [f'  - "{text(q.text, 200)}" ({quote_note(q)})' for q in own]
+    lines = [f'  - "{text(q.text, 200)}" ({quote_note(q)})' for q in shown_quotes(own)]
+    if own and not shown_quotes(own):
+        lines.append(f"  - {PROMPT_QUOTES}")
     for p in j.parts:
         if not p.quotes:
             continue
         head = f"{p.decided}: " if p.decided else ""
-        quotes = "; ".join(f'"{text(q.text, 160)}" ({quote_note(q)})' for q in p.quotes)
+        kept = shown_quotes(p.quotes)
+        quotes = "; ".join(f'"{text(q.text, 160)}" ({quote_note(q)})' for q in kept) or PROMPT_QUOTES
         lines.append(f"  - {head}{text(p.text, 160)} – {quotes}")
     return lines[: QUOTES_SHOWN + 1]
 
@@ -148,11 +161,16 @@ def reasons_html(judges: dict[str, JudgeBrief]) -> str:
         reason = escape((j.reason or j.error or "")[:400])
         said = j.model_said
         said = f' <span class="meta">(the model wrote {escape(said)})</span>' if isinstance(said, str) else ""
-        quotes = [_quote_html(q) for q in (j.evidence.quotes if j.evidence else [])]
+        own = j.evidence.quotes if j.evidence else []
+        quotes = [_quote_html(q) for q in shown_quotes(own)]
+        if own and not shown_quotes(own):
+            quotes.append(f'<li class="meta">{escape(PROMPT_QUOTES)}</li>')
         for p in j.parts:
             if p.quotes:
                 head = escape(f"{p.decided}: " if p.decided else "") + escape(p.text[:200])
-                quotes.append(f"<li>{head}<ul>{''.join(_quote_html(q) for q in p.quotes)}</ul></li>")
+                kept = "".join(_quote_html(q) for q in shown_quotes(p.quotes))
+                kept = kept or f'<li class="meta">{escape(PROMPT_QUOTES)}</li>'
+                quotes.append(f"<li>{head}<ul>{kept}</ul></li>")
         listed = f"<ul>{''.join(quotes)}</ul>" if quotes else ""
         items.append(f"<li><b>{escape(n)}</b>: {escape(j.shown())}{said} – {reason}{listed}</li>")
     return f'<details class="reasons"><summary>{summary}</summary><ul>{"".join(items)}</ul></details>'

@@ -207,7 +207,8 @@ def triage_markdown(report: Report | dict) -> list[str]:
             f"### Label these first: {len(unsure)} uncertain verdicts",
             "",
             "Decisions whose probability lies in the band around the judge's cut-off: counted apart (`unc`), "
-            "never in a mean or share. `rag-eval label RUN_DIR` draws them first; `judges.escalate` asks a "
+            "never in a mean or share. `rag-eval label RUN_DIR` favours them in its draw (each with its "
+            "inclusion probability, so a draw of a few questions may leave one out); `judges.escalate` asks a "
             "second judge.",
             "",
         ]

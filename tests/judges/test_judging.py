@@ -402,3 +402,48 @@ def test_a_failed_second_request_neither_changes_the_judges_after_it_nor_ends_gr
     assert q4["refusal"]["status"] == "not_judged" and "500" in q4["refusal"]["error"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["generation"]["base"]["refusal_accuracy"]["n_not_judged"] == 1
+
+
+def test_a_prompt_s_verdicts_do_not_move_when_another_prompt_shows_its_answers(small_project, tmp_path):
+    """User trial H1: an answer is asked its verdicts alone, then again with their reasons when a
+    reader is shown it, which another prompt's outcome can decide (the question's answers are shown
+    for every prompt). The second request is another request, and the server's numerics differ with
+    it (here P 0.62 alone, 0.38 with the reason): the verdict is decided by the first, so base's
+    records are the same whether or not a second prompt made them shown, with and without the
+    response cache; only the reasons are added."""
+    from ..scripted_server import asks_verdict_only
+
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        if judge_name(body) is None and "OTHER-PROMPT" in text:
+            return "I cannot tell from the documents."
+        if judge_name(body) == "refusal" and "I cannot tell from the documents." in text:
+            return "No: it declines to answer."
+        return structured_reply(body)
+
+    def probability(body):
+        if judge_name(body) == "correctness":
+            return 0.62 if asks_verdict_only(body) else 0.38
+        return 0.9
+
+    def base_records(run_dir):
+        keep = ("status", "verdict", "probability", "cutoff")
+        return {
+            (r["judge"], r["question_id"]): ({k: r[k] for k in keep}, bool(r["details"].get("reasons_deferred")))
+            for r in _records(run_dir, "judgements.jsonl")
+            if r["prompt"] == "base" and r["judge"] in ("correctness", "refusal")
+        }
+
+    (small_project / "other.md").write_text("OTHER-PROMPT\n" + (ROOT / "prompts" / "answer.md").read_text())
+    with ScriptedServer(reply=reply, probability=probability) as s:
+        alone = _config(small_project, s.base_url, extra_metrics=["correctness", "refusal"])
+        first = base_records(run_audit(alone, out=str(tmp_path / "alone")))
+        both = alone.model_copy(deep=True)
+        both.generation.prompts["other"] = str(small_project / "other.md")
+        for use_cache in (True, False):
+            second = base_records(run_audit(both, out=str(tmp_path / f"both-{use_cache}"), use_cache=use_cache))
+            assert {k: v[0] for k, v in second.items()} == {k: v[0] for k, v in first.items()}
+            assert {k[0] for k, v in first.items() if v[1]} == {"correctness", "refusal"}  # asked alone there
+            assert not any(v[1] for v in second.values())  # here every base answer was shown, with its reasons
+    # Decided by the request made alone (0.62), also where the reason was asked.
+    assert {v[0]["probability"] for k, v in first.items() if k[0] == "correctness"} - {None} == {0.62}

@@ -279,3 +279,44 @@ def test_a_server_that_cannot_start_stops_the_run_once_with_a_clear_error(tmp_pa
         asyncio.run(main())
     session.close()
     assert starts.read_text().split() == ["start"]
+
+
+def test_a_local_server_that_exits_mid_run_is_started_again_then_stops_the_run(tmp_path, monkeypatch):
+    """User trial M2: the llama-server rag-eval started is killed mid-run. The next request starts
+    it again (the request is sent to the new server and answered; the console says what happened),
+    twice at most; a third exit stops the run with an error naming the server's log, not a hundred
+    failed attempts and "fix the endpoint"."""
+    import pytest
+
+    from rag_eval.errors import ConfigError
+    from rag_eval.llm import session as session_module
+    from rag_eval.llm.session import SERVER_RESTARTS
+
+    said: list[str] = []
+    monkeypatch.setattr(session_module, "say", said.append)
+    script, model = fake_llama_server(tmp_path)
+    session = LLMSession(tmp_path / "cache", use_cache=False, log_dir=tmp_path)
+    cfg = LLMConfig(provider="local", model_path=str(model), server_binary=str(script), max_retries=0)
+
+    async def main():
+        llm = session.llm(cfg, "test")
+        ports = []
+        try:
+            for i in range(SERVER_RESTARTS + 2):
+                result = await llm.chat([{"role": "user", "content": f"q{i}"}])
+                assert result.error is None, result.error
+                [server] = session.servers.values()
+                ports.append(server.port)
+                os.killpg(server.proc.pid, signal.SIGKILL)  # as `kill -9` of llama-server
+                server.proc.wait()
+        finally:
+            await session.aclose()
+        return ports
+
+    with pytest.raises(ConfigError) as err:
+        asyncio.run(main())
+    session.close()
+    message = err.value.render()
+    assert f"exited again (killed by signal 9), after {SERVER_RESTARTS} restarts" in message
+    assert str(tmp_path / "llama-server.log") in message and "--resume" in message
+    assert sum(m.startswith("the local model server exited (killed by signal 9") for m in said) == SERVER_RESTARTS

@@ -214,10 +214,14 @@ def test_diff_gate_fails_with_exit_1_and_a_looser_one_passes(two_runs, tmp_path,
     assert "gate skip: diff.retrieval.alt.hit@1 (needs a baseline" in capsys.readouterr().out
     assert ET.parse(junit2).getroot().find(".//testcase/skipped") is not None
 
-    # A diff figure that does not exist is a config error naming the close one; a bad baseline too.
+    # A diff figure that cannot exist is a config error naming the close one, before the run (no
+    # run folder made); a bad baseline too.
     wrong = config(folder, "gated", sys_run, alt_run, "questions_new.jsonl", {"diff.retrieval.alt.hit@2": ">= 0"})
+    runs_before = sorted((folder / "runs").iterdir())
     assert main(["-q", "retrieval", str(wrong), "--baseline", str(base)]) == 2
-    assert "did you mean 'retrieval.alt.hit@1'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'hit@2' is not measured; did you mean 'hit@1'?" in err and "diff.retrieval.alt.hit@2" in err
+    assert sorted((folder / "runs").iterdir()) == runs_before
     assert main(["-q", "retrieval", str(loose), "--baseline", str(tmp_path)]) == 2
     assert (
         "neither a run folder (it has no summary.json) nor a folder of runs of config 'gated'"

@@ -16,7 +16,7 @@ from rag_eval.config import load_config
 from rag_eval.errors import ConfigError
 from rag_eval.orchestration.pipeline import Answered, AnswerSource, Audit
 from rag_eval.orchestration.runner import run_audit
-from rag_eval.orchestration.sources import SOURCES, GeneratedAnswers, retrieval_report
+from rag_eval.orchestration.sources import GENERATING, SOURCES, GeneratedAnswers, retrieval_report
 from rag_eval.report.assemble import generation_section, retrieved_in_top_k
 from rag_eval.system.replies import failure_lines
 
@@ -132,7 +132,7 @@ def test_a_run_that_fails_records_why_and_diff_and_history_name_it(small_project
 
 def test_ctrl_c_leaves_the_run_interrupted_and_says_how_to_resume(small_project, monkeypatch, capsys):
     def interrupted(self, audit):
-        retrieval_report(audit.cfg, audit.inputs, audit.run_dir)
+        retrieval_report(audit.cfg, audit.inputs, audit.run_dir, in_progress=GENERATING)
         raise KeyboardInterrupt
 
     with ScriptedServer(reply=structured_reply) as s:
@@ -144,10 +144,17 @@ def test_ctrl_c_leaves_the_run_interrupted_and_says_how_to_resume(small_project,
         assert f"finished records are in {run_dir}" in err
         assert f"resume it with: rag-eval run {cfg} --resume {run_dir}" in err
         assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+        # The report written before generation no longer says the run is working (user trial M8).
+        md, page = (run_dir / "report.md").read_text(), (run_dir / "report.html").read_text()
+        assert "In progress" not in md and "In progress" not in page
+        stopped = "Stopped before the end:** the run interrupted ("
+        assert stopped in md and f"Resume it with: rag-eval run {cfg} --resume {run_dir}" in md
+        assert "<b>Stopped before the end:</b> the run interrupted (" in page and "## Retrieval" in md
         monkeypatch.undo()
         assert main(["-q", "run", str(cfg), "--resume", str(run_dir)]) == 0
     assert f"resumed {run_dir} (interrupted)" in capsys.readouterr().out
     assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
+    assert "Stopped before the end" not in (run_dir / "report.md").read_text()
 
 
 def test_resume_says_what_it_did_and_the_report_what_was_reused(small_project, capsys):
@@ -263,14 +270,16 @@ def _partly_failing(n, body):
 
 def test_partly_failed_calls_are_counted_and_the_gate_share_is_configurable(small_project, capsys):
     """One answer and one judgement fail: both counted on screen and in status.json; the default
-    gate fails the run (a quarter of the answers not judged), a configured share lets it pass."""
+    gate fails the run (half the answers not judged: the failed one, and q2, whose correctness call
+    failed, as the outcome table counts them: user trial M3), a configured share lets it pass."""
     with ScriptedServer(_partly_failing, reply=structured_reply) as s:
         cfg = _config(small_project, s.base_url, ", max_retries: 0")
         assert main(["-q", "run", str(cfg)]) == 1
         out = capsys.readouterr().out
-        line = "failures: 1 of 4 answers failed, 1 judgement failed: 1 answer not judged; first error: "
+        line = "failures: 1 of 4 answers failed, 1 judgement failed: 2 answers not judged; first error: "
         assert line + "APIStatusError (HTTP 500)" in out or line + "InternalServerError (HTTP 500)" in out, out
-        assert "gate FAIL: failures.not_judged_share = 0.25 (needs <= 0; the default gate)" in out
+        assert "gate FAIL: failures.not_judged_share = 0.5 (needs <= 0; the default gate)" in out
+        assert "outcomes: ok 1, answered_unanswerable 1, not_judged 2" in out
         first = next((small_project / "runs").iterdir())
         failures = json.loads((first / "status.json").read_text())["failures"]
         assert (failures["answers"], failures["judgements"]) == (1, 1) and "HTTP 500" in failures["first_error"]
@@ -278,10 +287,10 @@ def test_partly_failed_calls_are_counted_and_the_gate_share_is_configurable(smal
         q2 = {j["judge"]: j["status"] for j in judgements if j["question_id"] == "q2"}
         assert q2["correctness"] == "not_judged" and q2["refusal"] == "judged"
 
-        cfg.write_text(cfg.read_text() + "gates: {failures.not_judged_share: '<= 0.25'}\n")
+        cfg.write_text(cfg.read_text() + "gates: {failures.not_judged_share: '<= 0.5'}\n")
         assert main(["-q", "run", str(cfg)]) == 0
     out = capsys.readouterr().out
-    assert line in out and "gate pass: failures.not_judged_share = 0.25 (needs <= 0.25)" in out
+    assert line in out and "gate pass: failures.not_judged_share = 0.5 (needs <= 0.5)" in out
 
 
 def test_a_run_that_fails_before_writing_leaves_no_folder_and_a_later_failure_names_its_folder(small_project, capsys):

@@ -39,3 +39,25 @@ def test_gate_exit_status(small_project, capsys):
     assert main(["--quiet", "retrieval", str(cfg)]) == 0
     cfg.write_text(cfg.read_text().replace(">= 0", "=> 0"))
     assert main(["--quiet", "retrieval", str(cfg)]) == 2
+
+
+def test_a_gate_on_a_figure_without_value_says_why():
+    """User trial M4: a criterion that left every answer uncertain has no value; the failed gate
+    says so and what to do (it printed a blank line), and one whose calls failed says that."""
+    from rag_eval.report.gates import describe_failure
+
+    summary = {
+        "generation": {
+            "base": {
+                "names_setting": {"value": None, "n": 0, "n_not_judged": 0, "n_uncertain": 9},
+                "correctness": {"value": None, "n": 0, "n_not_judged": 3, "n_uncertain": 1},
+            }
+        }
+    }
+    gates = {"generation.base.names_setting": ">= 0.5", "generation.base.correctness": ">= 0.5"}
+    named, failed = check_gates(gates, summary)
+    assert not named.passed and named.message.endswith("no value (needs >= 0.5)")
+    lines = describe_failure(named, summary, {}).splitlines()
+    assert lines[0] == "generation.base.names_setting = no value, needs >= 0.5"
+    assert "all 9 were left uncertain" in lines[1] and "--labels FILE --adapt" in lines[1]
+    assert "1 uncertain, 3 not judged (their model calls failed" in describe_failure(failed, summary, {})

@@ -1,11 +1,20 @@
 """The judges' quotes in the report: highlighted where the answer or a context is shown, the reasons
 folded under each failed question, and the failed rows filtered by outcome with CSS alone."""
 
+import html as html_lib
+import json
 import re
 
 from rag_eval.attribution.records import JudgeBrief
 from rag_eval.report.formatting import text
-from rag_eval.report.quotes import filtered_table, highlight, markdown_quotes, reasons_html, row_evidence
+from rag_eval.report.quotes import (
+    PROMPT_QUOTES,
+    filtered_table,
+    highlight,
+    markdown_quotes,
+    reasons_html,
+    row_evidence,
+)
 
 RECORD = {
     "judge": "refusal",
@@ -72,11 +81,16 @@ def test_markdown_lists_each_quote_with_where_it_was_found():
     lines = markdown_quotes(JudgeBrief(**row_evidence(RECORD)), text) + markdown_quotes(
         JudgeBrief(**row_evidence(FAITH)), text
     )
+    # A quote of the judge prompt's own example is no evidence about this answer: not shown (user
+    # trial M9), and where it was the only one, the line says so.
     assert lines == [
         '  - "port 8443 by default" (answer ✓)',
-        '  - "100 °C." (repeats the prompt ✗)',
         '  - supported: It listens on 8443. – "default port is 8443" (context 2 ✓)',
     ]
+    only = json.loads(json.dumps(RECORD))
+    only["details"]["evidence"]["quotes"] = [q for q in only["details"]["evidence"]["quotes"] if q.get("copies_prompt")]
+    assert markdown_quotes(JudgeBrief(**row_evidence(only)), text) == [f"  - {PROMPT_QUOTES}"]
+    assert html_lib.escape(PROMPT_QUOTES) in reasons_html({"refusal": JudgeBrief(**(only | row_evidence(only)))})
 
 
 def test_quoted_words_are_highlighted_whitespace_insensitively_and_escaped():
@@ -96,7 +110,7 @@ def test_the_reasons_fold_under_the_question_and_show_the_quotes_in_their_source
     assert "(the model wrote No)" in html
     assert "The service listens on <mark>port 8443 by default</mark>. It" in html
     assert "<mark>default port is 8443</mark> &lt;b&gt;" in html  # context text is escaped
-    assert "repeats the prompt ✗" in html and "<b>" not in html.replace("<b>refusal</b>", "").replace(
+    assert "repeats the prompt ✗" not in html and "<b>" not in html.replace("<b>refusal</b>", "").replace(
         "<b>faithfulness_yesno</b>", ""
     )
 
