@@ -69,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     progress.set_enabled(not getattr(args, "quiet", False))
     # A polite kill ends like Ctrl-C: the local model server is stopped and records are kept.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # A shell without job control starts background commands with SIGINT ignored, and Python then
+    # leaves it so: `kill -INT` would be lost. rag-eval stops on it as on Ctrl-C wherever it runs.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args)
     except RagEvalError as exc:

@@ -31,7 +31,6 @@ from rag_eval.judges.yesno import (
     YES_NO,
     Decision,
     YesNoPrompt,
-    label_probabilities,
     load_prompt,
     verdict_reply,
 )
@@ -96,10 +95,9 @@ class RubricPrompt(YesNoPrompt):
     pass_level: int = 1
 
     async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int | None = None) -> Decision:
-        result, scored = await verdict_reply(llm, self.render(**values), max_tokens)
+        result, probs, _ = await verdict_reply(llm, self.render(**values), max_tokens, self.label_words)
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
-        probs = label_probabilities(scored, self.label_words)
         said, reason = _level_said(result.text, len(self.labels))
         if probs is None and said is None:
             return Decision(

@@ -146,21 +146,25 @@ class JudgeRun:
         deferred = spec.family == "scored" and spec.criterion is None and not REASONS_WANTED.get() and not reasons
         if spec.criterion is not None or reasons:
             make = with_reasons(make)  # a user's criterion keeps its reason: its request asks for it anyway
-        if explain:
-            alone = DECIDED_ALONE.set(True)  # decided by the verdict request first made alone
-            try:
+        # A verdict whose reason a reader is shown (asked again, or with its reason from the start
+        # because its answer is shown) is decided by the request made alone, as every other verdict
+        # of this judge is: which answers are shown then changes no verdict. A criterion always asks
+        # with its reason, so it is decided by that request everywhere.
+        alone = DECIDED_ALONE.set((explain or reasons) and spec.family == "scored" and spec.criterion is None)
+        try:
+            if explain:
                 result = (await make()).model_copy(update={"input_hash": key})
-            finally:
-                DECIDED_ALONE.reset(alone)
-        elif spec.answer_independent:
-            twin = self.by_inputs.get((name, q.id, key))
-            if twin is None:
-                if key not in self.shared:
-                    self.shared[key] = asyncio.ensure_future(make())
-                twin = await self.shared[key]
-            result = twin.model_copy(update={"prompt": prompt, "input_hash": key})
-        else:
-            result = (await make()).model_copy(update={"input_hash": key})
+            elif spec.answer_independent:
+                twin = self.by_inputs.get((name, q.id, key))
+                if twin is None:
+                    if key not in self.shared:
+                        self.shared[key] = asyncio.ensure_future(make())
+                    twin = await self.shared[key]
+                result = twin.model_copy(update={"prompt": prompt, "input_hash": key})
+            else:
+                result = (await make()).model_copy(update={"input_hash": key})
+        finally:
+            DECIDED_ALONE.reset(alone)
         if self.bands:
             result = mark(result, self.bands, self.jc.faithfulness_threshold)
         if deferred:  # a copy: an answer-independent twin's details are shared with other prompts
@@ -512,6 +516,11 @@ def use_saved_adaptations(
                 "saved": note.saved,
                 **({"answers": note.answers} if note.answers is not None else {}),
             }
+    if used:
+        # A later audit of the same documents decides otherwise than the shipped judge: say so here,
+        # not only in the report (user trial L8).
+        said = ", ".join(f"`{v}` with {u['labels']} labels ({u['source']})" for v, u in used.items())
+        say(f"judges adapted to this corpus decide this run: {said}")
     return used
 
 

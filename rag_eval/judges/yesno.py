@@ -9,6 +9,7 @@ text and the record says so (``method: "text"``).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping
@@ -43,29 +44,38 @@ REASONS_WANTED: ContextVar[bool] = ContextVar("rag_eval_reasons_wanted", default
 DECIDED_ALONE: ContextVar[bool] = ContextVar("rag_eval_decided_alone", default=False)
 
 
-# The response each verdict asked alone in this judging stage got (its first choice, by the
-# request's text hash), so the verdict asked again with its reason is decided by it without a
-# second request, also where the response cache is off (``judging.judge_all`` sets it).
-VERDICTS_ALONE: ContextVar[dict[str, Any] | None] = ContextVar("rag_eval_verdicts_alone", default=None)
+# What each verdict asked alone in this judging stage gave (its label probabilities and its text,
+# by the request's text hash: a few hundred bytes each), so the verdict asked again with its reason
+# is decided by it without a second request, also where the response cache is off
+# (``judging.judge_all`` sets it).
+VERDICTS_ALONE: ContextVar[dict[str, tuple[dict[str, float] | None, str | None]] | None] = ContextVar(
+    "rag_eval_verdicts_alone", default=None
+)
 
 
-async def verdict_reply(llm, content: str, max_tokens: int | None):
-    """The reply to a verdict request, and the response its label probabilities are read from: the
-    reply itself, or, for a verdict first asked alone (``DECIDED_ALONE``) and now asked with its
-    reason, the response to that first request (kept in ``VERDICTS_ALONE``, else asked again: the
-    response cache keeps it)."""
+async def verdict_reply(llm, content: str, max_tokens: int | None, labels: dict[str, tuple[str, ...]]):
+    """The reply to a verdict request, the label probabilities to decide by, and the text of the
+    request that decided (None: the reply itself). For a verdict first asked alone
+    (``DECIDED_ALONE``) and now asked with its reason, both come from that first request (kept in
+    ``VERDICTS_ALONE``, else asked again: the response cache keeps it), so its word, its probability
+    and the decision agree with what the answer got when nobody was shown it."""
     messages = [{"role": "user", "content": content}]
     kept = VERDICTS_ALONE.get()
-    alone = None
+    key = hashlib.sha256(content.encode()).hexdigest()  # the whole digest: one entry per request text
+    alone: tuple[dict[str, float] | None, str | None] | None = None
     if max_tokens is None and REASONS_WANTED.get() and DECIDED_ALONE.get():
-        alone = kept.get(text_hash(content)) if kept is not None else None
+        alone = kept.get(key) if kept is not None else None
         if alone is None:
             first = await llm.chat(messages, max_tokens=VERDICT_TOKENS, logprobs=TOP_LOGPROBS)
-            alone = None if first.error else first_choice(first.raw)
+            if not first.error:
+                alone = (label_probabilities(first_choice(first.raw), labels), first.text)
     result = await llm.chat(messages, max_tokens=max_tokens or reply_tokens(), logprobs=TOP_LOGPROBS)
+    probs = None if result.error else label_probabilities(first_choice(result.raw), labels)
     if kept is not None and max_tokens is None and not REASONS_WANTED.get() and not result.error:
-        kept[text_hash(content)] = first_choice(result.raw)
-    return result, alone if alone is not None else first_choice(result.raw)
+        kept[key] = (probs, result.text)
+    if alone is not None:
+        return result, alone[0], alone[1]
+    return result, probs, None
 
 
 def reply_tokens() -> int:
@@ -214,11 +224,12 @@ class YesNoPrompt:
     async def ask_with(self, llm, values: Mapping[str, str], *, max_tokens: int | None = None) -> Decision:
         """``ask`` with the placeholders' values as one mapping (values built by the caller)."""
         words = self.label_words
-        result, scored = await verdict_reply(llm, self.render(**values), max_tokens)
+        result, probs, said = await verdict_reply(llm, self.render(**values), max_tokens, words)
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
-        probs = label_probabilities(scored, words)
         label, reason = text_label(result.text, words)
+        if said is not None:  # decided by the request made alone: its word is the model's verdict
+            label = text_label(said, words)[0] or label
         if probs is None and label is None:
             return Decision(
                 None,

@@ -135,7 +135,7 @@ def run_pipeline(
     say(folder.opened)
     folder.set_status("started")
     try:
-        report = _run(cfg, source, folder, use_cache, inputs)
+        report, deferred = _run(cfg, source, folder, use_cache, inputs)
     except KeyboardInterrupt:
         folder.set_status("interrupted", "stopped by Ctrl-C (or a kill)")
         mark_stopped(folder.path, _stopped_note(cfg, folder, "interrupted"))
@@ -152,6 +152,11 @@ def run_pipeline(
         raise
     failures = report.failures.status_record() if report.failures is not None else None
     folder.set_status("finished", failures=failures)
+    if deferred is not None:
+        # The audit is whole (its report written, a baseline or a history entry like any other);
+        # what did not fit its answers is an input error all the same: exit 2, never green.
+        deferred.run_dir = None  # type: ignore[attr-defined]
+        raise deferred
     return folder.path
 
 
@@ -184,7 +189,11 @@ def failures_of(report: Report) -> CallFailures:
     return call_failures(answers, report.judges.records if report.judges is not None else [])
 
 
-def _run(cfg: AuditConfig, source: AnswerSource, folder: RunFolder, use_cache: bool, given: Inputs | None) -> Report:
+def _run(
+    cfg: AuditConfig, source: AnswerSource, folder: RunFolder, use_cache: bool, given: Inputs | None
+) -> tuple[Report, RagEvalError | None]:
+    """The stages into ``folder``: the report, and an input error found once the work it concerns
+    was done (``Audit.deferred``: raised after the run is marked finished)."""
     inputs = source.inputs(cfg, folder, given)
     n_ans = sum(q.answerable for q in inputs.questions)
     say(
@@ -214,9 +223,7 @@ def _run(cfg: AuditConfig, source: AnswerSource, folder: RunFolder, use_cache: b
     write_report(folder.path, report)
     report = source.finish(audit, report)
     write_report(folder.path, report)
-    if audit.deferred is not None:
-        raise audit.deferred
-    return report
+    return report, audit.deferred
 
 
 def judge_stage(audit: Audit, got: Answered) -> Report:

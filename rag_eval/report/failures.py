@@ -11,6 +11,8 @@ from rag_eval.rundir import RunFailures
 
 # A judgement of an answer that failed (or is empty) carries this error: no judge's call failed.
 NO_ANSWER = "no answer to judge"
+# The errors of a judgement its inputs ruled out (scored.py, ragas_judges.py): no model call failed.
+NOT_A_CALL = ("no contexts", "no statements in the ", "no statements could be extracted")
 
 
 class CallFailures(RunFailures):
@@ -50,10 +52,12 @@ def call_failures(answers: list[Answer], judgements: list[Judgement]) -> CallFai
     keys = [(a.question_id, a.prompt) for a in answers] or list(verdicts)
     failed_answers = {(a.question_id, a.prompt): a.error or "no error recorded" for a in answers if a.failed}
     failed = [j for j in judgements if j.status == "not_judged" and not (j.error or "").startswith(NO_ANSWER)]
-    failed_keys = {(j.question_id, j.prompt) for j in failed}
     # An answer missing any verdict because a call failed counts: its outcome may be one the failed
     # judge decides (the outcome table's not_judged), and a run missing verdicts never passes silently.
-    not_judged = sum(key in failed_answers or key in failed_keys for key in keys)
+    # A verdict the inputs rule out (no contexts to judge against, no statement in the answer) is no
+    # failed call.
+    called = {(j.question_id, j.prompt) for j in failed if not (j.error or "").startswith(NOT_A_CALL)}
+    not_judged = sum(key in failed_answers or key in called for key in keys)
     errors = list(failed_answers.values()) + [j.error or "no error recorded" for j in failed]
     return CallFailures(
         answers=len(failed_answers),

@@ -286,6 +286,8 @@ def test_adapted_verdicts_honest_figures_and_a_later_run_reuses_them(tmp_path, c
             timeout=300,
         )
         assert done.returncode == 0, done.stdout + done.stderr
+        # The console says the saved adaptation decides (user trial L8), not only the report.
+        assert "judges adapted to this corpus decide this run: `correctness_short` with 10 labels" in done.stderr
     later = next((tmp_path / "later").iterdir())
     rep = json.loads((later / "report.json").read_text())
     assert rep["judges"]["calibration"]["correctness"]["adapted"]["correctness_short"]["labels"] == 10

@@ -106,8 +106,9 @@ def test_compare_after_an_audit_costs_only_the_new_prompts_calls(small_project, 
     # b's answers all decline, so the report shows them: each refusal decision asked again with its
     # reason (q1-q3's at once, a needless refusal showing its answer; q4's, a right refusal, at the
     # end, since a's answer to q4 is shown), correctness (q1, q2) after a needless refusal asked with
-    # its reason from the start, and each quoted reason one short request more, two for correctness.
-    assert len(for_b) == 4 + (4 + 4) + 2 + (4 + 2 * 2)
+    # its reason from the start (and alone: its verdict is decided by that request, as everywhere),
+    # and each quoted reason one short request more, two for correctness.
+    assert len(for_b) == 4 + (4 + 4) + 2 * 2 + (4 + 2 * 2)
     # a's answers to the questions b failed are shown beside b's (the prompts disagree on them): the
     # audit left their own verdicts without reasons, so only those reasons are asked now.
     # q1-q3 (q4 failed in the audit already and has its reasons): refusal, supported and correctness

@@ -3,6 +3,7 @@ fails, is interrupted or is resumed says so in status.json, on the terminal and 
 
 import csv
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -344,3 +345,36 @@ def test_the_retrieval_report_is_written_and_announced_before_the_first_answer(s
     assert announced in err and err.index(announced) < err.index("generation: 5 questions")
     final = (run_dir / "report.md").read_text()
     assert "### Misses" in final and "## Generation" in final
+
+
+def test_kill_int_stops_a_run_started_with_sigint_ignored(small_project, tmp_path):
+    """User trial L3: a shell without job control starts `rag-eval run ... &` with SIGINT ignored;
+    `kill -INT` then stops it as Ctrl-C does (exit 130, status interrupted, how to resume), not
+    silently finishing the run."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ..conftest import ROOT
+
+    with ScriptedServer(reply=structured_reply, latency_s=0.5) as s:
+        cfg = _config(small_project, s.base_url)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rag_eval.cli", "run", str(cfg)],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+        deadline = time.time() + 60
+        while s.calls < 2 and time.time() < deadline:  # mid-run: the answers are being asked
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    run_dir = next((small_project / "runs").iterdir())
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+    assert f"--resume {run_dir}" in err
