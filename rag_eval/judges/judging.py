@@ -478,6 +478,7 @@ def use_saved_adaptations(
     another method than this version's (``CRITERION_METHOD``) is not used: the console and ``not_used``
     (by judge, for the report) say so. Returns what was used, by variant."""
     used = {}
+    told: list[str] = []
     for name in jc.metrics:
         if not adaptable(name):
             continue
@@ -509,6 +510,7 @@ def use_saved_adaptations(
                 scored.blends[v] = d.blend
             if d.band is not None and jc.uncertain == "auto":
                 bands[v] = Band(d.band[0], d.band[1], f"{ADAPTED_BAND} with {d.labels} labels ({note.source})")
+            told.append(f"`{v}` with {d.labels} labels ({note.source})")
             used[v] = {
                 "labels": d.labels,
                 "how": d.how,
@@ -516,11 +518,10 @@ def use_saved_adaptations(
                 "saved": note.saved,
                 **({"answers": note.answers} if note.answers is not None else {}),
             }
-    if used:
+    if told:
         # A later audit of the same documents decides otherwise than the shipped judge: say so here,
         # not only in the report (user trial L8).
-        said = ", ".join(f"`{v}` with {u['labels']} labels ({u['source']})" for v, u in used.items())
-        say(f"judges adapted to this corpus decide this run: {said}")
+        say(f"judges adapted to this corpus decide this run: {', '.join(told)}")
     return used
 
 
