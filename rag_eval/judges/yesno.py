@@ -36,11 +36,13 @@ VERDICT_TOKENS = 2
 REASONS_WANTED: ContextVar[bool] = ContextVar("rag_eval_reasons_wanted", default=True)
 
 
-# Whether the verdicts asked now were first asked alone (``judging.JudgeRun.run``'s ``explain``: asked
-# again, with reasons, for an answer a reader is shown). Their probabilities are then read from
-# that first request (the response cache keeps it), not from the request with the reason: the two
-# requests differ, and the server's numerics with them, so a verdict would otherwise move by
-# whether its answer was shown, which other prompts' and criteria's outcomes decide.
+# Whether the verdicts asked now with their reasons are decided by the request made alone
+# (``judging.JudgeRun.run``: an own judge's verdict asked again for an answer a reader is shown, or
+# asked with its reason from the start because its answer is already shown). Their word and
+# probabilities are read from that request (kept from the first pass, else asked: the response cache
+# keeps it), not from the request with the reason: the two requests differ, and the server's
+# numerics with them, so a verdict would otherwise move by whether its answer was shown, which
+# other prompts' and criteria's outcomes decide. The reason's text is the second request's.
 DECIDED_ALONE: ContextVar[bool] = ContextVar("rag_eval_decided_alone", default=False)
 
 
