@@ -343,8 +343,18 @@ def audit(
         use_cache=use_cache,
         resume=Path(resume) if isinstance(resume, (str, Path)) else resume,
         inputs=_inputs(cfg, corpus, test_set),
+        resume_with=_resume_command(cfg, corpus, test_set, test_set_file),
     )
     return _gated(_with_baseline(Result.read(run_dir, cfg), baseline), gates)
+
+
+def _resume_command(cfg: AuditConfig, corpus: Any, test_set: Any, test_set_file: str | Path | None) -> str | None:
+    """The command that continues this audit's run where it stopped; None where no command runs the
+    same audit (its config or data given as Python objects)."""
+    if cfg.config_path is None or corpus is not None or test_set is not None:
+        return None
+    given = f" --test-set {test_set_file}" if test_set_file else ""
+    return f"rag-eval run {cfg.config_path}{given} --resume {{run_dir}}"
 
 
 def _check_baseline(baseline: str | Path | None, cfg: AuditConfig) -> Path | None:

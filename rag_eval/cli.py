@@ -6,6 +6,7 @@ call of the Python API plus printing); this module assembles them and runs one."
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import traceback
@@ -74,13 +75,16 @@ def main(argv: list[str] | None = None) -> int:
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader gone away is found here, not at exit
+        return code
     except RagEvalError as exc:
         print(f"rag-eval: {exc.render()}", file=sys.stderr)
         if (kept := getattr(exc, "run_dir", None)) is not None:
+            go_on = f", or continue it with --resume {kept}" if args.command == "run" else ""
             print(
                 f"rag-eval: the run stopped; its folder keeps what was written: {kept} (status.json: failed, with "
-                f"the reason); fix the problem and run again, or continue it with --resume {kept}",
+                f"the reason); fix the problem and run again{go_on}",
                 file=sys.stderr,
             )
         return exc.exit_code
@@ -95,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rag-eval: interrupted; finished records are in the run folder", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): no error of rag-eval's, but not a whole output either, so
+        # the status a shell gives a process that SIGPIPE ended; nothing more is written to the pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception:
         traceback.print_exc()
         print(

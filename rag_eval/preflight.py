@@ -15,7 +15,7 @@ from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.client import api_key
 from rag_eval.llm.settings import LLMConfig
-from rag_eval.metrics import default_metrics
+from rag_eval.metrics import default_metrics, parse_metric
 from rag_eval.report.gates import unknown_figures
 from rag_eval.retrievers.custom import import_object
 from rag_eval.retrievers.settings import (
@@ -110,9 +110,18 @@ def check_gate_figures(cfg: AuditConfig) -> None:
     problems = unknown_figures(
         cfg.gates,
         list(cfg.retrieval.retrievers),
-        cfg.retrieval.metrics or default_metrics(cfg.retrieval.k),
+        [_metric_name(m) for m in cfg.retrieval.metrics or []] or default_metrics(cfg.retrieval.k),
         prompts,
         lambda figure: f"{cfg.where('gates')}: {figure}",
     )
     if problems:
         raise ConfigError(problems)
+
+
+def _metric_name(name: str) -> str:
+    """A metric as the summary names it (``Hit@5`` is ``hit@5``); an unknown one as written (the
+    config's own check names it)."""
+    try:
+        return parse_metric(name).name
+    except ValueError:
+        return name

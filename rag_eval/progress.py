@@ -121,6 +121,7 @@ class Stage:
         self.done = 0
         self.start = time.monotonic()
         self.began = work()
+        self.furthest = 0.0  # the fraction shown so far: it never goes back
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -151,7 +152,8 @@ class Stage:
         """How much of the stage's work is done: the furthest of items, decisions and calls (an upper
         bound of the calls, so never past 0.99 by them alone), or None before anything is done. A
         resumed run's reused decisions are no work: then only the decisions made and calls sent
-        count, against what was left to do (items done by reuse alone would say it is nearly over)."""
+        count, against what was left to do (items done by reuse alone would say it is nearly over).
+        Never less than it said before (the first reused decision changes what counts)."""
         w, p = self.work(), self.plan
         shares = []
         if self.total and not w.reused:
@@ -163,8 +165,8 @@ class Stage:
             shares.append(min(w.decisions / p.decisions, 1.0))
         if p.calls:
             shares.append(min(w.calls / p.calls, 0.99))
-        best = max(shares, default=0.0)
-        return best if best > 0 else None
+        self.furthest = max([self.furthest, *shares])
+        return self.furthest if self.furthest > 0 else None
 
     def status(self) -> str:
         """``judging answers: 3/8 done, 37 of ~101 calls, 12 of 48 decisions, 4 min 10 s elapsed,
@@ -185,6 +187,17 @@ def set_enabled(on: bool) -> None:
     """Turn progress and status lines off (tests, -q) or on."""
     global _enabled
     _enabled = on
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """No progress or status lines inside (work whose one line the caller says itself)."""
+    global _enabled
+    before, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = before
 
 
 def shown() -> bool:

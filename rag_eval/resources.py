@@ -33,4 +33,4 @@ def resolve_shipped(path: Path) -> Path:
 def shipped_prompts() -> list[str]:
     """Every prompt file rag-eval ships, by its path under ``prompts/`` (``answer.md``, ``judges/refusal.md``)."""
     root = shipped_prompt("")
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*.md"))
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md"))  # the same names on Windows

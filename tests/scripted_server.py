@@ -247,7 +247,7 @@ def asks_verdict_only(body: dict) -> bool:
 def main(argv: list[str] | None = None) -> None:
     """Stand in for llama-server (``--port N``, other arguments ignored) in tests that count starts
     and calls: appends a line to ``$SCRIPTED_SERVER_STARTS`` when it starts, replies like
-    :func:`structured_reply`, and serves until killed."""
+    :func:`structured_reply` (after ``$SCRIPTED_SERVER_LATENCY_S`` seconds), and serves until killed."""
     import argparse
     import os
     import signal
@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     args, _ = parser.parse_known_args(argv)
-    server = ScriptedServer(reply=structured_reply, port=args.port)
+    latency = float(os.environ.get("SCRIPTED_SERVER_LATENCY_S", "0"))
+    server = ScriptedServer(reply=structured_reply, port=args.port, latency_s=latency)
     if os.environ.get("SCRIPTED_SERVER_STARTS"):
         with open(os.environ["SCRIPTED_SERVER_STARTS"], "a") as fh:
             fh.write(f"{os.getpid()}\n")

@@ -89,6 +89,16 @@ def test_duplicate_ids(small_project, capsys):
         [{"id": "a", "question": "x?", "answer_in": "py/lists"}, {"id": "a", "question": "y?", "answer_in": "py/sets"}],
     )
     _expect_error(capsys, small_project / "audit.yaml", "questions.jsonl:2", "duplicate question id 'a'", "first at")
+
+
+def test_a_duplicate_id_is_told_with_the_repeat_s_other_problems(small_project, capsys):
+    """User trial L1: the repeat's own problem (no question) and its id are told at once."""
+    write_jsonl(
+        small_project / "questions.jsonl",
+        [{"id": "a", "question": "x?", "answer_in": "py/lists"}, {"id": "a", "answer_in": "py/sets"}],
+    )
+    err = _expect_error(capsys, small_project / "audit.yaml", "questions.jsonl:2", "duplicate question id 'a'")
+    assert "the question is missing or empty" in err and "2 problems found" in err
     write_jsonl(small_project / "corpus.jsonl", [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}])
     _expect_error(capsys, small_project / "audit.yaml", "duplicate chunk id 'a'")
 
@@ -415,3 +425,19 @@ def test_a_gate_naming_a_figure_no_run_can_have_stops_before_the_run(small_proje
     # The same gates, right: the run goes ahead.
     cfg.write_text(cfg.read_text().replace("bm52", "bm25").replace("hit@10", "hit@3"))
     assert main(["validate", str(cfg)]) == 0
+    # findings-52 L4: metrics written otherwise than the summary names them are the same metrics.
+    cfg.write_text(
+        cfg.read_text().replace("  k: [1, 3]\n", '  k: [1, 3]\n  metrics: ["Hit@1", " MRR", "nDCG@3", "hit@3"]\n')
+    )
+    assert main(["validate", str(cfg)]) == 0, capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_is_no_internal_error(tmp_path):
+    """User trial L7: `rag-eval ... | head` whose reader closes before the output is written ends
+    with the status of a process SIGPIPE ended (141), no traceback and not 1 (a failed gate)."""
+    import subprocess
+    import sys
+
+    reader_gone = f"{sys.executable} -m rag_eval.cli prompts judges/refusal.md | true; exit ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", reader_gone], cwd=tmp_path, capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -202,3 +202,19 @@ def test_a_resumed_stage_estimates_from_the_work_left_not_the_reused_decisions()
         progress.decided(40)
         fresh.done = 8
         assert fresh.fraction() == pytest.approx(0.5)
+
+
+def test_the_fraction_never_goes_back_when_reused_decisions_arrive_late():
+    """findings-52 L9: answers judged afresh first, then a resumed one's reused decisions: the items'
+    share no longer counts, and the fraction shown stays where it was until the work passes it."""
+    import pytest
+
+    with progress.plan(decisions=40):
+        stage = progress.Stage("judging answers", total=10)
+        progress.decided(8)
+        stage.done = 5
+        assert stage.fraction() == pytest.approx(0.5)  # 5 of 10 answers
+        progress.decided(20, reused=True)
+        assert stage.fraction() == pytest.approx(0.5)  # (8 of 20 left: 0.4) is no step back
+        progress.decided(8)
+        assert stage.fraction() == pytest.approx(16 / 20)

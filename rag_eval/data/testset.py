@@ -345,24 +345,27 @@ def questions_from_records(records: list[Record], corpus: Corpus, source: str) -
     for rec, row in zip(records, rows, strict=True):
         q, probs = _parse(rec, row, corpus, index)
         problems += probs
-        if q is None:
+        # A row with other problems still has its id: a repeat is told with them, not after they are fixed.
+        qid = q.id if q is not None else (str(row.id) if isinstance(row.id, str | int) and str(row.id) else None)
+        if qid is None:
             continue
-        if q.id in first_seen:
+        if qid in first_seen:
             what = (
-                f"duplicate question id '{q.id}'"
-                if "id" in rec.data
+                f"duplicate question id '{qid}'"
+                if "id" in rec.data or q is None
                 else f"the same question appears twice: {q.question[:60]!r}"
             )
             problems.append(
                 Problem(
                     rec.where,
-                    f"{what} (first at {first_seen[q.id]})",
+                    f"{what} (first at {first_seen[qid]})",
                     "give each question its own id, or remove the repeat",
                 )
             )
             continue
-        first_seen[q.id] = rec.where
-        questions.append(q)
+        first_seen[qid] = rec.where
+        if q is not None:
+            questions.append(q)
     if problems:
         raise DataError(problems)
     if not questions:

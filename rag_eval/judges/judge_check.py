@@ -40,6 +40,7 @@ from rag_eval.judges.registry import CASE_KINDS, FAITHFUL_SHARE, JUDGES, Familie
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.judges.uncertain import bands_out_of_fold, fit_band
 from rag_eval.judges.uncertain import target as target_of
+from rag_eval.judges.yesno import REASONS_WANTED
 from rag_eval.llm.session import LLMSession
 from rag_eval.llm.settings import LLMConfig
 from rag_eval.progress import track_async
@@ -275,7 +276,13 @@ async def _predict(cases: list[Case], llm, scored, ragas, judges: list[str]) -> 
     families = Families(scored, ragas)
 
     async def one(name: str, i: int, c: Case):
-        return name, i, prediction(name, await JUDGES[name].judge(families, case_inputs(c)))
+        # Decided as an audit decides it: an own judge by its verdict asked alone (the 2-token
+        # request), a criterion by its request with the reason (``judging.JudgeRun.run``).
+        token = REASONS_WANTED.set(JUDGES[name].criterion is not None)
+        try:
+            return name, i, prediction(name, await JUDGES[name].judge(families, case_inputs(c)))
+        finally:
+            REASONS_WANTED.reset(token)
 
     jobs = [one(name, i, c) for name in judges for i, c in enumerate(cases) if name in judges_for(c.judge)]
     out: dict[str, list[Prediction]] = {name: [Prediction(error="not run")] * len(cases) for name in judges}

@@ -69,8 +69,11 @@ async def verdict_reply(llm, content: str, max_tokens: int | None, labels: dict[
         alone = kept.get(key) if kept is not None else None
         if alone is None:
             first = await llm.chat(messages, max_tokens=VERDICT_TOKENS, logprobs=TOP_LOGPROBS)
-            if not first.error:
-                alone = (label_probabilities(first_choice(first.raw), labels), first.text)
+            if first.error:
+                # The request with the reason would decide otherwise than every verdict not shown is
+                # decided: the verdict fails instead (a failed call, asked again on a rerun).
+                return first, None, None
+            alone = (label_probabilities(first_choice(first.raw), labels), first.text)
     result = await llm.chat(messages, max_tokens=max_tokens or reply_tokens(), logprobs=TOP_LOGPROBS)
     probs = None if result.error else label_probabilities(first_choice(result.raw), labels)
     if kept is not None and max_tokens is None and not REASONS_WANTED.get() and not result.error:

@@ -359,7 +359,7 @@ const pct=Math.min(100,Math.round(100*done/Math.max(g.need,1)));
 return `<li>${{g.figure}} (${{g.prompt}}): ${{done}} of ${{g.need}} labels for ±${{g.width}} <progress max=100 value=${{pct}}></progress></li>`;}}).join("")+"</ul>";}}
 const saved=JSON.parse(localStorage.getItem(KEY)||"{{}}");
 for(const [k,v] of Object.entries(saved)){{let id;try{{id=JSON.parse(k);}}catch(e){{continue;}}
-const i=Array.isArray(id)?AT[JSON.stringify([id[0],id[1]])]:undefined;if(i===undefined||(id.length>3&&id[3]!==ROWS[i].h))continue;const n=`${{id[2]}}-${{i}}`;
+const i=Array.isArray(id)?AT[JSON.stringify([id[0],id[1]])]:undefined;if(i===undefined||(id.length<4||id[3]!==ROWS[i].h))continue;const n=`${{id[2]}}-${{i}}`;
 const el=document.querySelector(`[name="${{n}}"][value="${{v}}"]`)||document.querySelector(`textarea[name="${{n}}"]`);if(el){{if(el.type==="radio")el.checked=true;else el.value=v;}}}}
 function reveal(){{document.querySelectorAll("section").forEach(s=>{{const i=s.dataset.i;
 s.querySelector(".judges").hidden=!COLS.every(c=>document.querySelector(`[name="${{c}}-${{i}}"]:checked`));}});}}

@@ -120,6 +120,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
         text = prompt_text(body)
         async with await self.scheduler(text):
             routed = self._routed(request, body)
+            sent_to = self.target
             await self._restore_slot(text)
             self.usage.calls += 1
             start = time.perf_counter()
@@ -127,9 +128,10 @@ class CachingTransport(httpx.AsyncBaseTransport):
                 response = await self.inner.handle_async_request(routed)
                 content = await response.aread()
             except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError):
-                if not self._revived():
+                if not self._revived(sent_to):
                     raise
                 routed = self._routed(request, body)  # the request again, to the server started anew
+                start = time.perf_counter()  # the restart is no part of the request's latency
                 response = await self.inner.handle_async_request(routed)
                 content = await response.aread()
             elapsed = time.perf_counter() - start
@@ -213,18 +215,21 @@ class CachingTransport(httpx.AsyncBaseTransport):
         headers = [(k, v) for k, v in request.headers.items() if k.lower() != "host"]
         return httpx.Request(request.method, url, headers=headers, content=body, extensions=request.extensions)
 
-    def _revived(self) -> bool:
-        """Whether the local server this transport started had exited and was started again (the
-        session's ``start`` does it, at most a few times; past that its ConfigError stops the run)."""
-        if self.start is None or self.target is None:
+    def _revived(self, sent_to: httpx.URL | None) -> bool:
+        """Whether the local server a request was sent to (``sent_to``) had exited and another runs
+        now: started again here, or already by a request sent beside it (the session's ``start``
+        does it, at most a few times; past that its ConfigError stops the run)."""
+        if self.start is None or sent_to is None:
             return False
         try:
             url = httpx.URL(self.start())
         except Exception as exc:
             self.start_error = exc
             raise
-        if url == self.target:
+        if url == sent_to:
             return False  # still running: the error is the request's own
+        if url != self.target and self.slots is not None:
+            self.slots.server_started_anew()
         self.target = url
         return True
 

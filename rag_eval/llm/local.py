@@ -458,7 +458,13 @@ class LocalServer:
         self._tmp_log = Path(name)
         return open(name, "ab"), self._tmp_log  # noqa: SIM115
 
-    def stop(self) -> None:
+    @property
+    def log_file(self) -> Path | None:
+        """Where the server's output goes: the log asked for, else a temporary file."""
+        return self.log_path or self._tmp_log
+
+    def stop(self, keep_log: bool = False) -> None:
+        """Stop the server; its temporary log is deleted unless ``keep_log`` (it holds why it exited)."""
         if self.proc and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -468,7 +474,8 @@ class LocalServer:
                     os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc = None
         if self._tmp_log is not None:
-            self._tmp_log.unlink(missing_ok=True)
+            if not keep_log:
+                self._tmp_log.unlink(missing_ok=True)
             self._tmp_log = None
 
     def __enter__(self) -> LocalServer:

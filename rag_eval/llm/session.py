@@ -38,6 +38,7 @@ class LLMSession:
         self.log_dir = log_dir
         self.servers: dict[str, LocalServer] = {}
         self.restarts: dict[str, int] = {}  # local servers started again after they exited, by identity
+        self.given_up: dict[str, ConfigError] = {}  # servers that exited once too often: the error, by identity
         self.slot_libraries: dict[str, SlotLibrary] = {}
         self.llms: dict[tuple, LLM] = {}
         self._usages: list = []
@@ -80,6 +81,8 @@ class LLMSession:
         """A function that starts (once per model and settings) the local server, returning its URL."""
 
         def start() -> str:
+            if identity in self.given_up:
+                raise self.given_up[identity]  # no LLM of this server starts another one
             server = self.servers.get(identity)
             if server is not None and server.exited is not None:
                 self._restarting(identity, server)
@@ -103,12 +106,12 @@ class LLMSession:
         ``SERVER_RESTARTS`` times a session; then ConfigError stops the run, its records kept."""
         status = server.exited
         how = f"killed by signal {-status}" if status is not None and status < 0 else f"exit status {status}"
-        log = server.log_path or "its log"
+        log = server.log_file or "its log"
         done = self.restarts.get(identity, 0)
-        server.stop()
+        server.stop(keep_log=True)  # a temporary log holds why it exited
         del self.servers[identity]
         if done >= SERVER_RESTARTS:
-            raise ConfigError(
+            self.given_up[identity] = ConfigError(
                 Problem(
                     str(log),
                     f"the local model server rag-eval started exited again ({how}), after {done} restarts",
@@ -116,6 +119,7 @@ class LLMSession:
                     "--resume RUN_DIR",
                 )
             )
+            raise self.given_up[identity]
         self.restarts[identity] = done + 1
         say(f"the local model server exited ({how}; log: {log}); starting it again")
 

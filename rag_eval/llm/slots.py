@@ -195,6 +195,10 @@ class SlotLibrary:
                     e.used = time.time()
             self._write(entries)
 
+    def server_started_anew(self) -> None:
+        """The server exited and was started again: it holds nothing, and its life's counts start over."""
+        self.slot, self.ram, self.stats = "", [], SlotStats()
+
     def restored(self, entry: SlotEntry) -> None:
         """The slot now holds ``entry``'s prompt; what it held before is gone (not cached)."""
         self.slot = entry.text

@@ -13,6 +13,7 @@ but the config was written in it; else the error names it); one interrupted (Ctr
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from abc import ABC, abstractmethod
@@ -126,9 +127,12 @@ def run_pipeline(
     use_cache: bool = True,
     resume: Path | bool | None = None,
     inputs: Inputs | None = None,
+    resume_with: str | None = None,
 ) -> Path:
     """Every stage of an audit over ``source``'s answers into a run folder; returns the folder.
-    ``resume``: True continues the newest unfinished run of this config, a path that run."""
+    ``resume``: True continues the newest unfinished run of this config, a path that run.
+    ``resume_with``: the command that continues this run (``{run_dir}`` its folder), which a stopped
+    run's report names; None: the same command run again (its model calls come from the cache)."""
     if cfg.judges is not None:
         cfg.judges.register_criteria()  # another config loaded since may have replaced them
     folder = RunFolder.open(cfg, out, resume)
@@ -138,17 +142,17 @@ def run_pipeline(
         report, deferred = _run(cfg, source, folder, use_cache, inputs)
     except KeyboardInterrupt:
         folder.set_status("interrupted", "stopped by Ctrl-C (or a kill)")
-        mark_stopped(folder.path, _stopped_note(cfg, folder, "interrupted"))
+        _mark_stopped(folder, resume_with, "interrupted")
         raise RunInterrupted(folder.path) from None
     except RagEvalError as exc:
         folder.set_status("failed", exc.render())
         exc.run_dir = None if _removed_if_empty(folder) else folder.path  # type: ignore[attr-defined]
         if exc.run_dir is not None:  # type: ignore[attr-defined]
-            mark_stopped(folder.path, _stopped_note(cfg, folder, "failed: " + exc.problems[0].what))
+            _mark_stopped(folder, resume_with, "failed: " + exc.problems[0].what)
         raise
     except Exception as exc:
         folder.set_status("failed", f"internal error: {type(exc).__name__}: {exc}")
-        mark_stopped(folder.path, _stopped_note(cfg, folder, f"failed: internal error: {type(exc).__name__}"))
+        _mark_stopped(folder, resume_with, f"failed: internal error: {type(exc).__name__}")
         raise
     failures = report.failures.status_record() if report.failures is not None else None
     folder.set_status("finished", failures=failures)
@@ -160,14 +164,22 @@ def run_pipeline(
     return folder.path
 
 
-def _stopped_note(cfg: AuditConfig, folder: RunFolder, why: str) -> str:
+def _mark_stopped(folder: RunFolder, resume_with: str | None, why: str) -> None:
+    """A stopped run's report files say so at their top, with how to go on. Best effort: a file that
+    cannot be rewritten leaves the error that stopped the run to be told, not its own."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        mark_stopped(folder.path, _stopped_note(folder, resume_with, why))
+
+
+def _stopped_note(folder: RunFolder, resume_with: str | None, why: str) -> str:
     """The line a stopped run's report files say at their top."""
     at = time.strftime("%Y-%m-%d %H:%M", time.localtime())
-    config = cfg.config_path or "CONFIG"
-    return (
-        f"the run {why} ({at}); this report holds what was done before that (status.json says more). "
-        f"Resume it with: rag-eval run {config} --resume {folder.path}"
+    how = (
+        f"Resume it with: {resume_with.replace('{run_dir}', str(folder.path))}"
+        if resume_with
+        else "Run the same command again to do what is missing: the model calls made are kept in the response cache"
     )
+    return f"the run {why} ({at}); this report holds what was done before that (status.json says more). {how}"
 
 
 # What a run folder holds before any stage wrote to it: a failed run with nothing else is removed.
@@ -281,7 +293,8 @@ def judge_stage(audit: Audit, got: Answered) -> Report:
                 [
                     Problem(
                         cfg.where("judges.labels"),
-                        "the labels file does not fit this run's answers: the report is written without its labels",
+                        "the labels file could not be applied (the problems below): the report is written without "
+                        "its labels",
                         "fix the rows named below (or remove judges.labels), then apply the labels without a model "
                         f"call: rag-eval report {audit.run_dir} --labels FILE",
                     ),

@@ -42,6 +42,7 @@ def run_audit(
     resume: Path | bool | None = None,
     inputs: Inputs | None = None,
     source: AnswerSource | str | None = None,
+    resume_with: str | None = None,
 ) -> Path:
     """Retrieval, generation, judges, attribution and report; returns the run folder.
 
@@ -49,7 +50,7 @@ def run_audit(
     run; finished records are reused and only the missing work is done. ``inputs``: the corpus and
     test set already loaded (default: from the config's files). ``source``: where the answers come
     from, an ``AnswerSource`` or its kind in ``SOURCES`` (default: the config's system, else its
-    prompts).
+    prompts). ``resume_with``: the command that continues the run if it stops (``run_pipeline``).
     """
     if isinstance(source, str):
         if source not in SOURCES:
@@ -66,7 +67,9 @@ def run_audit(
                 )
             )
         check_gate_figures(cfg)  # the config's own answers: a typo in a gate costs no audit
-    return run_pipeline(cfg, source, out=out, use_cache=use_cache, resume=resume, inputs=inputs)
+    return run_pipeline(
+        cfg, source, out=out, use_cache=use_cache, resume=resume, inputs=inputs, resume_with=resume_with
+    )
 
 
 def run_compare(

@@ -255,13 +255,19 @@ def describe_failure(result: GateResult, summary: dict, report: Report | dict, r
         f"{result.figure} = {'no value' if result.value is None else f'{result.value:.4g}'}{ci}, needs {result.rule}"
     ]
     if result.value is None and isinstance(node, dict):
-        lines.append(f"    {_why_no_value(JudgedFigure.load(node))}")
+        lines.append(f"    {_why_no_value(result.figure, node)}")
     lines += [f"    {q}" for q in questions_behind(result.figure, report, run_dir)]
     return "\n".join(lines)
 
 
-def _why_no_value(fig: JudgedFigure) -> str:
-    """Why a figure has no value: no answer decided, each left uncertain or not judged."""
+def _why_no_value(figure: str, node: dict) -> str:
+    """Why a figure has no value: a judged figure's answers each left uncertain or not judged; any
+    other figure counts nothing (n = 0)."""
+    stage = _split(figure)[0]
+    if stage != "generation" or "n_uncertain" not in node:
+        counted = {"retrieval": "question", "attribution": "answer"}.get(stage, "item")
+        return f"no {counted} counts towards this figure (n = {Figure.load(node).n or 0})"
+    fig = JudgedFigure.load(node)
     if fig.n_uncertain and not fig.n_not_judged:
         return (
             f"no answer was decided: all {fig.n_uncertain} were left uncertain (their probabilities fell in the "

@@ -21,6 +21,7 @@ from rag_eval.config import AuditConfig
 from rag_eval.data.corpus import load_corpus
 from rag_eval.data.settings import ChunkerConfig
 from rag_eval.data.testset import EvidenceIndex
+from rag_eval.progress import quiet, say
 from rag_eval.retrievers.factory import run_retrievers
 from rag_eval.retrievers.settings import Bm25Config, DenseConfig, HybridConfig
 from rag_eval.retrievers.stage import evaluate
@@ -74,20 +75,26 @@ def simulate_rechunking(
     picked = [i for i in results.answerable if results.questions[i].evidence]
     questions = [results.questions[i] for i in picked]
     out = []
-    for change, chunker in alternatives(cfg.corpus.chunker):
+    tried = alternatives(cfg.corpus.chunker)
+    say(
+        f"diagnosing misses: the corpus chunked {len(tried)} other way{'s' if len(tried) != 1 else ''} "
+        f"({', '.join(change for change, _ in tried)}) and searched again, to test chunking as their cause"
+    )
+    for change, chunker in tried:
         alt = cfg.model_copy(
             update={
                 "corpus": cfg.corpus.model_copy(update={"chunker": chunker}),
                 "retrieval": cfg.retrieval.model_copy(update={"retrievers": own}),
             }
         )
-        new_corpus = load_corpus(alt)
-        index = EvidenceIndex(new_corpus)
-        relabelled = [
-            dataclasses.replace(q, qrels={cid: 1 for e in q.evidence for cid in index.find(e)}) for q in questions
-        ]
-        split = [q.id for q in relabelled if not q.qrels]
-        res = evaluate(alt, new_corpus, relabelled, run_retrievers(alt, new_corpus, relabelled, cache_dir))
+        with quiet():  # the stage's own lines would read as the audit's retrieval again
+            new_corpus = load_corpus(alt)
+            index = EvidenceIndex(new_corpus)
+            relabelled = [
+                dataclasses.replace(q, qrels={cid: 1 for e in q.evidence for cid in index.find(e)}) for q in questions
+            ]
+            split = [q.id for q in relabelled if not q.qrels]
+            res = evaluate(alt, new_corpus, relabelled, run_retrievers(alt, new_corpus, relabelled, cache_dir))
         for name in own:
             before = [results.is_miss(name, i) for i in picked]
             after = [res.is_miss(name, j) for j in range(len(relabelled))]

@@ -87,6 +87,8 @@ def set_label(
                 if replaced is not None:
                     replaced.append(dict(r))
                 r.update(_blank(r))
+                # The draw's weight and inclusion probability stay: the question was drawn with them
+                # (a design-based figure needs the probability the draw had, whatever was answered since).
                 r.update({k: v for k, v in base.items() if k in ("question", "reference", "answer")})
             r.update(cells)
             if note is not None:

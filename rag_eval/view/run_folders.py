@@ -10,12 +10,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rag_eval.labels.human import labelled_line
+from rag_eval.labels.human import known_answers, labelled_line
 from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.formatting import fmt
 from rag_eval.report.report_records import Report, Summary
 from rag_eval.rundir import RunFailures, read_report_json, read_status
-from rag_eval.view.labels_file import label_counts, labels_path, read_rows
+from rag_eval.view.labels_file import as_shown, label_counts, labels_path, read_rows
 
 HEADLINES_SHOWN = 6
 
@@ -107,8 +107,10 @@ def failures_line(f: RunFailures) -> str:
 
 def labelled_count(run_dir: Path) -> tuple[int, dict[str, int]]:
     """Answers with at least one label in the run's labels file, and the answers with yes or no under
-    each column (``label_counts``: a blank row counts nowhere)."""
-    return label_counts(read_rows(labels_path(run_dir)))
+    each column (``label_counts``: a blank row counts nowhere). A row labelling another answer than
+    the run's counts nowhere either, as the labelling page shows it blank (``as_shown``)."""
+    rows = read_rows(labels_path(run_dir))
+    return label_counts(as_shown(rows, known_answers(run_dir)) if rows else rows)
 
 
 def _outcomes(summary: Summary) -> list[tuple[str, str]]:

@@ -33,6 +33,7 @@ from rag_eval.judges.adapted import save_adaptation
 from rag_eval.judges.criteria import half_width_for, labels_for, mean_level
 from rag_eval.judges.registry import JUDGES, Criterion, criteria, criteria_registered, set_criteria
 from rag_eval.judges.scored import ScoredJudges
+from rag_eval.judges.yesno import REASON_TOKENS
 from rag_eval.orchestration.diff import diff_runs
 from rag_eval.orchestration.pipeline import estimate_judge_calls
 from rag_eval.orchestration.runner import run_audit, run_compare
@@ -494,6 +495,8 @@ def test_judge_check_measures_a_criterion_on_cases_labelled_for_it(project, caps
             + ["--criteria", str(path), "--cases", str(cases), "--judges", "names_type", "--json", str(out)]
         )
     assert code == 0, capsys.readouterr()
+    # A criterion is decided by its request with the reason there, as in an audit.
+    assert {b["max_tokens"] for b in s.bodies if b.get("logprobs")} == {REASON_TOKENS}
     score = next(x for x in json.loads(out.read_text())["scores"] if x["source"] == "all")
     assert (score["judge"], score["accuracy"]["n"], score["accuracy"]["value"]) == ("names_type", 12, 1.0)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rag_eval.config import load_config
+from rag_eval.judges.yesno import VERDICT_TOKENS
 from rag_eval.orchestration import pipeline
 from rag_eval.orchestration.runner import run_audit
 
@@ -243,6 +244,8 @@ def test_judge_check_reports_out_of_fold_figures_per_source_and_saves_cutoffs(tm
             ]
         )
     assert code == 0
+    # findings-52 L2: decided as an audit decides them, by the verdict asked alone (2 tokens).
+    assert {b["max_tokens"] for b in s.bodies if b.get("logprobs")} == {VERDICT_TOKENS}
     printed = capsys.readouterr().out
     assert "Out-of-fold" in printed
     scores = {(x["judge"], x["source"]): x for x in json.loads(out.read_text())["scores"]}

@@ -320,3 +320,71 @@ def test_a_local_server_that_exits_mid_run_is_started_again_then_stops_the_run(t
     assert f"exited again (killed by signal 9), after {SERVER_RESTARTS} restarts" in message
     assert str(tmp_path / "llama-server.log") in message and "--resume" in message
     assert sum(m.startswith("the local model server exited (killed by signal 9") for m in said) == SERVER_RESTARTS
+
+
+def test_after_a_restart_requests_in_flight_go_to_the_new_server_and_a_given_up_server_stays_given_up(
+    tmp_path, monkeypatch
+):
+    """findings-52 L7, L8: a request sent beside the one that found the server dead is sent again to
+    the server started anew (not failed, also with max_retries 0), the restart is one, and its time
+    is no request's latency; without a log folder the message names a log that still holds the
+    server's output; once the session gave up on a server, another LLM of it starts no new one."""
+    import time
+
+    import pytest
+
+    from rag_eval.errors import ConfigError
+    from rag_eval.llm import session as session_module
+    from rag_eval.llm.session import SERVER_RESTARTS
+
+    said: list[str] = []
+    monkeypatch.setattr(session_module, "say", said.append)
+    starts = tmp_path / "starts"
+    monkeypatch.setenv("SCRIPTED_SERVER_STARTS", str(starts))
+    monkeypatch.setenv("SCRIPTED_SERVER_LATENCY_S", "2")
+    script, model = fake_llama_server(tmp_path)
+    session = LLMSession(tmp_path / "cache", use_cache=False)  # no log folder: a temporary log
+    cfg = LLMConfig(provider="local", model_path=str(model), server_binary=str(script), max_retries=0, parallel=2)
+    other = cfg.model_copy(update={"temperature": 0.5})
+
+    def kill() -> None:
+        [server] = session.servers.values()
+        os.killpg(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+
+    async def main():
+        llm = session.llm(cfg, "test")
+        try:
+            await llm.chat([{"role": "user", "content": "warm"}])
+            both = [asyncio.ensure_future(llm.chat([{"role": "user", "content": f"q{i}"}])) for i in range(2)]
+            await asyncio.sleep(1)  # both in flight on the server
+            kill()
+            replies = await asyncio.gather(*both)
+            assert [r.error for r in replies] == [None, None]
+            assert all(r.latency_s < 2.8 for r in replies), [r.latency_s for r in replies]  # not the 1 s before
+            for _ in range(SERVER_RESTARTS):
+                kill()
+                await llm.chat([{"role": "user", "content": "again"}])
+        finally:
+            await session.aclose()
+
+    with pytest.raises(ConfigError) as err:
+        asyncio.run(main())
+    assert sum(m.startswith("the local model server exited") for m in said) == SERVER_RESTARTS
+    log = Path(err.value.problems[0].where)
+    assert log.name.startswith("llama-server-") and log.exists()
+    log.unlink()
+    started = len(starts.read_text().split())
+    assert started == SERVER_RESTARTS + 1
+
+    async def another():
+        try:
+            return await session.llm(other, "test").chat([{"role": "user", "content": "q"}])
+        finally:
+            await session.aclose()
+
+    with pytest.raises(ConfigError, match="exited again"):
+        asyncio.run(another())
+    session.close()
+    time.sleep(0.2)
+    assert len(starts.read_text().split()) == started  # no fourth server

@@ -69,6 +69,18 @@ def test_a_fresh_server_restores_the_longest_match_unless_it_holds_as_much(tmp_p
     assert fresh.to_restore(FIXED + "Q: d") is None  # the server's own cache has the beginning
 
 
+def test_a_server_started_anew_holds_nothing(tmp_path):
+    """findings-52 L6: after the server exited and was started again, the library restores the saved
+    beginning (the new server holds none of it), and the new server may save again."""
+    lib = SlotLibrary(tmp_path, "id")
+    lib.sent(FIXED + "Q: a")
+    file = _saved(lib, FIXED + "Q: b")
+    assert lib.to_restore(FIXED + "Q: c") is None  # held by the running server
+    lib.server_started_anew()
+    assert lib.to_restore(FIXED + "Q: c").file == file
+    assert (lib.slot, lib.ram, lib.stats.saved) == ("", [], 0)
+
+
 def test_templates_that_alternate_are_restored_again(tmp_path):
     # A restore overwrites the slot: what it held is gone, not cached. On a fresh server A1, B1, A2
     # need A restored twice (cheap), else A2 would evaluate A's fixed part in full.

@@ -378,3 +378,21 @@ def test_kill_int_stops_a_run_started_with_sigint_ignored(small_project, tmp_pat
     run_dir = next((small_project / "runs").iterdir())
     assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
     assert f"--resume {run_dir}" in err
+
+
+def test_a_stopped_runs_note_names_only_a_command_that_continues_it(tmp_path):
+    """findings-52 L10: `rag-eval run` names its resume command; a run no `rag-eval run` continues
+    (retrieval alone, compare, traces, the API's rows) says to run its own command again; a report
+    that cannot be rewritten leaves the error that stopped the run to be told."""
+    from types import SimpleNamespace
+
+    from rag_eval.orchestration.pipeline import _mark_stopped, _stopped_note
+
+    folder = SimpleNamespace(path=tmp_path / "run-1")
+    note = _stopped_note(folder, "rag-eval run a.yaml --resume {run_dir}", "interrupted")
+    assert note.endswith(f"Resume it with: rag-eval run a.yaml --resume {tmp_path / 'run-1'}")
+    other = _stopped_note(folder, None, "interrupted")
+    assert "rag-eval run" not in other and "Run the same command again" in other
+    (tmp_path / "run-1").mkdir()
+    (tmp_path / "run-1" / "report.md").write_bytes(b"> **In progress:** \xff\xfe\n")  # not UTF-8
+    _mark_stopped(folder, None, "failed: x")  # no UnicodeDecodeError in place of the run's own error

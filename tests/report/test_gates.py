@@ -61,3 +61,19 @@ def test_a_gate_on_a_figure_without_value_says_why():
     assert lines[0] == "generation.base.names_setting = no value, needs >= 0.5"
     assert "all 9 were left uncertain" in lines[1] and "--labels FILE --adapt" in lines[1]
     assert "1 uncertain, 3 not judged (their model calls failed" in describe_failure(failed, summary, {})
+
+
+def test_a_figure_without_value_that_is_not_judged_is_not_explained_by_judging():
+    """findings-52 L5: the judged wording is only for judged figures."""
+    from rag_eval.report.gates import describe_failure
+
+    summary = {
+        "retrieval": {"bm25": {"hit@3": {"value": None, "n": 0}}},
+        "attribution": {"base": {"ok": {"value": None, "n": 0, "count": 0}}},
+    }
+    gates = {"retrieval.bm25.hit@3": ">= 0.5", "attribution.base.ok": ">= 0.5"}
+    hit, ok = check_gates(gates, summary)
+    assert (
+        describe_failure(hit, summary, {}).splitlines()[1].strip() == "no question counts towards this figure (n = 0)"
+    )
+    assert describe_failure(ok, summary, {}).splitlines()[1].strip() == "no answer counts towards this figure (n = 0)"

@@ -11,7 +11,7 @@ from rag_eval.cli import main
 from rag_eval.judges.registry import HUMAN_LABELS
 from rag_eval.labels import store
 from rag_eval.labels.human import COLUMNS, Sampler, read_labels
-from rag_eval.view import labels_file, queue
+from rag_eval.view import labels_file, queue, run_folders
 from rag_eval.view.app import create_app
 from rag_eval.view.queue import build_queue
 from rag_eval.view.run_folders import load_report
@@ -195,8 +195,11 @@ def test_a_row_labelling_an_answer_the_run_no_longer_gives_is_shown_blank_and_st
     rows = labels_file.read_rows(path)
     stale = next(r for r in rows if _key(r) == order[0].key)
     run_answer = stale["answer"]
-    stale.update(answer="An earlier answer, since replaced.", correct="no")
+    weight = stale["weight"]
+    stale.update(answer="An earlier answer, since replaced.", correct="no", weight="9.0")
     labels_file.write_rows(path, rows)
+    # findings-52 L12: the run list counts it unlabelled too.
+    assert run_folders.labelled_count(run)[0] == 1
     capsys.readouterr()
     assert main(["report", str(run), "--labels", str(path)]) == 2
     assert "is not this run's answer" in capsys.readouterr().err
@@ -209,7 +212,8 @@ def test_a_row_labelling_an_answer_the_run_no_longer_gives_is_shown_blank_and_st
     json_body = {"question_id": order[0].question_id, "prompt": order[0].prompt, "values": body, "note": None}
     assert c.post(f"/api/runs/{first}/labels?figures=0", json=json_body).status_code == 200
     row = next(r for r in labels_file.read_rows(path) if _key(r) == order[0].key)
-    assert row["answer"] == run_answer
+    # The question was drawn with the row's weight: it stays (findings-52 L12 thought otherwise).
+    assert (row["answer"], row["weight"]) == (run_answer, "9.0") and weight != "9.0"
     assert (row["correct"], row["faithful"], row["refused"], row["note"]) == ("yes", "", "no", "")
     [kept] = labels_file.read_rows(labels_file.replaced_path(run))
     assert (kept["answer"], kept["correct"], kept["faithful"], kept["note"]) == (
