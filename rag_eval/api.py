@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval import progress as prog
+from rag_eval.answers.generation import is_answers_file, read_answers_file
 from rag_eval.answers.supplied import parse_rows
 from rag_eval.cache_dirs import cache_root
 from rag_eval.config import AuditConfig, config_from_dict, load_config
@@ -619,6 +620,8 @@ def validate(config: ConfigLike, *, try_question: str | None = None) -> Validati
     cfg = as_config(config)
     inputs = load_inputs(cfg)
     preflight(cfg)
+    if cfg.generation is not None and cfg.generation.answers and is_answers_file(cfg.generation.answers):
+        read_answers_file(cfg.resolve_path(cfg.generation.answers), [q.id for q in inputs.questions])
     result = Validation(cfg, inputs, generic_labels(cfg, inputs.questions), split_evidence(inputs.questions))
     if try_question:
         if cfg.system is None:
@@ -688,6 +691,7 @@ def render_report(
         raise DataError(Problem("--adapt", "adapting the judges needs the run's labels", "add --labels FILE"))
     if not labels:
         return Rendered(report, None, write_report(run_dir, report))
+    _labels_exist(Path(labels), run_dir)
     kind = LABELLED
     if adapt:
         found = read_labels(Path(labels), known_answers(run_dir), criteria_of(report))
@@ -705,6 +709,16 @@ def render_report(
     else:
         report = label_run(report, run_dir, Path(labels), confidence)
     return Rendered(report, kind, write_report(run_dir, report, kind))
+
+
+def _labels_exist(labels: Path, run_dir: Path) -> None:
+    """DataError for a labels file that is not there, naming the run's own where it has one (a path
+    given relative to the run folder, as ``rag-eval label`` names it, is a common slip)."""
+    if labels.exists():
+        return
+    own = run_dir / "labels" / labels.name
+    fix = f"did you mean {own}? (rag-eval label writes it there)" if own.is_file() else "check the path"
+    raise DataError(Problem(str(labels), "the labels file does not exist", fix))
 
 
 def draw_labels(

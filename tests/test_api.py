@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import datasets
 import pandas as pd
@@ -340,3 +341,22 @@ def test_rows_inline_in_a_dict_config_are_taken_as_the_keyword_arguments(tmp_pat
         rag_eval.as_config(inline)
     assert "config (dict) (corpus, test_set): rows inline" in err.value.render()
     assert "rag_eval.audit(config, corpus=rows, test_set=rows)" in err.value.render()
+
+
+def test_a_labels_file_given_relative_to_the_run_is_pointed_at(tmp_path, monkeypatch):
+    """User trial 2 H4: `report RUN --labels labels.csv` from another folder names the run's own file."""
+    import pytest
+
+    from rag_eval.api import _labels_exist
+    from rag_eval.errors import DataError
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "runs" / "r1"
+    (run / "labels").mkdir(parents=True)
+    with pytest.raises(DataError) as err:
+        _labels_exist(Path("labels.csv"), run)
+    assert "check the path" in err.value.render()
+    (run / "labels" / "labels.csv").write_text("question_id,prompt\n")
+    with pytest.raises(DataError) as err:
+        _labels_exist(Path("labels.csv"), run)
+    assert f"did you mean {run / 'labels' / 'labels.csv'}?" in err.value.render()

@@ -22,7 +22,7 @@ from rag_eval.answers.settings import GenerationConfig
 from rag_eval.base_records import StageReuse, required
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
-from rag_eval.errors import ConfigError, DataError, Problem
+from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import track_async
 from rag_eval.resources import shipped_prompt
@@ -276,6 +276,45 @@ class _SuppliedAnswer(BaseModel):
     contexts: Any = None
 
 
+def is_answers_file(value: str) -> bool:
+    """Whether ``generation.answers`` names a file (else a callable's import path)."""
+    return value.endswith((".jsonl", ".json")) or "/" in value
+
+
+def read_answers_file(path: Path, question_ids: list[str]) -> dict[tuple[str, str], _SuppliedAnswer]:
+    """The answers of a ``generation.answers`` file by (question id, prompt); DataError listing every
+    record without question_id and answer, and every question_id the test set does not hold (with
+    the closest one: a typo would otherwise drop the question from every figure)."""
+    known = set(question_ids)
+    by_id: dict[tuple[str, str], _SuppliedAnswer] = {}
+    problems = []
+    for rec in read_records(path, "answers"):
+        line = _SuppliedAnswer.model_validate(rec.data)
+        qid, answer = line.question_id, line.answer
+        if qid is None or not isinstance(answer, str):
+            problems.append(
+                Problem(
+                    rec.where,
+                    "an answer record needs question_id and answer (a string)",
+                    '{"question_id": "q1", "answer": "..."}',
+                )
+            )
+            continue
+        if str(qid) not in known:
+            problems.append(
+                Problem(
+                    rec.where,
+                    f"question_id '{qid}' is no question of the test set; {did_you_mean(str(qid), sorted(known))}",
+                    "use the id of the test set's question this answers (ids are case-sensitive), or remove the line",
+                )
+            )
+            continue
+        by_id[(str(qid), str(line.prompt))] = line
+    if problems:
+        raise DataError(problems)
+    return by_id
+
+
 def supplied_answers(
     cfg: AuditConfig,
     corpus: Corpus,
@@ -289,24 +328,29 @@ def supplied_answers(
     value = g.answers or ""
     ids = {res.questions[i].id: i for i in selected}
     records = []
-    if value.endswith((".jsonl", ".json")) or "/" in value:
-        path = cfg.resolve_path(value)
-        by_id = {}
-        for rec in read_records(path, "answers"):
-            line = _SuppliedAnswer.model_validate(rec.data)
-            qid, answer = line.question_id, line.answer
-            if qid is None or not isinstance(answer, str):
-                raise DataError(
-                    Problem(
-                        rec.where,
-                        "an answer record needs question_id and answer (a string)",
-                        '{"question_id": "q1", "answer": "..."}',
-                    )
-                )
-            by_id[(str(qid), line.prompt)] = line
+    if is_answers_file(value):
+        by_id = read_answers_file(cfg.resolve_path(value), [q.id for q in res.questions])
+        answered = {qid for qid, _ in by_id}
+        for qid in [q for q in ids if q not in answered]:
+            # A selected question the file does not answer fails, named, so no figure is silently
+            # computed on fewer questions than the test set asks.
+            records.append(
+                {
+                    "question_id": qid,
+                    "prompt": "system",
+                    "prompt_hash": None,
+                    "retriever": g.retriever,
+                    "contexts": [c.id for c in contexts_for(res, corpus, g, ids[qid])],
+                    "answer": None,
+                    "model": "supplied",
+                    "error": f"no answer to this question in {value} (generation.answers): add a line "
+                    f'{{"question_id": "{qid}", "answer": "..."}}',
+                    **(weights or {}).get(qid, {}),
+                }
+            )
         for (qid, prompt), d in by_id.items():
             if qid not in ids:
-                continue
+                continue  # a question of the test set that the sample left out
             q = ids[qid]
             contexts = d.contexts or [c.id for c in contexts_for(res, corpus, g, q)]
             records.append(

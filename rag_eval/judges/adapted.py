@@ -30,6 +30,7 @@ from rag_eval.judges.judge_records import Calibration
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, banded
 from rag_eval.judges.scored import DEFAULT_CUTOFF, word_evidence
+from rag_eval.judges.uncertain import LEFT_UNCERTAIN, mark_close_call, without_uncertain_note
 from rag_eval.rundir import write_json
 
 FILE = "adaptations.json"
@@ -89,7 +90,7 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
     probs = use.probs(it)
     unsure, positive = use.decide(it)
     details = {**j.details, "adapted": note, "band": list(d.band) if d.band else None}
-    for k in ("leaning", "leaning_score", "score_range", "uncertain_statements"):
+    for k in ("leaning", "leaning_score", "score_range", "uncertain_statements", LEFT_UNCERTAIN):
         details.pop(k, None)
     rows = statement_rows(j)
     if rows is not None:
@@ -110,7 +111,7 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
     if unsure:  # the leaning is kept in the details; the verdict is left undecided
         details.update(leaning=verdict, leaning_score=score)
         status, verdict, score = "uncertain", None, None
-    return j.model_copy(
+    redecided = j.model_copy(
         update={
             "status": status,
             "verdict": verdict,
@@ -118,8 +119,10 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
             "probability": probability,
             "cutoff": d.cutoff,
             "details": details,
+            "reason": without_uncertain_note(j.reason),
         }
     )
+    return mark_close_call(redecided)  # a close call at the adapted cut-off is one too
 
 
 def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], threshold: float) -> dict[str, Decider]:

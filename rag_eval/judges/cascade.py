@@ -26,6 +26,7 @@ from rag_eval.judges.escalation import Opinion, second_opinion
 from rag_eval.judges.judge_check import Case, as_cases, cutoff_fitter, kind_of
 from rag_eval.judges.registry import CASE_KINDS, JUDGES, judges_for
 from rag_eval.judges.scored import ScoredJudges, correctness_variant, split_statements
+from rag_eval.judges.statements import without_markers
 from rag_eval.judges.uncertain import band_folds, bands_for
 from rag_eval.judges.uncertain import target as target_of
 from rag_eval.llm.session import LLMSession
@@ -71,7 +72,9 @@ def _values(judge: str, case: Case, placeholders: tuple[str, ...]) -> list[dict[
     context = "\n\n".join(required(case.contexts, f"case {case.id}'s contexts"))
     answer = required(case.answer, f"case {case.id}'s answer")
     question = required(case.question, f"case {case.id}'s question")
-    return [{"context": context, "question": question, "statement": s} for s in split_statements(answer)]
+    return [
+        {"context": context, "question": question, "statement": without_markers(s)} for s in split_statements(answer)
+    ]
 
 
 def second_opinions(

@@ -32,6 +32,7 @@ checked against the cited passages as every judge's are (``evidence.py``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from rag_eval.judges.citations import CitedAnswer, CitedSentence, read_citations
 from rag_eval.judges.evidence import Said
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import Inputs
+from rag_eval.judges.uncertain import NUMERIC_NOISE_LOGIT
 from rag_eval.judges.yesno import Decision
 from rag_eval.types import Chunk
 
@@ -146,7 +148,17 @@ class CitationsJudge:
         self._asked: dict[tuple[str, frozenset[int]], Asked] = {}
 
     def unsure(self, p: float) -> bool:
-        return self.band is not None and self.band[0] <= p < self.band[1]
+        """In the band, or (whatever the band, unless ``judges.uncertain: off``) within the server's
+        numeric noise of the cut-off."""
+        if self.band is None:
+            return False
+        if (
+            0 < p < 1
+            and 0 < self.cut < 1
+            and abs(math.log(p / (1 - p)) - math.log(self.cut / (1 - self.cut))) < NUMERIC_NOISE_LOGIT
+        ):
+            return True
+        return self.band[0] <= p < self.band[1]
 
     async def ask(self, sentence: str, positions: frozenset[int], *, explain: bool) -> Asked:
         """Is ``sentence`` supported by the passages at ``positions``? Asked once per set of passages;

@@ -337,7 +337,6 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
         text = text.split('"')[0].strip()
         q = check_quote(text, _candidates(sources, lead.sources), prompt.template)
         quotes.append(q)
-        where = "" if q.verified else " (not found in the inputs)"
         # A small model asked for the answer's words then the reference's may quote one input twice
         # (the same passage, or two passages of it): "the answer says ..., but the answer says ..."
         # contrasts nothing, so a second quote of the same input is kept in the record, not shown.
@@ -345,9 +344,10 @@ async def forced_quotes(prompt, llm, values: dict[str, str], decided: str, leads
             p.text == q.text or (q.verified and p.verified and _role(p.found_in) == _role(q.found_in))
             for p in quotes[:-1]
         )
-        # The prompt's own example, or one plain word, is no evidence: recorded, never shown.
-        if not repeat and not q.copies_prompt and not q.too_short:
-            shown.append(f'{lead.shown(q.found_in)} "{q.text}"{where}')
+        # The prompt's own example, one plain word, or words no input holds (a quote the model made
+        # up would stand as what the passage says) are no evidence: recorded, never shown.
+        if not repeat and not q.copies_prompt and not q.too_short and q.verified:
+            shown.append(f'{lead.shown(q.found_in)} "{q.text}"')
         reply += f'{text}",'
     return quotes, shown, calls, tokens, None
 

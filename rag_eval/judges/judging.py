@@ -29,9 +29,16 @@ from rag_eval.judges.escalation import escalate_records, first_pass
 from rag_eval.judges.judge_records import Calibration, Figures, JudgedFigure, JudgingInfo
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.ragas_judges import RagasJudges
-from rag_eval.judges.registry import JUDGES, Families, Inputs, criteria, decider, figures
+from rag_eval.judges.registry import JUDGES, Families, Inputs, banded, criteria, decider, figures
 from rag_eval.judges.scored import ScoredJudges
-from rag_eval.judges.uncertain import Band, bands_for, mark
+from rag_eval.judges.uncertain import (
+    NUMERIC_NOISE_LOGIT,
+    Band,
+    bands_for,
+    mark,
+    mark_close_call,
+    mark_reference_covered,
+)
 from rag_eval.judges.yesno import DECIDED_ALONE, REASONS_WANTED, VERDICTS_ALONE
 from rag_eval.progress import decided, plan, say, track_async
 from rag_eval.rundir import read_jsonl, write_text
@@ -54,12 +61,15 @@ def context_chars(cfg: AuditConfig) -> int:
 
 
 def judged_contexts(corpus: Corpus, ids: list[str], max_chars: int) -> list[str]:
-    """The contexts a judge is given: each chunk's text cut as the generator's (``context_seen``);
-    an id the corpus does not hold stands for itself."""
+    """The contexts a judge is given, as the generator was given them (``format_contexts``): each
+    chunk's title on a line of its own, then its text cut as the generator's (``context_seen``); an
+    id the corpus does not hold stands for itself. An answer may rightly take a name from a title
+    (API documentation titles a passage with the function it describes)."""
     out = []
     for cid in ids:
         c = corpus.chunks[corpus.index[cid]] if cid in corpus.index else None
-        out.append(context_seen(c.text if c else cid, max_chars))
+        seen = context_seen(c.text if c else cid, max_chars)
+        out.append(f"{c.title}\n{seen}" if c is not None and c.title.strip() else seen)
     return out
 
 
@@ -136,6 +146,13 @@ class JudgeRun:
                 "reasons": self.scored.reasons,
                 **({"blends": blends} if blends else {}),
                 **({"citation_band": list(band)} if band is not None else {}),
+                # Close calls and a reference the answer holds are left uncertain (the verdicts of
+                # earlier runs are decided again: their requests come from the response cache).
+                **(
+                    {"noise": NUMERIC_NOISE_LOGIT, "covered": 1}
+                    if name in banded() and self.jc.uncertain != "off"
+                    else {}
+                ),
             }
         key = inputs_hash(name, self.judge_hash(name), self.llm.identity, self.llm.model, cut, inputs)
         if not explain and (old := self.reusable(name, q.id, prompt, key)) is not None:
@@ -167,6 +184,8 @@ class JudgeRun:
             DECIDED_ALONE.reset(alone)
         if self.bands:
             result = mark(result, self.bands, self.jc.faithfulness_threshold)
+        if spec.family == "scored" and name in banded() and self.jc.uncertain != "off":
+            result = mark_reference_covered(mark_close_call(result), q.reference, answer)
         if deferred:  # a copy: an answer-independent twin's details are shared with other prompts
             result = result.model_copy(update={"details": {**result.details, "reasons_deferred": True}})
         self.emit(result, counted=not explain)  # a verdict asked again is no new decision

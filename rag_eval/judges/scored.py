@@ -34,7 +34,10 @@ from rag_eval.judges.criteria import criterion_prompt
 from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
-from rag_eval.judges.statements import split_statements  # also imported from here (cascade, pipeline)
+from rag_eval.judges.statements import (  # split_statements: also from here (cascade, pipeline)
+    split_statements,
+    without_markers,
+)
 from rag_eval.judges.yesno import REASONS_WANTED, Decision, YesNoPrompt, load_prompt
 from rag_eval.llm.client import LLM
 from rag_eval.resources import shipped_prompt
@@ -380,7 +383,14 @@ class ScoredJudges:
 
     async def faithfulness(self, qid: str, prompt: str, question: str, answer: str, contexts: list[str]) -> Judgement:
         return await self._statements(
-            "faithfulness_yesno", qid, prompt, question, split_statements(answer), contexts, "answer", answer
+            "faithfulness_yesno",
+            qid,
+            prompt,
+            question,
+            [c for s in split_statements(answer) if (c := without_markers(s))],
+            contexts,
+            "answer",
+            answer,
         )
 
     async def context_recall(

@@ -22,3 +22,13 @@ def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
         else:
             merged.append(p)
     return merged[:limit]
+
+
+# A citation marker of numbers ("[1]", "[1, 3]", "[2-4]"): it names a passage, it states nothing.
+_NUMBERED_MARKER = re.compile(r"\s*\[\d+(?:\s*[,\u2013-]\s*\d+)*\]")
+
+
+def without_markers(statement: str) -> str:
+    """A statement as a claim to check against the passages: numbered citation markers removed (their
+    digits are no word of the claim that a passage should hold)."""
+    return _NUMBERED_MARKER.sub("", statement).strip()

@@ -26,6 +26,7 @@ import numpy as np
 from rag_eval.base_records import Model
 from rag_eval.calibration import cutoffs as calibration
 from rag_eval.calibration.cutoffs import fold_assignment, key
+from rag_eval.calibration.lexical import coverage
 from rag_eval.judges.details import StatementsDetails
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import band_targets, banded, variants
@@ -255,6 +256,66 @@ def mark(j: Judgement, bands: dict[str, Band], threshold: float) -> Judgement:
             },
         }
     )
+
+
+# How far the embedded server's numerics alone move a verdict's log-odds: the same judge requests sent
+# in three orders (each meeting another prompt-cache state) differed by up to 0.21 (p99 0.18) in 100
+# of judge-check's requests (benchmarks/verdict_noise). A verdict decided nearer its cut-off than
+# this could be decided the other way by the next run of the same audit: it is left uncertain.
+NUMERIC_NOISE_LOGIT = 0.2
+
+
+LEFT_UNCERTAIN = "left_uncertain"  # the details key saying why a decided verdict was left uncertain
+_NOTE = "; left uncertain: "
+
+
+def without_uncertain_note(reason: str | None) -> str | None:
+    """A reason without the note ``_uncertain`` added (a verdict decided again gets its own)."""
+    return reason.split(_NOTE)[0] if reason else reason
+
+
+def _uncertain(j: Judgement, band: list[float] | None, why: str) -> Judgement:
+    """``j`` left uncertain (its leaning kept, as ``mark`` leaves a verdict in the band), ``why`` said
+    after its reason."""
+    details = {**j.details, "leaning": j.verdict, "leaning_score": j.score, LEFT_UNCERTAIN: why}
+    details.update({"band": band} if band is not None else {})
+    reason = f"{j.reason}{_NOTE}{why}" if j.reason else _NOTE.removeprefix("; ") + why
+    return j.model_copy(
+        update={"status": "uncertain", "verdict": None, "score": None, "details": details, "reason": reason}
+    )
+
+
+def mark_close_call(j: Judgement) -> Judgement:
+    """A verdict of one probability decided within ``NUMERIC_NOISE_LOGIT`` of its cut-off, whatever
+    band the cut-off has (a fitted band may be empty), as ``uncertain``; else unchanged."""
+    if j.status != "judged" or j.probability is None or not isinstance(j.cutoff, int | float):
+        return j
+    if isinstance(j.typed_details, StatementsDetails) or not 0 < j.cutoff < 1:
+        return j
+    z, cut = float(_logit(np.array(j.probability))), float(_logit(np.array(j.cutoff)))
+    if abs(z - cut) >= NUMERIC_NOISE_LOGIT:
+        return j
+    low, high = (float(1 / (1 + np.exp(-(cut + d)))) for d in (-NUMERIC_NOISE_LOGIT, NUMERIC_NOISE_LOGIT))
+    current = j.typed_details.band
+    band = [min(low, float(current[0])), max(high, float(current[1]))] if current else [low, high]
+    return _uncertain(
+        j,
+        [round(band[0], 6), round(band[1], 6)],
+        f"P {j.probability:.3f} is within the server's numeric noise of the cut-off {j.cutoff:.3f} "
+        f"(±{NUMERIC_NOISE_LOGIT} in log-odds): another run could decide it the other way",
+    )
+
+
+def mark_reference_covered(j: Judgement, reference: str | None, answer: str) -> Judgement:
+    """A decided ``incorrect`` of an answer that holds every word and name of the reference (and
+    does not answer yes where it says no) as ``uncertain``: the words and the judge disagree, and a
+    right answer in other order or with more words is the commoner case; else unchanged."""
+    if j.judge != "correctness" or j.status != "judged" or j.verdict != "incorrect" or not reference:
+        return j
+    cov = coverage(reference, answer)
+    if cov.word_recall < 1.0 or cov.name_recall < 1.0 or cov.conflict:
+        return j
+    return _uncertain(j, None, "the answer holds every word of the reference, which the judge called incorrect")
 
 
 class _Leaning(Model):

@@ -343,7 +343,8 @@ def add_judging(
         calibration=reuse.calibration,
         ragas_requests=reuse.ragas_requests,
         ragas_agreement=reuse.ragas_agreement,
-        same_model=cfg.generation is not None and _same_model(cfg),
+        # Only where the configured model wrote answers: supplied, traced and a system's are others'.
+        same_model=_same_model(cfg) and any(g.model not in ("supplied", "system") for g in generations),
         weighted=bool(weights),
         figures=figures.figures,
         records=judgements,
@@ -383,13 +384,16 @@ def criteria_section(cfg: AuditConfig, judges: JudgesSection) -> dict[str, Crite
     st = cfg.stats
     out = {}
     for name, c in jc.criteria.items():
-        mine = [r for r in judges.records if r.judge == name and r.status == "judged"]
+        # Every answer the criterion judged: an uncertain pass or fail still has its level.
+        mine = [r for r in judges.records if r.judge == name and r.status in ("judged", "uncertain")]
         means = {}
         for prompt in sorted({r.prompt for r in mine}) if c.levels else []:
             levels = [
                 m for r in mine if r.prompt == prompt and (m := RubricDetails.load(r.details).mean_level) is not None
             ]
-            if levels:
+            if len(levels) == 1:  # one value has no interval (a bootstrap would say [v, v])
+                means[prompt] = Figure(value=levels[0], n=1)
+            elif levels:
                 est = bootstrap_mean(
                     np.array(levels, dtype=float),
                     n_resamples=st.bootstrap_resamples,

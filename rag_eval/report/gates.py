@@ -256,6 +256,15 @@ def describe_failure(result: GateResult, summary: dict, report: Report | dict, r
     ]
     if result.value is None and isinstance(node, dict):
         lines.append(f"    {_why_no_value(result.figure, node)}")
+    elif isinstance(node, dict) and "n_uncertain" in node:
+        judged = JudgedFigure.load(node)
+        left = judged.n_uncertain + judged.n_not_judged
+        if left:
+            # A figure of a few decided answers reads as one of all of them unless it says so.
+            lines.append(
+                f"    decided on {judged.n or 0} of {(judged.n or 0) + left} answers: {judged.n_uncertain} "
+                f"uncertain, {judged.n_not_judged} not judged"
+            )
     lines += [f"    {q}" for q in questions_behind(result.figure, report, run_dir)]
     return "\n".join(lines)
 

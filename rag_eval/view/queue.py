@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rag_eval.answers.generation import context_seen
 from rag_eval.attribution import AttributionRow, JudgeBrief
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
 from rag_eval.data.testset import stable_id
 from rag_eval.errors import RagEvalError
-from rag_eval.judges.judging import judged_contexts
 from rag_eval.judges.registry import HUMAN_LABELS, JUDGES
 from rag_eval.labels.columns import criteria_of, run_columns
 from rag_eval.labels.human import DrawnAnswer, LabelsRow, draw
@@ -247,13 +247,13 @@ def run_sources(run_dir: Path, report: Report) -> RunSources:
 
 
 def context_view(cid: str, relevant: bool, sources: RunSources, quotes: list[str]) -> ContextView:
-    """One context split where the generator and the judges stopped reading: the part they were
-    given is exactly the judges' input (``judged_contexts``), the rest is folded away."""
+    """One context split where the generator and the judges stopped reading: the part of its text
+    they were given (``context_seen``, as ``judged_contexts`` cuts it), the rest folded away."""
     corpus = sources.corpus
     if corpus is None or cid not in corpus.index:
         return ContextView(cid, "(text not available)", relevant)
     text = corpus.chunks[corpus.index[cid]].text
-    seen = judged_contexts(corpus, [cid], sources.max_chars)[0] if sources.max_chars else text
+    seen = context_seen(text, sources.max_chars) if sources.max_chars else text
     rest = text[len(seen) :]
     marked = highlight(seen, quotes)
     return ContextView(

@@ -109,7 +109,9 @@ def test_supplied_answers_are_used_instead_of_a_model(small_project):
         run_dir = run_audit(cfg)
         assert s.calls == 0
     records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
-    assert {(r["question_id"], r["answer"]) for r in records} == {("q1", "Lists."), ("q2", "A set.")}
+    given = {(r["question_id"], r["answer"]) for r in records if r["error"] is None}
+    assert given == {("q1", "Lists."), ("q2", "A set.")}
+    assert all(r["answer"] is None for r in records if r["question_id"] not in ("q1", "q2"))
 
 
 def test_missing_placeholder_is_a_config_error(small_project, capsys):
@@ -198,3 +200,33 @@ def test_sample_weights_make_shares_estimate_the_whole_test_set(small_project):
     assert select_questions(
         cfg.model_copy(update={"generation": cfg.generation.model_copy(update={"sample": None})}), res
     ) == list(range(4))
+
+
+def test_an_answers_file_naming_no_question_of_the_test_set_is_refused_and_a_missing_answer_fails(
+    small_project, capsys
+):
+    """User trial 2 H3: a question_id with a typo (Q1 for q1) dropped the question from every figure,
+    exit 0. Now validate and run name the line and the closest id (exit 2, no run made); a selected
+    question the file does not answer is a failed answer, named, so the default gate fails."""
+    from rag_eval.cli import main
+
+    path = small_project / "answers.jsonl"
+    path.write_text(json.dumps({"question_id": "Q1", "answer": "Lists."}) + "\n")
+    with ScriptedServer() as s:
+        judges = (
+            f"judges:\n  metrics: [refusal]\n  llm: {{provider: openai, model: scripted, base_url: '{s.base_url}'}}\n"
+        )
+        cfg = _project(small_project, s.base_url, f"  answers: {path}\n{judges}")
+        for command in ("validate", "run"):
+            capsys.readouterr()
+            assert main(["--quiet", command, cfg.config_path]) == 2
+            err = capsys.readouterr().err
+            assert f"{path}:1: question_id 'Q1' is no question of the test set; did you mean 'q1'?" in err
+        path.write_text(json.dumps({"question_id": "q1", "answer": "Lists."}) + "\n")
+        assert main(["--quiet", "run", cfg.config_path]) == 1  # the default gate: answers without verdicts
+        assert s.calls > 0  # the answer given is judged
+    run_dir = max((small_project / "runs").iterdir(), key=lambda p: (p / "generation.jsonl").exists())
+    records = {r["question_id"]: r for r in map(json.loads, (run_dir / "generation.jsonl").read_text().splitlines())}
+    assert records["q1"]["answer"] == "Lists." and records["q1"]["error"] is None
+    missing = [r for q, r in records.items() if q != "q1"]
+    assert missing and all(r["answer"] is None and "no answer to this question in" in r["error"] for r in missing)

@@ -351,9 +351,10 @@ def test_criteria_decided_by_probability_in_an_audit(project):
     assert "names_type" in rows["q3"]["failed_criteria"]
     section = report["judges"]["criteria"]["names_type"]
     assert section["labels_needed"] == 97 and section["calibrated"] is False
+    # User trial 2 M4: the mean level of every answer the rubric judged, an uncertain pass or fail too.
+    levelled = [r for r in scope.values() if r["status"] in ("judged", "uncertain")]
     assert report["judges"]["criteria"]["scope"]["mean_level"]["a"]["value"] == pytest.approx(
-        sum(r["details"]["mean_level"] for r in scope.values() if r["status"] == "judged")
-        / sum(r["status"] == "judged" for r in scope.values())
+        sum(r["details"]["mean_level"] for r in levelled) / len(levelled)
     )
     md = (run_dir / "report.md").read_text()
     assert "## Your criteria" in md and f"### `names_type`: {NAMES_TYPE}" in md

@@ -403,3 +403,21 @@ def test_the_prompts_own_example_quoted_as_the_context_is_not_shown():
     assert row["reason"] == 'the answer says "It does not process lines that do not contain an equals sign"'
     assert "1889" not in f.reason
     assert [(q["found_in"], q["copies_prompt"]) for q in row["evidence"]["quotes"]] == [("answer", False), (None, True)]
+
+
+def test_a_quote_no_input_holds_is_not_shown_as_what_the_passage_says():
+    """User trial 2 M9: "the context says "<words the model made up>" (not found in the inputs)" stood
+    as the ground of the verdict. A made-up quote is kept in the record, never shown."""
+    answer = "It does not process lines that do not contain an equals sign."
+    contexts = ["Variable without a value: `dotenv_values` associates the variable name with `None`."]
+    f = _unsupported(
+        "What about a key without a value?",
+        answer,
+        contexts,
+        answer_quote="It does not process lines that do not contain an equals sign",
+        context_quote="Lines without an equals sign are skipped and never processed",
+    )
+    [row] = f.details["statements"]
+    assert row["reason"] == 'the answer says "It does not process lines that do not contain an equals sign"'
+    assert "never processed" not in f.reason
+    assert [q["verified"] for q in row["evidence"]["quotes"]] == [True, False]

@@ -2,6 +2,7 @@
 agreement; records in it counted apart, outcomes `uncertain`, and the report's list to label first."""
 
 import json
+import math
 import shutil
 
 import numpy as np
@@ -149,3 +150,52 @@ def test_the_band_is_validated_with_a_clear_message(small_project):
     with pytest.raises(ConfigError) as err:
         _project(small_project, "http://127.0.0.1:9/v1", "  uncertain: {refusal: [0.7, 0.6]}\n")
     assert "low <= high" in str(err.value)
+
+
+def test_a_verdict_within_the_server_s_numeric_noise_of_its_cut_off_is_uncertain():
+    """User trials M10 and 2-M11: P 0.8426 under a cut-off of 0.8430 with an empty fitted band was a
+    decided "incorrect". Within NUMERIC_NOISE_LOGIT of the cut-off (what the server's numerics alone
+    move, benchmarks/verdict_noise) a verdict is uncertain, its band widened to say where."""
+    from rag_eval.judges.judgement import Judgement
+    from rag_eval.judges.uncertain import NUMERIC_NOISE_LOGIT, mark_close_call, without_uncertain_note
+
+    def verdict(p: float) -> Judgement:
+        return Judgement(
+            "correctness",
+            "q1",
+            "a",
+            "judged",
+            verdict="incorrect",
+            score=0.0,
+            probability=p,
+            cutoff=0.842993,
+            reason="the model wrote Yes",
+            details={"band": [0.842993, 0.842993]},
+        )
+
+    close = mark_close_call(verdict(0.842615))
+    assert (close.status, close.verdict, close.details["leaning"]) == ("uncertain", None, "incorrect")
+    low, high = close.details["band"]
+    assert low < 0.842615 < high and abs(math.log(high / (1 - high)) - math.log(0.842993 / 0.157007)) == pytest.approx(
+        NUMERIC_NOISE_LOGIT, abs=1e-4
+    )
+    assert (
+        "numeric noise of the cut-off 0.843" in close.reason
+        and without_uncertain_note(close.reason) == "the model wrote Yes"
+    )
+    far = verdict(0.79)  # 0.35 under the cut-off in log-odds: decided
+    assert mark_close_call(far) == far
+
+
+def test_an_incorrect_verdict_of_an_answer_holding_the_whole_reference_is_uncertain():
+    """User trial 2 H2: the answer "Call click.unstyle(text)." to that very reference was a decided
+    "incorrect" at P 0.79; the words and the judge disagree, so it is left uncertain, not decided."""
+    from rag_eval.judges.judgement import Judgement
+    from rag_eval.judges.uncertain import mark_reference_covered
+
+    j = Judgement("correctness", "q1", "a", "judged", verdict="incorrect", score=0.0, probability=0.79, cutoff=0.84)
+    ref = "Call click.unstyle(text)."
+    assert mark_reference_covered(j, ref, "Call click.unstyle(text).").status == "uncertain"
+    assert mark_reference_covered(j, ref, "You can call the click.unstyle(text) function.").status == "uncertain"
+    assert mark_reference_covered(j, ref, "Call click.style(text).") == j  # a name is missing: decided
+    assert mark_reference_covered(j, "Yes, it does.", "No, it does not.") == j  # a yes/no conflict: decided

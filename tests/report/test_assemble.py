@@ -24,6 +24,10 @@ def _supplied(tmp_path):
             "corpus": {"source": "given"},
             "test_set": {"source": "given"},
             "retrieval": {"retrievers": {"supplied": {"type": "bm25"}}},
+            "generation": {
+                "retriever": "supplied",
+                "answers": "answers.jsonl",
+            },  # the generator's llm stays the default: the judge's
             "judges": {"metrics": METRICS},
         },
         tmp_path,
@@ -34,7 +38,8 @@ def _supplied(tmp_path):
         Question("q3", "Who wrote the tutorial?", {}, False),
     ]
     answers = [
-        Answer(question_id=q.id, prompt="system", contexts=[f"ctx-{q.id}"], answer="An answer.") for q in questions
+        Answer(question_id=q.id, prompt="system", contexts=[f"ctx-{q.id}"], answer="An answer.", model="supplied")
+        for q in questions
     ]
     judgements = [
         Judgement("refusal", q.id, "system", "judged", verdict="answered", reason="it answers") for q in questions
@@ -86,6 +91,8 @@ def test_supplied_answers_get_the_audit_s_attribution_section(tmp_path):
 
 def test_supplied_report_files_and_summary(tmp_path):
     report = _supplied(tmp_path)
+    # User trial 2 M8: the judge model wrote none of these answers: no "grades its own answers".
+    assert report.judges.same_model is False
     write_report(tmp_path, report)
     # Every run has its page: the judged answers and where they fail, with no retrieval section.
     page = (tmp_path / "report.html").read_text(encoding="utf-8")

@@ -77,3 +77,15 @@ def test_a_figure_without_value_that_is_not_judged_is_not_explained_by_judging()
         describe_failure(hit, summary, {}).splitlines()[1].strip() == "no question counts towards this figure (n = 0)"
     )
     assert describe_failure(ok, summary, {}).splitlines()[1].strip() == "no answer counts towards this figure (n = 0)"
+
+
+def test_a_gate_on_a_figure_of_few_decided_answers_says_how_few():
+    """User trial 2 M6: "= 0 (needs >= 0.9)" from 1 of 10 answers read as a verdict on all ten."""
+    from rag_eval.report.gates import describe_failure
+
+    node = {"value": 0.0, "ci_low": 0.0, "ci_high": 0.79, "n": 1, "n_not_judged": 0, "n_uncertain": 9}
+    summary = {"generation": {"base": {"no_url": node}}}
+    [result] = check_gates({"generation.base.no_url": ">= 0.9"}, summary)
+    lines = describe_failure(result, summary, {}).splitlines()
+    assert lines[0].startswith("generation.base.no_url = 0 [95% CI 0.000, 0.790; n=1]")
+    assert lines[1].strip() == "decided on 1 of 10 answers: 9 uncertain, 0 not judged"

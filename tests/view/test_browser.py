@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from rag_eval.answers.generation import context_seen
 from rag_eval.config import load_config
 from rag_eval.judges.judging import judged_contexts
 from rag_eval.judges.registry import set_criteria
@@ -285,6 +286,8 @@ def test_the_contexts_are_shown_as_the_generator_and_the_judges_were_given_them(
     shutil.copytree(src, folder)
     corpus = Corpus([Chunk(c["id"], c["text"], c["title"]) for c in [*SMALL_CORPUS, LONG]], "test")
     (seen,) = judged_contexts(corpus, [LONG["id"]], CUT_AT)
+    text_seen = context_seen(LONG["text"], CUT_AT)
+    assert seen == f"{LONG['title']}\n{text_seen}"  # trial-2 H1: the judges see the title, as the generator
     requests = [(judge_name(b), b["messages"][-1]["content"]) for b in bodies]
     judged = [text for name, text in requests if name == "supported" and seen in text]
     generated = [text for name, text in requests if name is None and LONG_QUESTION["question"] in text]
@@ -296,7 +299,7 @@ def test_the_contexts_are_shown_as_the_generator_and_the_judges_were_given_them(
             if page.locator("#answer").get_attribute("data-qid") == "r1":
                 break
         ctx = page.locator(f'details.context[data-id="{LONG["id"]}"]')
-        assert ctx.locator("pre.seen").evaluate("e => e.textContent") == seen
+        assert ctx.locator("pre.seen").evaluate("e => e.textContent") == text_seen
         assert ctx.locator("p.cut").is_visible() and "✂ cut here" in ctx.locator("p.cut").inner_text()
         summary = ctx.locator("details.unseen > summary")
         assert summary.inner_text() == f"the other {len(LONG['text']) - CUT_AT} characters: not seen by the model"
