@@ -11,7 +11,7 @@ import asyncio
 from rag_eval.answers.generation import load_prompts
 from rag_eval.config import AuditConfig
 from rag_eval.errors import ConfigError, Problem, RagEvalError
-from rag_eval.judges.registry import JUDGES
+from rag_eval.judges.registry import JUDGES, figures
 from rag_eval.judges.scored import ScoredJudges
 from rag_eval.llm.client import api_key
 from rag_eval.llm.settings import LLMConfig
@@ -107,12 +107,15 @@ def check_gate_figures(cfg: AuditConfig) -> None:
     g = cfg.generation
     # Supplied answers and a system's answers name their own prompts.
     prompts = list(g.prompts) if g is not None and cfg.system is None and not g.answers else None
+    if cfg.judges is not None:
+        cfg.judges.register_criteria()  # a criterion's figure is its name
     problems = unknown_figures(
         cfg.gates,
         list(cfg.retrieval.retrievers),
         [_metric_name(m) for m in cfg.retrieval.metrics or []] or default_metrics(cfg.retrieval.k),
         prompts,
         lambda figure: f"{cfg.where('gates')}: {figure}",
+        sorted({f.name for _, f in figures(list(JUDGES))}),
     )
     if problems:
         raise ConfigError(problems)

@@ -441,3 +441,22 @@ def test_a_reader_that_goes_away_is_no_internal_error(tmp_path):
     reader_gone = f"{sys.executable} -m rag_eval.cli prompts judges/refusal.md | true; exit ${{PIPESTATUS[0]}}"
     done = subprocess.run(["bash", "-c", reader_gone], cwd=tmp_path, capture_output=True, text=True)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_gate_on_a_misspelt_judged_figure_or_criterion_stops_before_the_run(small_project, capsys):
+    """User trial 2 L7: `generation.baseline.names_functon` (criterion names_function) passed validate."""
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(
+        cfg.read_text()
+        + "judges:\n  criteria:\n    names_function: {question: 'Does the answer name a function?'}\n"
+        + "gates:\n"
+        + '  "generation.base.names_functon": ">= 0.5"\n'
+        + '  "generation.base.correctnes": ">= 0.5"\n'
+        + '  "generation.base.names_function": ">= 0.5"\n'
+        + '  "generation.base.correctness": ">= 0.5"\n'
+    )
+    assert main(["validate", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "no judge or criterion gives a figure 'names_functon'; did you mean 'names_function'?" in err
+    assert "no judge or criterion gives a figure 'correctnes'; did you mean 'correctness'?" in err
+    assert err.count("cannot exist") == 2

@@ -83,6 +83,11 @@ def _print_adaptation(done: api.Rendered, no_save: bool) -> None:
         )
         if a.held_out:
             print(f"    on its labels, each decided by a judge adapted without it: {a.held_out_text()}")
+        if a.labels and a.positives in (0, a.labels):
+            print(
+                f"    all {a.labels} labels give one verdict: where the other lies is not learned, so decisions "
+                "right on them say little; label answers of the other verdict too"
+            )
         if a.mostly_uncertain():
             print(
                 f"    {a.uncertain_after} of its {a.decisions} decisions stay uncertain: the judge model reads this "

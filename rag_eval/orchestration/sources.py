@@ -303,7 +303,8 @@ class TracedAnswers(AnswerSource):
 
     def finish(self, audit: Audit, report: Report) -> Report:
         t = skipped_section(self.traces, [str(f) for f in self.files])
-        say(f"traces: {t.read} read, {t.audited} audited, skipped: {t.skipped or 'none'}")
+        skipped = ", ".join(f"{n} {why}" for why, n in t.skipped.items()) or "none"
+        say(f"traces: {t.read} read, {t.audited} audited; skipped: {skipped}")
         seed = audit.cfg.stats.seed if self.seed is None else self.seed
         t.labels = label_sample(audit.run_dir, report, self.label_n, seed)
         report.traces = t

@@ -63,12 +63,14 @@ def unknown_figures(
     metrics: list[str],
     prompts: list[str] | None,
     where: Callable[[str], str],
+    judged: list[str] | None = None,
 ) -> list[Problem]:
     """The gates (``diff.`` ones too) naming a figure no run of this config can have: a retriever
     that is not configured, a retrieval metric it does not measure (``metrics``: ``retrieval.metrics``,
     else every metric at every ``retrieval.k``), a prompt that is not in ``generation.prompts``
-    (``prompts``: None where the answers' prompts are not the config's). Known before anything runs,
-    so a typo costs no audit. ``where``: a gate's place for a message."""
+    (``prompts``: None where the answers' prompts are not the config's), a judged figure no judge or
+    criterion has (``judged``: every figure name a judge can give; None: not checked). Known before
+    anything runs, so a typo costs no audit. ``where``: a gate's place for a message."""
     problems = []
     for figure in gates:
         parts = _split(figure.removeprefix("diff."))
@@ -82,6 +84,9 @@ def unknown_figures(
             fix = "name a measured metric, or measure it (retrieval.k, retrieval.metrics)"
         elif stage in ("generation", "attribution") and prompts is not None and name not in prompts:
             what, fix = f"no prompt '{name}' is in generation.prompts; {did_you_mean(name, prompts)}", "name a prompt"
+        elif stage == "generation" and judged is not None and metric not in judged:
+            what = f"no judge or criterion gives a figure '{metric}'; {did_you_mean(metric, judged)}"
+            fix = "name a judged figure (summary.json's generation.<prompt> lists them)"
         else:
             continue
         problems.append(Problem(where(figure), f"the gate's figure '{figure}' cannot exist: {what}", fix))

@@ -755,6 +755,7 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         assert judge["held_out"] == 12 and judge["held_out_right"] <= judge["held_out_decided"] <= 12
         held = f"{judge['held_out_right']} of {judge['held_out_decided']} decided right"
         assert f"on its labels, each decided by a judge adapted without it: {held}" in out
+        assert "labels give one verdict" not in out
         assert held in (run_dir / "report.adapted.md").read_text()
         assert f"    decides on {judge['blend_after']}" in out
         assert judge["blend_after"] in (run_dir / "report.adapted.md").read_text()
@@ -774,6 +775,13 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
             (r["question_id"], r["prompt"]): r for r in adapted["judges"]["records"] if r["judge"] == "no_advice"
         }
         assert records[ranked[0]]["verdict"] == "pass" and records[ranked[-1]]["verdict"] == "fail"
+        # User trial 2 L9: labels of one verdict only learn nothing of the other: the console says so.
+        one = csv_path.with_name("one-verdict.csv")
+        one.write_text(csv_path.read_text())
+        _fill(one, {k: {"no_advice": "yes"} for k in ranked})
+        capsys.readouterr()
+        assert main(["report", str(run_dir), "--labels", str(one), "--adapt", "--no-save"]) == 0
+        assert "all 12 labels give one verdict: where the other lies is not learned" in capsys.readouterr().out
 
         # The next audit of the corpus (with the same judge model: the same server) decides the
         # criterion on the saved blend, as it was adapted.
