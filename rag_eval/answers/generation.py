@@ -330,21 +330,24 @@ def supplied_answers(
     records = []
     if is_answers_file(value):
         by_id = read_answers_file(cfg.resolve_path(value), [q.id for q in res.questions])
-        answered = {qid for qid, _ in by_id}
-        for qid in [q for q in ids if q not in answered]:
-            # A selected question the file does not answer fails, named, so no figure is silently
-            # computed on fewer questions than the test set asks.
+        # Each prompt the file names (by its lines' prompt field; "system" where none is given).
+        prompts = sorted({prompt for _, prompt in by_id}) or ["system"]
+        for qid, prompt in [(q, p) for q in ids for p in prompts if (q, p) not in by_id]:
+            # A selected question the file does not answer (for a prompt it answers others for)
+            # fails, named, so no figure is silently computed on fewer questions than asked.
             records.append(
                 {
                     "question_id": qid,
-                    "prompt": "system",
+                    "prompt": prompt,
                     "prompt_hash": None,
                     "retriever": g.retriever,
                     "contexts": [c.id for c in contexts_for(res, corpus, g, ids[qid])],
                     "answer": None,
                     "model": "supplied",
                     "error": f"no answer to this question in {value} (generation.answers): add a line "
-                    f'{{"question_id": "{qid}", "answer": "..."}}',
+                    f'{{"question_id": "{qid}", '
+                    + (f'"prompt": "{prompt}", ' if prompt != "system" else "")
+                    + '"answer": "..."}',
                     **(weights or {}).get(qid, {}),
                 }
             )

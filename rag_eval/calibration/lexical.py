@@ -191,6 +191,30 @@ def coverage(reference: str, answer: str) -> Coverage:
     )
 
 
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "cannot", "without", "neither", "nor"})
+
+
+def _negations(text: str) -> int:
+    words = re.findall(r"[a-z]+(?:'t)?", (text or "").lower())
+    return sum(w in _NEGATIONS or w.endswith("n't") for w in words)
+
+
+def restates(reference: str, question: str, answer: str) -> bool:
+    """Whether ``answer`` says the reference and nothing else: every content word and name of a
+    reference of at least two content words, no content word beyond the reference's and the
+    question's, as many negations, and no yes/no the other way. Such an answer is almost never
+    wrong, whatever a judge says of it."""
+    if len(content_words(reference)) < 2:
+        return False
+    cov = coverage(reference, answer)
+    if cov.word_recall < 1.0 or cov.name_recall < 1.0 or cov.conflict:
+        return False
+    known = _stems(reference) | _stems(question)
+    if any(stem(w) not in known for w in content_words(answer)):
+        return False
+    return _negations(answer) == _negations(reference)
+
+
 # A bare Yes or No opening the answer ("No.", "Yes, since 3.7 ..."): it takes a side, so it answers.
 # "No restart command appears ..." or "No information ..." opens with a noun phrase and is not one.
 _BARE_POLAR = re.compile(r"^\W*(yes|no)\s*(?:[,.;:!\u2014\u2013-]|$)", re.IGNORECASE)

@@ -122,7 +122,8 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
             "reason": without_uncertain_note(j.reason),
         }
     )
-    return mark_close_call(redecided)  # a close call at the adapted cut-off is one too
+    # A close call at the adapted cut-off is one too (its noise scaled by the blend's weight on it).
+    return mark_close_call(redecided, d.blend.model if d.blend is not None else 1.0)
 
 
 def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], threshold: float) -> dict[str, Decider]:

@@ -72,9 +72,8 @@ def _values(judge: str, case: Case, placeholders: tuple[str, ...]) -> list[dict[
     context = "\n\n".join(required(case.contexts, f"case {case.id}'s contexts"))
     answer = required(case.answer, f"case {case.id}'s answer")
     question = required(case.question, f"case {case.id}'s question")
-    return [
-        {"context": context, "question": question, "statement": without_markers(s)} for s in split_statements(answer)
-    ]
+    claims = [c for s in split_statements(answer) if (c := without_markers(s))]  # as the audit's judge has them
+    return [{"context": context, "question": question, "statement": c} for c in claims]
 
 
 def second_opinions(

@@ -147,7 +147,7 @@ class CitationsJudge:
         self.calls = 0
         self._asked: dict[tuple[str, frozenset[int]], Asked] = {}
 
-    def unsure(self, p: float) -> bool:
+    def unsure(self, p: float, scale: float = 1.0) -> bool:
         """In the band, or (whatever the band, unless ``judges.uncertain: off``) within the server's
         numeric noise of the cut-off."""
         if self.band is None:
@@ -155,7 +155,7 @@ class CitationsJudge:
         if (
             0 < p < 1
             and 0 < self.cut < 1
-            and abs(math.log(p / (1 - p)) - math.log(self.cut / (1 - self.cut))) < NUMERIC_NOISE_LOGIT
+            and abs(math.log(p / (1 - p)) - math.log(self.cut / (1 - self.cut))) < NUMERIC_NOISE_LOGIT * abs(scale)
         ):
             return True
         return self.band[0] <= p < self.band[1]
@@ -182,7 +182,7 @@ class CitationsJudge:
             words = cited_support(sentence, list(self.x.contexts), sorted(positions)) if blend else None
             p = blend.p(p_model, words.features()) if blend and words else p_model
             yes = p >= self.cut
-            decided = None if self.unsure(p) else yes
+            decided = None if self.unsure(p, blend.model if blend and words else 1.0) else yes
             reason, evidence = d.reason, dict[str, Any](model_said=d.text_label)
             if explain:
                 said = Said(

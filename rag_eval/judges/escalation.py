@@ -239,7 +239,12 @@ async def _one(
             "method": op.method,
             # The first judge's word and quoted reason stay in its record (first_record), not beside
             # the second judge's verdict.
-            "details": {k: v for k, v in j.details.items() if k not in ("evidence", "model_said")},
+            # Nor what said why it was undecided: the second judge decided it.
+            "details": {
+                k: v
+                for k, v in j.details.items()
+                if k not in ("evidence", "model_said", "leaning", "leaning_score", "left_uncertain")
+            },
         }
     )
     return _note(decided, {**esc, "decided_by": "second"}, first=j)

@@ -37,7 +37,7 @@ from rag_eval.judges.uncertain import (
     bands_for,
     mark,
     mark_close_call,
-    mark_reference_covered,
+    mark_reference_restated,
 )
 from rag_eval.judges.yesno import DECIDED_ALONE, REASONS_WANTED, VERDICTS_ALONE
 from rag_eval.progress import decided, plan, say, track_async
@@ -146,11 +146,11 @@ class JudgeRun:
                 "reasons": self.scored.reasons,
                 **({"blends": blends} if blends else {}),
                 **({"citation_band": list(band)} if band is not None else {}),
-                # Close calls and a reference the answer holds are left uncertain (the verdicts of
+                # Close calls and an answer restating its reference are left uncertain (the verdicts of
                 # earlier runs are decided again: their requests come from the response cache).
                 **(
-                    {"noise": NUMERIC_NOISE_LOGIT, "covered": 1}
-                    if name in banded() and self.jc.uncertain != "off"
+                    {"noise": NUMERIC_NOISE_LOGIT, "restated": 1}
+                    if (name in banded() or name == "citations") and self.jc.uncertain != "off"
                     else {}
                 ),
             }
@@ -185,7 +185,9 @@ class JudgeRun:
         if self.bands:
             result = mark(result, self.bands, self.jc.faithfulness_threshold)
         if spec.family == "scored" and name in banded() and self.jc.uncertain != "off":
-            result = mark_reference_covered(mark_close_call(result), q.reference, answer)
+            blend = self.scored.blends.get(result.typed_details.variant or name) if self.scored else None
+            result = mark_close_call(result, blend.model if blend is not None else 1.0)
+            result = mark_reference_restated(result, q.reference, q.question, answer)
         if deferred:  # a copy: an answer-independent twin's details are shared with other prompts
             result = result.model_copy(update={"details": {**result.details, "reasons_deferred": True}})
         self.emit(result, counted=not explain)  # a verdict asked again is no new decision

@@ -25,7 +25,8 @@ def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
 
 
 # A citation marker of numbers ("[1]", "[1, 3]", "[2-4]"): it names a passage, it states nothing.
-_NUMBERED_MARKER = re.compile(r"\s*\[\d+(?:\s*[,\u2013-]\s*\d+)*\]")
+# Not one written onto a name (``sys.argv[1]``, ``x[2-4]``): that is code, an index of it.
+_NUMBERED_MARKER = re.compile(r"\s*(?<![\w\])])\[\d+(?:\s*[,\u2013-]\s*\d+)*\]")
 
 
 def without_markers(statement: str) -> str:

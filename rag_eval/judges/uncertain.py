@@ -26,7 +26,7 @@ import numpy as np
 from rag_eval.base_records import Model
 from rag_eval.calibration import cutoffs as calibration
 from rag_eval.calibration.cutoffs import fold_assignment, key
-from rag_eval.calibration.lexical import coverage
+from rag_eval.calibration.lexical import restates
 from rag_eval.judges.details import StatementsDetails
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import band_targets, banded, variants
@@ -260,9 +260,11 @@ def mark(j: Judgement, bands: dict[str, Band], threshold: float) -> Judgement:
 
 # How far the embedded server's numerics alone move a verdict's log-odds: the same judge requests sent
 # in three orders (each meeting another prompt-cache state) differed by up to 0.21 (p99 0.18) in 100
-# of judge-check's requests (benchmarks/verdict_noise). A verdict decided nearer its cut-off than
-# this could be decided the other way by the next run of the same audit: it is left uncertain.
-NUMERIC_NOISE_LOGIT = 0.2
+# of judge-check's requests (benchmarks/verdict_noise); this is a little more. A verdict decided
+# nearer its cut-off than this could be decided the other way by the next run of the same audit: it
+# is left uncertain. Where a blend decides, the model's noise reaches the decided log-odds times the
+# blend's weight on them (``mark_close_call``'s ``scale``).
+NUMERIC_NOISE_LOGIT = 0.25
 
 
 LEFT_UNCERTAIN = "left_uncertain"  # the details key saying why a decided verdict was left uncertain
@@ -277,45 +279,47 @@ def without_uncertain_note(reason: str | None) -> str | None:
 def _uncertain(j: Judgement, band: list[float] | None, why: str) -> Judgement:
     """``j`` left uncertain (its leaning kept, as ``mark`` leaves a verdict in the band), ``why`` said
     after its reason."""
-    details = {**j.details, "leaning": j.verdict, "leaning_score": j.score, LEFT_UNCERTAIN: why}
-    details.update({"band": band} if band is not None else {})
+    # The band shown beside an uncertain verdict: the one it fell in (None: not a band's doing).
+    details = {**j.details, "leaning": j.verdict, "leaning_score": j.score, LEFT_UNCERTAIN: why, "band": band}
     reason = f"{j.reason}{_NOTE}{why}" if j.reason else _NOTE.removeprefix("; ") + why
     return j.model_copy(
         update={"status": "uncertain", "verdict": None, "score": None, "details": details, "reason": reason}
     )
 
 
-def mark_close_call(j: Judgement) -> Judgement:
-    """A verdict of one probability decided within ``NUMERIC_NOISE_LOGIT`` of its cut-off, whatever
-    band the cut-off has (a fitted band may be empty), as ``uncertain``; else unchanged."""
+def mark_close_call(j: Judgement, scale: float = 1.0) -> Judgement:
+    """A verdict of one probability decided within ``NUMERIC_NOISE_LOGIT`` of its cut-off (times
+    ``scale``: a blend's weight on the model's log-odds, where a blend decides), whatever band the
+    cut-off has (a fitted band may be empty), as ``uncertain``; else unchanged."""
     if j.status != "judged" or j.probability is None or not isinstance(j.cutoff, int | float):
         return j
     if isinstance(j.typed_details, StatementsDetails) or not 0 < j.cutoff < 1:
         return j
     z, cut = float(_logit(np.array(j.probability))), float(_logit(np.array(j.cutoff)))
-    if abs(z - cut) >= NUMERIC_NOISE_LOGIT:
+    margin = NUMERIC_NOISE_LOGIT * abs(scale)
+    if abs(z - cut) >= margin:
         return j
-    low, high = (float(1 / (1 + np.exp(-(cut + d)))) for d in (-NUMERIC_NOISE_LOGIT, NUMERIC_NOISE_LOGIT))
+    low, high = (float(1 / (1 + np.exp(-(cut + d)))) for d in (-margin, margin))
     current = j.typed_details.band
     band = [min(low, float(current[0])), max(high, float(current[1]))] if current else [low, high]
     return _uncertain(
         j,
         [round(band[0], 6), round(band[1], 6)],
         f"P {j.probability:.3f} is within the server's numeric noise of the cut-off {j.cutoff:.3f} "
-        f"(±{NUMERIC_NOISE_LOGIT} in log-odds): another run could decide it the other way",
+        f"(±{margin:.2f} in log-odds): another run could decide it the other way",
     )
 
 
-def mark_reference_covered(j: Judgement, reference: str | None, answer: str) -> Judgement:
-    """A decided ``incorrect`` of an answer that holds every word and name of the reference (and
-    does not answer yes where it says no) as ``uncertain``: the words and the judge disagree, and a
-    right answer in other order or with more words is the commoner case; else unchanged."""
+def mark_reference_restated(j: Judgement, reference: str | None, question: str, answer: str) -> Judgement:
+    """A decided ``incorrect`` of an answer that says the reference and nothing else
+    (``lexical.restates``: its words, names and negations, no word beyond it and the question) as
+    ``uncertain``: the words and the judge disagree; else unchanged. Narrow on purpose: it moves
+    verdicts one way only, so it fires only where a wrong answer is hardly possible."""
     if j.judge != "correctness" or j.status != "judged" or j.verdict != "incorrect" or not reference:
         return j
-    cov = coverage(reference, answer)
-    if cov.word_recall < 1.0 or cov.name_recall < 1.0 or cov.conflict:
+    if not restates(reference, question, answer):
         return j
-    return _uncertain(j, None, "the answer holds every word of the reference, which the judge called incorrect")
+    return _uncertain(j, None, "the answer says the reference in its own words, which the judge called incorrect")
 
 
 class _Leaning(Model):

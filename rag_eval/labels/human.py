@@ -242,11 +242,12 @@ def _pre(cls: str, text: str) -> str:
     return f'<pre class="{cls}">\n{html.escape(text)}</pre>'
 
 
-def _context_html(k: int, cid: str, text: str | None, max_chars: int | None) -> str:
+def _context_html(k: int, cid: str, text: str | None, max_chars: int | None, title: str = "") -> str:
     """One context of the page: the part the generator and the judges were given, exactly
     (``context_seen``); where they were given less than the whole, the cut marked and the rest
     folded, marked as not seen by the model."""
-    head = f"context {k + 1}: {html.escape(cid)}"
+    # The title the generator and the judges read before the text (an answer may take a name from it).
+    head = f"context {k + 1}: {html.escape(cid)}" + (f" · <b>{html.escape(title)}</b>" if title else "")
     if text is None:
         return f"<details><summary>{head}</summary><pre>(text not available)</pre></details>"
     seen = context_seen(text, max_chars) if max_chars else text
@@ -272,9 +273,11 @@ def write_html(
     given: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
     max_chars: int | None = None,
     columns: Mapping[str, str] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> None:
     """A self-contained page: question, contexts, answer; the judges' verdicts stay hidden until
-    the answer is labelled. ``contexts``: each chunk's whole text by id; ``max_chars``: the
+    the answer is labelled. ``contexts``: each chunk's whole text by id (``titles``: its title,
+    shown beside its id); ``max_chars``: the
     characters of each context the generator and the judges were given (``context_seen``), shown
     as they were given, the cut marked and the rest folded as not seen (None: shown whole).
     "Save labels" downloads labels.csv (the CSV's columns) with every label on the page.
@@ -291,7 +294,10 @@ def write_html(
     given = given or {}
     already = 0
     for i, r in enumerate(drawn):
-        ctx = "".join(_context_html(k, cid, contexts.get(cid), max_chars) for k, cid in enumerate(r.contexts))
+        ctx = "".join(
+            _context_html(k, cid, contexts.get(cid), max_chars, (titles or {}).get(cid, ""))
+            for k, cid in enumerate(r.contexts)
+        )
         v = {name: JudgeBrief.load(j) for name, j in verdicts.get((r.question_id, r.prompt), {}).items()}
         judged = "".join(
             f"<li><b>{html.escape(name)}</b>: {html.escape(str(j.verdict or j.score))} "

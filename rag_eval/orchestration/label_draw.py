@@ -61,6 +61,7 @@ def write_page(
         given=given,
         max_chars=sources.max_chars,
         columns=run_columns(report),
+        titles={cid: t for cid in ids if (t := sources.title(cid))},
     )
     return sources
 

@@ -177,7 +177,7 @@ def _stopped_note(folder: RunFolder, resume_with: str | None, why: str) -> str:
     how = (
         f"Resume it with: {resume_with.replace('{run_dir}', str(folder.path))}"
         if resume_with
-        else "Run the same command again to do what is missing: the model calls made are kept in the response cache"
+        else "Run the same command again to do what is missing (with the response cache on, the model calls made are not made again)"
     )
     return f"the run {why} ({at}); this report holds what was done before that (status.json says more). {how}"
 

@@ -93,6 +93,13 @@ class RunContexts:
             return None
         return self.corpus.chunks[self.corpus.index[cid]].text
 
+    def title(self, cid: str) -> str:
+        """The title of chunk ``cid`` (shown to the generator and the judges before its text); ''
+        where it has none or the corpus does not hold it."""
+        if self.corpus is None or cid not in self.corpus.index:
+            return ""
+        return self.corpus.chunks[self.corpus.index[cid]].title.strip()
+
 
 def run_contexts(run_dir: Path, report: Report) -> RunContexts:
     """The corpus and the contexts' cut of a run, read as the run read them."""

@@ -20,7 +20,12 @@ def headline(d: DiffData | dict) -> str:
     """One sentence: what changed, settled or not."""
     d = DiffData.load(d)
     if d.empty:
-        return f"No difference: every figure agrees on all {d.shared_questions} questions."
+        # A judged figure is compared on the answers both runs decided: one left uncertain in a run
+        # is in neither side, so "all N questions" would overstate what agrees.
+        return (
+            f"No difference: every figure agrees on every question both runs decided it for "
+            f"({d.shared_questions} questions compared by id)."
+        )
     changed = d.changed()
     worse = [n for n, e in changed.items() if e.settled(d.alpha) and e.direction < 0]
     better = [n for n, e in changed.items() if e.settled(d.alpha) and e.direction > 0]

@@ -12,11 +12,12 @@ from rag_eval.base_records import Figure
 from rag_eval.errors import DataError
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.labels.columns import criteria_of
+from rag_eval.labels.columns import run_columns as run_label_columns
 from rag_eval.labels.human import LabelsRow, apply_labels, known_answers, labelled_line, read_labels, weights_of
 from rag_eval.orchestration.adapt import adapt_run
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import WIDTHS, labels_plan
-from rag_eval.view.labels_file import label_counts, labels_path, read_rows
+from rag_eval.view.labels_file import as_shown, label_counts, labels_path, read_rows
 
 
 @dataclass
@@ -66,7 +67,8 @@ def label_figures(run_dir: Path, report: Report, confidence: float = 0.95, adapt
     figures cross-fitted; nothing saved for later audits from the page)."""
     path = labels_path(run_dir)
     rows = read_rows(path)
-    labelled, per_column = label_counts(rows)
+    # Counted as the labelling page shows them: a criterion's column too, a stale row nowhere.
+    labelled, per_column = label_counts(as_shown(rows, known_answers(run_dir)), run_label_columns(report))
     out = LabelFigures(report=report, labelled_answers=labelled, per_column=per_column)
     if labelled:
         try:

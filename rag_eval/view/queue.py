@@ -144,6 +144,7 @@ class ContextView:
     seen_chars: int = 0
     total_chars: int = 0
     evidence_unseen: bool = False  # the test set's evidence lies only in the part cut off
+    title: str = ""  # read by the generator and the judges before the text
 
     @property
     def cut(self) -> bool:
@@ -252,7 +253,8 @@ def context_view(cid: str, relevant: bool, sources: RunSources, quotes: list[str
     corpus = sources.corpus
     if corpus is None or cid not in corpus.index:
         return ContextView(cid, "(text not available)", relevant)
-    text = corpus.chunks[corpus.index[cid]].text
+    chunk = corpus.chunks[corpus.index[cid]]
+    text = chunk.text
     seen = context_seen(text, sources.max_chars) if sources.max_chars else text
     rest = text[len(seen) :]
     marked = highlight(seen, quotes)
@@ -264,6 +266,7 @@ def context_view(cid: str, relevant: bool, sources: RunSources, quotes: list[str
         seen_chars=len(seen),
         total_chars=len(text),
         evidence_unseen=bool(rest) and "<mark>" not in marked and "<mark>" in highlight(text, quotes),
+        title=chunk.title.strip(),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rag_eval.labels.columns import run_columns as run_label_columns
 from rag_eval.labels.human import known_answers, labelled_line
 from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.formatting import fmt
@@ -110,7 +111,10 @@ def labelled_count(run_dir: Path) -> tuple[int, dict[str, int]]:
     each column (``label_counts``: a blank row counts nowhere). A row labelling another answer than
     the run's counts nowhere either, as the labelling page shows it blank (``as_shown``)."""
     rows = read_rows(labels_path(run_dir))
-    return label_counts(as_shown(rows, known_answers(run_dir)) if rows else rows)
+    if not rows:
+        return label_counts(rows)
+    report = load_report(run_dir) if (run_dir / "report.json").exists() else None
+    return label_counts(as_shown(rows, known_answers(run_dir)), run_label_columns(report))
 
 
 def _outcomes(summary: Summary) -> list[tuple[str, str]]:

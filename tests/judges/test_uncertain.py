@@ -187,15 +187,44 @@ def test_a_verdict_within_the_server_s_numeric_noise_of_its_cut_off_is_uncertain
     assert mark_close_call(far) == far
 
 
-def test_an_incorrect_verdict_of_an_answer_holding_the_whole_reference_is_uncertain():
+def test_an_incorrect_verdict_of_an_answer_restating_its_reference_is_uncertain():
     """User trial 2 H2: the answer "Call click.unstyle(text)." to that very reference was a decided
-    "incorrect" at P 0.79; the words and the judge disagree, so it is left uncertain, not decided."""
+    "incorrect" at P 0.79; the words and the judge disagree, so it is left uncertain. Narrow (review
+    53 H1: it only ever undecides "incorrect"): an answer with a word beyond the reference and the
+    question, another negation, a yes/no the other way, or a reference of one word stays decided."""
     from rag_eval.judges.judgement import Judgement
-    from rag_eval.judges.uncertain import mark_reference_covered
+    from rag_eval.judges.uncertain import mark_reference_restated
 
     j = Judgement("correctness", "q1", "a", "judged", verdict="incorrect", score=0.0, probability=0.79, cutoff=0.84)
+
+    def restated(reference: str, answer: str, question: str = "How do I strip the colours?") -> bool:
+        got = mark_reference_restated(j, reference, question, answer)
+        assert got == j or (got.status, got.details["leaning"], got.details["band"]) == ("uncertain", "incorrect", None)
+        return got.status == "uncertain"
+
     ref = "Call click.unstyle(text)."
-    assert mark_reference_covered(j, ref, "Call click.unstyle(text).").status == "uncertain"
-    assert mark_reference_covered(j, ref, "You can call the click.unstyle(text) function.").status == "uncertain"
-    assert mark_reference_covered(j, ref, "Call click.style(text).") == j  # a name is missing: decided
-    assert mark_reference_covered(j, "Yes, it does.", "No, it does not.") == j  # a yes/no conflict: decided
+    assert restated(ref, "Call click.unstyle(text).")
+    assert restated(ref, "To strip the colours, call click.unstyle(text).")  # the question's words
+    assert not restated(ref, "Call click.style(text).")  # a name missing
+    assert not restated(ref, "Call click.unstyle(text) twice, then reset the terminal.")  # words beyond
+    assert not restated("It is thread-safe.", "It is not thread-safe.", "Is it thread-safe?")  # a negation
+    assert not restated("The timeout is 30 seconds.", "The timeout is 60 seconds, not 30 seconds.", "What timeout?")
+    assert not restated("Yes.", "No.", "Is it?") and not restated("No.", "Yes, it is.", "Is it?")
+
+
+def test_close_calls_are_left_uncertain_in_an_audit_unless_uncertain_is_off(small_project):
+    """Review 53 M8: the rules wired into a run. Correctness at P 0.52 against the default cut-off
+    0.5 is a close call: uncertain, saying why; under judges.uncertain: off it is decided."""
+
+    def probability(body):
+        return 0.52 if judge_name(body) == "correctness" else 0.9
+
+    with ScriptedServer(reply=structured_reply, probability=probability) as s:
+        run_dir = run_audit(_project(small_project, s.base_url))
+        off = run_audit(_project(small_project, s.base_url, "  uncertain: 'off'\n"))
+    for folder, status in ((run_dir, "uncertain"), (off, "judged")):
+        records = [json.loads(x) for x in (folder / "judgements.jsonl").read_text().splitlines()]
+        corr = [r for r in records if r["judge"] == "correctness" and r["status"] != "skipped"]
+        assert corr and {r["status"] for r in corr} == {status}, folder
+        if status == "uncertain":
+            assert all("numeric noise of the cut-off 0.500" in r["details"]["left_uncertain"] for r in corr)

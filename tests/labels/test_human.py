@@ -469,3 +469,22 @@ def test_a_pick_kept_in_the_browser_is_restored_only_onto_the_same_answer(tmp_pa
         timeout=120,
     ).stdout
     assert '<pre id="checked">false,true,false</pre>' in dom
+
+
+def test_the_labelling_page_shows_each_context_s_title(tmp_path):
+    """Review 53 M5: the judges read a context's title before its text; the person labelling does too."""
+    from rag_eval.labels.human import write_html
+
+    row = {
+        "question_id": "q1",
+        "prompt": "base",
+        "weight": 1.0,
+        "question": "How do I add --version?",
+        "reference": "R",
+        "answerable": True,
+        "answer": "Use click.version_option.",
+        "contexts": ["c1"],
+    }
+    path = tmp_path / "labels.html"
+    write_html([row], path, {"c1": "Add a --version option."}, {}, titles={"c1": "click.version_option"})
+    assert "context 1: c1 · <b>click.version_option</b>" in path.read_text()

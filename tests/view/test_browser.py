@@ -300,6 +300,7 @@ def test_the_contexts_are_shown_as_the_generator_and_the_judges_were_given_them(
                 break
         ctx = page.locator(f'details.context[data-id="{LONG["id"]}"]')
         assert ctx.locator("pre.seen").evaluate("e => e.textContent") == text_seen
+        assert LONG["title"] in ctx.locator("summary").first.inner_text()  # review 53 M5: as the judges read it
         assert ctx.locator("p.cut").is_visible() and "✂ cut here" in ctx.locator("p.cut").inner_text()
         summary = ctx.locator("details.unseen > summary")
         assert summary.inner_text() == f"the other {len(LONG['text']) - CUT_AT} characters: not seen by the model"
@@ -380,3 +381,8 @@ def test_criteria_in_the_view_filter_flag_and_label_with_the_keyboard(criteria_r
     assert row["no_advice"] == "yes"
     if answered:
         assert (row["names_type"], row["scope"]) == ("no", "yes")
+    # User trial 2 L3: the run list counts the criteria's labels too, as the report does.
+    from rag_eval.view.run_folders import labelled_count
+
+    labelled, per_column = labelled_count(folder / name)
+    assert labelled == 1 and per_column["no_advice"] == 1 and per_column["names_type"] == int(answered)
