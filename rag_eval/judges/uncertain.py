@@ -319,7 +319,9 @@ def mark_reference_restated(j: Judgement, reference: str | None, question: str, 
         return j
     if not restates(reference, question, answer):
         return j
-    return _uncertain(j, None, "the answer says the reference in its own words, which the judge called incorrect")
+    return _uncertain(
+        j, None, "the answer says what the reference says and nothing more, which the judge called incorrect"
+    )
 
 
 class _Leaning(Model):
