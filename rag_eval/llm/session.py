@@ -39,6 +39,7 @@ class LLMSession:
         self.servers: dict[str, LocalServer] = {}
         self.restarts: dict[str, int] = {}  # local servers started again after they exited, by identity
         self.given_up: dict[str, ConfigError] = {}  # servers that exited once too often: the error, by identity
+        self.kept_logs: list[Path] = []  # temporary logs of servers that exited, kept while they may be named
         self.slot_libraries: dict[str, SlotLibrary] = {}
         self.llms: dict[tuple, LLM] = {}
         self._usages: list = []
@@ -106,7 +107,11 @@ class LLMSession:
         ``SERVER_RESTARTS`` times a session; then ConfigError stops the run, its records kept."""
         status = server.exited
         how = f"killed by signal {-status}" if status is not None and status < 0 else f"exit status {status}"
+        if status == 0:
+            how += ": stopped from outside, e.g. by a kill it handled"  # rag-eval did not ask it to
         log = server.log_file or "its log"
+        if server.log_path is None and server.log_file is not None:
+            self.kept_logs.append(server.log_file)
         done = self.restarts.get(identity, 0)
         server.stop(keep_log=True)  # a temporary log holds why it exited
         del self.servers[identity]
@@ -191,5 +196,9 @@ class LLMSession:
         for server in self.servers.values():
             server.stop()
         self.servers.clear()
+        if not self.given_up:  # a log the stopping error names stays; the others are done with
+            for path in self.kept_logs:
+                path.unlink(missing_ok=True)
+            self.kept_logs.clear()
         if self.cache is not None:
             self.cache.close()

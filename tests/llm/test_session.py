@@ -388,3 +388,31 @@ def test_after_a_restart_requests_in_flight_go_to_the_new_server_and_a_given_up_
     session.close()
     time.sleep(0.2)
     assert len(starts.read_text().split()) == started  # no fourth server
+
+
+def test_a_restarted_server_s_temporary_log_is_deleted_when_the_session_ends_well(tmp_path, monkeypatch):
+    """Review 53 L7: the temporary log kept when a server exited is deleted at the session's close
+    once the run went on (it is kept only where the stopping error names it)."""
+    from rag_eval.llm import session as session_module
+
+    monkeypatch.setattr(session_module, "say", lambda *_: None)
+    script, model = fake_llama_server(tmp_path)
+    session = LLMSession(tmp_path / "cache", use_cache=False)
+    cfg = LLMConfig(provider="local", model_path=str(model), server_binary=str(script), max_retries=0)
+
+    async def main():
+        llm = session.llm(cfg, "test")
+        try:
+            await llm.chat([{"role": "user", "content": "one"}])
+            [server] = session.servers.values()
+            os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait()
+            assert (await llm.chat([{"role": "user", "content": "two"}])).error is None
+        finally:
+            await session.aclose()
+
+    asyncio.run(main())
+    [kept] = session.kept_logs
+    assert kept.exists()
+    session.close()
+    assert not kept.exists() and session.kept_logs == []
