@@ -285,8 +285,10 @@ def _why_no_value(figure: str, node: dict) -> str:
     if fig.n_uncertain and not fig.n_not_judged:
         return (
             f"no answer was decided: all {fig.n_uncertain} were left uncertain (their probabilities fell in the "
-            "band of uncertain decisions; a criterion nobody labelled yet has a wide one). Label them (rag-eval "
-            "label RUN_DIR, then rag-eval report RUN_DIR --labels FILE --adapt) or narrow the band (uncertain:)"
+            "band of uncertain decisions, or near the cut-off; before labels a criterion's band is wide). Label "
+            "them (rag-eval label RUN_DIR, then rag-eval report RUN_DIR --labels FILE --adapt); where labels "
+            "already calibrated it, the judge model reads these answers too poorly to decide them: a stronger "
+            "judge (judges.escalate) is the way"
         )
     if fig.n_not_judged or fig.n_uncertain:
         return (
