@@ -32,7 +32,6 @@ checked against the cited passages as every judge's are (``evidence.py``).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from rag_eval.judges.citations import CitedAnswer, CitedSentence, read_citations
 from rag_eval.judges.evidence import Said
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import Inputs
-from rag_eval.judges.uncertain import NUMERIC_NOISE_LOGIT
+from rag_eval.judges.uncertain import within_noise
 from rag_eval.judges.yesno import Decision
 from rag_eval.types import Chunk
 
@@ -152,13 +151,7 @@ class CitationsJudge:
         numeric noise of the cut-off."""
         if self.band is None:
             return False
-        if (
-            0 < p < 1
-            and 0 < self.cut < 1
-            and abs(math.log(p / (1 - p)) - math.log(self.cut / (1 - self.cut))) < NUMERIC_NOISE_LOGIT * abs(scale)
-        ):
-            return True
-        return self.band[0] <= p < self.band[1]
+        return within_noise(p, self.cut, scale) or self.band[0] <= p < self.band[1]
 
     async def ask(self, sentence: str, positions: frozenset[int], *, explain: bool) -> Asked:
         """Is ``sentence`` supported by the passages at ``positions``? Asked once per set of passages;

@@ -287,6 +287,13 @@ def _uncertain(j: Judgement, band: list[float] | None, why: str) -> Judgement:
     )
 
 
+def within_noise(p: float, cutoff: float, scale: float = 1.0) -> bool:
+    """Whether ``p`` lies within ``NUMERIC_NOISE_LOGIT`` (times ``scale``) of ``cutoff`` in log-odds."""
+    if not (0 < p < 1 and 0 < cutoff < 1):
+        return False
+    return abs(float(_logit(np.array(p))) - float(_logit(np.array(cutoff)))) < NUMERIC_NOISE_LOGIT * abs(scale)
+
+
 def mark_close_call(j: Judgement, scale: float = 1.0) -> Judgement:
     """A verdict of one probability decided within ``NUMERIC_NOISE_LOGIT`` of its cut-off (times
     ``scale``: a blend's weight on the model's log-odds, where a blend decides), whatever band the
@@ -295,10 +302,9 @@ def mark_close_call(j: Judgement, scale: float = 1.0) -> Judgement:
         return j
     if isinstance(j.typed_details, StatementsDetails) or not 0 < j.cutoff < 1:
         return j
-    z, cut = float(_logit(np.array(j.probability))), float(_logit(np.array(j.cutoff)))
-    margin = NUMERIC_NOISE_LOGIT * abs(scale)
-    if abs(z - cut) >= margin:
+    if not within_noise(j.probability, j.cutoff, scale):
         return j
+    cut, margin = float(_logit(np.array(j.cutoff))), NUMERIC_NOISE_LOGIT * abs(scale)
     low, high = (float(1 / (1 + np.exp(-(cut + d)))) for d in (-margin, margin))
     current = j.typed_details.band
     band = [min(low, float(current[0])), max(high, float(current[1]))] if current else [low, high]

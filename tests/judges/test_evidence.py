@@ -382,22 +382,24 @@ def test_one_plain_word_found_in_a_source_is_no_evidence():
         assert check_quote(quote, sources, REFUSAL).verified is evidence, quote
 
 
+def _key_without_value(context_quote: str):
+    """The holdout's dv-006 answer, judged unsupported, quoting the answer right and the context as given."""
+    return _unsupported(
+        "What about a key without a value?",
+        "It does not process lines that do not contain an equals sign.",
+        ["Variable without a value: `dotenv_values` associates the variable name with `None`."],
+        answer_quote="It does not process lines that do not contain an equals sign",
+        context_quote=context_quote,
+    )
+
+
 def test_the_prompts_own_example_quoted_as_the_context_is_not_shown():
     # The holdout's dv-006 (loose prompt): asked what the context says instead, the model quoted the
     # example of supported.md ("The Eiffel Tower was completed in 1889 ..."): recorded, never shown.
     supported = (shipped_prompt("judges") / "supported.md").read_text()
     example = next(line for line in supported.splitlines() if "1889" in line and "Context" in line)
     example = example.split("Context:", 1)[1].split("Answer:")[0].strip()
-    answer = "It does not process lines that do not contain an equals sign."
-    contexts = ["Variable without a value: `dotenv_values` associates the variable name with `None`."]
-
-    f = _unsupported(
-        "What about a key without a value?",
-        answer,
-        contexts,
-        answer_quote="It does not process lines that do not contain an equals sign",
-        context_quote=example,
-    )
+    f = _key_without_value(context_quote=example)
     [row] = f.details["statements"]
     assert row["supported"] is False
     assert row["reason"] == 'the answer says "It does not process lines that do not contain an equals sign"'
@@ -408,15 +410,7 @@ def test_the_prompts_own_example_quoted_as_the_context_is_not_shown():
 def test_a_quote_no_input_holds_is_not_shown_as_what_the_passage_says():
     """User trial 2 M9: "the context says "<words the model made up>" (not found in the inputs)" stood
     as the ground of the verdict. A made-up quote is kept in the record, never shown."""
-    answer = "It does not process lines that do not contain an equals sign."
-    contexts = ["Variable without a value: `dotenv_values` associates the variable name with `None`."]
-    f = _unsupported(
-        "What about a key without a value?",
-        answer,
-        contexts,
-        answer_quote="It does not process lines that do not contain an equals sign",
-        context_quote="Lines without an equals sign are skipped and never processed",
-    )
+    f = _key_without_value(context_quote="Lines without an equals sign are skipped and never processed")
     [row] = f.details["statements"]
     assert row["reason"] == 'the answer says "It does not process lines that do not contain an equals sign"'
     assert "never processed" not in f.reason
