@@ -30,7 +30,12 @@ from rag_eval.judges.judge_records import Calibration
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, banded
 from rag_eval.judges.scored import DEFAULT_CUTOFF, word_evidence
-from rag_eval.judges.uncertain import LEFT_UNCERTAIN, mark_close_call, without_uncertain_note
+from rag_eval.judges.uncertain import (
+    LEFT_UNCERTAIN,
+    mark_close_call,
+    mark_reference_restated,
+    without_uncertain_note,
+)
 from rag_eval.rundir import write_json
 
 FILE = "adaptations.json"
@@ -79,9 +84,22 @@ def deciding(it: Item, d: Decider) -> Decider:
     return d if has else d.model_copy(update={"blend": None})
 
 
-def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
+class Texts(Model):
+    """What the rules that leave a decided verdict uncertain read of one answer (``redecide``)."""
+
+    question: str
+    reference: str | None = None
+    answer: str
+
+
+def redecide(
+    j: Judgement, d: Decider, note: dict[str, Any], *, rules: bool = True, texts: Texts | None = None
+) -> Judgement:
     """``j`` decided by ``d``: verdict (or share of supported statements), probability, cut-off and
-    uncertain status as the adapted judge gives them; ``details.adapted`` says how."""
+    uncertain status as the adapted judge gives them; ``details.adapted`` says how. ``rules``
+    (False under ``judges.uncertain: off``, as an audit does): a close call at the adapted cut-off,
+    and an ``incorrect`` of an answer restating its reference (read from ``texts``), are left
+    uncertain, as the next audit with the saved adaptation leaves them."""
     it = item_of(j)
     if it is None:
         return j
@@ -122,8 +140,13 @@ def redecide(j: Judgement, d: Decider, note: dict[str, Any]) -> Judgement:
             "reason": without_uncertain_note(j.reason),
         }
     )
+    if not rules:
+        return redecided
     # A close call at the adapted cut-off is one too (its noise scaled by the blend's weight on it).
-    return mark_close_call(redecided, d.blend.model if d.blend is not None else 1.0)
+    redecided = mark_close_call(redecided, d.blend.model if d.blend is not None else 1.0)
+    if texts is None:
+        return redecided
+    return mark_reference_restated(redecided, texts.reference, texts.question, texts.answer)
 
 
 def deciders_of(calibration: Mapping[str, Any], records: Iterable[Judgement], threshold: float) -> dict[str, Decider]:

@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import yaml
@@ -27,8 +28,10 @@ import yaml
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
 from rag_eval.attribution.records import AttributionSection
+from rag_eval.base_records import Model
 from rag_eval.calibration.adaptation import HOW, Decider, Item, adapt, cross_ppi_mean
 from rag_eval.judges.adapted import (
+    Texts,
     adaptable,
     answer_id,
     answer_ids,
@@ -118,14 +121,40 @@ def fit_deciders(
     return out
 
 
-def redecided(records: list[Judgement], deciders: dict[str, Decider], notes: dict[str, dict]) -> list[Judgement]:
-    """``records`` with every adaptable judge's verdict decided by ``deciders``."""
+def redecided(
+    records: list[Judgement],
+    deciders: dict[str, Decider],
+    notes: dict[str, dict],
+    *,
+    rules: bool = True,
+    texts: dict[Key, Texts] | None = None,
+) -> list[Judgement]:
+    """``records`` with every adaptable judge's verdict decided by ``deciders``; ``rules`` and
+    ``texts`` (by answer) as ``redecide`` takes them."""
+    texts = texts or {}
     return [
-        redecide(r, deciders[variant_of(r)], notes.get(variant_of(r), {}))
+        redecide(
+            r,
+            deciders[variant_of(r)],
+            notes.get(variant_of(r), {}),
+            rules=rules,
+            texts=texts.get((r.question_id, r.prompt)),
+        )
         if adaptable(r.judge) and variant_of(r) in deciders
         else r
         for r in records
     ]
+
+
+def answer_texts(report: Report, gens: dict[Key, Answer]) -> dict[Key, Texts]:
+    """Each answer's question, reference and answer text, where the run folder holds the answer."""
+    _, att = _sections(report)
+    out: dict[Key, Texts] = {}
+    for row in att.rows:
+        g = gens.get((row.question_id, row.prompt))
+        if g is not None and g.answer:
+            out[(row.question_id, row.prompt)] = Texts(question=row.question, reference=row.reference, answer=g.answer)
+    return out
 
 
 def _value(r: Judgement, verdict: str | None) -> float | None:
@@ -170,14 +199,35 @@ def outcomes_of(report: Report, records: list[Judgement], gens: dict[Key, Answer
     return out
 
 
-def _stats(run_dir: Path | None) -> StatsConfig:
-    """The run's ``stats`` settings (its resolved config.yaml), else the defaults."""
+def _saved_config(run_dir: Path | None) -> SavedConfig:
+    """The run's resolved config.yaml as written (empty where there is none or it does not read)."""
     path = None if run_dir is None else run_dir / "config.yaml"
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) if path and path.exists() else {}
-        return StatsConfig.model_validate(SavedConfig.load(raw or {}).stats or {})
+        return SavedConfig.load(raw if isinstance(raw, dict) else {})
     except (OSError, ValueError, yaml.YAMLError):
+        return SavedConfig()
+
+
+def _stats(run_dir: Path | None) -> StatsConfig:
+    """The run's ``stats`` settings (its resolved config.yaml), else the defaults."""
+    try:
+        return StatsConfig.model_validate(_saved_config(run_dir).stats or {})
+    except ValueError:
         return StatsConfig()
+
+
+class _SavedJudges(Model):
+    """The run's saved ``judges`` settings as ``_rules_on`` reads them."""
+
+    uncertain: Any = None
+
+
+def _rules_on(run_dir: Path | None) -> bool:
+    """Whether the run left close calls and restated references uncertain (not ``judges.uncertain: off``)."""
+    judges = _saved_config(run_dir).judges
+    # YAML reads a bare off as false.
+    return not (isinstance(judges, dict) and _SavedJudges.load(judges).uncertain in ("off", False))
 
 
 def rebuild(
@@ -273,7 +323,8 @@ def _adapt_run(
     stats = _stats(run_dir)
     full = fit_deciders(shipped, records, by_key, how, None, earlier)
     note = {v: {"labels": d.labels, "how": how, "source": source} for v, d in full.items()}
-    new = redecided(records, full, note)
+    rules, texts = _rules_on(run_dir), answer_texts(report, gens)
+    new = redecided(records, full, note, rules=rules, texts=texts)
     adapted = rebuild(report, new, gens, stats, weights)
     adapted = apply_labels(adapted, labels, weights, confidence, source)
     # Cross-fitting: the fold judges, each adapted without one fold's labels.
@@ -283,7 +334,7 @@ def _adapt_run(
     for f in range(k):
         train = {a for a, g in fold_of.items() if g != f}
         fold_deciders.append(fit_deciders(shipped, records, by_key, how, train, earlier))
-        fold_records.append(redecided(records, fold_deciders[-1], note))
+        fold_records.append(redecided(records, fold_deciders[-1], note, rules=rules, texts=texts))
     if k:
         _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
     adapted.adaptation = _section(report, adapted, as_run, full, records, new, by_key, how, k, source)

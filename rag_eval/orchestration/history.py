@@ -20,10 +20,11 @@ IGNORED_KEYS = ("report", "gates")  # where runs are written and what they must 
 
 class SavedConfig(Model):
     """The sections of a run's saved config (its config.yaml, as written) that are read as a whole:
-    the gates and the statistics settings; every other key kept as written."""
+    the gates, the statistics settings and the judges' settings; every other key kept as written."""
 
     gates: Any = None
     stats: Any = None
+    judges: Any = None
 
 
 def headline_figures(summary: Summary | dict, report: Report | dict) -> dict[str, dict[str, Any]]:

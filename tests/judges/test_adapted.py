@@ -13,6 +13,7 @@ from rag_eval.calibration.lexical import Blend
 from rag_eval.cli import main
 from rag_eval.hashing import text_hash
 from rag_eval.judges.adapted import (
+    Texts,
     answer_id,
     answer_ids,
     deciders_of,
@@ -62,6 +63,42 @@ def test_a_verdict_is_re_decided_from_what_it_was_made_of():
     assert strict.details["leaning"] == "answered" and strict.details["adapted"] == {"labels": 12}
     turned = redecide(j, Decider(BLEND, 0.999, None), {"labels": 12})
     assert turned.status == "judged" and turned.verdict == "answered" and turned.score == 0.0
+    # Under judges.uncertain: off the run left nothing uncertain, and the adapted judge does not either.
+    off = redecide(j, shipped, {"labels": 0}, rules=False)
+    assert (off.status, off.verdict) == ("judged", j.verdict) and "left_uncertain" not in off.details
+
+
+def _correctness(p: float) -> Judgement:
+    return Judgement(
+        "correctness",
+        "q1",
+        "base",
+        "judged",
+        score=1.0 if p >= 0.5 else 0.0,
+        verdict="correct" if p >= 0.5 else "incorrect",
+        probability=p,
+        cutoff=0.5,
+        judge_prompt_hash="h1",
+        details={"variant": "correctness"},
+    )
+
+
+def test_an_adapted_incorrect_of_an_answer_restating_its_reference_stays_uncertain():
+    """As the next audit with the saved adaptation decides it (review 53 M2): the rule reads the
+    answer's texts; an answer that adds words, or a rule switched off, is decided."""
+    question = "Which port does the server listen on by default?"
+    restated = Texts(question=question, reference="Port 8080.", answer="The server listens on port 8080.")
+    added = Texts(question=question, reference="Port 8080.", answer="Port 8080, or 9090 behind the proxy.")
+    adapted = Decider(None, 0.9, None)  # a strict adapted cut-off: P 0.2 decides incorrect, far from it
+    j = _correctness(0.2)
+    kept = redecide(j, adapted, {}, texts=restated)
+    assert kept.status == "uncertain" and kept.details["leaning"] == "incorrect"
+    assert "says what the reference says" in kept.details["left_uncertain"]
+    assert redecide(j, adapted, {}, texts=added).verdict == "incorrect"
+    assert redecide(j, adapted, {}, texts=restated, rules=False).verdict == "incorrect"
+    assert redecide(j, adapted, {}).verdict == "incorrect"  # no texts: nothing to read
+    # A correct verdict is never touched by the rule.
+    assert redecide(_correctness(0.95), adapted, {}, texts=restated).verdict == "correct"
 
 
 def test_a_statement_judge_is_re_decided_per_statement():

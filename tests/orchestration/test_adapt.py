@@ -407,3 +407,30 @@ def test_each_labelled_answer_is_checked_by_the_fold_judge_adapted_without_it():
     assert not j.mostly_uncertain()  # no decision counted
     assert AdaptedJudge(judge="names_it", variant="names_it", decisions=5, uncertain_after=3).mostly_uncertain()
     assert not AdaptedJudge(judge="names_it", variant="names_it", decisions=6, uncertain_after=3).mostly_uncertain()
+
+
+@pytest.mark.parametrize("setting", ["off", "auto"])
+def test_adapt_leaves_close_calls_uncertain_only_where_the_run_did(tmp_path, capsys, monkeypatch, setting):
+    """`report --adapt` reads the run's `judges.uncertain` (review 53 M3): under off the adapted
+    verdicts are all decided, as the next audit under off decides them; under auto a verdict near the
+    adapted cut-off is left uncertain. The noise margin is widened here so that every verdict is near."""
+    project = _project(tmp_path)
+    with _server() as server:
+        path = _config(project, server)
+        text = path.read_text().replace(
+            "metrics: [correctness, refusal]}", f"metrics: [correctness, refusal], uncertain: {setting}}}"
+        )
+        path.write_text(text)
+        assert main(["run", str(path)]) == 0
+    run_dir = next((project / "runs").iterdir())
+    labels, _ = _label(run_dir, 10)
+    monkeypatch.setattr("rag_eval.judges.uncertain.NUMERIC_NOISE_LOGIT", 50.0)
+    assert main(["report", str(run_dir), "--labels", str(labels), "--adapt", "--no-save"]) == 0
+    report = json.loads((run_dir / "report.adapted.json").read_text())
+    correctness = [r for r in report["judges"]["records"] if r["judge"] == "correctness"]
+    assert len(correctness) == N
+    left = [r for r in correctness if "left_uncertain" in r["details"]]
+    if setting == "off":
+        assert left == [] and all(r["status"] == "judged" for r in correctness)
+    else:
+        assert len(left) == N and all(r["status"] == "uncertain" for r in left)
