@@ -545,6 +545,7 @@ def labelled_figures(
                 continue
             rows = figure_records(records, spec.name, prompt, fig.subset, answerable)
             lab_y, lab_hat, lab_w, lab_pi, unl_hat, unl_w = [], [], [], [], [], []
+            decided: list[bool] = []  # per labelled answer: whether the judge decided it (not a leaning)
             for r in rows:
                 if r.status == "uncertain":
                     yhat = leaning_value(r.to_dict(), fig.verdict)
@@ -563,6 +564,7 @@ def labelled_figures(
                     # correct), which is what the label column records.
                     lab_y.append(float(value))
                     lab_hat.append(yhat)
+                    decided.append(r.status != "uncertain")
                     lab_w.append(w)
                     lab_pi.append(lab.inclusion_probability)
             if not lab_y:
@@ -581,7 +583,11 @@ def labelled_figures(
                 ppi=LabelledEstimate.load(est.to_dict()),
                 human=LabelledEstimate.load(human.to_dict()),
                 label=spec.human_label,
-                agreement_on_labelled=float(np.mean((yh >= 0.5) == (y >= 0.5))),
+                # On the labelled answers the judge decided: an uncertain verdict's leaning is no decision.
+                agreement_on_labelled=float(np.mean(((yh >= 0.5) == (y >= 0.5))[on]))
+                if (on := np.array(decided)).any()
+                else None,
+                agreement_n=int(np.sum(decided)),
             )
         out[prompt] = figs
     return out

@@ -19,7 +19,8 @@ class LabelledFigure(Model):
     ppi: LabelledEstimate | None = None
     human: LabelledEstimate | None = None
     label: str = ""
-    agreement_on_labelled: Num | None = None
+    agreement_on_labelled: Num | None = None  # on the labelled answers the judge decided; None: it decided none
+    agreement_n: int | None = None  # how many that is (None: a report written before it was counted)
 
 
 class LabelledDifference(Model):

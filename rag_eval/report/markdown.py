@@ -389,7 +389,7 @@ def labels_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
                     fmt(figures.get(prompt, {}).get(name), 2),
                     f"{fmt(human, 2)} n={human.n_labels}",
                     f"{fmt(ppi, 2)} ({ppi.method}, {ppi.n_labels} labelled + {ppi.n_unlabelled} judged only)",
-                    f"{e.agreement_on_labelled:.2f}",
+                    agreement_cell(e.agreement_on_labelled, e.agreement_n),
                 ]
             )
     for prompt, shares in lab.outcomes.items():
@@ -414,6 +414,13 @@ def labels_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
     return header, rows
 
 
+def agreement_cell(agreement: float | None, n: int | None) -> str:
+    """The labelled table's agreement: on how many decided answers, "–" where the judge decided none."""
+    if agreement is None:
+        return "– (none decided)" if n == 0 else "–"
+    return f"{agreement:.2f}" if n is None else f"{agreement:.2f} of {n}"
+
+
 def labels_counted(report: Report) -> str:
     """How many answers were labelled, and under each column (a row counts for a column only where it
     holds yes or no): "22 answers labelled: correct 22, faithful 20, refused 22"."""
@@ -433,7 +440,14 @@ def labels_markdown(report: Report) -> list[str]:
         "Prediction-powered inference (PPI++): the judge's verdicts on every audited answer, corrected by its "
         "error on the labelled ones; the interval carries the judge's uncertainty. The labelled figure is what "
         "a person would say (`faithful`: the share of answers a person calls fully supported, beside the "
-        "judges' mean scores). `agreement`: judge and label agree, on the labelled answers.",
+        "judges' mean scores). `agreement`: judge and label agree, on the labelled answers"
+        + (
+            " the judge decided (an uncertain verdict's leaning counts in the prediction-powered figure, not "
+            "here; – where it decided none)."
+            # A report written before decided answers were counted measured agreement on every labelled one.
+            if any(e.agreement_n is not None for figs in lab.figures.values() for e in figs.values())
+            else "."
+        ),
         "",
     ]
     out += _table(*table)

@@ -11,6 +11,7 @@ from pathlib import Path
 from rag_eval.base_records import Figure
 from rag_eval.errors import DataError
 from rag_eval.judges.judge_records import LabelledEstimate
+from rag_eval.judges.registry import criteria_registered
 from rag_eval.labels.columns import criteria_of
 from rag_eval.labels.columns import run_columns as run_label_columns
 from rag_eval.labels.human import LabelsRow, apply_labels, known_answers, labelled_line, read_labels, weights_of
@@ -89,7 +90,9 @@ def label_figures(run_dir: Path, report: Report, confidence: float = 0.95, adapt
             out.problem = exc.render()
     kind = "active" if _unequal(rows) else "uniform"
     lab = out.report.labels
-    for plan in labels_plan(report):
+    with criteria_registered(criteria_of(report)):  # the criteria's figures are judged figures with labels too
+        plans = labels_plan(report)
+    for plan in plans:
         got = lab.figures.get(plan.prompt, {}).get(plan.figure) if lab else None
         n = got.ppi.n_labels if got and got.ppi else 0
         judged = report.judges.figures.get(plan.prompt, {}).get(plan.figure) if report.judges else None

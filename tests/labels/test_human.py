@@ -488,3 +488,41 @@ def test_the_labelling_page_shows_each_context_s_title(tmp_path):
     path = tmp_path / "labels.html"
     write_html([row], path, {"c1": "Add a --version option."}, {}, titles={"c1": "click.version_option"})
     assert "context 1: c1 · <b>click.version_option</b>" in path.read_text()
+
+
+def test_agreement_counts_only_the_answers_the_judge_decided():
+    """User trial 2 L2: an uncertain verdict's leaning enters the prediction-powered figure but is no
+    decision, so the agreement is on the decided labelled answers, and none where all were uncertain."""
+    from rag_eval.labels.human import Label, labelled_figures
+    from rag_eval.report.markdown import agreement_cell
+    from rag_eval.report.report_records import Report
+
+    def record(q, prompt, status, v):
+        base = {"judge": "correctness", "question_id": q, "prompt": prompt, "status": status}
+        if status == "uncertain":
+            return {**base, "details": {"leaning": "correct" if v else "incorrect", "leaning_score": float(v)}}
+        return {**base, "verdict": "correct" if v else "incorrect", "score": float(v)}
+
+    # Prompt a: 2 decided (one right, one wrong) and 2 uncertain leaning right. Prompt b: all uncertain.
+    records = [
+        record("q0", "a", "judged", 1),
+        record("q1", "a", "judged", 1),
+        record("q2", "a", "uncertain", 1),
+        record("q3", "a", "uncertain", 0),
+        *(record(f"q{i}", "b", "uncertain", 1) for i in range(4)),
+    ]
+    rows = [{"question_id": f"q{i}", "prompt": p, "answerable": True} for p in "ab" for i in range(4)]
+    report = Report.load({"judges": {"metrics": ["correctness"], "records": records}, "attribution": {"rows": rows}})
+    people = [1, 0, 1, 0]
+    labels = [
+        Label(f"q{i}", p, {"correct": bool(v), "faithful": None, "refused": None}, "x")
+        for p in "ab"
+        for i, v in enumerate(people)
+    ]
+    figs = labelled_figures(report, labels, {}, 0.95)
+    a, b = figs["a"]["correctness"], figs["b"]["correctness"]
+    assert (a.agreement_on_labelled, a.agreement_n) == (0.5, 2)  # the leanings (both right) do not count
+    assert (b.agreement_on_labelled, b.agreement_n) == (None, 0)
+    assert b.ppi is not None and b.ppi.n_labels == 4  # the leanings still enter the figure
+    assert agreement_cell(a.agreement_on_labelled, a.agreement_n) == "0.50 of 2"
+    assert agreement_cell(None, 0) == "– (none decided)"

@@ -7,6 +7,7 @@ docs/guides/img/ when RAG_EVAL_VIEW_SCREENSHOTS is set (so a test run leaves the
 import concurrent.futures
 import contextlib
 import csv
+import json
 import os
 import re
 import shutil
@@ -386,3 +387,12 @@ def test_criteria_in_the_view_filter_flag_and_label_with_the_keyboard(criteria_r
 
     labelled, per_column = labelled_count(folder / name)
     assert labelled == 1 and per_column["no_advice"] == 1 and per_column["names_type"] == int(answered)
+    # ... and the run page's "judged figures with your labels" table (and /api/runs/NAME/figures)
+    # has a line per criterion figure, with the label given.
+    from rag_eval.report.report_records import Report
+    from rag_eval.view.figures import label_figures
+
+    set_criteria({})  # as `rag-eval view` starts: no config has registered the run's criteria
+    figs = label_figures(folder / name, Report.load(json.loads((folder / name / "report.json").read_text())))
+    lines = {f.figure: f for f in figs.lines}
+    assert {"names_type", "no_advice"} <= set(lines) and lines["no_advice"].labelled == 1
