@@ -154,6 +154,17 @@ class Sampler:
             if g.question_id not in ids:
                 ids.append(g.question_id)
         self.report = ReportFile.load(json.loads((run_dir / "report.json").read_text(encoding="utf-8")))
+        if self.report.judges is None or not self.report.judges.records:
+            # A label checks a judge's verdict: a run that judged nothing (`rag-eval retrieval` of a
+            # system that answers) has none to check, and no question or reference to show beside it.
+            raise DataError(
+                Problem(
+                    str(run_dir / "report.json"),
+                    "the run judged no answers, so a label would have no verdict to check",
+                    "label a run whose answers were judged: rag-eval run CONFIG (or compare), or "
+                    "rag_eval.judge_answers(...) for answers made elsewhere",
+                )
+            )
         # The run's label columns: the built-in ones and one per criterion it judged.
         self.columns = run_columns(self.report)
         self.by_key = {(g.question_id, g.prompt): g for g in self.answers}

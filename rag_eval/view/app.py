@@ -223,12 +223,8 @@ async def report_page(request: Request) -> Response:
     path = view.reported(name)
     if path is None:
         return view.not_found(name)
-    report = view.label_figures(path, load_report(path)).report
-    if report.retrieval is None:
-        return view.page(
-            "error.html", 404, title="No report page", message=f"{name} has no HTML report (no retrieval stage)."
-        )
-    return HTMLResponse(render_html(report))
+    # Every run has one, a run without retrieval (supplied answers, traces) too.
+    return HTMLResponse(render_html(view.label_figures(path, load_report(path)).report))
 
 
 async def label_start(request: Request) -> Response:

@@ -363,6 +363,14 @@ def test_the_page_written_again_over_a_merged_draw_keeps_every_label_on_its_answ
             tab = browser.new_context().new_page()
             tab.goto(page.as_uri())
             tab.evaluate(pick)
+            # The pick is in the browser's storage once another page of the same origin reads it (on
+            # a loaded CPU the next load of this tab could otherwise run before the write arrived).
+            other = tab.context.new_page()
+            other.goto(page.as_uri())
+            other.wait_for_function(
+                "() => Object.keys(localStorage).some(k => localStorage.getItem(k).includes('yes'))"
+            )
+            other.close()
             write_html(rows(["q0", "q1", "q2"]), page, {}, {}, given=given)
             assert "1 answers came labelled from the labels file" in page.read_text()
             tab.goto(page.as_uri())

@@ -334,3 +334,25 @@ def test_with_adapt_the_labelling_page_figures_are_the_adapted_cross_fitted_ones
     saved = json.loads(store.read_text()) if store.exists() else {}
     mine = {k: v for k, v in saved.items() if k.startswith(corpus + "|")}
     assert mine == {k: v for k, v in before.items() if k.startswith(corpus + "|")}
+
+
+def test_a_run_without_retrieval_opens_its_report_and_one_without_verdicts_has_nothing_to_label(tmp_path, capsys):
+    """User trial 2 L11: the view opens the HTML report of a run judged without retrieval (supplied
+    answers, judge_answers); a run that holds answers but judged none (`rag-eval retrieval` of a
+    system that answers) is refused by the labelling page and by `rag-eval label`, saying why,
+    instead of a queue of answers with blank questions and no verdict to check."""
+    folder = tmp_path / "runs"
+    shutil.copytree(ROOT / "tests" / "data" / "old_runs", folder, ignore=shutil.ignore_patterns("*.py"))
+    shutil.copy(folder / "supplied" / "generation.jsonl", folder / "retrieval" / "generation.jsonl")
+    c = TestClient(create_app(folder))
+    page = c.get("/runs/supplied/report")
+    assert page.status_code == 200 and "A collection." in page.text
+    assert 'href="/runs/supplied/report"' in c.get("/runs/supplied").text
+    refused = c.get("/runs/retrieval/label", follow_redirects=True)
+    assert refused.status_code == 400 and "the run judged no answers" in refused.text
+    assert "report.json" in refused.text
+    capsys.readouterr()
+    assert main(["label", str(folder / "retrieval"), "--n", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "the run judged no answers, so a label would have no verdict to check" in err
+    assert not (folder / "retrieval" / "labels").exists()
