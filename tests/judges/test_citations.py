@@ -172,6 +172,16 @@ def test_source_lines_and_lists_cite_the_sentences_before_them_without_their_own
     assert unattached.sentences == [] and [c.contexts for c in unattached.unattached] == [[0]]
 
 
+def test_a_marker_after_a_paragraphs_last_full_stop_cites_that_sentence_only():
+    """User trial 2 L8, decided for ALCE's per-sentence reading (the one the citation labels of
+    benchmarks/citations were given on): "S1. S2. [2]" cites S2 and leaves S1 uncited; a source line
+    after the paragraph cites both."""
+    one, two = "Install the tool with the pip command first.", "Then write the settings into a YAML file."
+    assert cites(f"{one} {two} [2]") == [(one, []), (two, [1])]
+    assert cites(f"{one} {two}\n[2][3]") == [(one, []), (two, [1, 2])]
+    assert cites(f"{one} {two}\nSource: Configuration") == [(one, [1]), (two, [1])]
+
+
 def test_a_configured_pattern_reads_an_answers_own_form():
     pattern = r"【(?P<ref>\d+)†[^】]*】"
     read = read_citations("Install it with pip【1†source】. Run it with tool run【9†source】.", CONTEXTS, pattern)
