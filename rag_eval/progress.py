@@ -121,7 +121,6 @@ class Stage:
         self.done = 0
         self.start = time.monotonic()
         self.began = work()
-        self.furthest = 0.0  # the fraction shown so far: it never goes back
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -153,7 +152,8 @@ class Stage:
         bound of the calls, so never past 0.99 by them alone), or None before anything is done. A
         resumed run's reused decisions are no work: then only the decisions made and calls sent
         count, against what was left to do (items done by reuse alone would say it is nearly over).
-        Never less than it said before (the first reused decision changes what counts)."""
+        As counted now: where the first reused decision changes what counts it may step back, since
+        an estimate held at the most it once said would understate the time left (review 53 L9)."""
         w, p = self.work(), self.plan
         shares = []
         if self.total and not w.reused:
@@ -165,8 +165,7 @@ class Stage:
             shares.append(min(w.decisions / p.decisions, 1.0))
         if p.calls:
             shares.append(min(w.calls / p.calls, 0.99))
-        self.furthest = max([self.furthest, *shares])
-        return self.furthest if self.furthest > 0 else None
+        return max(shares) if shares and max(shares) > 0 else None
 
     def status(self) -> str:
         """``judging answers: 3/8 done, 37 of ~101 calls, 12 of 48 decisions, 4 min 10 s elapsed,

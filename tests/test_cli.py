@@ -435,11 +435,23 @@ def test_a_gate_naming_a_figure_no_run_can_have_stops_before_the_run(small_proje
 def test_a_reader_that_goes_away_is_no_internal_error(tmp_path):
     """User trial L7: `rag-eval ... | head` whose reader closes before the output is written ends
     with the status of a process SIGPIPE ended (141), no traceback and not 1 (a failed gate)."""
+    import os
     import subprocess
     import sys
 
-    reader_gone = f"{sys.executable} -m rag_eval.cli prompts judges/refusal.md | true; exit ${{PIPESTATUS[0]}}"
-    done = subprocess.run(["bash", "-c", reader_gone], cwd=tmp_path, capture_output=True, text=True)
+    # The reader is gone before the process starts (closed here, not raced by `| true`).
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "rag_eval.cli", "prompts", "judges/refusal.md"],
+            cwd=tmp_path,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")
 
 

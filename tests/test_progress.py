@@ -204,9 +204,10 @@ def test_a_resumed_stage_estimates_from_the_work_left_not_the_reused_decisions()
         assert fresh.fraction() == pytest.approx(0.5)
 
 
-def test_the_fraction_never_goes_back_when_reused_decisions_arrive_late():
-    """findings-52 L9: answers judged afresh first, then a resumed one's reused decisions: the items'
-    share no longer counts, and the fraction shown stays where it was until the work passes it."""
+def test_the_time_left_follows_the_work_counted_now_when_reused_decisions_arrive_late():
+    """Answers judged afresh first, then a resumed run's reused decisions: the items' share no longer
+    counts, and the fraction (and so the time left) is the work left counted now, not held at the
+    most it once said (review 53 L9: a held fraction made the estimate understate the time left)."""
     import pytest
 
     with progress.plan(decisions=40):
@@ -215,6 +216,6 @@ def test_the_fraction_never_goes_back_when_reused_decisions_arrive_late():
         stage.done = 5
         assert stage.fraction() == pytest.approx(0.5)  # 5 of 10 answers
         progress.decided(20, reused=True)
-        assert stage.fraction() == pytest.approx(0.5)  # (8 of 20 left: 0.4) is no step back
+        assert stage.fraction() == pytest.approx(8 / 20)  # 8 made of the 20 left to make
         progress.decided(8)
         assert stage.fraction() == pytest.approx(16 / 20)
