@@ -88,6 +88,17 @@ class StageReuse(Model):
     reused: int = 0
     redone: dict[str, int] = {}
 
+    def redone_text(self) -> str:
+        """``4 because the prompt changed, 3 whose earlier attempt failed``."""
+        return ", ".join(
+            f"{n} whose earlier attempt failed" if why == FAILED_BEFORE else f"{n} because the {why} changed"
+            for why, n in self.redone.items()
+        )
+
+
+# ``StageReuse.redone``'s key for work redone because its record in the run folder is a failure.
+FAILED_BEFORE = "earlier attempt failed"
+
 
 def required(value: T | None, what: str) -> T:
     """``value``, which the caller reads only where its stage ran (a report section, a config

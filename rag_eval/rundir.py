@@ -320,5 +320,5 @@ class RunFolder:
             self.reuse[stage] = StageReuse(reused=reused, redone=dict(redone))
         if not (reused or redone):
             return None
-        again = ", ".join(f"{n} because the {why} changed" for why, n in redone.items())
+        again = StageReuse(redone=redone).redone_text()
         return f"reused {reused} finished {what or stage}" + (f"; redoing {again}" if again else "")

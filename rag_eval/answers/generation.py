@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.settings import GenerationConfig
-from rag_eval.base_records import StageReuse, required
+from rag_eval.base_records import FAILED_BEFORE, StageReuse, required
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
@@ -171,13 +171,13 @@ def _strata(cfg: AuditConfig, res: RetrievalResults) -> dict[str, list[int]]:
 
 
 def read_done(path: Path) -> dict[tuple[str, str], tuple[Answer, dict]]:
-    """Finished records of a generation.jsonl, keyed by (question id, prompt), each read as an Answer
-    beside its line as written (a reused one is written back as it was); failures are redone."""
+    """The records of a generation.jsonl, keyed by (question id, prompt), the last of each, read as
+    an Answer beside its line as written (a reused one is written back as it was); a failure is kept
+    to be redone and counted as such."""
     done = {}
     for line in read_jsonl(path):
         answer = Answer.load(line)
-        if answer.error is None:
-            done[(answer.question_id, answer.prompt)] = (answer, line)
+        done[(answer.question_id, answer.prompt)] = (answer, line)
     return done
 
 
@@ -226,11 +226,11 @@ async def generate(
             )
             key = inputs_hash(content, llm.identity, llm.model, llm.cfg.temperature, llm.cfg.max_tokens, llm.cfg.seed)
             old, line = done.get((question.id, name), (None, {}))
-            if old is not None and old.input_hash == key:
+            if old is not None and old.input_hash == key and old.error is None:
                 placed.append((len(placed) + len(jobs), {**line, **weights.get(question.id, {})}))
                 continue
             if old is not None:
-                why = why_changed(old, prompt, [c.id for c in chunks])
+                why = FAILED_BEFORE if old.error is not None else why_changed(old, prompt, [c.id for c in chunks])
                 redone[why] = redone.get(why, 0) + 1
             jobs.append((len(placed) + len(jobs), question, name, chunks, content, key))
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.answers.generation import context_seen
-from rag_eval.base_records import Model, required
+from rag_eval.base_records import FAILED_BEFORE, Model, required
 from rag_eval.calibration.adaptation import CRITERION_METHOD, Decider
 from rag_eval.calibration.cutoffs import agreement_for, blends_for, cutoffs_for, ragas_agreement_for, saved_band
 from rag_eval.config import AuditConfig
@@ -49,10 +49,11 @@ JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
 
 
 def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
-    """Finished judgements keyed by (judge, question id, prompt); not_judged ones are retried, and
-    escalated ones come back as the first judge left them (escalation runs again after)."""
+    """The run folder's judgements keyed by (judge, question id, prompt), the last of each; escalated
+    ones come back as the first judge left them (escalation runs again after). A not_judged one is
+    kept (``JudgeRun.reusable`` retries it and counts it as redone)."""
     judgements = [Judgement.from_dict(first_pass(r)) for r in read_jsonl(path)]
-    return {(j.judge, j.question_id, j.prompt): j for j in judgements if j.status != "not_judged"}
+    return {(j.judge, j.question_id, j.prompt): j for j in judgements}
 
 
 def context_chars(cfg: AuditConfig) -> int:
@@ -103,10 +104,15 @@ class JudgeRun:
 
     def reusable(self, name: str, qid: str, prompt: str, key: str) -> Judgement | None:
         old = self.done.get((name, qid, prompt))
-        if old is not None and old.input_hash == key:
+        if old is not None and old.input_hash == key and old.status != "not_judged":
             return old
         if old is not None:
-            why = "judge prompt" if old.judge_prompt_hash != self.judge_hash(name) else "answer, contexts or model"
+            if old.status == "not_judged":  # its calls failed (or were cut short by a stop): asked again
+                why = FAILED_BEFORE
+            elif old.judge_prompt_hash != self.judge_hash(name):
+                why = "judge prompt"
+            else:
+                why = "answer, contexts or model"
             self.redone[why] = self.redone.get(why, 0) + 1
         return None
 

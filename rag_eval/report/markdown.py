@@ -601,7 +601,7 @@ def resume_markdown(resume: dict[str, StageReuse] | None) -> list[str]:
         return []
     out = ["## Resumed run", ""]
     for stage, r in resume.items():
-        redone = ", ".join(f"{n} because the {why} changed" for why, n in r.redone.items())
+        redone = r.redone_text()
         out.append(f"- {stage}: {r.reused} reused" + (f"; redone: {redone}" if redone else ""))
     return out + [""]
 

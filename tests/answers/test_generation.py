@@ -77,7 +77,18 @@ def test_failed_answers_are_recorded_and_redone_on_resume(small_project, monkeyp
         run_dir = run_audit(cfg)
         records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
         assert sum(r["error"] is not None for r in records) == 2
-        assert len(read_done(run_dir / "generation.jsonl")) == 6
+        done = read_done(run_dir / "generation.jsonl")
+        assert len(done) == 8 and sum(a.error is not None for a, _ in done.values()) == 2
+        # The resumed run asks exactly the two failed answers again and says so.
+        before = s.calls
+        assert run_audit(cfg, resume=run_dir) == run_dir
+        redone = [b for b in s.bodies[before:] if not b["messages"][0]["content"].startswith("You check")]
+    records = [json.loads(line) for line in (run_dir / "generation.jsonl").read_text().splitlines()]
+    assert len(records) == 8 and all(r["error"] is None for r in records)
+    assert len(redone) == 2
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["resume"]["generation"] == {"reused": 6, "redone": {"earlier attempt failed": 2}}
+    assert "- generation: 6 reused; redone: 2 whose earlier attempt failed" in (run_dir / "report.md").read_text()
 
 
 def test_stratified_sample_is_seeded_and_covers_each_stratum(small_project):

@@ -270,3 +270,35 @@ def test_a_key_echoed_in_an_error_never_reaches_the_run_folder(small_project, mo
     for path in run_dir.rglob("*"):
         if path.is_file():
             assert secret not in path.read_text(errors="replace"), path
+
+
+def test_resume_asks_again_the_judgements_that_failed_and_says_so(small_project, tmp_path):
+    """A judgement whose calls failed is written not_judged; a resumed run asks it again, reuses the
+    rest, and its console line and report count it as redone because its earlier attempt failed
+    (before, it was asked again without a word: the demo's resume redid 3 silently)."""
+    from rag_eval.config import load_config
+    from rag_eval.orchestration.runner import run_audit
+
+    failing = {"on": True}
+
+    def script(n, body):
+        return "500" if failing["on"] and judge_name(body) == "refusal" else "ok"
+
+    with ScriptedServer(script, reply=structured_reply) as s:
+        cfg = load_config(_config(small_project, s.base_url, ", max_retries: 0"))
+        run_dir = run_audit(cfg, use_cache=False, out=str(tmp_path / "runs"))
+        first = _lines(run_dir / "judgements.jsonl")
+        failed = [j for j in first if j["status"] == "not_judged"]
+        assert failed and {j["judge"] for j in failed} == {"refusal"}
+        failing["on"] = False
+        before = len(s.bodies)
+        run_audit(cfg, use_cache=False, resume=run_dir)
+        asked = [judge_name(b) for b in s.bodies[before:]]
+    assert set(asked) <= {"refusal", "refusal reason"}
+    assert sum(1 for b in s.bodies[before:] if judge_name(b) == "refusal" and asks_verdict_only(b)) == len(failed)
+    js = _lines(run_dir / "judgements.jsonl")
+    assert not [j for j in js if j["status"] == "not_judged"]
+    resume = json.loads((run_dir / "report.json").read_text())["resume"]["judgements"]
+    judged = [j for j in first if j["status"] == "judged"]  # the skipped ones are no judge's work to reuse
+    assert resume == {"reused": len(judged), "redone": {"earlier attempt failed": len(failed)}}
+    assert f"redone: {len(failed)} whose earlier attempt failed" in (run_dir / "report.md").read_text()
