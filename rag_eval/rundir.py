@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import yaml
 
@@ -26,6 +27,64 @@ from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.text import record_lines
 
 Status = Literal["started", "finished", "failed", "interrupted"]
+
+WRITER = ".writer"  # the lock file a run folder's writing process holds (``lock_run``)
+
+
+def _flock(fh: IO[str], exclusive: bool) -> bool:
+    """An advisory lock on ``fh`` without waiting; False when another process holds it (True where
+    the platform has no ``fcntl``: nothing is checked there)."""
+    try:
+        import fcntl  # noqa: PLC0415  (POSIX only)
+    except ImportError:
+        return True
+    try:
+        fcntl.flock(fh, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def writer_of(run_dir: Path) -> str | None:
+    """Who is writing ``run_dir`` now (``pid 123 on host since ...``), or None: no live process
+    holds its lock. The lock dies with its process, a killed one too."""
+    path = run_dir / WRITER
+    if not path.exists():
+        return None
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            if _flock(fh, exclusive=False):
+                return None
+            return fh.read().strip() or "another process"
+    except OSError:
+        return None
+
+
+def busy(run_dir: Path, who: str) -> ConfigError:
+    """The error for a command that would write or read a run folder a live process is writing."""
+    return ConfigError(
+        Problem(
+            str(run_dir),
+            f"another rag-eval process is writing this run folder ({who})",
+            "wait for it to finish, or stop it (Ctrl-C) and then resume it with --resume",
+        )
+    )
+
+
+def lock_run(run_dir: Path) -> IO[str]:
+    """Take ``run_dir``'s writer lock for this process (held until the handle is closed, or the
+    process ends); a ``busy`` error when a live process holds it."""
+    fh = (run_dir / WRITER).open("a+", encoding="utf-8")
+    if not _flock(fh, exclusive=True):
+        fh.seek(0)
+        who = fh.read().strip() or "another process"
+        fh.close()
+        raise busy(run_dir, who)
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(UTC).isoformat(timespec='seconds')}\n")
+    fh.flush()
+    return fh
 
 
 class RunFailures(Model):
@@ -206,12 +265,19 @@ class RunFolder:
     resumed: bool = False
     opened: str = ""
     reuse: dict[str, StageReuse] = field(default_factory=dict)
+    lock: IO[str] | None = None  # the writer lock, held while this process writes the folder
+
+    def release(self) -> None:
+        """Let another process write the folder (a resume after this run)."""
+        if self.lock is not None:
+            self.lock.close()
+            self.lock = None
 
     @classmethod
     def create(cls, cfg: AuditConfig, out: str | None = None) -> RunFolder:
         """A new folder ``<report.out>/<name>-<stamp>/`` with the resolved config."""
         path = new_run_dir(cfg, out)
-        return cls(path, opened=f"new run folder {path}")
+        return cls(path, opened=f"new run folder {path}", lock=lock_run(path))
 
     @classmethod
     def open(cls, cfg: AuditConfig, out: str | None = None, resume: Path | bool | None = None) -> RunFolder:
@@ -251,6 +317,8 @@ class RunFolder:
 
     @classmethod
     def _resumed(cls, cfg: AuditConfig, path: Path) -> RunFolder:
+        # Two processes writing one folder would overwrite each other's records and report.
+        lock = lock_run(path)
         changed = config_changes(path, cfg)
         status = read_status(path)
         was = f" ({status.status})" if status is not None else ""
@@ -258,7 +326,7 @@ class RunFolder:
         if changed is not None:
             opened += f"; the config changed since ({changed}): work whose inputs changed is redone"
         write_text(path / "config.yaml", yaml.safe_dump(resolved_config(cfg), sort_keys=False))
-        return cls(path, resumed=True, opened=opened)
+        return cls(path, resumed=True, opened=opened, lock=lock)
 
     def status(self) -> RunStatus | None:
         return read_status(self.path)

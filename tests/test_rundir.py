@@ -18,10 +18,14 @@ def test_open_new_then_resume_what_did_not_finish(small_project):
     assert not first.resumed and first.opened == f"new run folder {first.path}"
     assert (first.path / "config.yaml").exists() and read_status(first.path) is None
     first.set_status("started")
+    with pytest.raises(ConfigError, match="another rag-eval process is writing this run folder"):
+        RunFolder.open(cfg, out, resume=True)  # its writer has not let it go
+    first.release()
     again = RunFolder.open(cfg, out, resume=True)
     assert again.path == first.path and again.resumed
     assert again.opened == f"resumed {first.path} (started): finished records are reused"
     first.set_status("finished")
+    again.release()
     fresh = RunFolder.open(cfg, out, resume=True)
     assert fresh.path != first.path and not fresh.resumed
     assert fresh.opened.startswith(f"--resume: the newest run of config 'small', {first.path}, finished at ")

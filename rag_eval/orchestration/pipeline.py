@@ -40,7 +40,7 @@ from rag_eval.report.assemble import Retrieved, add_judging, attribution_section
 from rag_eval.report.failures import CallFailures, call_failures
 from rag_eval.report.files import mark_stopped, write_report
 from rag_eval.report.report_records import Report
-from rag_eval.rundir import RunFolder
+from rag_eval.rundir import WRITER, RunFolder
 from rag_eval.types import Corpus, Question
 
 
@@ -136,6 +136,21 @@ def run_pipeline(
     if cfg.judges is not None:
         cfg.judges.register_criteria()  # another config loaded since may have replaced them
     folder = RunFolder.open(cfg, out, resume)
+    try:
+        return _run_in(folder, cfg, source, use_cache, inputs, resume_with)
+    finally:
+        folder.release()
+
+
+def _run_in(
+    folder: RunFolder,
+    cfg: AuditConfig,
+    source: AnswerSource,
+    use_cache: bool,
+    inputs: Inputs | None,
+    resume_with: str | None,
+) -> Path:
+    """``run_pipeline`` in the folder it opened (and holds the writer lock of)."""
     say(folder.opened)
     folder.set_status("started")
     try:
@@ -183,7 +198,7 @@ def _stopped_note(folder: RunFolder, resume_with: str | None, why: str) -> str:
 
 
 # What a run folder holds before any stage wrote to it: a failed run with nothing else is removed.
-NOTHING_WRITTEN = {"config.yaml", "status.json", "llm_usage.json", "inputs"}
+NOTHING_WRITTEN = {"config.yaml", "status.json", "llm_usage.json", "inputs", WRITER}
 
 
 def _removed_if_empty(folder: RunFolder) -> bool:

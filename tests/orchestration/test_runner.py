@@ -302,3 +302,43 @@ def test_resume_asks_again_the_judgements_that_failed_and_says_so(small_project,
     judged = [j for j in first if j["status"] == "judged"]  # the skipped ones are no judge's work to reuse
     assert resume == {"reused": len(judged), "redone": {"earlier attempt failed": len(failed)}}
     assert f"redone: {len(failed)} whose earlier attempt failed" in (run_dir / "report.md").read_text()
+
+
+def test_a_second_process_never_writes_a_run_folder_a_live_one_is_writing(small_project, tmp_path):
+    """User trial 3 F8: `run --resume RUN` (and `label`, `report`) from another shell while the run's
+    own process still writes it is refused, naming that process, exit 2; once it ends (here killed),
+    the lock is gone with it and the resume goes on."""
+    with ScriptedServer(reply=structured_reply, latency_s=0.3) as s:
+        cfg_path = _config(small_project, s.base_url)
+        out = tmp_path / "runs"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        first = subprocess.Popen(_cli("run", str(cfg_path), "--no-cache", "--out", str(out)), env=env, cwd=tmp_path)
+        deadline = time.time() + 60
+        while s.calls < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        run_dir = next(out.iterdir())
+        try:
+            for args in (
+                ("run", str(cfg_path), "--no-cache", "--out", str(out), "--resume", str(run_dir)),
+                ("run", str(cfg_path), "--no-cache", "--out", str(out), "--resume"),
+                ("label", str(run_dir), "--n", "2"),
+                ("report", str(run_dir)),
+            ):
+                done = subprocess.run(_cli(*args), env=env, cwd=tmp_path, capture_output=True, text=True)
+                assert done.returncode == 2, (args, done.stderr)
+                assert "another rag-eval process is writing this run folder" in done.stderr, done.stderr
+                assert f"pid {first.pid} " in done.stderr and "then resume it with --resume" in done.stderr
+            assert first.poll() is None  # the first run went on, untouched
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+        assert not (run_dir / "labels").exists()
+        resumed = subprocess.run(
+            _cli("run", str(cfg_path), "--no-cache", "--out", str(out), "--resume", str(run_dir)),
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
