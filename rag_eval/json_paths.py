@@ -57,6 +57,33 @@ def extract(data: Any, path: str) -> list[Any]:
     return values
 
 
+def _walk(values: list[Any], steps: list[Any]) -> list[Any]:
+    for step in steps:
+        values = [c for v in values for c in _children(v, step)]
+    return values
+
+
+def extract_paired(data: Any, first: str, second: str) -> tuple[list[Any], list[Any]] | None:
+    """The values of two paths that select fields of the same list's items (``$.sources[*].id`` and
+    ``$.sources[*].text``), item by item: None where an item lacks the field, so that the two lists
+    pair by position even when some items have only one of them. None when the paths share no
+    ``[*]`` step."""
+    a, b = parse_path(first), parse_path(second)
+    common = 0
+    while common < min(len(a), len(b)) and (a[common] is b[common] if a[common] is WILD else a[common] == b[common]):
+        common += 1
+    cut = max((i + 1 for i in range(common) if a[i] is WILD), default=0)
+    if not cut:
+        return None
+    items = _walk([data], a[:cut])
+
+    def field(item: Any, rest: list[Any]) -> Any:
+        found = _walk([item], rest)
+        return found[0] if found else None
+
+    return [field(it, a[cut:]) for it in items], [field(it, b[cut:]) for it in items]
+
+
 def is_single(path: str) -> bool:
     """The path selects at most one value (no ``[*]``)."""
     return WILD not in parse_path(path)

@@ -148,8 +148,8 @@ def check_failure_gate(op: str, threshold: float, failures: CallFailures, defaul
     detail = "\n".join(
         [
             f"{FAILURE_GATE} = {value:.4g}, needs {rule}",
-            f"    {failures.not_judged} of {failures.answers_total} answers not judged: their model calls failed "
-            f"({failures.answers} answers, {failures.judgements} judgements failed)",
+            f"    {failures.not_judged} of {failures.answers_total} answers not judged: their calls failed "
+            f"({failures.answers} answers: the model's or the system's, {failures.judgements} judgements)",
             f"    first error: {failures.first_error}",
             "    fix the endpoint (or its timeout_s / max_retries) and run again (answered calls come from the "
             f'cache), or allow a share with gates: {{{FAILURE_GATE}: "<= 0.1"}}',

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from rag_eval.base_records import Num, required
 from rag_eval.errors import ConfigError, Problem
-from rag_eval.json_paths import extract, is_single
+from rag_eval.json_paths import extract, extract_paired, is_single
 from rag_eval.llm.client import _SECRETS, redact
 from rag_eval.llm.response_cache import ResponseCache, cache_key
 from rag_eval.llm.usage import Usage
@@ -179,8 +179,16 @@ def expand_env(value: str, where: str) -> str:
 
 def passages_from(data: Any, cfg: HttpSystemConfig) -> list[Passage]:
     """The passages of a response: ids and texts paired by position; ValueError when they do not pair."""
-    ids = [None if v is None else str(v) for v in extract(data, cfg.ids)] if cfg.ids else None
-    texts = [None if v is None else str(v) for v in extract(data, cfg.contexts)] if cfg.contexts else None
+    found_ids = extract(data, cfg.ids) if cfg.ids else None
+    found_texts = extract(data, cfg.contexts) if cfg.contexts else None
+    if cfg.ids and cfg.contexts and found_ids is not None and found_texts is not None:
+        # Fields of one list's items: paired item by item, so that a passage without an id (or
+        # without a text) keeps its place; it is then matched to the corpus by its text.
+        paired = extract_paired(data, cfg.ids, cfg.contexts) if len(found_ids) != len(found_texts) else None
+        if paired is not None:
+            found_ids, found_texts = paired
+    ids = [None if v is None else str(v) for v in found_ids] if found_ids is not None else None
+    texts = [None if v is None else str(v) for v in found_texts] if found_texts is not None else None
     scores = extract(data, cfg.scores) if cfg.scores else None
     n = len(ids if ids is not None else required(texts, "system.ids or system.contexts (the passages' paths)"))
     if ids is not None and texts is not None and len(ids) != len(texts):

@@ -247,7 +247,10 @@ def test_a_dead_model_endpoint_fails_the_run_and_says_how_many_and_why(small_pro
     error = "APIConnectionError: Connection error."
     assert f"failures: 4 of 4 answers failed, 0 judgements failed: 4 answers not judged; first error: {error}" in out
     assert "gate FAIL: failures.not_judged_share = 1 (needs <= 0; the default gate)" in out
-    assert "    4 of 4 answers not judged: their model calls failed (4 answers, 0 judgements failed)" in out
+    assert (
+        "    4 of 4 answers not judged: their calls failed (4 answers: the model's or the system's, 0 judgements)"
+        in out
+    )
     assert f"    first error: {error}" in out
     run_dir = next((small_project / "runs").iterdir())
     status = json.loads((run_dir / "status.json").read_text())

@@ -97,8 +97,20 @@ def test_reply_parsing():
     data = {"answer": "yes", "hits": [{"id": 7, "text": "a"}, {"id": "c2", "text": "b"}]}
     assert [(p.id, p.text) for p in passages_from(data, cfg)] == [("7", "a"), ("c2", "b")]
     assert answer_from(data, "$.answer") == "yes"
+    # User trial 3 F7: fields of one list's items pair item by item; a passage without an id keeps
+    # its text (it is matched to the corpus by it), one without a text keeps its id.
+    assert [(p.id, p.text) for p in passages_from({"hits": [{"id": 1, "text": "a"}, {"id": 2}]}, cfg)] == [
+        ("1", "a"),
+        ("2", None),
+    ]
+    assert [(p.id, p.text) for p in passages_from({"hits": [{"text": "a"}, {"text": "b"}]}, cfg)] == [
+        (None, "a"),
+        (None, "b"),
+    ]
+    # Two separate lists cannot be paired when their lengths differ.
+    apart = HttpSystemConfig(type="http", url="http://x", ids="$.ids[*]", contexts="$.texts[*]")
     with pytest.raises(ValueError, match="2 ids .* but 1 texts"):
-        passages_from({"hits": [{"id": 1, "text": "a"}, {"id": 2}]}, cfg)
+        passages_from({"ids": [1, 2], "texts": ["a"]}, apart)
     with pytest.raises(ValueError, match="no answer at"):
         answer_from(data, "$.reply")
 
@@ -202,9 +214,11 @@ def test_concurrency_bound_and_a_service_that_is_down(tmp_path, monkeypatch, cap
     assert "answered none of the 7 questions" in err and "ConnectError" in err
 
 
-def test_texts_without_ids_decided_by_evidence(tmp_path, monkeypatch):
+@pytest.mark.parametrize("ids_path", [None, "$.sources[*].id"])
+def test_texts_without_ids_decided_by_evidence(tmp_path, monkeypatch, ids_path):
     """A service that returns texts only, partly rewritten: exact texts map to their chunks; a
-    rewritten text is a passage of its own, relevant when an evidence quote is in it."""
+    rewritten text is a passage of its own, relevant when an evidence quote is in it. The same with
+    `ids` configured and the service sending none (user trial 3 F7: it was an unusable response)."""
     monkeypatch.chdir(tmp_path)
 
     def rewrite(text: str) -> str:
@@ -214,7 +228,7 @@ def test_texts_without_ids_decided_by_evidence(tmp_path, monkeypatch):
         RagService(SMALL_CORPUS, with_ids=False, rewrite=rewrite) as svc,
         ScriptedServer(reply=structured_reply) as judge,
     ):
-        config = project(tmp_path, svc.url, judge.base_url, ids=None, headers={})
+        config = project(tmp_path, svc.url, judge.base_url, ids=ids_path, headers={})
         result = rag_eval.audit(config)
     report = result.report.dump()
     p = report["system"]["passages"]
