@@ -103,6 +103,38 @@ class Calibration(Model):
     adapted: dict[str, dict[str, Any]] = {}
 
 
+def judge_settings(calibration: dict[str, Calibration]) -> dict[str, dict[str, str]]:
+    """What decides each probability-scored judge of a run, in words to compare with another run's:
+    ``{judge: {"model": ..., "prompts": ..., "cut-offs": ..., "bands": ...}}`` (a part is left out
+    where the run recorded none)."""
+    out: dict[str, dict[str, str]] = {}
+    for name, c in sorted(calibration.items()):
+        cuts = c.cutoffs or ({name: c.cutoff} if c.cutoff is not None else {})
+        parts = {
+            "model": c.identity.split("|")[0],
+            "prompts": ", ".join(f"{v} {h}" for v, h in sorted(c.prompt_hashes.items())),
+            "cut-offs": ", ".join(f"{v} {float(x):.3f}" for v, x in sorted(cuts.items())),
+            "bands": ", ".join(
+                f"{v} [{float(b.low):.3f}, {float(b.high):.3f})" if b.high > b.low else f"{v} empty"
+                for v, b in sorted(c.bands.items())
+            ),
+        }
+        out[name] = {k: v for k, v in parts.items() if v}
+    return out
+
+
+def settings_changes(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> list[str]:
+    """Each change between two runs' ``judge_settings``, e.g. ``correctness cut-offs: correctness
+    0.564 -> correctness 0.220``; empty when every judge both runs have decided alike."""
+    out = []
+    for name in sorted(set(before) & set(after)):
+        for part in ("model", "prompts", "cut-offs", "bands"):
+            a, b = before[name].get(part), after[name].get(part)
+            if a is not None and b is not None and a != b:
+                out.append(f"{name} {part}: {a} -> {b}")
+    return out
+
+
 class JudgingInfo(StageReuse):
     """What the judging stage returns beside its verdicts: what a resumed run reused, the cut-offs
     used, and what the escalation did (``escalation.Escalation`` as a dict, None without one)."""

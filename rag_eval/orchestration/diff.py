@@ -26,6 +26,7 @@ import numpy as np
 from rag_eval.attribution import OUTCOMES, AttributionRow, ContextMark
 from rag_eval.base_records import Model
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
+from rag_eval.judges.judge_records import judge_settings, settings_changes
 from rag_eval.judges.registry import Criterion, criteria_registered, figures
 from rag_eval.metrics import parse_metric
 from rag_eval.orchestration.compare import per_question_values
@@ -228,6 +229,11 @@ def _adapted(run: Run) -> str:
     return ", ".join(sorted(set(parts)))
 
 
+def _settings(run: Run) -> dict[str, dict[str, str]]:
+    """The run's judge settings (``judge_settings``); none for a run without judges."""
+    return judge_settings(run.report.judges.calibration) if run.report.judges else {}
+
+
 def _names(run: Run) -> str:
     parts = [f"retrievers: {', '.join(run.by_retriever) or 'none'}"]
     if run.rows:
@@ -422,6 +428,14 @@ def diff_runs(base: str | Path, new: str | Path, *, pairs: dict[str, str] | None
             f"{adapted_b or 'as shipped'}; new: {adapted_n or 'as shipped'}), so their verdicts differ by that too: "
             "rerun the base with the same adaptation (rag-eval run reuses the one saved for the corpus) to compare "
             "the systems alone"
+        )
+    calibrated = settings_changes(_settings(b), _settings(n))
+    if calibrated and adapted_b == adapted_n:
+        warnings.append(
+            "the runs' judges decided with other settings ("
+            + "; ".join(calibrated)
+            + "), so their verdicts differ by that too (a judge-check --save, another judge model or prompt): "
+            "rerun the base with the new settings (its model calls come from the cache) to compare the systems alone"
         )
     if only_b or only_n:
         notes.append(

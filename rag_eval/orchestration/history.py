@@ -9,6 +9,7 @@ from typing import Any
 
 from rag_eval.base_records import Figure, Model
 from rag_eval.errors import DataError, Problem, did_you_mean
+from rag_eval.judges.judge_records import judge_settings, settings_changes
 from rag_eval.orchestration.finished import Run, read_run
 from rag_eval.report.history_html import CorpusNote
 from rag_eval.report.history_records import HistoryData, HistoryRun, HistoryTestSet, RunChange
@@ -90,12 +91,14 @@ def run_entry(run: Run) -> HistoryRun:
         test_set=HistoryTestSet(**(s.test_set.dump() if s.test_set else {}), ids=ids),
         config=run.config,
         figures={k: Figure(**f) for k, f in headline_figures(s, run.report).items()},
+        judges=judge_settings(run.report.judges.calibration) if run.report.judges else {},
         changes=[],
     )
 
 
 def changes_between(prev: HistoryRun, cur: HistoryRun) -> list[RunChange]:
-    """What changed from one run to the next: kind config, gates, corpus, test_set or version."""
+    """What changed from one run to the next: kind config, gates, corpus, test_set, judges (what decides
+    a scored judge: its model, prompt, cut-offs, bands) or version."""
     out = []
     keys = config_changes(prev.config, cur.config)
     if keys:
@@ -115,6 +118,9 @@ def changes_between(prev: HistoryRun, cur: HistoryRun) -> list[RunChange]:
     if pi != ci:
         what = f"test set: {len(ci)} questions (+{len(ci - pi)} new, -{len(pi - ci)} gone)"
         out.append(RunChange(kind="test_set", what=what))
+    judged = settings_changes(prev.judges, cur.judges)
+    if judged:
+        out.append(RunChange(kind="judges", what="judges: " + "; ".join(judged) + " (verdicts are not comparable)"))
     if prev.rag_eval_version != cur.rag_eval_version:
         out.append(RunChange(kind="version", what=f"rag-eval {prev.rag_eval_version} -> {cur.rag_eval_version}"))
     return out

@@ -31,6 +31,7 @@ class HistoryRun(Model):
     test_set: HistoryTestSet = HistoryTestSet()
     config: dict[str, Any] = {}
     figures: dict[str, Figure] = {}
+    judges: dict[str, dict[str, str]] = {}  # what decided each scored judge (``judge_settings``)
     changes: list[RunChange] = []
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -514,3 +515,28 @@ def test_runs_of_two_configs_are_named_and_runs_sharing_no_question_are_refused(
     # --baseline with a run of another test set: the diff is refused (the new run folder is kept).
     with pytest.raises(rag_eval.DataError, match="share no question"):
         rag_eval.retrieval(str(tmp_path / "other.yaml"), baseline=base)
+
+
+def test_a_change_of_the_judges_cut_offs_between_runs_is_named(tmp_path, capsys):
+    """User trial 3 F6: a judge-check --save between two runs moved verdicts on identical answers;
+    diff warns that the judges decided with other settings (naming them), and history marks it."""
+    from rag_eval.orchestration.history import collect_history
+
+    answers = {"q1": ("Lists.", "correct"), "q2": ("A set.", "correct"), "q3": ("Use with.", "incorrect")}
+    base = judged_run(tmp_path, "gen", answers)
+    time.sleep(1.1)  # run folders are named by the second
+    new = judged_run(tmp_path, "gen", answers)
+    assert not [w for w in rag_eval.diff(base, new).warnings if "other settings" in w]  # the same settings
+    raw = json.loads((new / "report.json").read_text())
+    raw["judges"]["calibration"]["correctness"]["cutoffs"] = {"correct": 0.22}
+    (new / "report.json").write_text(json.dumps(raw))
+    d = rag_eval.diff(base, new)
+    [warning] = [w for w in d.warnings if "other settings" in w]
+    assert "correctness cut-offs: correct 0.500 -> correct 0.220" in warning
+    # history reads summary.json and report.json: the new run is marked as judged otherwise.
+    hist = collect_history(tmp_path / "runs", config="gen")
+    [first, second] = hist.systems["gen"]
+    assert first.changes == [] and [c.kind for c in second.changes] == ["judges"]
+    assert (
+        "correctness cut-offs: correct 0.500 -> correct 0.220 (verdicts are not comparable)" in second.changes[0].what
+    )
