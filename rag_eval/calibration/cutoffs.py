@@ -75,6 +75,7 @@ class SavedCalibration(Model):
     blend_every_passage: dict[str, Any] | None = None
     band: list[Num] | None = None
     band_target: Num | None = None
+    band_out_of_fold: dict[str, Any] | None = None  # judge-check's out-of-fold figures of the judge's bands
     fitted_on: str | None = None
     agreement: dict[str, Any] | None = None
     accuracy_out_of_fold: Num | None = None

@@ -152,6 +152,11 @@ def _print_scores(scores: list[JudgeScore]) -> None:
 
 def _print_adapted(check: api.JudgeCheck, n: int | None) -> None:
     adapted = check.adapted
+    if n and not adapted:
+        print(
+            f"\n--adapt {n}: nothing measured: no adaptable judge has a source of at least {n + 10} labelled cases "
+            f"(each draw adapts on {n} and measures on at least 10 others); lower --adapt or label more cases"
+        )
     if not adapted:
         return
     print(
@@ -164,6 +169,7 @@ def _print_adapted(check: api.JudgeCheck, n: int | None) -> None:
         print(
             f"  {a.judge:<20}{a.source:<14} saved {sd} ({a.shipped_uncertain:.0%} uncertain)  "
             f"adapted {ad} ({a.adapted_uncertain:.0%} uncertain)  {a.cases} cases, {a.draws} draws"
+            + ("  (saved judge fitted on these cases: in sample)" if a.saved_on_these else "")
         )
 
 
@@ -174,17 +180,30 @@ def band_line(s: JudgeScore) -> str:
     if not bands:
         return "    no band of uncertain decisions (no probabilities)"
     oof = BandOutOfFold.load(extra.band_out_of_fold or {})
-    edges = ", ".join(
-        f"{v + ' ' if len(bands) > 1 else ''}"
-        + (f"[{b.low:.3f}, {b.high:.3f})" if b.high > b.low else "empty (the cut-off alone reaches it)")
-        + (f" (target {b.target:.2f})" if b.reached else f" (target {b.target:.2f} not reached)")
-        for v, b in bands.items()
-    )
+    edges = ", ".join(f"{v + ' ' if len(bands) > 1 else ''}" + _band_text(b) for v, b in bands.items())
     acc = f"{oof.decided_accuracy:.2f}" if oof.decided_accuracy is not None else "–"
-    return (
+    line = (
         f"    uncertain band {edges}; out of fold: decided {oof.n_decided} of {oof.n} agree on {acc}, "
         f"{oof.uncertain_share:.0%} uncertain"
     )
+    target = min((b.target for b in bands.values()), default=None)
+    if oof.decided_accuracy is not None and target is not None and oof.decided_accuracy < target - 1e-9:
+        line += (
+            f", under the target {target:.2f}: the band, fitted in sample, is narrower than these cases warrant "
+            "(more labelled cases widen it; an audit says so beside the band)"
+        )
+    return line
+
+
+def _band_text(b) -> str:
+    """One variant's band: its edges, or why it is empty, and its target, as fitted on all cases."""
+    if b.high > b.low:
+        return (
+            f"[{b.low:.3f}, {b.high:.3f}) (target {b.target:.2f} {'reached' if b.reached else 'not reached'} in sample)"
+        )
+    if b.reached:
+        return f"empty (on the cases it was fitted on, the cut-off alone reaches the target {b.target:.2f})"
+    return f"empty (no band within the uncertain limit reaches the target {b.target:.2f} in sample)"
 
 
 def _print_cascade(check: api.JudgeCheck) -> None:

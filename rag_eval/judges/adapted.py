@@ -369,9 +369,19 @@ class AdaptedCheck:
     shipped_uncertain: float
     adapted_decided: float | None
     adapted_uncertain: float
+    # The saved judge was fitted on this source's cases (a judge-check --save on them): its column
+    # is measured in sample.
+    saved_on_these: bool = False
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def saved_sources(identity: str, prompt_hash: Callable[[str], str], variants: Iterable[str]) -> set[str]:
+    """The case sources the saved calibrations of ``variants`` were fitted on (``judge-check --save``'s
+    ``sources``); empty for the shipped ones fitted elsewhere."""
+    table = saved_calibrations()
+    return {s for v in variants if (e := table.get(key(identity, v, prompt_hash(v)))) for s in e.sources or []}
 
 
 def _measure(deciders: Mapping[str, Decider], items: list[tuple[str, Item]]) -> tuple[int, int, int]:

@@ -33,7 +33,7 @@ from rag_eval.calibration.cutoffs import balanced_accuracy, blends_for, fit_cuto
 from rag_eval.calibration.cutoffs import save as save_calibration
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
-from rag_eval.judges.adapted import adaptable, adapted_check, item_of, shipped_deciders
+from rag_eval.judges.adapted import adaptable, adapted_check, item_of, saved_sources, shipped_deciders
 from rag_eval.judges.judge_records import FittedBand
 from rag_eval.judges.ragas_judges import RagasJudges
 from rag_eval.judges.registry import CASE_KINDS, FAITHFUL_SHARE, JUDGES, Families, Inputs, judges_for
@@ -543,6 +543,8 @@ def _add_adapted(name, cases: list[Case], preds, scores, identity, scored, thres
         ]
         found = adapted_check(name, s.source, items, shipped, labels, seed=seed)
         if found is not None:
+            fitted_on = saved_sources(identity, scored.prompt_hash, JUDGES[name].variants)
+            found.saved_on_these = s.source in fitted_on or (s.source == "all" and bool(fitted_on))
             s.extra = {**s.extra, "adapted": found.to_dict()}
 
 

@@ -28,6 +28,7 @@ from rag_eval.calibration import cutoffs as calibration
 from rag_eval.calibration.cutoffs import fold_assignment, key
 from rag_eval.calibration.lexical import restates
 from rag_eval.judges.details import StatementsDetails
+from rag_eval.judges.judge_records import BandOutOfFold
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import band_targets, banded, variants
 
@@ -203,6 +204,18 @@ def band_folds(
                 unc[i], dec[i] = case_status(probs[i], band.low, band.high, threshold)
                 band_of[i] = (band.low, band.high)
     return unc, dec, band_of
+
+
+def _short_out_of_fold(figures: dict | None, target: float) -> str:
+    """Where the band's decided verdicts agreed with the labels less often out of fold than the
+    target the band was fitted to in sample: how often (the band is then too narrow); else empty."""
+    acc = BandOutOfFold.load(figures or {}).decided_accuracy
+    if acc is None or float(acc) >= target - 1e-9:
+        return ""
+    return (
+        f"; out of fold its decided verdicts agreed on {float(acc):.2f}, under the target: "
+        "the band is narrower than the cases warrant, so some decided verdicts are close calls"
+    )
 
 
 def bands_out_of_fold(probs, positive, variants, fit_cutoffs, **kw) -> dict:
@@ -387,7 +400,9 @@ def bands_for(identity: str, scored, setting, *, judges: Sequence[str]) -> tuple
                 bands[v] = Band(
                     float(low),
                     float(high),
-                    f"fitted on {', '.join(entry.sources or [fitted_on])} (target agreement {target:.2f})",
+                    f"fitted on {', '.join(entry.sources or [fitted_on])} (target agreement {target:.2f}"
+                    + _short_out_of_fold(entry.band_out_of_fold, target)
+                    + ")",
                 )
         if missing:
             notes[j] = (

@@ -219,6 +219,23 @@ def test_judge_check_reports_the_adapted_judges_beside_the_saved_ones(tmp_path, 
     assert a["labels"] == 10 and a["cases"] == 40 and a["draws"] == 20
     assert a["shipped_decided"] == pytest.approx(0.5, abs=0.05)  # every answer called incorrect at 0.5
     assert a["adapted_decided"] > 0.95
+    assert a["saved_on_these"] is False and "in sample" not in printed
+
+    # User trial 3 F5: too few cases for --adapt says so; after a --save on these cases, the saved
+    # judge's column is marked as measured in sample.
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path / "cache"))  # the --save below stays in this test
+    with ScriptedServer(reply=reply, probability=probability) as s:  # one endpoint: one judge identity
+
+        def check(*extra):
+            args = ["--quiet", "judge-check", "--llm", "openai", "--model", "scripted", "--base-url", s.base_url]
+            assert main([*args, "--cases", str(path), "--judges", "correctness", *extra]) == 0
+            return capsys.readouterr().out
+
+        assert "--adapt 40: nothing measured: no adaptable judge has a source of at least 50 labelled cases" in (
+            check("--adapt", "40")
+        )
+        check("--save")
+        assert "(saved judge fitted on these cases: in sample)" in check("--adapt", "10")
 
 
 def test_a_new_adaptation_of_a_run_a_saved_one_decided_starts_from_the_shipped_judge():

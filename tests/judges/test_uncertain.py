@@ -94,6 +94,43 @@ def test_bands_come_from_the_calibration_or_the_config_or_say_why_not(monkeypatc
     bands, notes = bands_for("m", Scored(), {"correctness": [0.4, 0.8]}, judges=["correctness", "refusal"])
     assert set(bands) == {"correctness", "correctness_short"} and "no band in judges.uncertain" in notes["refusal"]
     assert bands_for("m", Scored(), "off", judges=["refusal"])[0] == {}
+    # User trial 3 F4: a band fitted in sample whose decided verdicts missed its target out of fold
+    # says so beside it (the shipped correctness_short band: empty, 0.86 out of fold, target 0.90).
+    saved[calibration.key("m", "refusal", "h-refusal")].update(
+        band_target=0.95, band_out_of_fold={"decided_accuracy": 0.81, "n_decided": 12, "n": 12}
+    )
+    bands, _ = bands_for("m", Scored(), "auto", judges=["refusal"])
+    assert "target agreement 0.95; out of fold its decided verdicts agreed on 0.81, under the target" in (
+        bands["refusal"].source
+    )
+    saved[calibration.key("m", "refusal", "h-refusal")]["band_out_of_fold"]["decided_accuracy"] = 0.97
+    assert bands_for("m", Scored(), "auto", judges=["refusal"])[0]["refusal"].source == (
+        "fitted on cases (target agreement 0.95)"
+    )
+
+
+def test_judge_checks_band_line_says_in_sample_and_out_of_fold_apart():
+    """User trial 3 F4: "empty (the cut-off alone reaches it) (target 0.90 not reached)" read as a
+    contradiction, and "reaches" was true in sample only."""
+    from types import SimpleNamespace
+
+    from rag_eval.commands.judge_check import band_line
+
+    def score(low, high, reached, acc):
+        band = {"low": low, "high": high, "target": 0.9, "reached": reached}
+        extra = {
+            "bands": {"correctness": band},
+            "band_out_of_fold": {"decided_accuracy": acc, "n_decided": 16, "n": 16},
+        }
+        return SimpleNamespace(extra=extra)
+
+    line = band_line(score(0.79, 0.79, True, 0.81))
+    assert "empty (on the cases it was fitted on, the cut-off alone reaches the target 0.90)" in line
+    assert "agree on 0.81, 0% uncertain, under the target 0.90: the band, fitted in sample, is narrower" in line
+    line = band_line(score(0.79, 0.79, False, 0.81))
+    assert "empty (no band within the uncertain limit reaches the target 0.90 in sample)" in line
+    line = band_line(score(0.5, 0.8, True, 0.95))
+    assert "[0.500, 0.800) (target 0.90 reached in sample)" in line and "under the target" not in line
 
 
 def _project(small_project, base_url, extra=""):
