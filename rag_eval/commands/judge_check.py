@@ -148,6 +148,12 @@ def _print_scores(scores: list[JudgeScore]) -> None:
                 )
             )
             print(band_line(s))
+            texted = CheckExtra.model_validate(s.extra).from_text
+            if texted:
+                print(
+                    f"    {texted} verdicts were read from the text: the endpoint returned no logprobs, so their P is "
+                    "0 or 1 and the cut-off, band and AUC above mean nothing (--save refuses such an endpoint)"
+                )
 
 
 def _print_adapted(check: api.JudgeCheck, n: int | None) -> None:

@@ -243,6 +243,7 @@ class Prediction:
     error: str | None = None
     variant: str | None = None  # the prompt asked, for a judge with several (its own cut-off)
     item: Item | None = None  # what the decision was made of (model P, word evidence): adaptation reads it
+    from_text: bool = False  # the endpoint returned no logprobs: the verdict was read from the text (P 0 or 1)
 
 
 def case_inputs(case: Case | dict) -> Inputs:
@@ -260,10 +261,13 @@ def prediction(name: str, j) -> Prediction:
     reading = JUDGES[name].checked.reading
     if reading == "score":
         return Prediction(fixed=None, score=j.score)
+    text = j.method == "text"
     if reading == "statements":
         ps = j.typed_details.probabilities
-        return Prediction(probs=ps, score=min(ps), item=item_of(j))
-    return Prediction(probs=[j.probability], score=j.probability, variant=j.typed_details.variant, item=item_of(j))
+        return Prediction(probs=ps, score=min(ps), item=item_of(j), from_text=text)
+    return Prediction(
+        probs=[j.probability], score=j.probability, variant=j.typed_details.variant, item=item_of(j), from_text=text
+    )
 
 
 def kind_of(name: str) -> str:
@@ -498,11 +502,25 @@ def run_judge_check(
             )
     judges = judges or [j for k in CASE_KINDS if k in kinds for j in judges_for(k) if JUDGES[j].checked.by_default]
     preds, usage, identity, scored = predict(cases, llm_cfg, cache_dir, prompts_dir, judges)
+    from_text = {name: sum(p.from_text for p in preds[name]) for name in judges}
+    if save and (texted := [n for n, k in from_text.items() if k]):
+        raise ConfigError(
+            Problem(
+                f"judge-check --save ({llm_cfg.model} at {llm_cfg.base_url or llm_cfg.provider})",
+                f"the endpoint returned no logprobs for {', '.join(f'{from_text[n]} verdicts of {n}' for n in texted)}: "
+                "they were read from the text (P 0 or 1), so there is no probability to fit a cut-off or band on",
+                "use an endpoint that returns logprobs (llama-server, vLLM, OpenAI's chat API), or run without --save "
+                "to measure the verdicts as they are",
+            )
+        )
     scores = []
     for name in judges:
         mine = score_judge(
             name, cases, preds[name], threshold=threshold, folds=folds, seed=seed, uncertain_target=uncertain_target
         )
+        for sc in mine:
+            if from_text[name]:
+                sc.extra = {**sc.extra, "from_text": from_text[name]}
         scores += mine
         if adapt:
             _add_adapted(name, cases, preds[name], mine, identity, scored, threshold, adapt, seed)
@@ -566,6 +584,7 @@ class CheckExtra(Model):
     band_out_of_fold: Any = None
     cases: list[CaseProbabilities] = []
     adapted: dict[str, Any] | None = None
+    from_text: int = 0  # verdicts read from the text (the endpoint returned no logprobs)
 
 
 def saved_band(extra: dict, variant: str) -> dict:

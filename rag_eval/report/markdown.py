@@ -304,6 +304,14 @@ def calibration_lines(j: JudgesSection) -> list[str]:
             if c.calibrated
             else "NOT calibrated for this judge model or prompt: run `rag-eval judge-check --save`"
         )
+        mine = [r for r in j.records if r.judge == name and r.method is not None]
+        texted = sum(r.method == "text" for r in mine)
+        if texted:
+            how = (
+                f"but {texted} of its {len(mine)} verdicts were read from the text: the judge endpoint returned no "
+                "logprobs, so no probability, cut-off, band or calibration applies to them and none can be fitted "
+                "(use an endpoint that returns logprobs: llama-server, vLLM, OpenAI's chat API)"
+            )
         cuts: Mapping[str, Num | None] = c.cutoffs or {name: c.cutoff}
         at = " or ".join(f"{cut:.3f}" + (f" (`{v}`)" if len(cuts) > 1 else "") for v, cut in cuts.items())
         line = f"- `{name}`: decides at P(yes) >= {at} ({how})"

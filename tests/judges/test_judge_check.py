@@ -48,3 +48,36 @@ def test_a_case_given_with_a_numeric_id_reads_as_its_text():
 
     case = as_cases([{"id": 7, "judge": "refusal", "label": "refused", "source": 2024, "question": "q"}])[0]
     assert (case.id, case.source) == ("7", "2024")
+
+
+def test_an_endpoint_without_logprobs_is_named_and_never_calibrated(tmp_path, capsys, monkeypatch):
+    """User trial 3 F10: an OpenAI-compatible judge that returns no logprobs gives verdicts read from
+    the text (P 0 or 1): judge-check says so and --save refuses it (exit 2, nothing saved); an audit's
+    report says so beside the judge instead of advising a judge-check --save that cannot help."""
+    from rag_eval.calibration.cutoffs import user_path
+
+    from ..scripted_server import ScriptedServer, structured_reply
+
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+    cases = tmp_path / "cases.jsonl"
+    rows = [
+        {
+            "id": f"c{i}",
+            "judge": "refusal",
+            "source": "mine",
+            "question": f"Which port does service {i} use?",
+            "answer": "Port 80." if i % 2 else "The documents do not say.",
+            "label": "answered" if i % 2 else "refused",
+        }
+        for i in range(12)
+    ]
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with ScriptedServer(lambda n, body: "no-logprobs", reply=structured_reply) as s:
+        args = ["judge-check", "--llm", "openai", "--model", "plain", "--base-url", s.base_url, "--cases", str(cases)]
+        assert main(["--quiet", *args, "--judges", "refusal"]) == 0
+        out = capsys.readouterr().out
+        assert "12 verdicts were read from the text: the endpoint returned no logprobs" in out
+        assert main(["--quiet", *args, "--judges", "refusal", "--save"]) == 2
+        err = capsys.readouterr().err
+        assert "the endpoint returned no logprobs for 12 verdicts of refusal" in err and "use an endpoint" in err
+    assert not user_path().exists()

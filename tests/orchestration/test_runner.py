@@ -342,3 +342,19 @@ def test_a_second_process_never_writes_a_run_folder_a_live_one_is_writing(small_
         )
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
+
+
+def test_a_judge_endpoint_without_logprobs_is_named_in_the_report(small_project, tmp_path):
+    """User trial 3 F10: verdicts read from the text are said to be, beside their judge."""
+    from rag_eval.config import load_config
+    from rag_eval.orchestration.runner import run_audit
+
+    with ScriptedServer(lambda n, body: "no-logprobs", reply=structured_reply) as s:
+        run_dir = run_audit(load_config(_config(small_project, s.base_url)), use_cache=False, out=str(tmp_path / "r"))
+    md = (run_dir / "report.md").read_text()
+    refusals = [j for j in _lines(run_dir / "judgements.jsonl") if j["judge"] == "refusal"]
+    assert refusals and all(j["method"] == "text" for j in refusals)
+    assert (
+        f"but {len(refusals)} of its {len(refusals)} verdicts were read from the text: the judge endpoint returned no"
+        in md
+    )
