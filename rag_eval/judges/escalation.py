@@ -29,7 +29,8 @@ from rag_eval.judges.judge_records import EscalationRecord
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES
 from rag_eval.judges.scored import ScoredJudges
-from rag_eval.judges.uncertain import Band, bands_for
+from rag_eval.judges.uncertain import Band, bands_for, within_noise
+from rag_eval.llm.usage import since
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,17 @@ class Opinion:
 
 
 async def second_opinion(
-    second: ScoredJudges, bands: dict[str, Band], variant: str, yes_is_positive: bool, values: dict[str, str]
+    second: ScoredJudges,
+    bands: dict[str, Band],
+    variant: str,
+    yes_is_positive: bool,
+    values: dict[str, str],
+    *,
+    noise: bool = True,
 ) -> Opinion:
-    """One decision by the second judge: its calibrated cut-off where saved, else its text verdict."""
+    """One decision by the second judge: its calibrated cut-off where saved, else its text verdict.
+    ``noise``: a P within the server's numeric noise of the cut-off stays undecided, as the first
+    judge's close calls do (off under ``judges.uncertain: off``)."""
     d = await second.prompt_for(variant).ask_with(second.llm, values)
     p_yes = d.p("yes")
     if d.error or p_yes is None:
@@ -62,6 +71,10 @@ async def second_opinion(
         band = bands.get(variant)
         if band is not None and band.holds(p):
             return Opinion(prob, None, f"uncertain in its own band [{band.low}, {band.high})", d.reason, d.method)
+        if noise and d.probs is not None and within_noise(p, cut):
+            return Opinion(
+                prob, None, f"P {p:.3f} within the server's numeric noise of its cut-off {cut:.3f}", d.reason, d.method
+            )
         return Opinion(prob, p >= cut, f"calibrated cut-off {cut:.3f}", d.reason, d.method)
     if d.text_label is not None:
         return Opinion(prob, (d.text_label == "yes") == yes_is_positive, "text verdict", d.reason, d.method)
@@ -148,6 +161,7 @@ async def escalate(
     *,
     max_calls: int | None,
     threshold: float,
+    noise: bool = True,
 ) -> tuple[list[Judgement], Escalation]:
     """Every record, the uncertain ones asked again of ``second`` (within ``max_calls``
     decisions); ``inputs(record)`` gives the texts the prompts need (question, answer, reference,
@@ -173,7 +187,7 @@ async def escalate(
             info.calls += need
             chosen.append(i)
         results = await asyncio.gather(
-            *(_one(records[i], inputs(records[i]), second, second_bands, threshold) for i in chosen)
+            *(_one(records[i], inputs(records[i]), second, second_bands, threshold, noise) for i in chosen)
         )
         for i, new in zip(chosen, results):
             records[i] = new
@@ -207,7 +221,12 @@ def _note(j: Judgement, escalation: dict, first: Judgement | None = None) -> Jud
 
 
 async def _one(
-    j: Judgement, values: AnswerTexts | None, second: ScoredJudges, bands: dict[str, Band], threshold: float
+    j: Judgement,
+    values: AnswerTexts | None,
+    second: ScoredJudges,
+    bands: dict[str, Band],
+    threshold: float,
+    noise: bool = True,
 ) -> Judgement:
     who = {"model": second.llm.model, "identity": second.llm.identity}
     if values is None:
@@ -219,7 +238,7 @@ async def _one(
     (yes, no), positive = spec.yes_no, spec.positive
     texts = values.placeholders()
     ask = {k: texts[k] for k in second.prompt_for(variant).placeholders}
-    op = await second_opinion(second, bands, variant, yes == positive, ask)
+    op = await second_opinion(second, bands, variant, yes == positive, ask, noise=noise)
     esc = {
         **who,
         "first_probability": j.probability,
@@ -334,7 +353,15 @@ async def escalate_records(cfg, records: list[dict], llm, answer_of, contexts_of
         return AnswerTexts(q.question, answer.answer, q.reference or "", "\n\n".join(contexts_of(answer.contexts)))
 
     judgements = [Judgement.from_dict(r) for r in records]
+    # The second judge's own calls: its client may be the first judge's (one endpoint, one model).
+    before = llm.usage.model_copy()
     done, info = await escalate(
-        judgements, inputs, second, bands, max_calls=jc.escalate.max_calls, threshold=jc.faithfulness_threshold
+        judgements,
+        inputs,
+        second,
+        bands,
+        max_calls=jc.escalate.max_calls,
+        threshold=jc.faithfulness_threshold,
+        noise=jc.uncertain != "off",
     )
-    return [j.to_dict() for j in done], {**info.to_dict(), "usage": llm.usage.to_dict()}
+    return [j.to_dict() for j in done], {**info.to_dict(), "usage": since(llm.usage, before).to_dict()}

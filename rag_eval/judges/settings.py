@@ -207,6 +207,11 @@ def _criterion_name(name: str) -> str:
 CriterionName = Annotated[str, AfterValidator(_criterion_name)]
 
 
+def _endpoint(llm: LLMConfig) -> tuple[str, str | None, str | None]:
+    """What makes two judges one: provider, model (the embedded default where none is named) and endpoint."""
+    return llm.provider, llm.model, (llm.base_url or "").rstrip("/") or None
+
+
 class JudgesConfig(Settings):
     """Which judges run on the generated answers, with which model."""
 
@@ -298,6 +303,18 @@ class JudgesConfig(Settings):
             raise ValueError(f"faithfulness_judge must be {' or '.join(choices)}, not '{fj}'")
         if fj is not None and fj not in self.metrics:
             raise ValueError(f"faithfulness_judge '{fj}' is not among judges.metrics; add it there")
+        return self
+
+    @model_validator(mode="after")
+    def _escalate_elsewhere(self) -> JudgesConfig:
+        # A second judge that is the first (one endpoint, one model) only asks the same question
+        # again: its answer is the first judge's close call once more.
+        esc = self.escalate
+        if esc is not None and _endpoint(esc.llm) == _endpoint(self.llm):
+            raise ValueError(
+                "escalate.llm is the first judge's own model and endpoint (judges.llm); the second judge must be "
+                "another, stronger model: give escalate.llm another model or base_url"
+            )
         return self
 
     @field_validator("uncertain", mode="before")

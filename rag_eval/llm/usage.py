@@ -95,3 +95,13 @@ class Usage(Model):
     def to_dict(self) -> dict[str, Any]:
         """Every count and the cost now (a row of ``llm_usage.json``)."""
         return {**self.model_dump(mode="json", exclude={"cost"}), "cost": self.priced()}
+
+
+def since(now: Usage, before: Usage) -> Usage:
+    """The calls and tokens counted between ``before`` (a copy taken then) and ``now``."""
+    counts = {
+        k: getattr(now, k) - getattr(before, k)
+        for k, f in Usage.model_fields.items()
+        if k != "cost" and f.annotation in (int, Num)
+    }
+    return now.model_copy(update=counts)

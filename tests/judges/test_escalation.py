@@ -253,3 +253,53 @@ def test_an_uncertain_citations_verdict_is_kept_uncertain_with_the_reason_and_no
     [j] = done
     assert j.status == "uncertain" and j.details["escalation"]["not_sent"] == NOT_ESCALATED
     assert (info.escalated, info.calls) == (0, 0)
+
+
+def test_a_second_judge_that_is_the_first_is_refused_and_its_close_calls_stay_open(small_project, capsys):
+    """User trial 3 F9: escalate.llm naming judges.llm's own model and endpoint is a config error
+    (file and line); a second judge's P within the numeric noise of its cut-off decides nothing; the
+    escalation's usage is its own calls even when its client is the first judge's."""
+    import asyncio
+
+    from rag_eval.cli import main
+    from rag_eval.judges.escalation import second_opinion
+    from rag_eval.llm.usage import Usage, since
+
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(
+        cfg.read_text()
+        + "judges:\n  llm: {provider: local}\n  metrics: [correctness]\n"
+        + "  escalate:\n    llm: {provider: local}\n    max_calls: 3\n"
+    )
+    assert main(["validate", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "audit.yaml:" in err and "escalate.llm is the first judge's own model and endpoint" in err
+
+    class Decision:
+        error, reason, method, text_label, probs = None, "", "logprobs", "yes", [0.8]
+
+        def p(self, word):
+            return 0.800
+
+    class Prompt:
+        async def ask_with(self, llm, values):
+            return Decision()
+
+    class Second:
+        calibrated = {"correctness": True}
+        llm = None
+
+        def cutoff(self, variant):
+            return 0.793
+
+        def prompt_for(self, variant):
+            return Prompt()
+
+    close = asyncio.run(second_opinion(Second(), {}, "correctness", True, {}))
+    assert close.positive is None and "within the server's numeric noise of its cut-off 0.793" in close.how
+    assert asyncio.run(second_opinion(Second(), {}, "correctness", True, {}, noise=False)).positive is True
+
+    before = Usage.counter("m")
+    now = before.model_copy(update={"calls": 40, "prompt_tokens": 28811})
+    snapshot = before.model_copy(update={"calls": 34, "prompt_tokens": 24024})
+    assert (since(now, snapshot).calls, since(now, snapshot).prompt_tokens) == (6, 4787)
