@@ -119,6 +119,14 @@ class Outcome:
     tries: int = 1
     checks: list[str] = field(default_factory=list)
     quote: str | None = None  # the last draft's quote: verbatim, snapped (to the passage) or missing
+    evidence: str | None = None  # the kept record's evidence quote, as the passage words it
+
+    def same_evidence(self) -> tuple[str, str] | None:
+        """The passage and evidence quote a kept answerable record rests on (two questions on the same
+        quote of the same passage are one question asked twice, whatever their wording)."""
+        if self.evidence is None:
+            return None
+        return self.job.chunk.id, " ".join(normalise(self.evidence).split())
 
     @property
     def question(self) -> str:
@@ -274,6 +282,10 @@ class Generator:
         return None
 
     def check_question(self, kind: str, chunk: Chunk, question: str) -> str | None:
+        if SEES_THE_PASSAGE.search(question):
+            # "the given code snippet", "in the passage": asked by someone looking at the passage,
+            # which a user of the system never is.
+            return "refers_to_the_passage"
         lc = self.cfg.lint
         qgrams = ngrams(tokens(question), lc.copy_ngram)
         if qgrams and len(qgrams & ngrams(tokens(chunk.passage), lc.copy_ngram)) / len(qgrams) >= lc.copy_threshold:
@@ -326,6 +338,7 @@ class Generator:
             out.dropped = "reference_not_supported"
             return out
         out.checks.append(f"reference_supported (P={p:.2f})")
+        out.evidence = got.quote
         out.record = {
             "id": stable_id(got.question),
             "question": got.question,
@@ -375,6 +388,15 @@ def load_prompts(cfg: AuditConfig) -> dict[str, str]:
         if "{passage}" not in out[kind]:
             raise ConfigError(Problem(str(path), "the prompt has no {passage} placeholder", "add {passage}"))
     return out
+
+
+# A question that points at what its writer was looking at ("the given code snippet", "in the passage").
+SEES_THE_PASSAGE = re.compile(
+    r"\b(?:the|this|these|that)\s+(?:given|provided|above|following|shown|preceding)\s+"
+    r"(?:code|snippet|passage|text|document|documentation|example|context|excerpt|section|paragraph)s?\b"
+    r"|\b(?:in|from|according\s+to|based\s+on)\s+(?:the|this)\s+(?:passage|text|snippet|excerpt|context|paragraph)\b",
+    re.I,
+)
 
 
 def _near_duplicate(question: str, kept: list[set[str]], threshold: float) -> bool:
@@ -470,17 +492,23 @@ def generate_test_set(cfg: AuditConfig, corpus: Corpus, session, out: Path) -> d
                     if retried:
                         await _check_unanswerables(gen, retried, retriever)
                 kept_words: list[set[str]] = [set(content_tokens(o.question)) for o in outcomes if o.record is not None]
+                kept_evidence = {e for o in outcomes if o.record is not None and (e := o.same_evidence())}
                 for o in batch:
                     if o.record is None:
                         outcomes.append(o)
                         continue
+                    evidence = o.same_evidence()
                     if kept_by_kind[o.job.kind] >= want[o.job.kind]:
                         o.dropped, o.record = "surplus", None
                     elif _near_duplicate(o.question, kept_words, cfg.lint.near_duplicate):
                         o.dropped, o.record = "near_duplicate", None
+                    elif evidence is not None and evidence in kept_evidence:
+                        o.dropped, o.record = "same_evidence", None
                     else:
                         kept_by_kind[o.job.kind] += 1
                         kept_words.append(set(content_tokens(o.question)))
+                        if evidence is not None:
+                            kept_evidence.add(evidence)
                     outcomes.append(o)
                 seed_round += 1
             return outcomes, llm.model

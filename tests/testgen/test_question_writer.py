@@ -170,3 +170,42 @@ def test_a_loosely_copied_quote_snaps_to_the_passage_words():
     )
     # Words changed: not the passage's words, no snap.
     assert snap_quote("objects that can be altered are mutable", passage) is None
+
+
+def test_a_second_question_on_the_same_quote_or_one_that_sees_the_passage_is_dropped(project):
+    """User trial 3 F2: "What does the `select` filter do?" and "... `select` function do?" on one
+    passage and one quote were both kept (their words differ by one of two); "the given code snippet"
+    was kept although a user never sees the passage."""
+    import itertools
+
+    from rag_eval.testgen.question_writer import SEES_THE_PASSAGE
+
+    assert SEES_THE_PASSAGE.search("What is the purpose of the `round` function in the given code snippet?")
+    assert SEES_THE_PASSAGE.search("According to the passage, what does zip return?")
+    assert not SEES_THE_PASSAGE.search("How do I pass the given value to a filter?")
+    assert not SEES_THE_PASSAGE.search("What does the text filter do in a template?")
+
+    count = itertools.count()
+
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        fmt = (body.get("response_format") or {}).get("json_schema", {}).get("name", "")
+        if fmt in ("testgen_fact", "testgen_symbol"):
+            passage = text.split("Passage (from", 1)[1].split("\n", 1)[1].split("\n\nYour previous reply")[0]
+            first = passage.split(". ")[0].strip().rstrip(".") + "."
+            name = next(w for w in first.split() if len(w) >= 3)
+            # A fact and a symbol question on each passage, worded apart by one word, on one quote.
+            word = "filter" if fmt == "testgen_fact" else "function"
+            if next(count) == 0 and "previous reply was rejected" not in text:
+                return json.dumps({"question": "What does the given code snippet do?", "answer": first, "quote": first})
+            return json.dumps({"question": f"What does the `{name}` {word} do?", "answer": first, "quote": first})
+        return structured_reply(body)
+
+    with ScriptedServer(reply=reply) as s:
+        cfg = _config(project, s.base_url, n=12, mix="{fact: 0.5, symbol: 0.5}")
+        assert main(["-q", "generate", str(cfg), "--out", str(project / "gen.jsonl")]) == 0
+    report = json.loads((project / "gen.report.json").read_text())
+    records = [json.loads(line) for line in (project / "gen.jsonl").read_text().splitlines()]
+    pairs = [(r["provenance"]["chunk_id"], r["evidence"]) for r in records]
+    assert len(pairs) == len(set(pairs)) and report["dropped"].get("same_evidence", 0) >= 1
+    assert not [r for r in records if SEES_THE_PASSAGE.search(r["question"])]
