@@ -87,6 +87,7 @@ def _print_adaptation(done: api.Rendered, no_save: bool) -> None:
             print(
                 f"    all {a.labels} labels give one verdict: where the other lies is not learned, so decisions "
                 "right on them say little; label answers of the other verdict too"
+                + ("; not saved for later audits" if a.not_saved else "")
             )
         if a.mostly_uncertain():
             print(

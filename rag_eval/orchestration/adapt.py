@@ -631,7 +631,14 @@ def _save(
         return
     hashes = {v: h for c in cal.values() for v, h in c.prompt_hashes.items()}
     where = None
+    shown = {j.variant: j for j in section.judges}
     for variant, d in full.items():
+        judged = shown.get(variant)
+        if judged is not None and judged.labels and judged.positives in (0, judged.labels):
+            # Labels of one verdict only do not say where the other lies: such a fit would decide every
+            # later audit of the corpus (user trial 3 F11), so it stays in this report alone.
+            judged.not_saved = f"all {judged.labels} labels give one verdict"
+            continue
         # A report written before calibrations kept each variant's hash: a one-prompt judge's record
         # hash is its prompt's.
         found = {r.judge_prompt_hash for r in records if variant_of(r) == variant and r.judge == variant}

@@ -119,6 +119,7 @@ class AdaptedJudge(Model):
     blend_before: str | None = None
     blend_after: str | None = None
     criterion: bool = False  # a user's criterion: labels may weigh word features for it
+    not_saved: str | None = None  # why this variant's adaptation was not kept for later audits
     changed: int = 0  # verdicts of the run that the adaptation changed (decided or uncertain)
     uncertain_before: int = 0
     uncertain_after: int = 0

@@ -781,8 +781,13 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         one.write_text(csv_path.read_text())
         _fill(one, {k: {"no_advice": "yes"} for k in ranked})
         capsys.readouterr()
-        assert main(["report", str(run_dir), "--labels", str(one), "--adapt", "--no-save"]) == 0
-        assert "all 12 labels give one verdict: where the other lies is not learned" in capsys.readouterr().out
+        # User trial 3 F11: and such a fit is not kept to decide later audits: the store is as it was.
+        kept = (project / "own-cache" / "adaptations.json").read_text()
+        assert main(["report", str(run_dir), "--labels", str(one), "--adapt"]) == 0
+        out = capsys.readouterr().out
+        assert "all 12 labels give one verdict: where the other lies is not learned" in out
+        assert "; not saved for later audits" in out
+        assert (project / "own-cache" / "adaptations.json").read_text() == kept
 
         # The next audit of the corpus (with the same judge model: the same server) decides the
         # criterion on the saved blend, as it was adapted.
