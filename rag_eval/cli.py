@@ -97,7 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rag-eval: interrupted; finished records are in {exc.run_dir}; {how}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
-        print("rag-eval: interrupted; finished records are in the run folder", file=sys.stderr)
+        # A command that writes no run folder (generate, judge-check, lint, view): its model calls
+        # are in the response cache, so the same command again goes on from there.
+        print(
+            f"rag-eval: interrupted; the model calls made are in the response cache (unless --no-cache): run `rag-eval "
+            f"{args.command} ...` "
+            "again with the same arguments to go on from there",
+            file=sys.stderr,
+        )
         return 130
     except BrokenPipeError:
         # The reader went away (`| head`): no error of rag-eval's, but not a whole output either, so

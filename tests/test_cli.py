@@ -110,7 +110,7 @@ def test_labels_that_match_no_chunk(small_project, capsys):
             {"id": "a", "question": "x?", "answer_in": "py/list"},
             {"id": "b", "question": "y?", "evidence": "this quote is nowhere"},
             {"id": "c", "question": "z?", "answer_in": "py/lists", "answerable": False},
-            {"id": "d", "question": "w?"},
+            {"id": "d", "question": "w?", "relevant": ["py/lists"]},
         ],
     )
     _expect_error(
@@ -121,7 +121,8 @@ def test_labels_that_match_no_chunk(small_project, capsys):
         "did you mean 'py/lists'",
         "evidence quote 'this quote is nowhere' matches no chunk",
         "answerable: false but carries labels",
-        "has no labels",
+        # User trial 3 L7: the key it did not read is named.
+        "has no labels (its keys 'relevant' are not labels rag-eval reads)",
     )
 
 
@@ -472,3 +473,19 @@ def test_a_gate_on_a_misspelt_judged_figure_or_criterion_stops_before_the_run(sm
     assert "no judge or criterion gives a figure 'names_functon'; did you mean 'names_function'?" in err
     assert "no judge or criterion gives a figure 'correctnes'; did you mean 'correctness'?" in err
     assert err.count("cannot exist") == 2
+
+
+def test_an_interrupted_command_without_a_run_folder_says_how_to_go_on(monkeypatch, capsys):
+    """User trial 3 L5: Ctrl-C in `generate` said "finished records are in the run folder"; it has none."""
+    from rag_eval.commands import generate
+
+    def stopped(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(generate, "run", stopped)
+    assert main(["generate", "whatever.yaml"]) == 130
+    err = capsys.readouterr().err
+    assert "run folder" not in err
+    assert (
+        "the model calls made are in the response cache (unless --no-cache): run `rag-eval generate ...` again" in err
+    )

@@ -245,4 +245,8 @@ def _unsure(name: str | None, j: Verdict | None) -> str:
     else:
         probability = j.probability if j is not None else None
         what = f"P {probability:.2f}" if probability is not None else "its probability"
-    return f"{name} uncertain: {what}, within its band [{band[0]}, {band[1]}); label it or escalate it"
+    if d.left_uncertain:
+        # Not the band's doing: a close call to the cut-off, or a rule (user trial 3 L8).
+        return f"{name} uncertain: {d.left_uncertain}; label it or escalate it"
+    edges = ", ".join(f"{b:.3f}" if isinstance(b, int | float) else str(b) for b in band[:2])
+    return f"{name} uncertain: {what}, within its band [{edges}); label it or escalate it"

@@ -44,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
         f"{report.kept} questions kept of {report.drawn} drafted ({report.asked} asked) in "
         f"{report.seconds:.0f} s ({report.seconds_per_kept or 0:.1f} s per kept question), model {report.model}"
     )
+    if report.kept < report.asked:
+        print(
+            f"fewer than the {report.asked} asked: the drafts of 4 rounds (or every passage and kind) were used up, and "
+            "the rest were dropped by the checks below; ask for more (--n), or another --seed, for more"
+        )
     print("kinds: " + ", ".join(f"{k} {n}" for k, n in report.kinds.items()))
     if report.quotes:
         print("evidence quotes of answerable drafts: " + ", ".join(f"{k} {n}" for k, n in report.quotes.items()))

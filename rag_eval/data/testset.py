@@ -421,10 +421,12 @@ def _parse(rec: Record, row: _Row, corpus: Corpus, index: EvidenceIndex) -> tupl
             )
         )
     elif answerable is None and not has_labels and not problems:
+        others = [k for k in d if k not in KNOWN_FIELDS]
         problems.append(
             Problem(
                 label,
-                "the question has no labels",
+                "the question has no labels"
+                + (f" (its keys {', '.join(map(repr, others))} are not labels rag-eval reads)" if others else ""),
                 "add answer_in (chunk ids) or evidence (quotes), "
                 "or answerable: false if the documents cannot answer it",
             )

@@ -36,6 +36,7 @@ class DetailsBase(Model):
     adapted: dict[str, Any] | None = None  # re-decided by judges adapted to the corpus
     reasons_deferred: bool | None = None  # the reason is asked only for the answers a reader is shown
     model_said: Any = None  # the model's own words after its verdict (one, or one per statement or context)
+    left_uncertain: str | None = None  # why a decided verdict was left uncertain (a close call, a restated reference)
 
 
 class VerdictDetails(DetailsBase):

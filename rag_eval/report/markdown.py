@@ -334,7 +334,10 @@ def calibration_lines(j: JudgesSection) -> list[str]:
                 f"would give a prediction-powered interval of ±0.10 (`rag-eval label RUN_DIR --n {n10}`)"
             )
         bands = c.bands
-        if bands:
+        if bands and len(bands) > 1 and all(b.high <= b.low for b in bands.values()):
+            line += f"; uncertain nowhere: the fitted bands ({', '.join(f'`{v}`' for v in bands)}) are empty"
+            line += f" ({next(iter(bands.values())).source})"
+        elif bands:
             # An empty band (low == high) is a fitted result too: every decision reached the target.
             line += "; uncertain " + " or ".join(
                 (

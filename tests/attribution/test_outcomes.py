@@ -65,3 +65,25 @@ def test_a_report_rows_judge_briefs_decide_as_the_judgements_do():
         ANS, True, GEN, ok_judges(faithfulness=j(score=0.2)), faithfulness_threshold=0.5
     )
     assert attribute(ANS, True, GEN, briefs, faithfulness_threshold=0.5)[0] == "unfaithful"
+
+
+def test_an_uncertain_outcome_says_why_a_close_call_or_its_band_rounded():
+    """User trial 3 L8: "within its band [0.749445, 0.83141)" was the close-call margin of a judge
+    whose band the same report called empty, with unrounded edges."""
+    from rag_eval.attribution.outcomes import _unsure
+
+    close = Judgement(
+        "correctness",
+        "q1",
+        "base",
+        "uncertain",
+        probability=0.807,
+        details={"band": [0.749445, 0.83141], "left_uncertain": "P 0.807 is within the server's numeric noise"},
+    )
+    assert _unsure("correctness", close) == (
+        "correctness uncertain: P 0.807 is within the server's numeric noise; label it or escalate it"
+    )
+    banded = Judgement("correctness", "q1", "base", "uncertain", probability=0.9, details={"band": [0.85, 0.95]})
+    assert _unsure("correctness", banded) == (
+        "correctness uncertain: P 0.90, within its band [0.850, 0.950); label it or escalate it"
+    )

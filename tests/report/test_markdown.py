@@ -10,3 +10,26 @@ def test_model_text_cannot_inject_html():
     assert "&lt;script&gt;" in shown and "&amp;" in shown and "\n" not in shown
     row = _table(["answer"], [[answer]])[-1]
     assert "<script>" not in row and "\\|" in row
+
+
+def test_a_judge_whose_bands_are_all_empty_says_so_once():
+    """User trial 3 L8: "uncertain nowhere: the fitted band is empty (`correctness`) or nowhere: the
+    fitted band is empty (`correctness_short`)"."""
+    from rag_eval.judges.judge_records import JudgesSection
+    from rag_eval.report.markdown import calibration_lines
+
+    band = {"low": 0.5, "high": 0.5, "source": "fitted on cases (target agreement 0.90)"}
+    section = JudgesSection.load(
+        {
+            "calibration": {
+                "correctness": {
+                    "cutoffs": {"correctness": 0.5, "correctness_short": 0.6},
+                    "calibrated": True,
+                    "bands": {"correctness": band, "correctness_short": band},
+                }
+            }
+        }
+    )
+    [line] = [x for x in calibration_lines(section) if x.startswith("- `correctness`")]
+    assert "uncertain nowhere: the fitted bands (`correctness`, `correctness_short`) are empty (fitted on" in line
+    assert line.count("nowhere") == 1

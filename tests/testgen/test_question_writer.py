@@ -172,7 +172,7 @@ def test_a_loosely_copied_quote_snaps_to_the_passage_words():
     assert snap_quote("objects that can be altered are mutable", passage) is None
 
 
-def test_a_second_question_on_the_same_quote_or_one_that_sees_the_passage_is_dropped(project):
+def test_a_second_question_on_the_same_quote_or_one_that_sees_the_passage_is_dropped(project, capsys):
     """User trial 3 F2: "What does the `select` filter do?" and "... `select` function do?" on one
     passage and one quote were both kept (their words differ by one of two); "the given code snippet"
     was kept although a user never sees the passage."""
@@ -209,3 +209,5 @@ def test_a_second_question_on_the_same_quote_or_one_that_sees_the_passage_is_dro
     pairs = [(r["provenance"]["chunk_id"], r["evidence"]) for r in records]
     assert len(pairs) == len(set(pairs)) and report["dropped"].get("same_evidence", 0) >= 1
     assert not [r for r in records if SEES_THE_PASSAGE.search(r["question"])]
+    # User trial 3 L6: fewer kept than asked is said, with why.
+    assert report["kept"] < 12 and "fewer than the 12 asked: the drafts of 4 rounds" in capsys.readouterr().out
