@@ -334,7 +334,12 @@ def verdict(c: Comparison, *, alpha: float = 0.05) -> str:
                 f"; {n} questions would usually (80% power) settle a true difference of {abs(c.diff):.3f}: the "
                 "true difference is likely smaller than observed"
             )
-    shown = f"{c.detectable:.3f}" if c.detectable is not None else "none: too few questions"
+    # Every figure compared lies in [0, 1]: a difference over 1 cannot happen, so none is detectable.
+    shown = (
+        f"{c.detectable:.3f}"
+        if c.detectable is not None and c.detectable <= 1
+        else "none: too few questions for any difference"
+    )
     return (
         f"{c.a} vs {c.b} on {c.metric}: {counts}: not settled by {n} questions "
         f"(smallest detectable difference {shown}{tail})"

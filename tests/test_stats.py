@@ -165,6 +165,16 @@ def test_an_unsettled_verdict_never_says_fewer_questions_than_it_had_would_detec
     assert "before the Holm correction" in c.verdict and "not for all the comparisons together" in c.verdict
 
 
+def test_a_detectable_difference_beyond_the_scores_range_is_none():
+    """User trial 3 L3: "smallest detectable difference 1.401" on a score in [0, 1] (2 questions)."""
+    c = compare_paired(
+        np.array([1.0, 0.0]), np.array([0.0, 0.5]), names=("a", "b"), metric="faithfulness", binary=False
+    )
+    apply_holm([c])
+    assert c.detectable is not None and c.detectable > 1
+    assert "(smallest detectable difference none: too few questions for any difference" in c.verdict
+
+
 def test_detectable_difference_formula():
     # (1.95996 + 0.84162) * 0.5 / sqrt(100)
     assert detectable_difference(0.5, 100) == pytest.approx(0.140079, abs=1e-5)

@@ -547,7 +547,12 @@ def _evidence(
                 Problem(
                     label,
                     f"evidence doc_id '{restrict}' is not a document of the corpus",
-                    f"did you mean '{close[0]}'?" if close else "check the doc_id",
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else "remove doc_id to look the quote up in every document (a test set generated from "
+                    "another form of the same texts names that form's documents), or name one of this corpus's: "
+                    + ", ".join(sorted(index.doc_ids)[:5])
+                    + (", ..." if len(index.doc_ids) > 5 else ""),
                 )
             )
             continue

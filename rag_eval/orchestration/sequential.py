@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from scipy.special import betaln
 
 from rag_eval.orchestration.compare import per_question_values
+from rag_eval.progress import say
 from rag_eval.rundir import read_report_json
 
 TEST_NAME = (
@@ -84,11 +85,18 @@ def run_until_settled(
     answerable = {q.id: q.answerable for q in questions}
     run_dir: Path | None = None
     calls, looks = 0, []
-    used = 0
+    used = before = 0
     for used in range(min(batch, len(questions)), len(questions) + batch, batch):
         used = min(used, len(questions))
         part = dataclasses.replace(inputs, questions=questions[:used])
+        if run_dir is not None:
+            # The run folder's own "resumed ..." line follows: say that this command resumes it.
+            say(
+                f"--stop-when-settled: not settled on {before} questions; the same run folder goes on with {used} "
+                f"({used - before} more)"
+            )
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, resume=run_dir, inputs=part)
+        before = used
         calls += _calls(run_dir)
         report = read_report_json(run_dir)
         pairs = pair_evalues(report, answerable, cfg.judges.metrics, prompts)

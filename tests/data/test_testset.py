@@ -136,3 +136,14 @@ def test_quotes_are_found_from_postings_as_by_reading_every_chunk():
     # A phrase none of whose words has a character on both sides is looked for in every text.
     flat = PhraseIndex(texts, ["self"])
     assert flat.find("self") == [i for i, t in enumerate(texts) if "self" in t]
+
+
+def test_evidence_naming_another_corpus_form_s_document_says_how_to_use_it_here(tmp_path, capsys):
+    """User trial 3 F3: a set generated from a folder corpus names its documents ('functional.md');
+    on the same texts as a JSONL corpus the fix said only "check the doc_id"."""
+    cut, _ = _cut_sentence()
+    cfg = _project(tmp_path, [{"id": "q1", "question": "What does rule 1 say?", "evidence": cut, "doc_id": "x/y.rst"}])
+    assert main(["validate", cfg]) == 2
+    err = capsys.readouterr().err
+    assert "questions.jsonl:1 (question 'q1'): evidence doc_id 'x/y.rst' is not a document of the corpus" in err
+    assert "remove doc_id to look the quote up in every document" in err and "this corpus's: lexical.md" in err

@@ -57,9 +57,12 @@ def test_compare_stops_once_settled_and_judges_only_the_questions_used(tmp_path,
             f"judges: {{llm: {llm}, metrics: [refusal, faithfulness_yesno]}}\n"
             f"report: {{out: {tmp_path / 'runs'}}}\n"
         )
-        code = main(["-q", "compare", str(tmp_path / "audit.yaml"), "--stop-when-settled", "--batch", "4"])
+        code = main(["compare", str(tmp_path / "audit.yaml"), "--stop-when-settled", "--batch", "4"])
     assert code == 0
-    assert "stopped when settled: 8 of 20 questions" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "stopped when settled: 8 of 20 questions" in printed.out
+    # User trial 3 L4: the second batch's "resumed ..." line follows one that says why.
+    assert "--stop-when-settled: not settled on 4 questions; the same run folder goes on with 8 (4 more)" in printed.err
     [run_dir] = list((tmp_path / "runs").iterdir())
     report = json.loads((run_dir / "report.json").read_text())
     seq = report["comparison"]["sequential"]
