@@ -258,6 +258,10 @@ def test_judge_check_reports_out_of_fold_figures_per_source_and_saves_cutoffs(tm
     saved = json.loads(user_path().read_text())
     assert {k.split("|")[1] for k in saved} == {"correctness", "refusal", "faithfulness_yesno"}
     assert all(k.startswith(s.base_url.rstrip("/")) for k in saved)
+    # User trial 3 L11: each variant's n is the cases its cut-off was fitted on.
+    asked = sum(judge_name(b) == "correctness" for b in s.bodies if b.get("logprobs"))
+    [n_correct] = [v["n"] for k, v in saved.items() if k.split("|")[1] == "correctness"]
+    assert n_correct == asked  # (these cases ask the long-reference prompt only)
 
 
 @pytest.mark.slow
