@@ -95,6 +95,21 @@ def test_no_unanswerable_and_no_exact_tokens():
     assert {"few_unanswerable", "no_exact_tokens"} <= codes(lint(cfg(), CORPUS, qs))
 
 
+def test_a_set_where_most_questions_name_a_symbol_is_warned_about():
+    """User trial 3 F2: 10 of 11 generated questions named the filter; bm25 and hybrid both had hit@1
+    1.00, and lint said only [info]."""
+    from rag_eval.retrievers.lint import exact_token_questions
+
+    named = [Question(f"n{i}", f"What does `filter_{i}` return?", {"lists": 1}, True) for i in range(5)]
+    plain = [Question(f"p{i}", "which container keeps its items in order?", {"lists": 1}, True) for i in range(2)]
+    [warned] = exact_token_questions(named)
+    assert (warned.code, warned.severity) == ("mostly_exact_tokens", "warning")
+    assert warned.message.startswith("5 of 5 answerable questions name an exact symbol")
+    [info] = exact_token_questions(named[:4] + plain)  # 4 of 6: under the share
+    assert (info.code, info.severity) == ("exact_tokens", "info")
+    assert exact_token_questions(named[:4])[0].code == "exact_tokens"  # too few to say
+
+
 def test_duplicates_and_near_duplicates():
     qs = clean_set() + [
         Question("a2", "Which built-in sequence can I change in place?", {"lists": 1}, True),
