@@ -42,6 +42,8 @@ def _flock(fh: IO[str], exclusive: bool) -> bool:
         fcntl.flock(fh, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
+    except OSError:
+        return True  # a file system without locks (some network mounts): nothing is checked there
     return True
 
 
@@ -319,13 +321,18 @@ class RunFolder:
     def _resumed(cls, cfg: AuditConfig, path: Path) -> RunFolder:
         # Two processes writing one folder would overwrite each other's records and report.
         lock = lock_run(path)
-        changed = config_changes(path, cfg)
-        status = read_status(path)
-        was = f" ({status.status})" if status is not None else ""
-        opened = f"resumed {path}{was}: finished records are reused"
-        if changed is not None:
-            opened += f"; the config changed since ({changed}): work whose inputs changed is redone"
-        write_text(path / "config.yaml", yaml.safe_dump(resolved_config(cfg), sort_keys=False))
+        try:
+            changed = config_changes(path, cfg)
+            status = read_status(path)
+            was = f" ({status.status})" if status is not None else ""
+            opened = f"resumed {path}{was}: finished records are reused"
+            if changed is not None:
+                opened += f"; the config changed since ({changed}): work whose inputs changed is redone"
+            write_text(path / "config.yaml", yaml.safe_dump(resolved_config(cfg), sort_keys=False))
+        except BaseException:
+            # Not opened: the lock goes now, not when the error (kept by a notebook) is dropped.
+            lock.close()
+            raise
         return cls(path, resumed=True, opened=opened, lock=lock)
 
     def status(self) -> RunStatus | None:

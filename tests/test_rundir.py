@@ -56,3 +56,18 @@ def test_records_and_what_a_resumed_stage_reused(small_project):
     line = folder.reused("generation", 3, {"prompt": 2}, "answers")
     assert line == "reused 3 finished answers; redoing 2 because the prompt changed"
     assert folder.reuse["generation"] == StageReuse(reused=3, redone={"prompt": 2})
+
+
+def test_a_resume_refused_after_the_lock_was_taken_lets_it_go(small_project):
+    """Review 54 M2: resuming another config's folder is refused after the writer lock was taken; the
+    lock goes with the refusal, even while the error is kept (a notebook keeps the last one)."""
+    from rag_eval.rundir import writer_of
+
+    cfg = load_config(small_project / "audit.yaml")
+    first = RunFolder.open(cfg, str(small_project / "runs"))
+    first.release()
+    other = cfg.model_copy(update={"name": "other"})
+    with pytest.raises(ConfigError, match="belongs to config 'small'") as kept:
+        RunFolder.open(other, str(small_project / "runs"), resume=first.path)
+    assert kept.value is not None and writer_of(first.path) is None
+    RunFolder.open(cfg, str(small_project / "runs"), resume=first.path).release()

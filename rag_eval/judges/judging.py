@@ -46,14 +46,27 @@ from rag_eval.stats import Estimate, bootstrap_mean, weighted_share
 from rag_eval.types import Chunk, Corpus, Question
 
 JUDGE_AHEAD = 3  # answers in judging beyond the model's concurrency
+NO_ANSWER = "no answer to judge"  # how a judgement of an answer that failed begins its error
 
 
 def read_judgements(path: Path) -> dict[tuple[str, str, str], Judgement]:
     """The run folder's judgements keyed by (judge, question id, prompt), the last of each; escalated
     ones come back as the first judge left them (escalation runs again after). A not_judged one is
     kept (``JudgeRun.reusable`` retries it and counts it as redone)."""
-    judgements = [Judgement.from_dict(first_pass(r)) for r in read_jsonl(path)]
-    return {(j.judge, j.question_id, j.prompt): j for j in judgements}
+    out: dict[tuple[str, str, str], Judgement] = {}
+    for j in (Judgement.from_dict(first_pass(r)) for r in read_jsonl(path)):
+        key = (j.judge, j.question_id, j.prompt)
+        old = out.get(key)
+        # A verdict asked again for its reason, whose request failed, leaves the verdict decided.
+        if (
+            j.status == "not_judged"
+            and old is not None
+            and old.status != "not_judged"
+            and old.input_hash == j.input_hash
+        ):
+            continue
+        out[key] = j
+    return out
 
 
 def context_chars(cfg: AuditConfig) -> int:
@@ -83,7 +96,7 @@ class JudgeRun:
         self.jc = required(cfg.judges, "the config's judges section")
         self.shared: dict[str, asyncio.Task] = {}
         # Finished answer-independent judgements by (judge, question, inputs), whichever prompt they were for.
-        self.by_inputs = {(n, qid, j.input_hash): j for (n, qid, _), j in done.items()}
+        self.by_inputs = {(n, qid, j.input_hash): j for (n, qid, _), j in done.items() if j.status != "not_judged"}
         self.reused = 0
         self.redone: dict[str, int] = {}
         self.bands: dict = {}  # cut-off name -> uncertain.Band
@@ -107,6 +120,8 @@ class JudgeRun:
         if old is not None and old.input_hash == key and old.status != "not_judged":
             return old
         if old is not None:
+            if old.status == "not_judged" and (old.error or "").startswith(NO_ANSWER):
+                return None  # its answer failed, not the judge: the generation line counts it
             if old.status == "not_judged":  # its calls failed (or were cut short by a stop): asked again
                 why = FAILED_BEFORE
             elif old.judge_prompt_hash != self.judge_hash(name):
@@ -263,7 +278,7 @@ async def judge_answer(jr: JudgeRun, q: Question, gen: Answer, contexts: list[st
     qid, prompt = q.id, gen.prompt
     answer = gen.answer
     if gen.failed or not answer:
-        why = f"no answer to judge: {gen.error or 'the answer is empty'}"
+        why = f"{NO_ANSWER}: {gen.error or 'the answer is empty'}"
         failed = [Judgement(m, qid, prompt, "not_judged", error=why) for m in metrics]
         for j in failed:
             jr.emit(j)
@@ -468,7 +483,8 @@ async def explain_shown(
     # calls against the whole judging's and "0 of N decisions" once every decision is made.
     with plan():
         async for i, j in track_async([one(i, j) for i, j in todo], "quoting the reasons shown"):
-            out[i] = j
+            if j.status != "not_judged":  # a failed reasons request leaves the verdict as it was decided
+                out[i] = j
     return out
 
 

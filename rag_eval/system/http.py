@@ -184,7 +184,7 @@ def passages_from(data: Any, cfg: HttpSystemConfig) -> list[Passage]:
     if cfg.ids and cfg.contexts and found_ids is not None and found_texts is not None:
         # Fields of one list's items: paired item by item, so that a passage without an id (or
         # without a text) keeps its place; it is then matched to the corpus by its text.
-        paired = extract_paired(data, cfg.ids, cfg.contexts) if len(found_ids) != len(found_texts) else None
+        paired = extract_paired(data, cfg.ids, cfg.contexts)
         if paired is not None:
             found_ids, found_texts = paired
     ids = [None if v is None else str(v) for v in found_ids] if found_ids is not None else None

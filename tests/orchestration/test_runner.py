@@ -358,3 +358,50 @@ def test_a_judge_endpoint_without_logprobs_is_named_in_the_report(small_project,
         f"but {len(refusals)} of its {len(refusals)} verdicts were read from the text: the judge endpoint returned no"
         in md
     )
+
+
+def test_resume_asks_again_a_failed_answer_independent_judgement(small_project, tmp_path):
+    """Review 54 H1: a failed judgement that does not depend on the answer (context_precision_yesno) was
+    found again as a finished twin and returned as it was, while the report said it was redone."""
+    from rag_eval.config import load_config
+    from rag_eval.orchestration.runner import run_audit
+
+    failing = {"on": True}
+
+    def script(n, body):
+        return "500" if failing["on"] and judge_name(body) == "useful" else "ok"
+
+    with ScriptedServer(script, reply=structured_reply) as s:
+        path = _config(small_project, s.base_url, ", max_retries: 0")
+        path.write_text(path.read_text() + "  metrics: [refusal, correctness, context_precision_yesno]\n")
+        cfg = load_config(path)
+        run_dir = run_audit(cfg, use_cache=False, out=str(tmp_path / "runs"))
+        failed = [j for j in _lines(run_dir / "judgements.jsonl") if j["status"] == "not_judged"]
+        assert failed and {j["judge"] for j in failed} == {"context_precision_yesno"}
+        failing["on"] = False
+        before = len(s.bodies)
+        run_audit(cfg, use_cache=False, resume=run_dir)
+        asked = [judge_name(b) for b in s.bodies[before:]]
+    assert "useful" in asked
+    assert not [j for j in _lines(run_dir / "judgements.jsonl") if j["status"] == "not_judged"]
+    resume = json.loads((run_dir / "report.json").read_text())["resume"]["judgements"]
+    assert resume["redone"] == {"earlier attempt failed": len(failed)}
+
+
+def test_a_verdict_whose_reasons_request_failed_is_reused_on_resume(tmp_path):
+    """Review 54 M1: a stopped run's file holds the verdict, then its failed reasons request (same
+    inputs): the verdict is what a resume reuses, not a failure to redo."""
+    from rag_eval.judges.judging import read_judgements
+
+    verdict = {"judge": "refusal", "question_id": "q1", "prompt": "p", "status": "judged", "verdict": "answered"}
+    lines = [
+        {**verdict, "input_hash": "h1"},
+        {**verdict, "status": "not_judged", "verdict": None, "error": "timeout", "input_hash": "h1"},
+        {**verdict, "question_id": "q2", "input_hash": "h2"},
+        {**verdict, "question_id": "q2", "status": "not_judged", "verdict": None, "error": "x", "input_hash": "h9"},
+    ]
+    path = tmp_path / "judgements.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    done = read_judgements(path)
+    assert done[("refusal", "q1", "p")].status == "judged"
+    assert done[("refusal", "q2", "p")].status == "not_judged"  # other inputs: the latest record stands

@@ -103,6 +103,11 @@ def test_reply_parsing():
         ("1", "a"),
         ("2", None),
     ]
+    # Review 54 L10: equal counts, but one item lacks its id and another its text: still item by item.
+    assert [(p.id, p.text) for p in passages_from({"hits": [{"id": 1}, {"text": "b"}]}, cfg)] == [
+        ("1", None),
+        (None, "b"),
+    ]
     assert [(p.id, p.text) for p in passages_from({"hits": [{"text": "a"}, {"text": "b"}]}, cfg)] == [
         (None, "a"),
         (None, "b"),
