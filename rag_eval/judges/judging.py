@@ -483,8 +483,9 @@ async def explain_shown(
     # calls against the whole judging's and "0 of N decisions" once every decision is made.
     with plan():
         async for i, j in track_async([one(i, j) for i, j in todo], "quoting the reasons shown"):
-            if j.status != "not_judged":  # a failed reasons request leaves the verdict as it was decided
-                out[i] = j
+            # A failed reasons request ends the record not_judged, as a failed call always does: the
+            # default gate fails and a rerun asks again, rather than showing a verdict without its reason.
+            out[i] = j
     return out
 
 
