@@ -337,7 +337,7 @@ def _adapt_run(
         fold_records.append(redecided(records, fold_deciders[-1], note, rules=rules, texts=texts))
     if k:
         _cross_fit(adapted, by_key, fold_of, fold_records, gens, weights, confidence)
-    adapted.adaptation = _section(report, adapted, as_run, full, records, new, by_key, how, k, source)
+    adapted.adaptation = _section(report, adapted, as_run, full, records, new, by_key, how, k, source, earlier)
     _held_out_check(adapted.adaptation, records, by_key, fold_of, fold_deciders)
     decided_by_saved = {v for cal in report.judges.calibration.values() for v in cal.adapted}
     for j in adapted.adaptation.judges:
@@ -570,6 +570,7 @@ def _section(
     how: str,
     folds: int,
     source: str,
+    earlier: dict[str, dict[str, Item]] | None = None,
 ) -> AdaptationSection:
     judges = []
     for variant, d in full.items():
@@ -583,7 +584,9 @@ def _section(
                 judge=pairs[0][0].judge,
                 variant=variant,
                 labels=d.labels,
-                positives=sum(y is True for y in ys),
+                # Over every label the fit rests on: this file's and those kept from the saved adaptation.
+                positives=sum(y is True for y in ys)
+                + sum(bool(it.positive) for it in (earlier or {}).get(variant, {}).values()),
                 how=how,
                 shift=round(d.shift, 4),
                 cutoff_before=was.cutoff,
@@ -646,6 +649,9 @@ def _save(
         if prompt_hash is None or d.labels == 0:
             continue
         where = save_adaptation(corpus, identity, variant, prompt_hash, d, source, items=items.get(variant))
+    kept_here = [j.variant for j in section.judges if j.not_saved]
     if where is not None:
         section.saved = str(where)
         section.note += f"; saved for later audits of this corpus ({where})"
+        if kept_here:
+            section.note += f", except {', '.join(kept_here)} (adapted in this report only)"

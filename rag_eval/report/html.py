@@ -433,6 +433,12 @@ def judges_html(report: Report) -> list[str]:
                 ],
             )
         )
+        for x in a.judges:
+            if x.not_saved:
+                out.append(
+                    f"<p class=meta><b>{escape(x.variant)}</b>: {escape(x.not_saved)}: adapted in this report only, "
+                    "not saved for later audits.</p>"
+                )
     table = labels_table(report)
     if table is not None:
         out.append(f"<h3>With human labels ({escape(labels_counted(report))})</h3>")

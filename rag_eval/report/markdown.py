@@ -512,6 +512,11 @@ def adaptation_markdown(report: Report) -> list[str]:
             for j in a.judges
         ],
     )
+    out += [
+        f"- `{j.variant}`: {j.not_saved}: adapted in this report only, not saved for later audits"
+        for j in a.judges
+        if j.not_saved
+    ]
     return out
 
 

@@ -788,6 +788,14 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
         assert "all 12 labels give one verdict: where the other lies is not learned" in out
         assert "; not saved for later audits" in out
         assert (project / "own-cache" / "adaptations.json").read_text() == kept
+        # ... and the adapted report says so too (review 54 M3).
+        assert "- `no_advice`: all 12 labels give one verdict: adapted in this report only, not saved" in (
+            (run_dir / "report.adapted.md").read_text()
+        )
+        assert (
+            "adapted in this report only, not saved for later audits.</p>"
+            in (run_dir / "report.adapted.html").read_text()
+        )
 
         # The next audit of the corpus (with the same judge model: the same server) decides the
         # criterion on the saved blend, as it was adapted.
