@@ -97,12 +97,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rag-eval: interrupted; finished records are in {exc.run_dir}; {how}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
-        # A command that writes no run folder (generate, judge-check, lint, view): its model calls
-        # are in the response cache, so the same command again goes on from there.
+        # A command that writes no run folder: one that calls a model (generate, judge-check) has
+        # its calls in the response cache, so the same command again goes on from there.
+        calls = args.command in ("generate", "judge-check")
         print(
-            f"rag-eval: interrupted; the model calls made are in the response cache (unless --no-cache): run `rag-eval "
-            f"{args.command} ...` "
-            "again with the same arguments to go on from there",
+            "rag-eval: interrupted"
+            + (
+                f"; the model calls made are in the response cache (unless --no-cache): run `rag-eval {args.command} "
+                "...` again with the same arguments to go on from there"
+                if calls
+                else ""
+            ),
             file=sys.stderr,
         )
         return 130

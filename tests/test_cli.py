@@ -489,3 +489,9 @@ def test_an_interrupted_command_without_a_run_folder_says_how_to_go_on(monkeypat
     assert (
         "the model calls made are in the response cache (unless --no-cache): run `rag-eval generate ...` again" in err
     )
+    # Review 54 L7: a command that calls no model says only that it was interrupted.
+    from rag_eval.commands import lint
+
+    monkeypatch.setattr(lint, "run", stopped)
+    assert main(["lint", "whatever.yaml"]) == 130
+    assert capsys.readouterr().err == "rag-eval: interrupted\n"

@@ -232,7 +232,7 @@ async def _one(
     if values is None:
         return _note(j, {**who, "error": "the answer's inputs are not in this run"})
     if isinstance(j.typed_details, StatementsDetails):
-        return await _statements(j, j.typed_details, values, second, bands, threshold, who)
+        return await _statements(j, j.typed_details, values, second, bands, threshold, who, noise)
     variant = j.typed_details.variant or j.judge
     spec = JUDGES[j.judge]
     (yes, no), positive = spec.yes_no, spec.positive
@@ -277,6 +277,7 @@ async def _statements(
     bands: dict[str, Band],
     threshold: float,
     who: dict,
+    noise: bool = True,
 ) -> Judgement:
     """The uncertain statements asked again; the answer decided when the rest can no longer move
     its share across ``threshold``."""
@@ -291,6 +292,7 @@ async def _statements(
                 j.judge,
                 True,
                 {"context": values.context, "question": values.question, "statement": statements[k].statement},
+                noise=noise,
             )
             for k in unsure
         )

@@ -535,8 +535,7 @@ def run_judge_check(
                 {
                     "cutoff": cut,
                     # The cases this variant's cut-off was fitted on (a judge of two prompts splits them).
-                    "n": sum(1 for p in preds[name] if p.probs is not None and (p.variant or name) == variant)
-                    or overall.accuracy.n,
+                    "n": sum(1 for p in preds[name] if p.probs is not None and (p.variant or name) == variant),
                     "accuracy_out_of_fold": overall.accuracy.value,
                     "balanced_accuracy_out_of_fold": overall.balanced_accuracy,
                     "auc": overall.auc,

@@ -4,6 +4,7 @@ intervals, the not-judged and uncertain counted beside them), the cut-offs used,
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rag_eval.base_records import Figure, Model, Num, StageReuse
@@ -103,15 +104,20 @@ class Calibration(Model):
     adapted: dict[str, dict[str, Any]] = {}
 
 
-def judge_settings(calibration: dict[str, Calibration]) -> dict[str, dict[str, str]]:
+def judge_settings(calibration: dict[str, Calibration], records: list[Judgement]) -> dict[str, dict[str, str]]:
     """What decides each probability-scored judge of a run, in words to compare with another run's:
-    ``{judge: {"model": ..., "prompts": ..., "cut-offs": ..., "bands": ...}}`` (a part is left out
-    where the run recorded none)."""
+    ``{judge: {"model": ..., "prompts": ..., "cut-offs": ..., "bands": ...}}``; the model is the name
+    its records give (the endpoint's address is not the model: the same server may be reached at
+    another), a part left out where the run recorded none."""
+    models: dict[str, Counter[str]] = {}
+    for r in records:
+        if r.model and not EscalationRecord.load(r.typed_details.escalation or {}).decided_by:
+            models.setdefault(r.judge, Counter())[r.model] += 1
     out: dict[str, dict[str, str]] = {}
     for name, c in sorted(calibration.items()):
         cuts = c.cutoffs or ({name: c.cutoff} if c.cutoff is not None else {})
         parts = {
-            "model": c.identity.split("|")[0],
+            "model": models[name].most_common(1)[0][0] if name in models else "",
             "prompts": ", ".join(f"{v} {h}" for v, h in sorted(c.prompt_hashes.items())),
             "cut-offs": ", ".join(f"{v} {float(x):.3f}" for v, x in sorted(cuts.items())),
             "bands": ", ".join(

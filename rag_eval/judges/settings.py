@@ -207,9 +207,14 @@ def _criterion_name(name: str) -> str:
 CriterionName = Annotated[str, AfterValidator(_criterion_name)]
 
 
-def _endpoint(llm: LLMConfig) -> tuple[str, str | None, str | None]:
-    """What makes two judges one: provider, model (the embedded default where none is named) and endpoint."""
-    return llm.provider, llm.model, (llm.base_url or "").rstrip("/") or None
+OPENAI_API = "https://api.openai.com/v1"
+
+
+def _endpoint(llm: LLMConfig) -> tuple[str, str | None, str | None, str | None]:
+    """What makes two judges one: provider, model, endpoint (OpenAI's API where an openai judge names
+    none) and, for the embedded server, the GGUF file (the shipped model where none is named)."""
+    base = (llm.base_url or (OPENAI_API if llm.provider == "openai" else "")).rstrip("/") or None
+    return llm.provider, llm.model, base, llm.model_path if llm.provider == "local" else None
 
 
 class JudgesConfig(Settings):

@@ -231,7 +231,7 @@ def _adapted(run: Run) -> str:
 
 def _settings(run: Run) -> dict[str, dict[str, str]]:
     """The run's judge settings (``judge_settings``); none for a run without judges."""
-    return judge_settings(run.report.judges.calibration) if run.report.judges else {}
+    return judge_settings(run.report.judges.calibration, run.report.judges.records) if run.report.judges else {}
 
 
 def _names(run: Run) -> str:

@@ -91,7 +91,7 @@ def run_entry(run: Run) -> HistoryRun:
         test_set=HistoryTestSet(**(s.test_set.dump() if s.test_set else {}), ids=ids),
         config=run.config,
         figures={k: Figure(**f) for k, f in headline_figures(s, run.report).items()},
-        judges=judge_settings(run.report.judges.calibration) if run.report.judges else {},
+        judges=judge_settings(run.report.judges.calibration, run.report.judges.records) if run.report.judges else {},
         changes=[],
     )
 

@@ -11,7 +11,7 @@ from pydantic import Field
 from rag_eval.attribution import UNRECORDED_FAITHFULNESS_THRESHOLD
 from rag_eval.attribution.records import AttributionRow, AttributionSection
 from rag_eval.base_records import Model, Num, PairedComparison, StageReuse, required
-from rag_eval.judges.judge_records import CriterionSection, JudgedFigure, JudgesSection
+from rag_eval.judges.judge_records import CriterionSection, EscalationRecord, JudgedFigure, JudgesSection
 from rag_eval.judges.ragas_judges import describe_requests
 from rag_eval.judges.registry import JUDGES
 from rag_eval.labels.human import labelled_line
@@ -304,7 +304,14 @@ def calibration_lines(j: JudgesSection) -> list[str]:
             if c.calibrated
             else "NOT calibrated for this judge model or prompt: run `rag-eval judge-check --save`"
         )
-        mine = [r for r in j.records if r.judge == name and r.method is not None]
+        # The first judge's own verdicts: a second judge's decisions (escalation) are its endpoint's.
+        mine = [
+            r
+            for r in j.records
+            if r.judge == name
+            and r.method is not None
+            and not EscalationRecord.load(r.typed_details.escalation or {}).decided_by
+        ]
         texted = sum(r.method == "text" for r in mine)
         if texted:
             how = (

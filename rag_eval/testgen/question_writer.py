@@ -393,8 +393,10 @@ def load_prompts(cfg: AuditConfig) -> dict[str, str]:
 # A question that points at what its writer was looking at ("the given code snippet", "in the passage").
 SEES_THE_PASSAGE = re.compile(
     r"\b(?:the|this|these|that)\s+(?:given|provided|above|following|shown|preceding)\s+"
-    r"(?:code|snippet|passage|text|document|documentation|example|context|excerpt|section|paragraph)s?\b"
-    r"|\b(?:in|from|according\s+to|based\s+on)\s+(?:the|this)\s+(?:passage|text|snippet|excerpt|context|paragraph)\b",
+    r"(?:code|snippet|passage|text|document|documentation|example|excerpt|section|paragraph)s?\b"
+    r"|\b(?:according\s+to|based\s+on)\s+(?:the|this)\s+(?:passage|text|snippet|excerpt|context|paragraph)\b"
+    r"|\b(?:in|from)\s+(?:the|this)\s+(?:passage|excerpt|snippet)\b"
+    r"|\b(?:code|snippet|example|passage|excerpt)\s+(?:above|below)\b",
     re.I,
 )
 

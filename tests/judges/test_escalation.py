@@ -303,3 +303,25 @@ def test_a_second_judge_that_is_the_first_is_refused_and_its_close_calls_stay_op
     now = before.model_copy(update={"calls": 40, "prompt_tokens": 28811})
     snapshot = before.model_copy(update={"calls": 34, "prompt_tokens": 24024})
     assert (since(now, snapshot).calls, since(now, snapshot).prompt_tokens) == (6, 4787)
+
+
+def test_a_second_judge_on_another_gguf_file_or_the_same_openai_model_is_told_apart():
+    """Review 54 M6: another local GGUF file is another judge; the same OpenAI model named with and
+    without OpenAI's base_url is the same one."""
+    from rag_eval.judges.settings import JudgesConfig
+
+    JudgesConfig.model_validate(
+        {
+            "llm": {"provider": "local", "model_path": "/m/small.gguf"},
+            "escalate": {"llm": {"provider": "local", "model_path": "/m/big.gguf"}},
+        }
+    )
+    with pytest.raises(ValueError, match="escalate.llm is the first judge's own model and endpoint"):
+        JudgesConfig.model_validate(
+            {
+                "llm": {"provider": "openai", "model": "gpt-4o-mini"},
+                "escalate": {
+                    "llm": {"provider": "openai", "model": "gpt-4o-mini", "base_url": "https://api.openai.com/v1/"}
+                },
+            }
+        )

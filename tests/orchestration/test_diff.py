@@ -533,6 +533,14 @@ def test_a_change_of_the_judges_cut_offs_between_runs_is_named(tmp_path, capsys)
     d = rag_eval.diff(base, new)
     [warning] = [w for w in d.warnings if "other settings" in w]
     assert "correctness cut-offs: correct 0.500 -> correct 0.220" in warning
+    # Review 54 M5: the judge model is the records' model name, not the endpoint's address.
+    for run, model in ((base, "small-judge"), (new, "big-judge")):
+        raw = json.loads((run / "report.json").read_text())
+        for r in raw["judges"]["records"]:
+            r["model"] = model
+        (run / "report.json").write_text(json.dumps(raw))
+    [warning] = [w for w in rag_eval.diff(base, new).warnings if "other settings" in w]
+    assert "correctness model: small-judge -> big-judge" in warning
     # history reads summary.json and report.json: the new run is marked as judged otherwise.
     hist = collect_history(tmp_path / "runs", config="gen")
     [first, second] = hist.systems["gen"]

@@ -33,3 +33,32 @@ def test_a_judge_whose_bands_are_all_empty_says_so_once():
     [line] = [x for x in calibration_lines(section) if x.startswith("- `correctness`")]
     assert "uncertain nowhere: the fitted bands (`correctness`, `correctness_short`) are empty (fitted on" in line
     assert line.count("nowhere") == 1
+
+
+def test_a_second_judges_text_verdicts_are_not_blamed_on_the_first():
+    """Review 54 M7: decisions escalated to a second judge without logprobs are its endpoint's."""
+    from rag_eval.judges.judge_records import JudgesSection
+    from rag_eval.report.markdown import calibration_lines
+
+    def record(q, method, second):
+        esc = {"escalation": {"decided_by": "second"}} if second else {}
+        return {
+            "judge": "refusal",
+            "question_id": q,
+            "prompt": "p",
+            "status": "judged",
+            "method": method,
+            "details": esc,
+        }
+
+    cal = {"refusal": {"cutoff": 0.5, "calibrated": True}}
+    escalated = JudgesSection.load(
+        {"calibration": cal, "records": [record("q1", "logprobs", False), record("q2", "text", True)]}
+    )
+    [line] = [x for x in calibration_lines(escalated) if x.startswith("- `refusal`")]
+    assert "read from the text" not in line and "calibrated for this judge model and prompt" in line
+    plain = JudgesSection.load(
+        {"calibration": cal, "records": [record("q1", "text", False), record("q2", "logprobs", False)]}
+    )
+    [line] = [x for x in calibration_lines(plain) if x.startswith("- `refusal`")]
+    assert "but 1 of its 2 verdicts were read from the text" in line

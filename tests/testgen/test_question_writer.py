@@ -184,6 +184,15 @@ def test_a_second_question_on_the_same_quote_or_one_that_sees_the_passage_is_dro
     assert SEES_THE_PASSAGE.search("According to the passage, what does zip return?")
     assert not SEES_THE_PASSAGE.search("How do I pass the given value to a filter?")
     assert not SEES_THE_PASSAGE.search("What does the text filter do in a template?")
+    assert SEES_THE_PASSAGE.search("What does the example above print?")
+    # Review 54 M8: "context" and "text" are words of the documents themselves.
+    for ordinary in (
+        "How do I return a value from the context manager?",
+        "Which variables are available in the context of a Jinja template?",
+        "How are globals passed in the context when rendering?",
+        "How do I open a file in the text mode?",
+    ):
+        assert not SEES_THE_PASSAGE.search(ordinary), ordinary
 
     count = itertools.count()
 
