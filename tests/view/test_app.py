@@ -356,3 +356,20 @@ def test_a_run_without_retrieval_opens_its_report_and_one_without_verdicts_has_n
     err = capsys.readouterr().err
     assert "the run judged no answers, so a label would have no verdict to check" in err
     assert not (folder / "retrieval" / "labels").exists()
+
+
+def test_the_labelling_page_of_a_run_being_written_says_so(tmp_path):
+    """Review 54 L5: `rag-eval label` refuses a folder a live process writes; the view's labelling
+    page says the same instead of a queue of answers the run may be redoing."""
+    from rag_eval.rundir import lock_run
+
+    folder = tmp_path / "runs"
+    shutil.copytree(ROOT / "tests" / "data" / "old_runs", folder, ignore=shutil.ignore_patterns("*.py"))
+    c = TestClient(create_app(folder))
+    lock = lock_run(folder / "compare-labelled")
+    try:
+        page = c.get("/runs/compare-labelled/label", follow_redirects=True)
+        assert page.status_code == 409 and "another rag-eval process is writing this run folder" in page.text
+    finally:
+        lock.close()
+    assert c.get("/runs/compare-labelled/label", follow_redirects=True).status_code == 200
