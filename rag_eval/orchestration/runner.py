@@ -18,7 +18,7 @@ from rag_eval.preflight import check_gate_figures
 from rag_eval.report.files import write_report
 from rag_eval.report.report_records import Report, SequentialStop
 from rag_eval.retrievers.health import run_lint
-from rag_eval.rundir import read_jsonl, read_report_json
+from rag_eval.rundir import lock_run, read_jsonl, read_report_json
 
 __all__ = ["load_inputs", "run_audit", "run_compare", "run_lint", "run_retrieval"]
 
@@ -105,11 +105,17 @@ def run_compare(
         run_dir, sequential = run_until_settled(cfg, inputs, run_audit, out=out, use_cache=use_cache, **settle)
     else:
         run_dir = run_audit(cfg, out=out, use_cache=use_cache, inputs=inputs)
-    report = Report.load(read_report_json(run_dir))
-    generations = [a for a in map(Answer.load, read_jsonl(run_dir / "generation.jsonl")) if not a.failed]
-    check_same_contexts(list[Answer | dict[str, Any]](generations))
-    report.comparison = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
-    if sequential is not None:
-        report.comparison.sequential = SequentialStop.load(sequential)
-    write_report(run_dir, report)
+    # The comparison is written into the run's report: as the audit's writer, holding the folder
+    # (review 54 L2: a `report` or `--resume` from another shell in between would see it half done).
+    lock = lock_run(run_dir)
+    try:
+        report = Report.load(read_report_json(run_dir))
+        generations = [a for a in map(Answer.load, read_jsonl(run_dir / "generation.jsonl")) if not a.failed]
+        check_same_contexts(list[Answer | dict[str, Any]](generations))
+        report.comparison = comparison_section(cfg, report, {q.id: q.answerable for q in inputs.questions})
+        if sequential is not None:
+            report.comparison.sequential = SequentialStop.load(sequential)
+        write_report(run_dir, report)
+    finally:
+        lock.close()
     return run_dir

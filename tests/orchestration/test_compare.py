@@ -130,3 +130,23 @@ def test_compare_after_an_audit_costs_only_the_new_prompts_calls(small_project, 
     assert (nn["wins"], nn["losses"]) == (3, 0)
     report = (run_dir / "report.md").read_text()
     assert "## Prompts compared on the same contexts" in report and "Questions where the prompts disagree" in report
+
+
+def test_compare_writes_its_comparison_holding_the_run_folder(small_project, monkeypatch):
+    """Review 54 L2: the comparison is written into the audit's report after the audit let the folder
+    go; it is written as the folder's writer, so another shell's `report` or `--resume` waits."""
+    from rag_eval.orchestration import runner
+    from rag_eval.rundir import writer_of
+
+    held = []
+    original = runner.write_report
+
+    def checking(run_dir, report, *args, **kwargs):
+        held.append(writer_of(run_dir))
+        return original(run_dir, report, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "write_report", checking)
+    with ScriptedServer(reply=structured_reply) as s:
+        run_dir = runner.run_compare(_config(small_project, s.base_url, ["a", "b"]))
+    assert held and all(w is not None and w.startswith("pid ") for w in held)
+    assert writer_of(run_dir) is None  # and let go after
