@@ -73,6 +73,12 @@ def busy(run_dir: Path, who: str) -> ConfigError:
     )
 
 
+def not_being_written(run_dir: Path) -> None:
+    """Refuse (``busy``) a folder a live process is writing: its records are not all there yet."""
+    if (who := writer_of(run_dir)) is not None:
+        raise busy(run_dir, who)
+
+
 def lock_run(run_dir: Path) -> IO[str]:
     """Take ``run_dir``'s writer lock for this process (held until the handle is closed, or the
     process ends); a ``busy`` error when a live process holds it."""

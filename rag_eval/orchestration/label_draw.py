@@ -16,7 +16,7 @@ from rag_eval.labels.merge import DrawSpec, Merged, draw_into, page_rows
 from rag_eval.orchestration.run_contexts import RunContexts, run_contexts
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import labels_plan
-from rag_eval.rundir import busy, writer_of
+from rag_eval.rundir import not_being_written
 
 
 @dataclass
@@ -81,8 +81,7 @@ def draw_labels(
     outcome-deciding verdicts (else a plain random draw); ``width``: the interval half-width the
     page tracks progress toward."""
     run_dir = Path(run_dir)
-    if (who := writer_of(run_dir)) is not None:
-        raise busy(run_dir, who)  # its answers and verdicts are not all written yet
+    not_being_written(run_dir)
     sampler = Sampler(run_dir)
     raw = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     out = Path(out) if out is not None else run_dir / "labels"

@@ -29,7 +29,7 @@ from rag_eval.report.diff_records import DiffData
 from rag_eval.report.formatting import fmt
 from rag_eval.report.report_records import Report
 from rag_eval.report.sections import render_html
-from rag_eval.rundir import busy, writer_of
+from rag_eval.rundir import not_being_written
 from rag_eval.view import labels_file
 from rag_eval.view.figures import LabelFigures, figures_json
 from rag_eval.view.figures import label_figures as figures_with_labels
@@ -234,9 +234,10 @@ async def label_start(request: Request) -> Response:
     path = view.reported(name)
     if path is None:
         return view.not_found(name)
-    if (who := writer_of(path)) is not None:
-        # Its answers and verdicts are being written (a run or a resume): `rag-eval label` refuses too.
-        return view.page("error.html", 409, title="Being written", message=busy(path, who).render())
+    try:
+        not_being_written(path)  # a run or a resume is writing its answers: `rag-eval label` refuses too
+    except RagEvalError as exc:
+        return view.page("error.html", 409, title="Being written", message=exc.render())
     try:
         _, rows, queue = _queue_of(path)
     except RagEvalError as exc:
