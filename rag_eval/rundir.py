@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -83,7 +84,13 @@ def lock_run(run_dir: Path) -> IO[str]:
     """Take ``run_dir``'s writer lock for this process (held until the handle is closed, or the
     process ends); a ``busy`` error when a live process holds it."""
     fh = (run_dir / WRITER).open("a+", encoding="utf-8")
-    if not _flock(fh, exclusive=True):
+    # A reader (``writer_of``) holds a shared lock for an instant; a few tries over ~0.2 s keep a
+    # resume starting in that instant from being refused in the name of a dead writer.
+    for wait_s in (0.0, 0.02, 0.05, 0.13):
+        time.sleep(wait_s)
+        if _flock(fh, exclusive=True):
+            break
+    else:
         fh.seek(0)
         who = fh.read().strip() or "another process"
         fh.close()

@@ -71,3 +71,27 @@ def test_a_resume_refused_after_the_lock_was_taken_lets_it_go(small_project):
         RunFolder.open(other, str(small_project / "runs"), resume=first.path)
     assert kept.value is not None and writer_of(first.path) is None
     RunFolder.open(cfg, str(small_project / "runs"), resume=first.path).release()
+
+
+def test_a_writer_lock_taken_while_a_reader_checks_it_waits_for_the_reader(tmp_path):
+    """``writer_of`` holds a shared lock for an instant; a writer starting then is not refused in the
+    name of the dead process whose pid the lock file still names (review 54 L4)."""
+    import fcntl
+    import threading
+
+    from rag_eval.rundir import WRITER, lock_run, writer_of
+
+    (tmp_path / WRITER).write_text("pid 1 on gone since yesterday\n")
+    reader = (tmp_path / WRITER).open("r", encoding="utf-8")
+    fcntl.flock(reader, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a reader checking, as writer_of does
+    threading.Timer(0.05, reader.close).start()
+    held = lock_run(tmp_path)
+    assert (tmp_path / WRITER).read_text().startswith("pid ") and "gone" not in (tmp_path / WRITER).read_text()
+    assert writer_of(tmp_path) is not None
+    held.close()
+    assert writer_of(tmp_path) is None
+    blocker = (tmp_path / WRITER).open("r", encoding="utf-8")
+    fcntl.flock(blocker, fcntl.LOCK_SH | fcntl.LOCK_NB)  # held throughout: refused after the tries
+    with pytest.raises(ConfigError, match="another rag-eval process is writing"):
+        lock_run(tmp_path)
+    blocker.close()
