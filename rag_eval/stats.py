@@ -130,7 +130,10 @@ def _wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At p = 0 (or 1) the bound is exactly 0 (or 1); the subtraction leaves a rounding error (5.6e-17).
+    lo = 0.0 if p <= 0 else max(0.0, centre - half)
+    hi = 1.0 if p >= 1 else min(1.0, centre + half)
+    return lo, hi
 
 
 def sign_test(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int, float]:

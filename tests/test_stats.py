@@ -57,6 +57,10 @@ def test_wilson_matches_the_formula():
     assert e.ci_low == pytest.approx(0.4902, abs=1e-4)
     assert e.ci_high == pytest.approx(0.9433, abs=1e-4)
     assert wilson_interval(0, 0).value is None
+    # None of n and all of n: the bound at the edge is exactly 0 and 1, not a rounding error (5.6e-17).
+    for n in (1, 3, 7, 10, 41, 100):
+        assert wilson_interval(0, n).ci_low == 0.0 and wilson_interval(n, n).ci_high == 1.0
+        assert wilson_interval(0, n).ci_high == pytest.approx(1 - wilson_interval(n, n).ci_low)
 
 
 def test_sign_test_ten_of_ten_discordant():
