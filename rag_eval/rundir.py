@@ -125,6 +125,7 @@ class RunStatus(Model):
     at: str = ""
     reason: str | None = None
     opened: str | None = None  # how the folder was opened: new, resumed, or --resume finding nothing
+    created: str | None = None  # when the run first started (a resume keeps it; None: written before it was kept)
     failures: RunFailures | None = None
 
     @property
@@ -354,12 +355,16 @@ class RunFolder:
     def set_status(self, status: Status, reason: str | None = None, failures: RunFailures | None = None) -> None:
         """Write ``status.json``: the status, the time, for a failure its reason, and for a run that
         finished with failed answers or judgements what failed."""
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        before = read_status(self.path)
+        created = before.created if before is not None else now
         record: dict[str, Any] = {
             "status": status,
-            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "at": now,
             **({"reason": reason} if reason is not None else {}),
             **({"failures": failures.model_dump()} if failures is not None and failures.any else {}),
             **({"opened": self.opened} if self.opened else {}),
+            **({"created": created} if created else {}),
         }
         write_json(self.path / "status.json", record)
 

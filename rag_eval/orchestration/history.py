@@ -85,7 +85,7 @@ def run_entry(run: Run) -> HistoryRun:
         run=run.path.name,
         path=str(run.path),
         name=s.name or run.path.name,
-        created=s.created,
+        created=started_at(run.path) or s.created,
         rag_eval_version=s.rag_eval_version,
         corpus=s.corpus.dump() if s.corpus else {},
         test_set=HistoryTestSet(**(s.test_set.dump() if s.test_set else {}), ids=ids),
@@ -94,6 +94,13 @@ def run_entry(run: Run) -> HistoryRun:
         judges=judge_settings(run.report.judges.calibration, run.report.judges.records) if run.report.judges else {},
         changes=[],
     )
+
+
+def started_at(path: Path) -> str | None:
+    """When the run in ``path`` first started (status.json's ``created``: a resume keeps it), or None
+    for a folder written before it was kept (its report's ``created`` is the last resume's time)."""
+    status = read_status(path)
+    return status.created if status is not None else None
 
 
 def changes_between(prev: HistoryRun, cur: HistoryRun) -> list[RunChange]:
@@ -176,10 +183,17 @@ def history_text(hist: HistoryData, columns: int = 4) -> str:
     lines = []
     for name, runs in hist.systems.items():
         figs = list(dict.fromkeys(f for r in runs for f in r.figures))
-        shown = figs[:columns]
+        # The figures that moved between runs first: runs that differ only in their answers or judges
+        # would otherwise show the same first retrieval columns on every row.
+        moved = [f for f in figs if len({_fmt(r.figures.get(f)) for r in runs}) > 1]
+        shown = [f for f in figs if f in (moved + [f for f in figs if f not in moved])[:columns]]
         lines.append(
             f"{name}: {len(runs)} runs"
-            + (f" (all {len(figs)} figures in the HTML page)" if len(figs) > columns else "")
+            + (
+                f" ({'the figures that moved first; ' if moved else ''}all {len(figs)} figures in the HTML page)"
+                if len(figs) > columns
+                else ""
+            )
         )
         lines.append("  " + "  ".join(["#  ", f"{'created':<25}", *(f"{f:<24}" for f in shown)]))
         for i, r in enumerate(runs, 1):

@@ -85,3 +85,35 @@ def test_history_marks_a_run_whose_gates_changed(small_project, capsys):
     assert "changed: config" not in out  # the gates change no figure
     page = (small_project / "runs" / "history.html").read_text()
     assert "change-gates" in page
+
+
+def test_history_shows_the_figures_that_moved_and_keeps_a_resumed_runs_start(history_runs, capsys):
+    """Trial 3 L10: runs that differ only past the first four columns show the figures that moved,
+    and a resumed run is placed by when it first started (status.json's ``created``), not by when
+    its report was written again."""
+    from rag_eval.base_records import Figure
+    from rag_eval.orchestration.history import history_text
+    from rag_eval.report.history_records import HistoryData, HistoryRun
+
+    same = {f"retrieval.bm25.f{i}": Figure(value=0.5, ci_low=0.2, ci_high=0.8, n=4) for i in range(5)}
+    runs = [
+        HistoryRun(run=f"r{i}", created=f"2026-12-0{i + 1}T00:00:00+00:00", figures={**same, "generation.p.ok": f})
+        for i, f in enumerate(
+            [Figure(value=0.25, ci_low=0.0, ci_high=0.6, n=4), Figure(value=0.75, ci_low=0.3, ci_high=1.0, n=4)]
+        )
+    ]
+    screen = history_text(HistoryData(systems={"small": runs}))
+    assert "generation.p.ok" in screen and "0.25 [0.00, 0.60]" in screen and "0.75 [0.30, 1.00]" in screen
+    assert "the figures that moved first; all 6 figures in the HTML page" in screen
+    assert "retrieval.bm25.f3" not in screen and "retrieval.bm25.f0" in screen
+
+    runs_dir, folders = history_runs
+    first, later = folders[0], folders[1]
+    status = json.loads((first / "status.json").read_text())
+    assert status["created"] <= json.loads((later / "status.json").read_text())["created"]
+    summary = json.loads((first / "summary.json").read_text())
+    summary["created"] = "2099-01-01T00:00:00+00:00"  # the report written again by a late resume
+    (first / "summary.json").write_text(json.dumps(summary))
+    assert main(["history", str(runs_dir), "--config", "small", "--json", str(runs_dir / "h.json")]) == 0
+    entries = json.loads((runs_dir / "h.json").read_text())["systems"]["small"]
+    assert entries[0]["run"] == first.name and entries[0]["created"] == status["created"]
