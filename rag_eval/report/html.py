@@ -262,7 +262,8 @@ def comparison_html(report: Report) -> list[str]:
     c = required(report.comparison, "the report's comparison section")
     out = [
         "<h2>Prompts compared on the same contexts</h2>",
-        "<p class=meta>Paired tests question by question, Holm-corrected across metrics and pairs.</p>",
+        "<p class=meta>Paired tests question by question; p-values Holm-corrected across metrics and pairs, "
+        "the difference intervals not adjusted.</p>",
     ]
     out.append(_comparison_table(c.comparisons, pair_first=False, attrs='id="comparison"'))
     if c.disagreements:
@@ -349,7 +350,8 @@ def retrieval_html(report: Report, r: RetrievalSection) -> list[str]:
     ts = required(report.test_set, "the report's test_set")
     out = [
         f"<h2>Retrieval ({ts.answerable} answerable questions)</h2>",
-        "<p class=meta>Means with 95% bootstrap intervals.</p>",
+        "<p class=meta>Means with 95% bootstrap intervals (the exact binomial interval for a figure with the "
+        "same value on every question).</p>",
     ]
     out.append(
         _table(

@@ -66,7 +66,9 @@ def retrieval_markdown(report: Report) -> list[str]:
         f"## Retrieval ({ts.answerable} answerable questions; {ts.unanswerable} unanswerable "
         "ones are left out of rank metrics)",
         "",
-        "Each figure is the mean over questions with its 95% bootstrap interval.",
+        "Each figure is the mean over questions with its 95% bootstrap interval; a figure with the same "
+        "value on every question (all 0 or all 1) gets the exact binomial interval instead, as a bootstrap "
+        "would give it no width.",
         "",
     ]
     out += _table(
@@ -189,8 +191,9 @@ def comparison_markdown(report: Report) -> list[str]:
         "",
         "## Prompts compared on the same contexts",
         "",
-        "Paired tests question by question (sign test for yes/no metrics, permutation test for scores), "
-        "Holm-corrected across metrics and pairs.",
+        "Paired tests question by question (sign test for yes/no metrics, permutation test for scores); "
+        "p-values Holm-corrected across metrics and pairs, the difference intervals per comparison (not "
+        "adjusted): an interval can exclude 0 while the corrected p-value does not settle the question.",
         "",
     ]
     out += _table(
