@@ -307,7 +307,12 @@ class Said:
         else:
             p = f"P({self.positive}) = {self.p:.2f}"
         word = WORD[required(self.word, "the model's label word (only an overturned word is explained)")]
-        return f'the model wrote "{word}" ({p}); {cut} decided {self.verdict}'
+        # How close the call was: a reader sees a verdict against the model's own word, and a P a hair
+        # from the cut-off is a different matter from one far across it.
+        gap = abs(self.p - self.cutoff)
+        side = "under" if self.p < self.cutoff else "at or over"
+        how = "less than 0.01" if gap < 0.005 else f"{gap:.2f}"
+        return f'the model wrote "{word}" ({p}); {cut} decided {self.verdict}, P {how} {side} it'
 
 
 def _role(found_in: str | None) -> str | None:
