@@ -53,6 +53,7 @@ TOP_LEVEL = {
     "cache_dirs": "leaf",
     "offline": "leaf",
     "text": "leaf",
+    "words": "leaf",
     "stats": "leaf",
     "metrics": "leaf",
     "progress": "leaf",

@@ -25,70 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import minimize
 
 from rag_eval.base_records import Model, Num
-
-_STOPWORDS = """a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing done down during each either else
-    etc even every few for from further get gets got had has have having he her here hers him his how
-    however i if in into is it its itself just like may me might more most much must my no nor not
-    now of off often on once one only or other our ours out over own per rather same she should so
-    some such than that the their theirs them then there these they this those through thus to too
-    under until up upon us use used uses using very via was way we were what when where whether which
-    while who whom whose why will with within without would yes yet you your yours
-    don doesn didn isn aren wasn weren won wouldn shouldn couldn hasn haven hadn"""
-# The second line: what "don't", "isn't" ... leave of a word once the tokenizer splits at the apostrophe.
-STOPWORDS = frozenset(_STOPWORDS.split())
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)*")
-_BACKTICK = re.compile(r"`([^`\n]+)`")
-# A name a reader would type: dotted (attrs.define), snake_case, camelCase/PascalCase with an
-# inner capital, or a call (validate()).
-_NAME = re.compile(
-    r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|_*[A-Za-z0-9]+_\w*|__\w+__|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)(?![\w])"
-    r"|\b([A-Za-z_]\w*)\("
-)
-_POLAR = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-
-
-def stem(word: str) -> str:
-    """A light stem: lower case without surrounding underscores or a plural, past or -ing ending
-    (enough to match "validators" with "validator" and "called" with "call"; not a linguistic stemmer)."""
-    w = word.lower().strip("_") or word.lower()
-    for suffix in ("ing", "ed", "es", "s", "ly"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            return w[: -len(suffix)]
-    return w
-
-
-def content_words(text: str) -> list[str]:
-    """The words of ``text`` that carry content, in order, once each (surface form kept): no
-    stopwords, at least three letters, numbers always."""
-    seen: dict[str, str] = {}
-    for m in _TOKEN.finditer(text or ""):
-        w = m.group(0).strip("_") or m.group(0)
-        if w[0].isdigit() or (len(w) >= 3 and w.lower() not in STOPWORDS):
-            seen.setdefault(stem(w), m.group(0))
-    return list(seen.values())
-
-
-def names(text: str) -> list[str]:
-    """The code names of ``text`` (backticked spans, dotted, snake_case, camelCase, calls), by
-    their last dotted part, once each."""
-    found: dict[str, str] = {}
-    for m in _BACKTICK.finditer(text or ""):
-        span = m.group(1).strip().rstrip("()")
-        if span:
-            last = span.split(".")[-1]
-            if len(last) >= 3:
-                found.setdefault(last.lower(), span)
-    for m in _NAME.finditer(text or ""):
-        name = m.group(1) or m.group(2)
-        last = name.split(".")[-1]
-        if len(last) >= 3 and last.lower() not in STOPWORDS:
-            found.setdefault(last.lower(), name)
-    return list(found.values())
-
-
-def _stems(text: str) -> set[str]:
-    return {stem(w) for w in content_words(text)}
+from rag_eval.words import POLAR, content_words, names, negations, stem, stems
 
 
 def _has_name(name: str, lowered: str) -> bool:
@@ -111,7 +48,7 @@ class Support:
 def support(claim: str, contexts: list[str]) -> Support:
     """The words of ``claim`` that ``contexts`` contain."""
     joined = "\n".join(contexts)
-    have, lowered = _stems(joined), joined.lower()
+    have, lowered = stems(joined), joined.lower()
     words = content_words(claim)
     missing = tuple(w for w in words if stem(w) not in have)
     claim_names = names(claim)
@@ -169,13 +106,13 @@ class Coverage:
 
 
 def _polarity(text: str) -> str | None:
-    m = _POLAR.match(text or "")
+    m = POLAR.match(text or "")
     return m.group(1).lower() if m else None
 
 
 def coverage(reference: str, answer: str) -> Coverage:
     """The words and names of ``reference`` that ``answer`` contains, and a yes/no conflict."""
-    have, lowered = _stems(answer), (answer or "").lower()
+    have, lowered = stems(answer), (answer or "").lower()
     words = content_words(reference)
     missing_words = [w for w in words if stem(w) not in have]
     ref_names = names(reference)
@@ -191,14 +128,6 @@ def coverage(reference: str, answer: str) -> Coverage:
     )
 
 
-_NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "cannot", "without", "neither", "nor"})
-
-
-def _negations(text: str) -> int:
-    words = re.findall(r"[a-z]+(?:'t)?", (text or "").lower())
-    return sum(w in _NEGATIONS or w.endswith("n't") for w in words)
-
-
 def restates(reference: str, question: str, answer: str) -> bool:
     """Whether ``answer`` says the reference and nothing else: every content word and name of a
     reference of at least two content words, no content word beyond the reference's and the
@@ -209,15 +138,15 @@ def restates(reference: str, question: str, answer: str) -> bool:
     cov = coverage(reference, answer)
     if cov.word_recall < 1.0 or cov.name_recall < 1.0 or cov.conflict:
         return False
-    known = _stems(reference) | _stems(question)
+    known = stems(reference) | stems(question)
     if any(stem(w) not in known for w in content_words(answer)):
         return False
-    return _negations(answer) == _negations(reference)
+    return negations(answer) == negations(reference)
 
 
 # A bare Yes or No opening the answer ("No.", "Yes, since 3.7 ..."): it takes a side, so it answers.
 # "No restart command appears ..." or "No information ..." opens with a noun phrase and is not one.
-_BARE_POLAR = re.compile(r"^\W*(yes|no)\s*(?:[,.;:!\u2014\u2013-]|$)", re.IGNORECASE)
+_BAREPOLAR = re.compile(r"^\W*(yes|no)\s*(?:[,.;:!\u2014\u2013-]|$)", re.IGNORECASE)
 # Words that talk about the material given, and what it says or lacks, instead of the subject asked about.
 _SOURCE_WORDS = """document documents documentation docs context contexts passage passages excerpt excerpts
     text texts source sources page pages material section sections article articles manual guide notes
@@ -247,7 +176,7 @@ def declining(question: str, answer: str) -> Declining:
     """The words of ``answer`` that tell a refusal from an answer (``question`` gives the words that
     are only repeated)."""
     asked = {stem(w) for w in content_words(question)}
-    m = _BARE_POLAR.match(answer or "")
+    m = _BAREPOLAR.match(answer or "")
     words = content_words(answer)
     return Declining(
         polar=m.group(1).lower() if m else None,

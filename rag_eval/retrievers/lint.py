@@ -21,6 +21,7 @@ from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.stats import detectable_hit_difference, questions_for_hit_difference
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
 from rag_eval.types import Corpus, Question
+from rag_eval.words import added_to_question
 
 SEVERITY_ORDER = {"info": 0, "warning": 1, "severe": 2}
 MOSTLY_EXACT = 0.8  # the share of answerable questions naming a symbol above which lint warns
@@ -130,6 +131,33 @@ def exact_token_questions(questions: list[Question]) -> list[Finding]:
             "no question names an exact symbol, code or identifier: the case where embeddings fail "
             "and keyword search wins is not tested",
             "add questions such as 'what does __slots__ do?' or 'what is error E501?'",
+        )
+    ]
+
+
+def restated_references(questions: list[Question]) -> list[Finding]:
+    """References that restate their question, adding at most one word (user trial 3 F2: "The last
+    item of a sequence is the last element in the sequence."): any answer restating the question
+    matches them, so the correctness judge cannot tell right from wrong there."""
+    found = {
+        q.id: added
+        for q in questions
+        if q.answerable and q.reference and (added := added_to_question(q.reference, q.question)) is not None
+        if len(added) <= 1
+    }
+    if not found:
+        return []
+    return [
+        Finding(
+            "reference_restates_question",
+            "warning",
+            f"{len(found)} reference{'s' * (len(found) > 1)} restate{'s' * (len(found) == 1)} {'its' if len(found) == 1 else 'their'} "
+            "question, adding at most one word: an answer that repeats the "
+            "question matches them, so the correctness judge cannot tell a right answer from a wrong one there",
+            "write the fact the evidence states as the reference (the value, the name, what happens), or drop the "
+            'question; a one-word addition may be the whole answer ("the locale encoding"): check each',
+            sorted(found),
+            {"added": found},
         )
     ]
 
@@ -422,6 +450,7 @@ def lint(
         + unanswerable_share(cfg, questions)
         + exact_token_questions(questions)
         + duplicates(cfg, questions)
+        + restated_references(questions)
         + suspect_labels(cfg, corpus, questions)
         + generic_labels(cfg, questions)
         + split_evidence(questions)

@@ -48,6 +48,7 @@ from rag_eval.retrievers.health import run_lint
 from rag_eval.rundir import write_json, write_text
 from rag_eval.text import content_tokens, coverage, exact_tokens, jaccard, ngrams, tokens
 from rag_eval.types import Chunk, Corpus, Question
+from rag_eval.words import added_to_question
 
 KINDS = ("fact", "symbol", "paraphrase", "multi", "unanswerable")
 K = TypeVar("K", bound=str)
@@ -317,6 +318,14 @@ class Generator:
                 )
                 if why is None:
                     why = self.check_question(job.kind, job.chunk, got.question)
+                if (
+                    why is None
+                    and (added := added_to_question(got.answer, got.question)) is not None
+                    and len(added) <= 1
+                ):
+                    # "The last item of a sequence is the last element in the sequence.": every answer
+                    # that restates the question matches it, so it cannot tell a right answer from a wrong one.
+                    why = "reference_restates_question"
             if why is None:
                 break
             note = RETRY_NOTE.format(why=why.replace("_", " "))

@@ -243,3 +243,22 @@ def test_loose_text_and_near_duplicates_equal_their_plain_definitions():
             if sa and sb and jaccard(sa, sb) >= t
         ]
         assert near_duplicates(sets, t) == want
+
+
+def test_a_reference_that_restates_its_question_is_warned_about():
+    """User trial 3 F2: a reference adding at most one word to its question (a synonym, here)."""
+    qs = clean_set() + [
+        Question(
+            "t",
+            "What is the last item in a sequence?",
+            {"lists": 1},
+            True,
+            reference="The last item of a sequence is the last element in the sequence.",
+        ),
+        Question("y", "Are lists mutable sequences?", {"lists": 1}, True, reference="Yes, lists are mutable."),
+        Question("n", "What is the default size of a list?", {"lists": 1}, True, reference="The default size is 0."),
+    ]
+    [f] = [f for f in lint(cfg(), CORPUS, qs) if f.code == "reference_restates_question"]
+    assert (f.severity, f.questions, f.data["added"]) == ("warning", ["t"], {"t": ["element"]})
+    assert f.message.startswith("1 reference restates its question, adding at most one word")
+    assert "reference_restates_question" not in codes(lint(cfg(), CORPUS, clean_set()))

@@ -220,3 +220,43 @@ def test_a_second_question_on_the_same_quote_or_one_that_sees_the_passage_is_dro
     assert not [r for r in records if SEES_THE_PASSAGE.search(r["question"])]
     # User trial 3 L6: fewer kept than asked is said, with why.
     assert report["kept"] < 12 and "fewer than the 12 asked: the drafts of 4 rounds" in capsys.readouterr().out
+
+
+def test_a_reference_that_restates_its_question_is_asked_again_then_dropped(project):
+    """User trial 3 F2: "What is the last item in a sequence?" kept with the reference "The last item
+    of a sequence is the last element in the sequence.", which any answer restating the question
+    matches."""
+    from rag_eval.words import added_to_question
+
+    assert added_to_question(
+        "The last item of a sequence is the last element in the sequence.", "What is the last item in a sequence?"
+    ) == ["element"]
+    assert added_to_question("255 characters.", "What is the default length at which truncate cuts text?") is None
+
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        fmt = (body.get("response_format") or {}).get("json_schema", {}).get("name", "")
+        if fmt == "testgen_fact":
+            passage = text.split("Passage (from", 1)[1].split("\n", 1)[1].split("\n\nYour previous reply")[0]
+            title = re.search(r'Passage \(from "(.*?)"\)', text).group(1).lower()
+            first = passage.split(". ")[0].strip().rstrip(".") + "."
+            question = f"What is the main purpose of {title} objects?"
+            restated = f"The main purpose of {title} objects is their purpose."
+            if "Lists" in passage or "previous reply was rejected" not in text:
+                return json.dumps({"question": question, "answer": restated, "quote": first})
+            return json.dumps({"question": question, "answer": first, "quote": first})
+        return structured_reply(body)
+
+    with ScriptedServer(reply=reply) as s:
+        cfg = _config(project, s.base_url, n=6, mix="{fact: 1.0}")
+        assert main(["-q", "generate", str(cfg), "--out", str(project / "gen.jsonl")]) == 0
+        bodies = list(s.bodies)
+    report = json.loads((project / "gen.report.json").read_text())
+    records = [json.loads(line) for line in (project / "gen.jsonl").read_text().splitlines()]
+    assert records and all(added_to_question(r["reference"], r["question"]) is None for r in records)
+    assert all(r["provenance"]["tries"] == 2 for r in records)  # each kept one was asked again
+    assert report["dropped"].get("reference_restates_question", 0) >= 1  # the lists passage, twice restated
+    retries = [
+        b["messages"][-1]["content"] for b in bodies if "previous reply was rejected" in b["messages"][-1]["content"]
+    ]
+    assert retries and all("reference restates question" in t for t in retries)
