@@ -285,8 +285,16 @@ _NOTE = "; left uncertain: "
 
 
 def without_uncertain_note(reason: str | None) -> str | None:
-    """A reason without the note ``_uncertain`` added (a verdict decided again gets its own)."""
-    return reason.split(_NOTE)[0] if reason else reason
+    """A reason without the note ``_uncertain`` added, its "would decide" as it was (a verdict
+    decided again gets its own)."""
+    if not reason or _NOTE not in reason:
+        return reason
+    return reason.split(_NOTE)[0].replace(_WOULD, _DECIDED)
+
+
+# A plain-words reason ("the calibrated cut-off 0.84 decided incorrect, ...") of a verdict then left
+# uncertain says what the cut-off alone would decide, not that it decided.
+_DECIDED, _WOULD = " decided ", " would decide "
 
 
 def _uncertain(j: Judgement, band: list[float] | None, why: str) -> Judgement:
@@ -294,7 +302,8 @@ def _uncertain(j: Judgement, band: list[float] | None, why: str) -> Judgement:
     after its reason."""
     # The band shown beside an uncertain verdict: the one it fell in (None: not a band's doing).
     details = {**j.details, "leaning": j.verdict, "leaning_score": j.score, LEFT_UNCERTAIN: why, "band": band}
-    reason = f"{j.reason}{_NOTE}{why}" if j.reason else _NOTE.removeprefix("; ") + why
+    said = j.reason.replace(f"{_DECIDED}{j.verdict}", f"{_WOULD}{j.verdict}") if j.reason and j.verdict else j.reason
+    reason = f"{said}{_NOTE}{why}" if said else _NOTE.removeprefix("; ") + why
     return j.model_copy(
         update={"status": "uncertain", "verdict": None, "score": None, "details": details, "reason": reason}
     )
