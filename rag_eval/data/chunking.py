@@ -17,8 +17,10 @@ class Section:
     text: str
 
 
-def split_by_heading(text: str) -> list[Section]:
-    """Sections at every Markdown ``#`` heading or reST underlined heading.
+def split_by_heading(text: str, *, markdown: bool = True) -> list[Section]:
+    """Sections at every reST (or Markdown setext) underlined heading, and with ``markdown`` at every
+    ``#`` heading outside a ``` or ~~~ fence (a ``#`` line of a text or reST file is a comment of its
+    code, not a heading).
 
     Text before the first heading becomes a section with an empty heading. Sections with no text
     are kept only when they are the sole section.
@@ -27,14 +29,16 @@ def split_by_heading(text: str) -> list[Section]:
     sections: list[Section] = []
     heading = ""
     body: list[str] = []
-    in_fence = False
+    fence = ""  # the open fence's marker, "" outside one
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.lstrip().startswith("```"):
-            in_fence = not in_fence
+        marker = line.lstrip()[:3]
+        if marker in ("```", "~~~") and (not fence or marker == fence):
+            fence = "" if fence else marker
+        in_fence = bool(fence)
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        md = None if in_fence else _MD_HEADING.match(line)
+        md = None if in_fence or not markdown else _MD_HEADING.match(line)
         rst = (
             not in_fence
             and line.strip()

@@ -13,6 +13,7 @@ from rag_eval.data.records import Record, read_records
 from rag_eval.data.settings import CorpusConfig
 from rag_eval.errors import ConfigError, DataError, Problem
 from rag_eval.offline import go_offline
+from rag_eval.progress import say
 from rag_eval.types import Chunk, Corpus
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
@@ -142,6 +143,7 @@ def _from_folder(folder: Path, cc: CorpusConfig) -> Corpus:
         )
     chunks: list[Chunk] = []
     problems = []
+    empty: list[str] = []
     for path in files:
         rel = path.relative_to(folder).as_posix()
         try:
@@ -149,10 +151,27 @@ def _from_folder(folder: Path, cc: CorpusConfig) -> Corpus:
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem(str(path), f"cannot read the document: {exc}", "make it readable UTF-8 text"))
             continue
-        chunks.extend(chunk_document(rel, text, cc))
+        got = chunk_document(rel, text, cc)
+        if not got:
+            empty.append(rel)
+        chunks.extend(got)
     if problems:
         raise DataError(problems)
+    if empty:
+        shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+        say(
+            f"corpus: {len(empty)} document{'s' * (len(empty) > 1)} with no text under {'their' if len(empty) > 1 else 'its'} headings skipped ({shown})"
+        )
+    if not chunks:
+        raise DataError(
+            Problem(
+                str(folder), "no document in the folder holds any text", "add documents with text under their headings"
+            )
+        )
     return Corpus(chunks, source=str(folder))
+
+
+MARKDOWN = (".md", ".markdown")  # the extensions whose "# ..." lines are headings
 
 
 def chunk_document(doc_id: str, text: str, cc: CorpusConfig) -> list[Chunk]:
@@ -163,7 +182,10 @@ def chunk_document(doc_id: str, text: str, cc: CorpusConfig) -> list[Chunk]:
         pieces = [("", p) for p in split_fixed(text, ch.size, ch.overlap)]
         ids = [f"{doc_id}#{i}" for i in range(len(pieces))]
     else:
-        for s in split_by_heading(text):
+        markdown = Path(doc_id).suffix.lower() in MARKDOWN
+        for s in split_by_heading(text, markdown=markdown):
+            if not s.text.strip():
+                continue  # a document of a heading alone (a stub) holds nothing to retrieve
             if ch.max_chars and len(s.text) > ch.max_chars:
                 pieces += [
                     (s.heading, p) for p in split_fixed(s.text, ch.max_chars, min(ch.overlap, ch.max_chars // 2))
