@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -118,6 +119,7 @@ def problems_from(
 def _parent_fields(top: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The keys allowed beside loc[-1], found by walking the models along loc."""
     model: Any = top
+    entry: Any = None
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -130,8 +132,24 @@ def _parent_fields(top: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         if model == "retriever":
             model = RETRIEVER_KINDS.get(part)
             continue
+        if model is _ENTRY:
+            model = entry  # a mapping's key (a criterion's name): its value's model
+            continue
         field = getattr(model, "model_fields", {}).get(part)
-        model = getattr(field, "annotation", None) if field else None
+        model = _model_of(getattr(field, "annotation", None)) if field else None
+        if get_origin(model) is dict:
+            model, entry = _ENTRY, _model_of(get_args(model)[1])
     if isinstance(model, type) and issubclass(model, BaseModel):
-        return sorted(model.model_fields)
+        return sorted(f.alias or name for name, f in model.model_fields.items())  # as written in YAML
     return []
+
+
+_ENTRY = object()  # walking a dict[str, Model] field: the next part is a key
+
+
+def _model_of(annotation: Any) -> Any:
+    """The model of an annotation: ``X | None`` read as X; a dict kept as it is."""
+    if get_origin(annotation) in (Union, UnionType):
+        models = [a for a in get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+        return models[0] if len(models) == 1 else annotation
+    return annotation

@@ -226,6 +226,14 @@ BAD = [
         "judges.criteria.coin.aim",
         "greater than 0.5",
     ),
+    # User trial 4 F3: "remove it" would have dropped `pass: no` and inverted the criterion.
+    (
+        "typo",
+        "      question: Does it give legal advice?\n      pas: no\n",
+        14,
+        "judges.criteria.typo.pas",
+        "did you mean 'pass'?",
+    ),
 ]
 
 
