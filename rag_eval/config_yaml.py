@@ -90,7 +90,8 @@ def read_yaml(path: Path) -> tuple[yaml.Node | None, dict]:
             Problem(
                 str(path),
                 "the config must be a YAML mapping (name:, corpus:, ...)",
-                "see configs/demo.yaml for the shape",
+                'start from the README\'s config ("Five minutes on your own documents"); every key is in the '
+                "configuration reference (docs/reference/config.md)",
             )
         )
     return root, raw

@@ -12,7 +12,10 @@ from rag_eval.report.gates import GateResult, describe_failure
 from rag_eval.report.screen import one_screen
 from rag_eval.system.replies import failure_lines
 
-CONFIG_HELP = "the audit's YAML file (see configs/demo.yaml); its paths are relative to its own folder"
+CONFIG_HELP = (
+    "the audit's YAML file (a starter one: the README's \"Five minutes on your own documents\"); its paths are "
+    "relative to its own folder"
+)
 
 
 def add_command(sub: Any, name: str, summary: str, description: str, *, config: bool = True) -> argparse.ArgumentParser:

@@ -102,17 +102,20 @@ def load_cases(path: Path) -> list[dict]:
         if kind is None:
             problems.append(
                 Problem(
-                    rec.where, f"judge must be one of {', '.join(CASE_KINDS)}, got {judge!r}", "fix the judge field"
+                    rec.where,
+                    f"judge must be one of {', '.join(CASE_KINDS)}, got {judge!r}",
+                    did_you_mean(str(judge), list(CASE_KINDS)) if isinstance(judge, str) else "fix the judge field",
                 )
             )
             continue
-        missing = [f for f in kind.needs if not d.get(f)]
+        missing = [f for f in kind.needs if not d.get(f)] + ([] if line.label is not None else ["label"])
         if missing or line.label not in kind.labels:
+            wrong = f"label {line.label!r} is not one of {', '.join(map(str, kind.labels))}"
             problems.append(
                 Problem(
                     rec.where,
                     f"a {judge} case needs {', '.join(kind.needs)} and a label in {kind.labels}",
-                    f"missing: {', '.join(missing) or 'label'}",
+                    f"missing: {', '.join(missing)}" if missing else wrong,
                 )
             )
             continue

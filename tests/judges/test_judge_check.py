@@ -81,3 +81,25 @@ def test_an_endpoint_without_logprobs_is_named_and_never_calibrated(tmp_path, ca
         err = capsys.readouterr().err
         assert "the endpoint returned no logprobs for 12 verdicts of refusal" in err and "use an endpoint" in err
     assert not user_path().exists()
+
+
+def test_a_case_with_a_wrong_label_or_judge_says_which_and_what_it_could_be(tmp_path):
+    """User trial 4 F5: a label 'maybe' was reported as "missing: label", a misspelt judge without a
+    did-you-mean."""
+    from rag_eval.judges.judge_check import load_cases
+
+    rows = [
+        {"judge": "refusal", "question": "q", "answer": "a", "label": "maybe"},
+        {"judge": "refusall", "question": "q", "answer": "a", "label": "refused"},
+        {"judge": "refusal", "question": "q", "answer": "a"},
+        {"judge": "refusal", "question": "q", "label": "refused"},
+    ]
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_cases(path)
+    text = str(err.value)
+    assert "cases.jsonl:1" in text and "label 'maybe' is not one of refused, answered" in text
+    assert "cases.jsonl:2" in text and "did you mean 'refusal'?" in text
+    assert "cases.jsonl:3" in text and "missing: label" in text
+    assert "cases.jsonl:4" in text and "missing: answer" in text
