@@ -455,3 +455,29 @@ def test_a_prompt_s_verdicts_do_not_move_when_another_prompt_shows_its_answers(s
             assert not any(v[1] for v in second.values())  # here every base answer was shown, with its reasons
     # Decided by the request made alone (0.62), also where the reason was asked.
     assert {v[0]["probability"] for k, v in first.items() if k[0] == "correctness"} - {None} == {0.62}
+
+
+def test_judge_check_saves_each_correctness_prompt_with_its_own_case_count(tmp_path):
+    """User trial 3 L11 (the earlier test's cases ask one prompt only): a judge of two prompts splits
+    its cases, and each saved cut-off says how many it was fitted on."""
+    from rag_eval.calibration.cutoffs import user_path
+    from rag_eval.cli import main
+
+    long_ref = "The limit is set by the max_connections argument of the pool, ten by default."
+    rows = [
+        {"judge": "correctness", "question": f"q{i}", "reference": ref, "answer": ans, "label": label}
+        for i, (ref, ans, label) in enumerate(
+            [(long_ref, "Ten, set by max_connections.", "correct")] * 2
+            + [(long_ref, "It has no limit.", "incorrect")] * 2
+            + [("Ten.", "Ten.", "correct")] * 2
+            + [("Ten.", "Five.", "incorrect")]
+        )
+    ]
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with ScriptedServer(reply=structured_reply) as s:
+        args = ["--llm", "openai", "--model", "scripted", "--base-url", s.base_url, "--cases", str(cases), "--save"]
+        assert main(["--quiet", "judge-check", *args]) == 0
+    saved = json.loads(user_path().read_text())
+    counts = {k.split("|")[1]: v["n"] for k, v in saved.items() if k.split("|")[1].startswith("correctness")}
+    assert counts == {"correctness": 4, "correctness_short": 3}
