@@ -804,6 +804,24 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
             "adapted in this report only, not saved for later audits.</p>"
             in (run_dir / "report.adapted.html").read_text()
         )
+        # Review 54 M4: labels of one verdict in this file, but the kept labels of other answers hold
+        # both: the fit on all of them is saved.
+        some = csv_path.with_name("some.csv")
+        some.write_text(csv_path.read_text())
+        _fill(some, {k: {"no_advice": "yes" if i < 4 else ""} for i, k in enumerate(ranked)})
+        capsys.readouterr()
+        assert main(["report", str(run_dir), "--labels", str(some), "--adapt"]) == 0
+        out = capsys.readouterr().out
+        again_judge = next(
+            a
+            for a in json.loads((run_dir / "report.adapted.json").read_text())["adaptation"]["judges"]
+            if a["variant"] == "no_advice"
+        )
+        # positives count passes: the 4 relabelled "yes" (advice given) fail, 2 of the kept 6 passes stay.
+        assert (again_judge["labels"], again_judge["positives"]) == (12, 2), again_judge
+        assert "give one verdict" not in out and "not saved" not in out
+        assert (project / "own-cache" / "adaptations.json").read_text() != kept
+        (project / "own-cache" / "adaptations.json").write_text(kept)  # the later audits read the first fit
 
         # The next audit of the corpus (with the same judge model: the same server) decides the
         # criterion on the saved blend, as it was adapted.
