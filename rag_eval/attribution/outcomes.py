@@ -12,7 +12,9 @@ answer faithful, the claim counts as ``miscited``, or ``uncited`` without a cita
 claim is not also counted uncited. For an unanswerable question:
 ``correct_refusal`` or ``answered_unanswerable``. ``not_judged`` where a judge whose verdict
 decides the outcome failed, or the answer itself failed; ``uncertain`` where such a judge's
-decision lay in the band around its cut-off (see ``judges/uncertain.py``).
+decision lay in the band around its cut-off (see ``judges/uncertain.py``) and could change whether
+the answer failed: a failure a later judge decided stands, since either way of the uncertain one
+fails at generation.
 
 The user's own criteria (``judges.criteria``) do not change these outcomes: a failed criterion is a
 flag beside the outcome (``failed_criteria``). Only a criterion declared ``counts_as_failure``
@@ -78,6 +80,20 @@ class _CitationsDetails(Model):
     """What an outcome reads of the citations judge's details: each sentence."""
 
     sentences: list[_CitedSentence] | None = None
+
+
+class _Skipped(Model):
+    """A judge's record read as not run: the chain goes on without it (``_builtin``'s ``unsure``)."""
+
+    status: str = "skipped"
+    score: float | None = None
+    verdict: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    probability: float | None = None
+
+
+_SKIPPED = _Skipped()
 
 
 class Verdict(Protocol):
@@ -159,6 +175,24 @@ def _builtin(
         j = judgements.get(name) if name else None
         return None if j is None or j.status == "skipped" else j
 
+    def unsure(name: str | None, j: Verdict) -> tuple[str, str]:
+        """``uncertain``, unless the answer fails later in the chain whichever way ``name`` goes (a
+        judge after it decided a failure): a failure of the generation stage either way, shown as
+        the failure that was decided (user trial 4 F6)."""
+        without = {**judgements, name: _SKIPPED} if name else judgements
+        rest, why = _builtin(
+            question,
+            retrieved,
+            generation,
+            without,
+            faithfulness_threshold=faithfulness_threshold,
+            faithfulness_judge=faithfulness_judge,
+        )
+        if rest in GENERATION_FAILURES:
+            p = f" (P {j.probability:.2f})" if j.probability is not None else ""
+            return rest, f"{why}; a generation failure whichever way the uncertain {name} verdict{p} goes"
+        return "uncertain", _unsure(name, j)
+
     if question.answerable and not retrieved:
         return "retrieval_miss", "no relevant chunk in the contexts given to the generator"
     if generation is None or generation.error is not None:
@@ -168,7 +202,8 @@ def _builtin(
     if rj is not None and rj.status == "not_judged":
         return "not_judged", f"{rname} judge failed: {rj.error}"
     if rj is not None and rj.status == "uncertain":
-        return "uncertain", _unsure(rname, rj)
+        # Unanswerable: declined or not is the whole outcome. Answerable: a refusal fails too.
+        return unsure(rname, rj) if question.answerable else ("uncertain", _unsure(rname, rj))
     refused = rj is not None and rname is not None and rj.status == "judged" and rj.verdict == JUDGES[rname].positive
     if not question.answerable:
         if rj is None or rj.verdict is None:
@@ -185,7 +220,7 @@ def _builtin(
     if cj is not None and cj.status == "not_judged":
         return "not_judged", f"{cname} judge failed: {cj.error}"
     if cj is not None and cj.status == "uncertain":
-        return "uncertain", _unsure(cname, cj)
+        return unsure(cname, cj)
     correct = cj is not None and cname is not None and cj.status == "judged" and cj.verdict == JUDGES[cname].positive
     if cj is not None and cj.verdict is not None and not correct:  # partial (earlier releases): not correct
         return "incorrect", f"{cj.verdict}: {cj.reason}"
@@ -193,7 +228,7 @@ def _builtin(
     if faith is not None and faith.status == "not_judged":
         return "not_judged", f"{faithfulness_judge} judge failed: {faith.error}"
     if faith is not None and faith.status == "uncertain":
-        return "uncertain", _unsure(faithfulness_judge, faith)
+        return unsure(faithfulness_judge, faith)
     if (
         faith is not None
         and faith.status == "judged"

@@ -87,3 +87,34 @@ def test_an_uncertain_outcome_says_why_a_close_call_or_its_band_rounded():
     assert _unsure("correctness", banded) == (
         "correctness uncertain: P 0.90, within its band [0.850, 0.950); label it or escalate it"
     )
+
+
+def test_an_uncertain_verdict_leaves_the_outcome_uncertain_only_where_it_could_change_it():
+    """User trial 4 F6: correctness uncertain, but faithfulness (or the citations judge) decided a
+    failure: the answer failed at generation whichever way correctness goes; counted as uncertain, the
+    failure split undercounted generation failures."""
+
+    def unsure(p=0.61):
+        return Judgement("x", "a", "p", "uncertain", probability=p, details={"band": [0.5, 0.7], "leaning": "correct"})
+
+    def outcome(question, judges):
+        return attribute(question, True, GEN, judges, faithfulness_threshold=0.5)
+
+    got, why = outcome(ANS, ok_judges(correctness=unsure(), faithfulness=j(score=0.2, reason="2 of 5 supported")))
+    assert got == "unfaithful" and why.endswith(
+        "a generation failure whichever way the uncertain correctness verdict (P 0.61) goes"
+    )
+    # Nothing failing after it: the uncertain correctness decides whether the question failed at all.
+    assert outcome(ANS, ok_judges(correctness=unsure()))[0] == "uncertain"
+    # An uncertain refusal of an answerable question: a refusal fails too, so a later decided failure stands.
+    assert outcome(ANS, ok_judges(refusal=unsure(), correctness=j(verdict="incorrect")))[0] == "incorrect"
+    assert outcome(ANS, ok_judges(refusal=unsure()))[0] == "uncertain"
+    # Unanswerable: declined or not is the whole outcome.
+    assert outcome(UNANS, {"refusal": unsure(), "correctness": j(verdict="incorrect")})[0] == "uncertain"
+    # Faithfulness uncertain, the citations judge decided a claim no given passage supports.
+    cites = Judgement("x", "a", "p", "judged", verdict="unsupported", reason="no passage supports claim 1")
+    got, _ = outcome(ANS, ok_judges(faithfulness=unsure(), citations=cites))
+    assert got == "unfaithful"
+    # Two uncertain steps with nothing decided after: uncertain, naming the first.
+    got, why = outcome(ANS, ok_judges(correctness=unsure(), faithfulness=unsure(0.4)))
+    assert got == "uncertain" and why.startswith("correctness uncertain")
