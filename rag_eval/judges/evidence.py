@@ -375,9 +375,16 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
         "completion_tokens": 0,
     }
     shown_from, quotes, error = None, own, None
-    if not said.overturned and not copied and any(q.verified for q in own):
+    leads = LEADS.get(prompt.name, {}).get(said.decided) or ()
+    # A decision that the contexts support a claim stands on a quote of a context: "the passage
+    # states ..." quoting the sentence under judgement is circular (user trial 4 F7).
+    wanted = {role for lead in leads for role in lead.sources}
+    wanted = set() if "answer" in wanted else wanted
+    role_of = {name: role for role, pairs in sources.items() for name, _ in pairs}
+    evidence_quotes = [q for q in own if q.verified and (not wanted or role_of.get(q.found_in or "") in wanted)]
+    if not said.overturned and not copied and evidence_quotes:
         shown_from, reason = "model", model_reason
-    elif mode == "quote" and (leads := LEADS.get(prompt.name, {}).get(said.decided)):
+    elif mode == "quote" and leads:
         quotes, shown, calls, tokens, error = await forced_quotes(prompt, llm, values, said.decided, leads, sources)
         record.update(calls=calls, completion_tokens=tokens)
         if any(q.verified for q in quotes):
@@ -391,6 +398,13 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
         elif copied or not model_reason:
             shown_from = "none"
             reason = "no quote: the model's own reason repeats its prompt" if copied else "no reason given"
+        elif (elsewhere := next((q for q in own if q.verified and q not in evidence_quotes), None)) is not None:
+            shown_from = "none"
+            place = {"answer": "the answer", "reference": "the reference"}.get(elsewhere.found_in or "")
+            reason = (
+                f"no quote of {leads[0].noun if leads else 'its inputs'}: the model's reason quotes "
+                f"{place or elsewhere.found_in} itself"
+            )
         else:
             shown_from, reason = "model", model_reason
     return reason, {

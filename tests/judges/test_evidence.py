@@ -415,3 +415,32 @@ def test_a_quote_no_input_holds_is_not_shown_as_what_the_passage_says():
     assert row["reason"] == 'the answer says "It does not process lines that do not contain an equals sign"'
     assert "never processed" not in f.reason
     assert [q["verified"] for q in row["evidence"]["quotes"]] == [True, False]
+
+
+@pytest.mark.parametrize("forced_quote", ["Set http2=True on the Client to switch it on", "it is on by default"])
+def test_a_supported_verdict_stands_on_a_quote_of_the_context_not_of_the_claim(forced_quote):
+    """User trial 4 F7: 'the passage states "HTTP/2 is switched on by default"' quoted the sentence
+    under judgement and was shown as what the passage says. A decision that the context supports a
+    claim needs a quote of the context: it is asked for; failing one, the shown reason says so."""
+    claim = "HTTP/2 is switched on by default in an httpx Client."
+    context = "http2 - A boolean. Set http2=True on the Client to switch it on. Defaults to False."
+
+    def reply(body):
+        forced = _forced(body)
+        if forced is None:
+            return f'Yes: the passage states "{claim}"'
+        return forced + forced_quote + '"'
+
+    async def run(scored):
+        return await scored.faithfulness("q1", "base", "Is HTTP/2 on by default?", claim, [context])
+
+    with ScriptedServer(reply=reply, probability=lambda body: 0.95) as s:
+        f = _judge(s, run=run)
+    [row] = f.details["statements"]
+    assert row["supported"] is True
+    if forced_quote in context:
+        assert row["reason"] == f'context 1 says "{forced_quote}"'
+        assert row["evidence"]["shown"] == "forced"
+    else:
+        assert row["reason"] == "no quote of the context: the model's reason quotes the answer itself"
+        assert claim not in row["reason"]
