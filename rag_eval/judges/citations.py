@@ -422,9 +422,30 @@ def _display(sentence: str, markers: list[_Marker]) -> str:
 
 
 def _sentences(text: str, markers: list[_Marker]) -> list[CitedSentence]:
-    """The sentences of one segment, each with the citations of the markers it holds."""
+    """The sentences of one segment, each with the citations of the markers it holds. A fenced code
+    block is no run of sentences: it goes whole, fences kept, with the sentence before it (its
+    lead-in, "you can use the following code:"), or stands alone where nothing comes before it."""
     out: list[CitedSentence] = []
-    for held in split_statements(_hold(text, markers), limit=ALL_SENTENCES):
+    pos = 0
+    text = _hold(text, markers)  # markers held first: their places are the whole segment's
+    for m in _FENCED.finditer(text):
+        _prose(text[pos : m.start()], markers, out)
+        block = m.group(0).strip("\n")
+        if out:
+            last = out[-1]
+            last.text, last.display = f"{last.text}\n{block}", f"{last.display}\n{block}"
+        else:
+            out.append(CitedSentence(text=block, display=block, citations=[]))
+        pos = m.end()
+    _prose(text[pos:], markers, out)
+    return out
+
+
+def _prose(text: str, markers: list[_Marker], out: list[CitedSentence]) -> None:
+    """The sentences of ``text`` (its markers held, no code block in it) added to ``out``."""
+    if not text.strip():
+        return
+    for held in split_statements(text, limit=ALL_SENTENCES):
         cites = [c for ch in _HOLD_RE.findall(held) for c in markers[ord(ch) - _HOLD].citations]
         plain = _HOLD_RE.sub("", _HELD_PARENS.sub(r"\1", held)).strip()
         shown = _display(held, markers).strip()
@@ -434,7 +455,6 @@ def _sentences(text: str, markers: list[_Marker]) -> list[CitedSentence]:
             out[-1].display = f"{out[-1].display} {shown}"
             continue
         out.append(CitedSentence(text=plain, display=shown, citations=cites))
-    return out
 
 
 def _reference_tail(lines: list[str]) -> int:

@@ -215,7 +215,9 @@ def test_a_configured_pattern_reads_an_answers_own_form():
 def test_brackets_that_are_not_citations_stay_text(answer):
     read = read_citations(answer, CONTEXTS)
     assert read.citations == [] and not read.cites
-    assert [s.text for s in read.sentences] == split_statements(answer, limit=100)
+    # A fenced block is one unit, whole (trial 4 F8); the rest as the faithfulness judge splits it.
+    expected = [answer] if answer.startswith("```") else split_statements(answer, limit=100)
+    assert [s.text for s in read.sentences] == expected
 
 
 def test_an_answer_without_citations_is_its_sentences_uncited():
@@ -247,3 +249,20 @@ def test_the_pattern_setting_is_checked_when_the_config_loads(small_project, cap
     assert "audit.yaml:13" in err and "generation.citations.pattern" in err and "named group ref" in err
     cfg.write_text(cfg.read_text().replace("'\\[\\d+\\]'", "'【(?P<ref>\\d+)†[^】]*】'"))
     assert main(["--quiet", "validate", str(cfg)]) == 0
+
+
+def test_a_fenced_code_block_goes_whole_with_the_sentence_before_it():
+    """User trial 4 F8: "... you can use the following code: ```python import httpx" and "client =
+    httpx.Client(...) ```" were judged as two claims, the fence cut in half."""
+    code = "```python\nimport httpx\n\nclient = httpx.Client(timeout=(10, 5))\n```"
+    answer = f"Use a Client with a timeout tuple [1].\n\n{code}\n\nThe second value is the read timeout [2]."
+    got = read_citations(answer, CONTEXTS[:2])
+    assert [s.text for s in got.sentences] == [
+        f"Use a Client with a timeout tuple.\n{code}",
+        "The second value is the read timeout.",
+    ]
+    assert got.sentences[0].display == f"Use a Client with a timeout tuple [1].\n{code}"
+    assert [[c.contexts for c in s.citations] for s in got.sentences] == [[[0]], [[1]]]
+    # A block before any sentence stands alone; ~~~ fences too.
+    first = read_citations("~~~\nx = 1\n~~~\nIt sets x [1].", CONTEXTS[:1])
+    assert [s.text for s in first.sentences] == ["~~~\nx = 1\n~~~", "It sets x."]
