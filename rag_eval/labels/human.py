@@ -6,6 +6,7 @@ judge's error on the labelled ones)."""
 from __future__ import annotations
 
 import csv
+import difflib
 import html
 import io
 import itertools
@@ -27,7 +28,7 @@ from rag_eval.errors import DataError, Problem
 from rag_eval.hashing import text_hash
 from rag_eval.judges.judge_records import LabelledEstimate
 from rag_eval.judges.judgement import Judgement
-from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, Criterion, criteria_registered, figures
+from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, OPTIONAL_LABELS, Criterion, criteria_registered, figures
 from rag_eval.judges.uncertain import leaning_value
 from rag_eval.labels.active import active_mean, draw_questions, draw_scores, probabilities_of
 from rag_eval.labels.columns import criteria_of, label_columns, optional_columns, passes, run_columns
@@ -468,7 +469,7 @@ def read_labels(
     # A column of an optional judge (citations_support) is read where the file has it.
     columns = {**columns, **optional_columns({k for row, _ in records for k in row})}
     labels: list[Label] = []
-    problems: list[Problem] = []
+    problems: list[Problem] = misnamed_columns(records, columns)
     seen: dict[tuple[str, str], str] = {}
     for row, where in records:
         named = LabelsRow.of(row)
@@ -517,6 +518,39 @@ def read_labels(
             Problem(str(path), "no answer is labelled yet", f"fill in yes or no under {', '.join(columns)}")
         )
     return labels
+
+
+def _squashed(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def misnamed_columns(records: list[tuple[dict, str]], columns: Mapping[str, str]) -> list[Problem]:
+    """A filled column whose name is a label column's misspelt (``namesapi``, ``Third_Party``): its
+    labels would be dropped without a word (user trial 4 F11). Other extra columns (a person's own
+    notes) are left alone."""
+    wanted = [*columns, *(col for col, _ in OPTIONAL_LABELS.values())]
+    squashed = {_squashed(c): c for c in wanted}
+    problems = []
+    seen: set[str] = set()
+    for row, where in records:
+        for key, value in row.items():
+            if not isinstance(key, str) or key in seen or key in COLUMNS or key in columns:
+                continue
+            if value is None or not str(value).strip():
+                continue
+            seen.add(key)
+            close = squashed.get(_squashed(key)) or next(
+                iter(difflib.get_close_matches(key.lower(), wanted, n=1, cutoff=0.8)), None
+            )
+            if close is not None:
+                problems.append(
+                    Problem(
+                        f"{where} ({key})",
+                        f"column '{key}' is no label column of this run, so its labels would be dropped",
+                        f"did you mean '{close}'? rename the column (label columns: {', '.join(columns)})",
+                    )
+                )
+    return problems
 
 
 def figure_records(records: list[Judgement], judge: str, prompt: str, subset: str, answerable: dict) -> list[Judgement]:

@@ -8,6 +8,7 @@ import pytest
 
 from rag_eval.cli import main
 from rag_eval.config import load_config
+from rag_eval.errors import DataError
 from rag_eval.orchestration.runner import run_audit
 from rag_eval.report.gates import check_gates
 
@@ -536,3 +537,24 @@ def test_agreement_counts_only_the_answers_the_judge_decided():
     assert b.ppi is not None and b.ppi.n_labels == 4  # the leanings still enter the figure
     assert agreement_cell(a.agreement_on_labelled, a.agreement_n) == "0.50 of 2"
     assert agreement_cell(None, 0) == "– (none decided)"
+
+
+def test_a_misnamed_label_column_is_refused_not_dropped(tmp_path):
+    """User trial 4 F11: 'namesapi' and 'Third_Party' for the criteria names_api and third_party were
+    read as no column at all: 24 labels dropped, exit 0. A person's own extra column stays allowed."""
+    from rag_eval.labels.human import read_labels
+
+    path = tmp_path / "labels.csv"
+    path.write_text(
+        "question_id,prompt,Correct,refusedd,my notes,citations_suport\nq1,base,yes,no,looked twice,yes\nq2,base,,,,\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError) as err:
+        read_labels(path, {("q1", "base"), ("q2", "base")})
+    text = str(err.value)
+    assert f"{path}:2 (Correct): column 'Correct' is no label column of this run" in text
+    assert "did you mean 'correct'?" in text and "did you mean 'refused'?" in text
+    assert "did you mean 'citations_support'?" in text and "my notes" not in text
+    path.write_text("question_id,prompt,correct,my notes\nq1,base,yes,looked twice\n", encoding="utf-8")
+    [label] = read_labels(path, {("q1", "base")})
+    assert label.values["correct"] is True
