@@ -99,6 +99,8 @@ class RubricPrompt(YesNoPrompt):
         if result.error:
             return Decision(None, None, "", "text", None, error=result.error)
         said, reason = _level_said(result.text, len(self.labels))
+        if reason and result.finish_reason == "length":
+            reason += " …"  # cut by the token limit, not ended by the model
         if probs is None and said is None:
             return Decision(
                 None,
@@ -125,7 +127,12 @@ def _level_said(text: str | None, n: int) -> tuple[int | None, str]:
     m = _LEVEL.match((text or "").strip())
     if not m or not 1 <= int(m.group(1)) <= n:
         return None, (text or "").strip()
-    return int(m.group(1)), " ".join(m.group(2).split())
+    # Lines joined as sentences: "3: it names the option" then a line of the model's own would
+    # otherwise run together ("... the option The answer ...").
+    lines = [" ".join(line.split()) for line in m.group(2).splitlines() if line.strip()]
+    return int(m.group(1)), " ".join(
+        line if k == len(lines) - 1 or line[-1] in ".!?:;" else f"{line}." for k, line in enumerate(lines)
+    )
 
 
 def mean_level(levels: Mapping[str, float]) -> float:

@@ -96,9 +96,26 @@ def quote_note(q: Quote) -> str:
 PROMPT_QUOTES = "no quote from the inputs: the model's reason repeated the judge prompt's example"
 
 
+def only_prompt_quotes(quotes: list[Quote]) -> bool:
+    """Whether a reason quoted the judge prompt's example and nothing worth showing (said in their
+    place with ``PROMPT_QUOTES``)."""
+    return any(q.copies_prompt for q in quotes) and not shown_quotes(quotes)
+
+
 def shown_quotes(quotes: list[Quote]) -> list[Quote]:
-    """The quotes worth showing a reader: all but those repeating the judge prompt's own text."""
-    return [q for q in quotes if not q.copies_prompt]
+    """The quotes worth showing a reader: all but those repeating the judge prompt's own text, one
+    plain word ("Yes", "httpx": found in nearly any text, no evidence of anything) and a quote shown
+    already (a reason may quote the same words twice)."""
+    seen: set[tuple[str, str | None]] = set()
+    out = []
+    for q in quotes:
+        key = (" ".join(str(q.text).split()), q.found_in)
+        one_word = len(key[0].split()) == 1 and len(key[0]) < 8  # as evidence.check_quote's too_short
+        if q.copies_prompt or q.too_short or one_word or key in seen:
+            continue
+        seen.add(key)
+        out.append(q)
+    return out
 
 
 def markdown_quotes(j: JudgeBrief, text) -> list[str]:
@@ -106,15 +123,16 @@ def markdown_quotes(j: JudgeBrief, text) -> list[str]:
     (``text`` makes model text inert); a quote of the judge prompt's example is not shown."""
     own = j.evidence.quotes if j.evidence else []
     lines = [f'  - "{text(q.text, 200)}" ({quote_note(q)})' for q in shown_quotes(own)]
-    if own and not shown_quotes(own):
+    if only_prompt_quotes(own):
         lines.append(f"  - {PROMPT_QUOTES}")
     for p in j.parts:
         if not p.quotes:
             continue
         head = f"{p.decided}: " if p.decided else ""
         kept = shown_quotes(p.quotes)
-        quotes = "; ".join(f'"{text(q.text, 160)}" ({quote_note(q)})' for q in kept) or PROMPT_QUOTES
-        lines.append(f"  - {head}{text(p.text, 160)} – {quotes}")
+        quotes = "; ".join(f'"{text(q.text, 160)}" ({quote_note(q)})' for q in kept)
+        quotes = quotes or (PROMPT_QUOTES if only_prompt_quotes(p.quotes) else "")
+        lines.append(f"  - {head}{text(p.text, 160)}" + (f" – {quotes}" if quotes else ""))
     return lines[: QUOTES_SHOWN + 1]
 
 
@@ -163,14 +181,15 @@ def reasons_html(judges: dict[str, JudgeBrief]) -> str:
         said = f' <span class="meta">(the model wrote {escape(said)})</span>' if isinstance(said, str) else ""
         own = j.evidence.quotes if j.evidence else []
         quotes = [_quote_html(q) for q in shown_quotes(own)]
-        if own and not shown_quotes(own):
+        if only_prompt_quotes(own):
             quotes.append(f'<li class="meta">{escape(PROMPT_QUOTES)}</li>')
         for p in j.parts:
             if p.quotes:
                 head = escape(f"{p.decided}: " if p.decided else "") + escape(p.text[:200])
                 kept = "".join(_quote_html(q) for q in shown_quotes(p.quotes))
-                kept = kept or f'<li class="meta">{escape(PROMPT_QUOTES)}</li>'
-                quotes.append(f"<li>{head}<ul>{kept}</ul></li>")
+                if not kept and only_prompt_quotes(p.quotes):
+                    kept = f'<li class="meta">{escape(PROMPT_QUOTES)}</li>'
+                quotes.append(f"<li>{head}<ul>{kept}</ul></li>" if kept else f"<li>{head}</li>")
         listed = f"<ul>{''.join(quotes)}</ul>" if quotes else ""
         items.append(f"<li><b>{escape(n)}</b>: {escape(j.shown())}{said} – {reason}{listed}</li>")
     return f'<details class="reasons"><summary>{summary}</summary><ul>{"".join(items)}</ul></details>'

@@ -915,3 +915,15 @@ def test_the_model_never_counts_against_its_own_word():
 def test_a_blend_decides_at_any_log_odds():
     assert Blend(-900.0, 1.0, {}).p(0.5, {}) == pytest.approx(0.0, abs=1e-300)
     assert Blend(900.0, 1.0, {}).p(0.5, {}) == 1.0
+
+
+def test_a_rubric_reply_of_several_lines_reads_as_sentences():
+    """User trial 4 F10: "it gives the reference's main fact The answer provides ..." ran the level's
+    words into the model's own sentence."""
+    from rag_eval.judges.criteria import _level_said
+
+    assert _level_said("3: it gives the reference's main fact\nThe answer provides it.", 4) == (
+        3,
+        "it gives the reference's main fact. The answer provides it.",
+    )
+    assert _level_said("2 - fine", 4) == (2, "fine") and _level_said("5: no", 4) == (None, "5: no")

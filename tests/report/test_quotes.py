@@ -125,3 +125,21 @@ def test_failed_rows_filter_by_outcome_without_a_script():
     assert re.findall(r'<tr class="row-(\w+)">', html) == ["incorrect", "refused", "incorrect"]
     # The radio buttons precede the table within one parent, as the sibling selector needs.
     assert html.index('type="radio"') < html.index('<table id="failures">') and html.startswith('<div class="ofilter">')
+
+
+def test_one_plain_word_and_a_repeated_quote_are_not_listed():
+    """User trial 4 F10: '"Yes" (in answer, one plain word ✗)' and the same reference quote listed
+    twice in one reason."""
+    row = json.loads(json.dumps(RECORD))
+    ref = {"text": "None: ports are  normalized", "found_in": "reference", "verified": True}
+    row["details"]["evidence"]["quotes"] = [
+        {"text": "Yes", "found_in": "answer", "verified": False, "too_short": True},
+        ref,
+        {**ref, "text": "None: ports are normalized"},
+        {"text": "No", "found_in": None, "verified": False},
+    ]
+    lines = markdown_quotes(JudgeBrief(**row_evidence(row)), text)
+    assert lines == ['  - "None: ports are normalized" (reference ✓)']  # a made-up "No" is no quote either
+    only = json.loads(json.dumps(RECORD))
+    only["details"]["evidence"]["quotes"] = [{"text": "Yes", "found_in": "answer", "too_short": True}]
+    assert markdown_quotes(JudgeBrief(**row_evidence(only)), text) == []  # nothing said of the prompt
