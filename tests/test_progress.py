@@ -164,7 +164,12 @@ def test_judging_progress_moves_with_every_model_call(small_project, monkeypatch
         "generation: 4 questions x 1 prompts on bm25's top 2: at most 4 calls (cached ones are free), about 32 s at "
         "8.0 s a call assumed (generation.llm.expected_latency_s; nothing measured on this endpoint yet)"
     ) in err
-    estimate = re.search(r"^judging 4 answers with .+: at most (\d+) calls .+ as measured in this run$", err, re.M)
+    estimate = re.search(
+        r"^judging 4 answers with .+: at most (\d+) calls .+ as measured in this run on the answers. calls \(long "
+        r"replies; most judge calls reply with a word or two\), an upper bound$",
+        err,
+        re.M,
+    )
     assert estimate, err
     planned = int(estimate.group(1))
     ticks = re.findall(rf"^judging answers: \d/4 done, (\d+) of ~{planned} calls, (\d+) of 12 decisions, ", err, re.M)

@@ -267,9 +267,19 @@ def judge_stage(audit: Audit, got: Answered) -> Report:
         )
     else:
         latency = audit.session.measured_latency(jc.llm)
+        # Measured before judging starts, so on the answers' calls: their replies are paragraphs,
+        # a judge's mostly a word (user trial 4 F9: "about 50 min", done in 7).
+        measured_on = "the answers' calls (long replies; most judge calls reply with a word or two)"
         say(
             f"judging {len(got.answers) - len(failed)} answers with {', '.join(jc.metrics)}: "
-            + eta(calls, latency, audit.session.concurrency(jc.llm), jc.llm.expected_latency_s, "judges.llm")
+            + eta(
+                calls,
+                latency,
+                audit.session.concurrency(jc.llm),
+                jc.llm.expected_latency_s,
+                "judges.llm",
+                measured_on=measured_on,
+            )
         )
     if jc.escalate is not None:
         esc = jc.escalate
@@ -358,16 +368,20 @@ def estimate_judge_calls(cfg: AuditConfig, questions: list[Question], generation
     return total
 
 
-def eta(calls: int, measured: float | None, at_once: int, assumed: float, where: str) -> str:
+def eta(
+    calls: int, measured: float | None, at_once: int, assumed: float, where: str, *, measured_on: str | None = None
+) -> str:
     """What a stage of model calls will take at most, and what the figure rests on: ``measured``
-    seconds a call of this endpoint in this run, else ``assumed`` (the config's
-    ``expected_latency_s`` at ``where``), with ``at_once`` calls in flight."""
+    seconds a call of this endpoint in this run (on ``measured_on``, where other calls than this
+    stage's), else ``assumed`` (the config's ``expected_latency_s`` at ``where``), with ``at_once``
+    calls in flight."""
     if not calls:
         return "no model call"
     seconds = measured if measured is not None else assumed
     minutes = calls * seconds / max(1, min(at_once, calls)) / 60
+    on = f" on {measured_on}, an upper bound" if measured_on else ""
     basis = (
-        f"{seconds:.1f} s a call as measured in this run"
+        f"{seconds:.1f} s a call as measured in this run{on}"
         if measured is not None
         else f"{seconds:.1f} s a call assumed ({where}.expected_latency_s; nothing measured on this endpoint yet)"
     )
