@@ -621,7 +621,7 @@ def validate(config: ConfigLike, *, try_question: str | None = None) -> Validati
     inputs = load_inputs(cfg)
     preflight(cfg)
     if cfg.generation is not None and cfg.generation.answers and is_answers_file(cfg.generation.answers):
-        read_answers_file(cfg.resolve_path(cfg.generation.answers), [q.id for q in inputs.questions])
+        read_answers_file(cfg.resolve_path(cfg.generation.answers), [q.id for q in inputs.questions], inputs.corpus)
     result = Validation(cfg, inputs, generic_labels(cfg, inputs.questions), split_evidence(inputs.questions))
     if try_question:
         if cfg.system is None:

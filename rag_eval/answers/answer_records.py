@@ -6,6 +6,10 @@ from __future__ import annotations
 from rag_eval.base_records import Model, Num
 from rag_eval.llm.usage import Usage
 
+# ``Answer.retriever`` of an answer whose contexts an answers file gave (the user's own system
+# retrieved them): whether a relevant chunk was among them is read from those contexts.
+OWN_CONTEXTS = "answers file"
+
 
 class Answer(Model):
     """One generated (or supplied) answer on the contexts it was given; ``error`` where it failed.

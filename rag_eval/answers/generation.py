@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from rag_eval.answers.answer_records import Answer
+from rag_eval.answers.answer_records import OWN_CONTEXTS, Answer
 from rag_eval.answers.settings import GenerationConfig
 from rag_eval.base_records import FAILED_BEFORE, StageReuse, required
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
+from rag_eval.data.testset import normalise
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import track_async
@@ -281,13 +282,18 @@ def is_answers_file(value: str) -> bool:
     return value.endswith((".jsonl", ".json")) or "/" in value
 
 
-def read_answers_file(path: Path, question_ids: list[str]) -> dict[tuple[str, str], _SuppliedAnswer]:
+def read_answers_file(
+    path: Path, question_ids: list[str], corpus: Corpus | None = None
+) -> dict[tuple[str, str], _SuppliedAnswer]:
     """The answers of a ``generation.answers`` file by (question id, prompt); DataError listing every
     record without question_id and answer, and every question_id the test set does not hold (with
-    the closest one: a typo would otherwise drop the question from every figure)."""
+    the closest one: a typo would otherwise drop the question from every figure). With ``corpus``,
+    each line's ``contexts`` are read as chunk ids, a chunk's text standing for its id; one that is
+    neither is a problem (it would be judged as a passage and never count as retrieved)."""
     known = set(question_ids)
     by_id: dict[tuple[str, str], _SuppliedAnswer] = {}
     problems = []
+    texts: dict[str, str] | None = None
     for rec in read_records(path, "answers"):
         line = _SuppliedAnswer.model_validate(rec.data)
         qid, answer = line.question_id, line.answer
@@ -309,10 +315,47 @@ def read_answers_file(path: Path, question_ids: list[str]) -> dict[tuple[str, st
                 )
             )
             continue
+        if corpus is not None and line.contexts is not None:
+            if texts is None:
+                texts = {normalise(c.text): c.id for c in corpus.chunks if c.text}
+            line.contexts = _context_ids(line.contexts, corpus, texts, rec.where, problems)
         by_id[(str(qid), str(line.prompt))] = line
     if problems:
         raise DataError(problems)
     return by_id
+
+
+def _context_ids(
+    given: Any, corpus: Corpus, texts: dict[str, str], where: str, problems: list[Problem]
+) -> list[str] | None:
+    """An answers file line's contexts as chunk ids (a chunk's text read as its id); a problem for
+    each that is neither, or for contexts that are no list of strings."""
+    if not isinstance(given, list) or not all(isinstance(c, str) for c in given):
+        problems.append(
+            Problem(
+                f"{where} (contexts)",
+                "contexts must be a list of strings: the chunk ids the answer was given (or their texts)",
+                '"contexts": ["guide.md#install", "guide.md#config"]',
+            )
+        )
+        return None
+    ids = []
+    for c in given:
+        cid = c if c in corpus.index else texts.get(normalise(c))
+        if cid is None:
+            shown = c if len(c) <= 60 else c[:57] + "..."
+            problems.append(
+                Problem(
+                    f"{where} (contexts)",
+                    f"context '{shown}' is neither a chunk id of the corpus nor the text of one of its chunks, "
+                    "so whether the answer had the relevant passage cannot be told",
+                    f"give the ids of the chunks the answer was given, as the corpus names them "
+                    f"({did_you_mean(c, [k.id for k in corpus.chunks][:2000])}), or their texts word for word",
+                )
+            )
+            continue
+        ids.append(cid)
+    return ids
 
 
 def supplied_answers(
@@ -329,7 +372,7 @@ def supplied_answers(
     ids = {res.questions[i].id: i for i in selected}
     records = []
     if is_answers_file(value):
-        by_id = read_answers_file(cfg.resolve_path(value), [q.id for q in res.questions])
+        by_id = read_answers_file(cfg.resolve_path(value), [q.id for q in res.questions], corpus)
         # Each prompt the file names (by its lines' prompt field; "system" where none is given).
         prompts = sorted({prompt for _, prompt in by_id}) or ["system"]
         for qid, prompt in [(q, p) for q in ids for p in prompts if (q, p) not in by_id]:
@@ -361,7 +404,7 @@ def supplied_answers(
                     "question_id": qid,
                     "prompt": prompt,
                     "prompt_hash": None,
-                    "retriever": g.retriever,
+                    "retriever": OWN_CONTEXTS if d.contexts else g.retriever,
                     "contexts": contexts,
                     "answer": d.answer,
                     "model": "supplied",

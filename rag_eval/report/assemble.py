@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_eval.answers.answer_records import Answer, GenerationSection, PromptCounts
+from rag_eval.answers.answer_records import OWN_CONTEXTS, Answer, GenerationSection, PromptCounts
 from rag_eval.attribution import GENERATION_FAILURES, OUTCOMES, RETRIEVAL_FAILURES, attribute, failed_criteria
 from rag_eval.attribution.records import (
     AttributionRow,
@@ -243,6 +243,12 @@ def attribution_section(
             weights.append(1.0 if gen.weight is None else gen.weight)
             js = by_answer.get((q.id, prompt), {})
             got, miss_why = retrieved(q)
+            relevant = {cid for cid, grade in q.qrels.items() if grade > 0}
+            if gen.retriever == OWN_CONTEXTS and q.answerable and relevant:
+                # The user's system retrieved these contexts: they, not a configured retriever, hold
+                # the relevant passage or not (user trial 4 F12).
+                got = bool(relevant & set(gen.contexts))
+                miss_why = None if got else "no relevant chunk among the contexts the answers file gives"
             outcome, why = attribute(
                 q,
                 got,
@@ -254,7 +260,6 @@ def attribution_section(
             if outcome == "retrieval_miss" and miss_why:
                 why = miss_why
             outcomes.append(outcome)
-            relevant = {cid for cid, grade in q.qrels.items() if grade > 0}
             rows.append(
                 AttributionRow(
                     question_id=q.id,

@@ -151,8 +151,13 @@ def check_failure_gate(op: str, threshold: float, failures: CallFailures, defaul
             f"    {failures.not_judged} of {failures.answers_total} answers not judged: their calls failed "
             f"({failures.answers} answers: the model's or the system's, {failures.judgements} judgements)",
             f"    first error: {failures.first_error}",
-            "    fix the endpoint (or its timeout_s / max_retries) and run again (answered calls come from the "
-            f'cache), or allow a share with gates: {{{FAILURE_GATE}: "<= 0.1"}}',
+            (
+                "    add the missing answers to the answers file (the first error names a line to add) and run again"
+                if "(generation.answers)" in (failures.first_error or "")
+                else "    fix the endpoint (or its timeout_s / max_retries) and run again (answered calls come from "
+                "the cache)"
+            )
+            + f', or allow a share with gates: {{{FAILURE_GATE}: "<= 0.1"}}',
         ]
     )
     return GateResult(FAILURE_GATE, rule, value, passed, message, detail=detail)

@@ -13,7 +13,7 @@ from rag_eval.retrievers.stage import evaluate
 from rag_eval.types import Chunk
 
 from ..conftest import ROOT, SMALL_CORPUS
-from ..scripted_server import ScriptedServer
+from ..scripted_server import ScriptedServer, structured_reply
 
 
 def test_prompt_render_keeps_other_braces():
@@ -241,3 +241,47 @@ def test_an_answers_file_naming_no_question_of_the_test_set_is_refused_and_a_mis
     assert records["q1"]["answer"] == "Lists." and records["q1"]["error"] is None
     missing = [r for q, r in records.items() if q != "q1"]
     assert missing and all(r["answer"] is None and "no answer to this question in" in r["error"] for r in missing)
+
+
+def test_an_answers_files_own_contexts_decide_whether_the_relevant_passage_was_given(small_project, capsys):
+    """User trial 4 F12: an answer given only an irrelevant passage came out ok (retrieval read from
+    the configured retriever's ranking), and contexts that were no chunk (an unknown id, a text) were
+    accepted silently."""
+    from rag_eval.cli import main
+
+    path = small_project / "answers.jsonl"
+    lists = "Lists are mutable sequences, typically used to store collections."
+    rows = [
+        {"question_id": "q1", "answer": "Lists.", "contexts": ["py/tuples"]},  # the relevant py/lists not given
+        {"question_id": "q2", "answer": "A set.", "contexts": ["py/sets"]},
+        {"question_id": "q1", "prompt": "v2", "answer": "Lists.", "contexts": [f"  {lists} "]},  # its text
+    ]
+    with ScriptedServer(reply=structured_reply) as s:
+        judges = (
+            f"judges:\n  metrics: [refusal]\n  llm: {{provider: openai, model: scripted, base_url: '{s.base_url}'}}\n"
+        )
+        path.write_text(
+            "".join(
+                json.dumps(r) + "\n"
+                for r in [
+                    *rows,
+                    {"question_id": "q2", "prompt": "v2", "answer": "x", "contexts": ["py/nope", "Sets are fast."]},
+                ]
+            )
+        )
+        cfg = _project(small_project, s.base_url, f"  answers: {path}\n{judges}")
+        capsys.readouterr()
+        assert main(["--quiet", "validate", cfg.config_path]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}:4 (contexts): context 'py/nope' is neither a chunk id of the corpus" in err
+        assert "context 'Sets are fast.' is neither" in err and "did you mean" in err
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        run_audit(cfg)
+    run_dir = max((small_project / "runs").iterdir(), key=lambda p: (p / "report.json").exists())
+    report = json.loads((run_dir / "report.json").read_text())
+    rows_out = {(r["question_id"], r["prompt"]): r for r in report["attribution"]["rows"]}
+    assert rows_out[("q1", "system")]["outcome"] == "retrieval_miss"
+    assert rows_out[("q1", "system")]["why"] == "no relevant chunk among the contexts the answers file gives"
+    assert rows_out[("q2", "system")]["outcome"] != "retrieval_miss"
+    assert rows_out[("q1", "v2")]["outcome"] != "retrieval_miss"
+    assert [c["id"] for c in rows_out[("q1", "v2")]["contexts"]] == ["py/lists"]  # the text read as its chunk
