@@ -308,7 +308,9 @@ def test_a_second_process_never_writes_a_run_folder_a_live_one_is_writing(small_
     """User trial 3 F8: `run --resume RUN` (and `label`, `report`) from another shell while the run's
     own process still writes it is refused, naming that process, exit 2; once it ends (here killed),
     the lock is gone with it and the resume goes on."""
-    with ScriptedServer(reply=structured_reply, latency_s=0.3) as s:
+    # Slow calls while the other shells try (each starts a Python process: seconds on a loaded
+    # machine), so the first run is still writing; fast again for the resume.
+    with ScriptedServer(reply=structured_reply, latency_s=3.0) as s:
         cfg_path = _config(small_project, s.base_url)
         out = tmp_path / "runs"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -332,6 +334,7 @@ def test_a_second_process_never_writes_a_run_folder_a_live_one_is_writing(small_
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait()
+            s.latency_s = 0.3
         assert not (run_dir / "labels").exists()
         resumed = subprocess.run(
             _cli("run", str(cfg_path), "--no-cache", "--out", str(out), "--resume", str(run_dir)),
