@@ -17,8 +17,12 @@ CHANGE_COLORS = {
     "gates": "#2a8c8c",
     "corpus": "#b63b6f",
     "test_set": "#7a5cc2",
+    "judges": "#3b6fb6",
     "version": "#8c8c3b",
 }
+# Which change colours a run's line where it has several: the weightiest first; any kind not listed
+# (a kind added later) after them, so every change draws a line.
+CHANGE_ORDER = ("corpus", "test_set", "config", "judges", "gates")
 
 
 class CorpusNote(Model):
@@ -46,7 +50,8 @@ def trend_plot(runs: list[HistoryRun], figure: str, plot_id: str) -> str:
         kinds = [c.kind for c in r.changes if c.kind != "version"]
         if kinds:
             # One line per run, coloured by its weightiest change; the tooltip lists them all.
-            color = next(CHANGE_COLORS[k] for k in ("corpus", "test_set", "config", "gates") if k in kinds)
+            weightiest = min(kinds, key=lambda k: CHANGE_ORDER.index(k) if k in CHANGE_ORDER else len(CHANGE_ORDER))
+            color = CHANGE_COLORS.get(weightiest, "#888888")
             what = "; ".join(c.what for c in r.changes)
             cx = x(i) - step / 2
             parts.append(
@@ -85,8 +90,8 @@ def render_history_html(hist: HistoryData | dict) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<h1>rag-eval history: {escape(hist.runs_dir)}</h1>",
         "<p class=meta>Each figure of each finished run with its 95% interval, in time order. A dashed line "
-        "marks a run whose config (orange), gates (teal), corpus (red) or test set (violet) changed since the "
-        "run before; "
+        "marks a run whose config (orange), gates (teal), corpus (red), test set (violet) or judges (blue: their "
+        "model, prompts, cut-offs or bands) changed since the run before; "
         "hover it for what changed. Two runs' difference is settled only by a paired comparison: "
         "<code>rag-eval diff BASE_RUN NEW_RUN</code>.</p>",
     ]
