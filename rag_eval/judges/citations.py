@@ -24,13 +24,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rag_eval.base_records import Model
-from rag_eval.judges.statements import split_statements
+from rag_eval.judges.statements import ALL_SENTENCES, split_statements
 from rag_eval.types import Chunk
 
 Form = Literal["number", "name", "superscript", "footnote", "source", "pattern"]
 
 # Every sentence is kept: a citation in the ninth sentence counts as much as one in the first.
-ALL_SENTENCES = 10**6
 # A range wider than this ([1-200]) is not read as a citation.
 MAX_RANGE = 20
 # Private-use characters stand for the markers while the text is split into sentences.

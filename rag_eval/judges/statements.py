@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 MAX_STATEMENTS = 8
+ALL_SENTENCES = 10**6  # split_statements' limit where every sentence is wanted
 
 
 def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
@@ -22,6 +23,14 @@ def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
         else:
             merged.append(p)
     return merged[:limit]
+
+
+def states_something(sentence: str) -> bool:
+    """Whether a sentence of an answer is a statement a context could support: not a lead-in ("To
+    reset it, follow these steps:") and not a question. The citations judge's ``makes_claim`` asks
+    more of a claim; the statement judges drop only these, which support cannot be asked of."""
+    t = sentence.strip()
+    return bool(t) and not t.endswith((":", "?"))
 
 
 # A citation marker of numbers ("[1]", "[1, 3]", "[2-4]"): it names a passage, it states nothing.

@@ -15,3 +15,40 @@ def test_an_index_written_onto_a_name_is_code_not_a_marker():
     """Review 53 M6: `sys.argv[1]` is the claim's own word."""
     assert without_markers("Read sys.argv[1] for the path [2].") == "Read sys.argv[1] for the path."
     assert without_markers("Slice x[2-4] of it (see [1]).") == "Slice x[2-4] of it (see)."
+
+
+def test_a_lead_in_or_a_question_is_no_statement_to_judge(tmp_path):
+    """User trial 4 F13: "To get a new password, you need to follow these steps:" was judged as a
+    statement, unsupported on its words "need", "follow", "steps", and a faithful answer came out
+    unfaithful in the README's own prompt comparison."""
+    import asyncio
+
+    from rag_eval.judges.scored import ScoredJudges
+    from rag_eval.judges.statements import states_something
+    from rag_eval.llm.client import LLM
+    from rag_eval.llm.settings import LLMConfig
+
+    from ..scripted_server import ScriptedServer
+
+    assert not states_something("To get a new password, you need to follow these steps:")
+    assert not states_something("Want to know more?") and states_something("1. Open the link sent to you.")
+    answer = (
+        "To get a new password, you need to follow these steps:\n1. Open the link sent to your e-mail address.\n"
+        "2. Choose a new password."
+    )
+    context = "Reset password sends a link to your e-mail address. Open it and choose a new password."
+
+    async def main():
+        cfg = LLMConfig(provider="openai", model="m", max_retries=0, timeout_s=5)
+        llm = LLM(cfg, base_url=s.base_url, model="m", cache=None)
+        try:
+            return await ScoredJudges.load(llm, None, {}).faithfulness("q1", "p", "How?", answer, [context])
+        finally:
+            await llm.aclose()
+
+    with ScriptedServer(reply=lambda body: "Yes: it says so.", probability=lambda body: 0.9) as s:
+        j = asyncio.run(main())
+    assert [r["statement"] for r in j.details["statements"]] == [
+        "Open the link sent to your e-mail address.",
+        "Choose a new password.",
+    ]
