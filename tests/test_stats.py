@@ -216,7 +216,8 @@ def test_kappa_is_undefined_not_perfect_when_both_say_one_thing():
 
     assert math.isnan(cohen_kappa(["a", "a"], ["a", "a"]))
     est = bootstrap_kappa(["a", "b", "a", "b"], ["a", "b", "a", "b"], n_resamples=500)
-    assert est.value == 1.0
+    # Perfect on 4 items: every resample is perfect too, and [1, 1] would be no interval (trial 4 F17).
+    assert est.value == 1.0 and est.ci_low is None and est.ci_high is None
     # A judge that always says "a": resamples without a "b" label are undefined (left out), not
     # perfect agreement; every other resample gives kappa 0, so the whole interval is 0.
     est = bootstrap_kappa(["a", "a", "a", "a", "b"], ["a"] * 5, n_resamples=2000)

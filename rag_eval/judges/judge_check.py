@@ -92,6 +92,11 @@ class HaluEvalItem(Model):
     hallucinated_answer: str
 
 
+# What --save needs of a judge prompt's labelled cases before its cut-off and band decide later audits.
+MIN_SAVE_CASES = 10
+MIN_SAVE_PER_VERDICT = 3
+
+
 def load_cases(path: Path) -> list[dict]:
     cases, problems = [], []
     for rec in read_records(path, "judge-check"):
@@ -373,7 +378,8 @@ def score_judge(
                 len(ok), positive, fit, lambda test, c: decide(list(test), c), folds=folds, seed=seed
             )
             cutoffs = fit(np.arange(len(ok))) if ok else None
-            method = f"P(yes) cut-off{'s per prompt' if len(variants) > 1 else ''}, {folds}-fold cross-validated"
+            used = min(folds, len(ok))  # folds with a case in them
+            method = f"P(yes) cut-off{'s per prompt' if len(variants) > 1 else ''}, {used}-fold cross-validated"
             if ok:
                 extra = {
                     **uncertain_bands(probs, positive, variant, cutoffs, fit, uncertain_target, threshold, folds, seed),
@@ -531,6 +537,25 @@ def run_judge_check(
             continue
         overall = mine[0]
         for variant, cut in (overall.cutoffs or {}).items():
+            kind = kind_of(name)
+            mine_cases = [
+                c.label == CASE_KINDS[kind].positive
+                for p, c in zip(preds[name], as_cases(cases), strict=True)
+                if c.judge == kind and p.probs is not None and (p.variant or name) == variant
+            ]
+            fewest = min(sum(mine_cases), len(mine_cases) - sum(mine_cases))
+            if len(mine_cases) < MIN_SAVE_CASES or fewest < MIN_SAVE_PER_VERDICT:
+                # A cut-off and band fitted on a handful of cases would decide every later audit with
+                # this judge model (user trial 4 F17: 2 cases saved an empty band).
+                overall.extra = {
+                    **overall.extra,
+                    "not_saved": {
+                        **overall.extra.get("not_saved", {}),
+                        variant: f"{len(mine_cases)} cases, {fewest} of its rarer verdict: saving needs "
+                        f"{MIN_SAVE_CASES} cases with {MIN_SAVE_PER_VERDICT} of each verdict",
+                    },
+                }
+                continue
             save_calibration(
                 identity,
                 variant,
@@ -538,7 +563,7 @@ def run_judge_check(
                 {
                     "cutoff": cut,
                     # The cases this variant's cut-off was fitted on (a judge of two prompts splits them).
-                    "n": sum(1 for p in preds[name] if p.probs is not None and (p.variant or name) == variant),
+                    "n": len(mine_cases),
                     "accuracy_out_of_fold": overall.accuracy.value,
                     "balanced_accuracy_out_of_fold": overall.balanced_accuracy,
                     "auc": overall.auc,

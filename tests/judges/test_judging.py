@@ -5,6 +5,7 @@ import json
 import math
 import shutil
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -457,27 +458,43 @@ def test_a_prompt_s_verdicts_do_not_move_when_another_prompt_shows_its_answers(s
     assert {v[0]["probability"] for k, v in first.items() if k[0] == "correctness"} - {None} == {0.62}
 
 
-def test_judge_check_saves_each_correctness_prompt_with_its_own_case_count(tmp_path):
+def test_judge_check_saves_each_correctness_prompt_with_its_own_case_count(tmp_path, capsys, monkeypatch):
     """User trial 3 L11 (the earlier test's cases ask one prompt only): a judge of two prompts splits
-    its cases, and each saved cut-off says how many it was fitted on."""
+    its cases, and each saved cut-off says how many it was fitted on. User trial 4 F17: a prompt with
+    too few cases (2 saved an empty band) is not saved, and the console says why."""
     from rag_eval.calibration.cutoffs import user_path
     from rag_eval.cli import main
 
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path / "cache"))  # its own calibrations file
     long_ref = "The limit is set by the max_connections argument of the pool, ten by default."
-    rows = [
-        {"judge": "correctness", "question": f"q{i}", "reference": ref, "answer": ans, "label": label}
-        for i, (ref, ans, label) in enumerate(
-            [(long_ref, "Ten, set by max_connections.", "correct")] * 2
-            + [(long_ref, "It has no limit.", "incorrect")] * 2
-            + [("Ten.", "Ten.", "correct")] * 2
-            + [("Ten.", "Five.", "incorrect")]
+
+    def cases(n_long: tuple[int, int], n_short: tuple[int, int]) -> Path:
+        kinds = (
+            [(long_ref, "Ten, set by max_connections.", "correct")] * n_long[0]
+            + [(long_ref, "It has no limit.", "incorrect")] * n_long[1]
+            + [("Ten.", "Ten.", "correct")] * n_short[0]
+            + [("Ten.", "Five.", "incorrect")] * n_short[1]
         )
-    ]
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        rows = [
+            {"judge": "correctness", "question": f"q{i}", "reference": ref, "answer": ans, "label": label}
+            for i, (ref, ans, label) in enumerate(kinds)
+        ]
+        path = tmp_path / f"cases-{len(rows)}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    def saved() -> dict:
+        table = json.loads(user_path().read_text()) if user_path().exists() else {}
+        return {k.split("|")[1]: v["n"] for k, v in table.items() if k.split("|")[1].startswith("correctness")}
+
     with ScriptedServer(reply=structured_reply) as s:
-        args = ["--llm", "openai", "--model", "scripted", "--base-url", s.base_url, "--cases", str(cases), "--save"]
-        assert main(["--quiet", "judge-check", *args]) == 0
-    saved = json.loads(user_path().read_text())
-    counts = {k.split("|")[1]: v["n"] for k, v in saved.items() if k.split("|")[1].startswith("correctness")}
-    assert counts == {"correctness": 4, "correctness_short": 3}
+        args = ["--llm", "openai", "--model", "scripted", "--base-url", s.base_url, "--save", "--cases"]
+        assert main(["--quiet", "judge-check", *args, str(cases((2, 2), (2, 1)))]) == 0
+        out = capsys.readouterr().out
+        assert saved() == {}
+        assert "not saved: correctness: 4 cases, 2 of its rarer verdict: saving needs 10 cases with 3 of each" in out
+        assert "not saved: correctness_short: 3 cases, 1 of its rarer verdict" in out and "saved to" not in out
+        assert "4-fold cross-validated" not in out and "5-fold cross-validated" in out  # 7 cases: 5 folds hold one
+        assert main(["--quiet", "judge-check", *args, str(cases((6, 5), (5, 5)))]) == 0
+    assert saved() == {"correctness": 11, "correctness_short": 10}
+    assert "cut-offs and bands saved to" in capsys.readouterr().out
