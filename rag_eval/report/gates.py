@@ -125,16 +125,37 @@ def check_gates(
             ) from None
         passed = value is not None and OPS[op](value, threshold)
         shown = "no value" if value is None else f"{value:.4g}"
+        on, too_few = _decided_on(summary, figure, value)
+        passed = passed and not too_few
         results.append(
             GateResult(
                 figure,
                 f"{op} {threshold:g}",
                 value,
                 passed,
-                f"{'pass' if passed else 'FAIL'}: {figure} = {shown} (needs {op} {threshold:g})",
+                f"{'pass' if passed else 'FAIL'}: {figure} = {shown}{on} (needs {op} {threshold:g})",
             )
         )
     return results
+
+
+def _decided_on(summary: dict, figure: str, value: float | None) -> tuple[str, bool]:
+    """For a judged figure with answers left uncertain: how many it was decided on, for the gate's
+    line, and whether fewer were decided than left uncertain, which no gate passes (user trial 4
+    F22: a gate passed on 1 decided answer of 6, where with none decided it failed)."""
+    try:
+        node: Any = summary
+        for part in _split(figure):
+            node = node[part]
+    except (KeyError, TypeError):
+        return "", False
+    if value is None or not isinstance(node, dict) or "n_uncertain" not in node:
+        return "", False
+    fig = JudgedFigure.load(node)
+    n, uncertain = fig.n or 0, fig.n_uncertain or 0
+    if not uncertain:
+        return "", False
+    return f" on {n} decided answer{'s' * (n != 1)}, {uncertain} uncertain", uncertain > n
 
 
 def check_failure_gate(op: str, threshold: float, failures: CallFailures, default: bool) -> GateResult:
@@ -275,6 +296,12 @@ def describe_failure(result: GateResult, summary: dict, report: Report | dict, r
                 f"    decided on {judged.n or 0} of {(judged.n or 0) + left} answers: {judged.n_uncertain} "
                 f"uncertain, {judged.n_not_judged} not judged"
             )
+            if judged.n_uncertain > (judged.n or 0):
+                lines.append(
+                    "    a figure resting on fewer answers than were left uncertain passes no gate: label them "
+                    "(rag-eval label RUN_DIR, then rag-eval report RUN_DIR --labels FILE --adapt), or escalate them "
+                    "to a stronger judge (judges.escalate)"
+                )
     lines += [f"    {q}" for q in questions_behind(result.figure, report, run_dir)]
     return "\n".join(lines)
 

@@ -89,3 +89,24 @@ def test_a_gate_on_a_figure_of_few_decided_answers_says_how_few():
     lines = describe_failure(result, summary, {}).splitlines()
     assert lines[0].startswith("generation.base.no_url = 0 [95% CI 0.000, 0.790; n=1]")
     assert lines[1].strip() == "decided on 1 of 10 answers: 9 uncertain, 0 not judged"
+
+
+def test_a_gate_on_a_figure_decided_on_fewer_answers_than_left_uncertain_fails():
+    """User trial 4 F22: 'gate pass: generation.cite.third_party = 1' on 1 decided answer of 6 (5
+    uncertain), where with none decided the same gate failed."""
+    from rag_eval.report.gates import describe_failure
+
+    def gate(n: int, uncertain: int):
+        node = {"value": 1.0, "ci_low": 0.21, "ci_high": 1.0, "n": n, "n_not_judged": 0, "n_uncertain": uncertain}
+        summary = {"generation": {"cite": {"third_party": node}}}
+        [result] = check_gates({"generation.cite.third_party": ">= 0.9"}, summary)
+        return result, summary
+
+    few, summary = gate(1, 5)
+    assert not few.passed
+    assert few.message == "FAIL: generation.cite.third_party = 1 on 1 decided answer, 5 uncertain (needs >= 0.9)"
+    assert "passes no gate: label them" in describe_failure(few, summary, {})
+    most, _ = gate(4, 2)
+    assert most.passed and most.message.endswith("= 1 on 4 decided answers, 2 uncertain (needs >= 0.9)")
+    [plain] = check_gates({"retrieval.hybrid.hit@5": ">= 0.7"}, SUMMARY)
+    assert plain.message == "pass: retrieval.hybrid.hit@5 = 0.79 (needs >= 0.7)"
