@@ -27,6 +27,7 @@ import yaml
 
 from rag_eval.answers.answer_records import Answer
 from rag_eval.attribution import attribute
+from rag_eval.attribution.outcomes import failed_criteria
 from rag_eval.attribution.records import AttributionSection
 from rag_eval.base_records import Model
 from rag_eval.calibration.adaptation import HOW, Decider, Item, adapt, cross_ppi_mean
@@ -248,6 +249,10 @@ def rebuild(
         key = (row.question_id, row.prompt)
         row.outcome, row.why = outs[key]
         row.judges = {name: judge_brief(j) for name, j in by_answer.get(key, {}).items()}
+        # The criteria it now fails, flagged beside its outcome as the audit flags them (trial 4 F19).
+        failed = failed_criteria(by_answer.get(key, {}))
+        if failed or "failed_criteria" in row.model_fields_set:
+            row.failed_criteria = failed
     for prompt in sorted({r.prompt for r in att.rows}):
         rows = [r for r in att.rows if r.prompt == prompt]
         att.shares[prompt], att.split[prompt] = outcome_shares(

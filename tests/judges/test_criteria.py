@@ -784,6 +784,14 @@ def test_adapt_from_the_cli_weighs_the_feature_the_labels_pick_and_saves_it(proj
             (r["question_id"], r["prompt"]): r for r in adapted["judges"]["records"] if r["judge"] == "no_advice"
         }
         assert records[ranked[0]]["verdict"] == "pass" and records[ranked[-1]]["verdict"] == "fail"
+        # User trial 4 F19: the adapted report flags the answers that now fail it, as an audit does.
+        flagged = {
+            (r["question_id"], r["prompt"])
+            for r in adapted["attribution"]["rows"]
+            if "no_advice" in (r.get("failed_criteria") or [])
+        }
+        failing = {k for k, r in records.items() if r["status"] == "judged" and r["verdict"] == "fail"}
+        assert failing and flagged == failing
         # User trial 2 L9: labels of one verdict only learn nothing of the other: the console says so.
         one = csv_path.with_name("one-verdict.csv")
         one.write_text(csv_path.read_text())
