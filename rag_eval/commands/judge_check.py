@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             f"and {u.completion_tokens} completion tokens"
         )
     if args.save:
-        skipped = {v: why for s in check.scores for v, why in (s.extra or {}).get("not_saved", {}).items()}
+        skipped = {v: why for s in check.scores for v, why in s.not_saved.items()}
         for variant, why in skipped.items():
             print(f"not saved: {variant}: {why}; label more cases of it (each verdict) and --save again")
         saved = {v for s in check.scores if s.source == "all" and s.cutoffs for v in s.cutoffs} - set(skipped)

@@ -229,6 +229,8 @@ class JudgeScore:
     cutoffs: dict[str, float] | None = None
     method: str = ""
     extra: dict = field(default_factory=dict)
+    # --save: the variants whose cut-off was not saved, and why (too few cases).
+    not_saved: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -547,14 +549,10 @@ def run_judge_check(
             if len(mine_cases) < MIN_SAVE_CASES or fewest < MIN_SAVE_PER_VERDICT:
                 # A cut-off and band fitted on a handful of cases would decide every later audit with
                 # this judge model (user trial 4 F17: 2 cases saved an empty band).
-                overall.extra = {
-                    **overall.extra,
-                    "not_saved": {
-                        **overall.extra.get("not_saved", {}),
-                        variant: f"{len(mine_cases)} cases, {fewest} of its rarer verdict: saving needs "
-                        f"{MIN_SAVE_CASES} cases with {MIN_SAVE_PER_VERDICT} of each verdict",
-                    },
-                }
+                overall.not_saved[variant] = (
+                    f"{len(mine_cases)} cases, {fewest} of its rarer verdict: saving needs "
+                    f"{MIN_SAVE_CASES} cases with {MIN_SAVE_PER_VERDICT} of each verdict"
+                )
                 continue
             save_calibration(
                 identity,
