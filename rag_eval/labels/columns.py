@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rag_eval.judges.registry import HUMAN_LABELS, OPTIONAL_LABELS, Criterion
+from rag_eval.judges.registry import HUMAN_LABELS, JUDGES, OPTIONAL_LABELS, Criterion
 from rag_eval.labels.label_records import JudgedReport
 
 
@@ -43,7 +43,13 @@ def run_columns(report: JudgedReport | None) -> dict[str, str]:
     optional built-in judge it ran (``citations_support`` where the citations judge ran)."""
     metrics = report.judges.metrics if report is not None and report.judges is not None else []
     extra = {col: q for judge, (col, q) in OPTIONAL_LABELS.items() if judge in metrics}
-    return {**label_columns(criteria_of(report)), **extra}
+    columns = {**label_columns(criteria_of(report)), **extra}
+    if metrics:
+        # A built-in column no judge of the run reads (``faithful`` without a faithfulness judge) is a
+        # question a person would answer for nothing (user trial 4 F16).
+        read = {JUDGES[m].human_label for m in metrics if m in JUDGES}
+        columns = {c: q for c, q in columns.items() if c not in HUMAN_LABELS or c in read}
+    return columns
 
 
 def optional_columns(names) -> dict[str, str]:

@@ -243,7 +243,9 @@ def write_csv(rows: list[DrawnAnswer], path: Path, columns: Mapping[str, str] | 
     a criterion's after the built-in ones; default the built-in ones), blank to skip."""
     labels = columns or HUMAN_LABELS
     with path.open("w", encoding="utf-8", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS + [c for c in labels if c not in COLUMNS], extrasaction="ignore")
+        # The built-in label columns the run reads, in their place; the criteria's after them.
+        fixed = [c for c in COLUMNS if c not in HUMAN_LABELS or c in labels]
+        w = csv.DictWriter(fh, fieldnames=fixed + [c for c in labels if c not in fixed], extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({**DrawnAnswer.load(r).dump(), **{c: "" for c in labels}, "note": ""})
@@ -274,6 +276,16 @@ def _context_html(k: int, cid: str, text: str | None, max_chars: int | None, tit
         f'<details class="unseen"><summary>the other {len(rest)} characters: not seen by the model</summary>'
         f"{_pre('unseen', rest)}</details></details>"
     )
+
+
+def _shown_verdict(j: JudgeBrief) -> str:
+    """A verdict as the labelling page shows it: the word, else the score, else the status
+    (``uncertain``, ``skipped``, ``not_judged``: never Python's None, user trial 4 F21)."""
+    if j.verdict is not None:
+        return str(j.verdict)
+    if j.score is not None:
+        return f"{j.score:.2f}"
+    return str(j.status or "no verdict")
 
 
 def write_html(
@@ -312,8 +324,7 @@ def write_html(
         )
         v = {name: JudgeBrief.load(j) for name, j in verdicts.get((r.question_id, r.prompt), {}).items()}
         judged = "".join(
-            f"<li><b>{html.escape(name)}</b>: {html.escape(str(j.verdict or j.score))} "
-            f"{html.escape(j.reason or '')}</li>"
+            f"<li><b>{html.escape(name)}</b>: {html.escape(_shown_verdict(j))} {html.escape(j.reason or '')}</li>"
             for name, j in v.items()
         )
         row = given.get((r.question_id, r.prompt), {})

@@ -68,10 +68,14 @@ def read_rows(path: Path) -> list[dict[str, str]]:
 
 
 def render(rows: list[dict[str, str]]) -> str:
-    """The CSV text of ``rows``: rag-eval label's columns first, any other column a person added after."""
+    """The CSV text of ``rows``: rag-eval label's columns first, any other column a person added after.
+    A built-in label column no row holds (``faithful`` of a run without a faithfulness judge, whose
+    rows were drawn without it) is left out; one a row holds stays, labels in it or not."""
     out = io.StringIO()
     extra = [c for r in rows for c in r if c not in COLUMNS and c is not None]
-    w = csv.DictWriter(out, fieldnames=COLUMNS + list(dict.fromkeys(extra)), extrasaction="ignore", lineterminator="\n")
+    held = {c for r in rows for c in r}
+    fixed = [c for c in COLUMNS if c not in HUMAN_LABELS or c in held or not rows]
+    w = csv.DictWriter(out, fieldnames=fixed + list(dict.fromkeys(extra)), extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
         w.writerow({c: r.get(c) or "" for c in w.fieldnames})

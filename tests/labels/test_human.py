@@ -558,3 +558,24 @@ def test_a_misnamed_label_column_is_refused_not_dropped(tmp_path):
     path.write_text("question_id,prompt,correct,my notes\nq1,base,yes,looked twice\n", encoding="utf-8")
     [label] = read_labels(path, {("q1", "base")})
     assert label.values["correct"] is True
+
+
+def test_a_run_without_a_faithfulness_judge_asks_no_faithful_label(small_project):
+    """User trial 4 F16/F21: labels.csv had a 'faithful' column no judge of the run read, and the
+    labelling page showed an uncertain verdict as Python's None."""
+    from rag_eval.attribution.records import JudgeBrief
+    from rag_eval.labels.human import _shown_verdict
+
+    server, cfg = _audit(small_project)
+    cfg.write_text(cfg.read_text().replace("[correctness, refusal, faithfulness_yesno]", "[correctness, refusal]"))
+    try:
+        run_dir = run_audit(load_config(cfg))
+    finally:
+        server.__exit__(None, None, None)
+    assert main(["label", str(run_dir), "--n", "4"]) == 0
+    header = next(csv.reader((run_dir / "labels" / "labels.csv").open(encoding="utf-8")))
+    assert "faithful" not in header and {"correct", "refused"} <= set(header)
+    page = (run_dir / "labels" / "labels.html").read_text(encoding="utf-8")
+    assert "Is everything the answer states supported by the contexts?" not in page
+    assert _shown_verdict(JudgeBrief(status="uncertain")) == "uncertain"
+    assert _shown_verdict(JudgeBrief(status="judged", score=0.5)) == "0.50"
