@@ -427,6 +427,12 @@ def _retrieval_gates(cfg: AuditConfig) -> dict[str, str]:
     return {k: v for k, v in cfg.gates.items() if k.startswith(("retrieval", "diff.retrieval"))}
 
 
+def unchecked_by_retrieval(cfg: AuditConfig) -> list[str]:
+    """The config's gates the retrieval stage alone cannot check (on answers, judges, attribution):
+    ``rag-eval retrieval`` says it leaves them (user trial 4 F18: they vanished silently)."""
+    return [k for k in cfg.gates if k not in _retrieval_gates(cfg)]
+
+
 def compare(
     config: ConfigLike,
     *,

@@ -25,6 +25,29 @@ def test_validate_ok(small_project, capsys):
     assert "5 chunks" in out and "4 questions, 3 answerable, 1 unanswerable" in out
 
 
+def test_gates_the_retrieval_stage_cannot_check_are_said_not_dropped(small_project, capsys):
+    """User trial 4 F18: a generation gate on a config without a generation section: validate said
+    ok, run refused it, and rag-eval retrieval dropped the gate without a word."""
+    cfg = small_project / "audit.yaml"
+    cfg.write_text(
+        cfg.read_text()
+        + "judges: {metrics: [refusal]}\n"
+        + 'gates: {"retrieval.bm25.hit@3": ">= 0.1", "generation.base.refusal_accuracy": ">= 0.9"}\n'
+    )
+    code, out, _ = run_cli(capsys, "validate", str(cfg))
+    assert code == 0
+    assert (
+        "note: no generation or system section: rag-eval run refuses this config; rag-eval retrieval runs it, "
+        "leaving 1 gates unchecked (generation.base.refusal_accuracy)"
+    ) in out
+    code, out, _ = run_cli(capsys, "retrieval", str(cfg))
+    assert code == 0
+    assert (
+        "not checked by the retrieval stage (rag-eval run checks them): 1 gates: generation.base.refusal_accuracy"
+        in out
+    )
+
+
 def test_retrieval_writes_summary_with_the_design_schema(small_project, capsys):
     code, out, _ = run_cli(capsys, "retrieval", str(small_project / "audit.yaml"))
     assert code == 0

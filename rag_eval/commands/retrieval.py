@@ -8,6 +8,7 @@ from typing import Any
 from rag_eval import api, progress
 from rag_eval.base_records import PairedComparison
 from rag_eval.commands.common import add_command, ci_options, finish, gates_of
+from rag_eval.config import load_config
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -34,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         gates=gates_of(args, "retrieval"),
     )
+    left = api.unchecked_by_retrieval(load_config(args.config))
+    if left:
+        print(f"not checked by the retrieval stage (rag-eval run checks them): {len(left)} gates: {', '.join(left)}")
     comparisons = result.summary.retrieval_comparison
     n = sum(len(pairs) for pairs in comparisons.values())
     if n:

@@ -54,4 +54,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {f.message} ({', '.join(f.questions[:8])}). Fix: {f.fix}")
     for f in checked.split:
         print(f"note: {f.message}")
+    cfg = checked.config
+    if cfg.generation is None and cfg.system is None and (cfg.judges is not None or cfg.gates):
+        left = api.unchecked_by_retrieval(cfg)
+        if cfg.judges is not None or left:
+            print(
+                "note: no generation or system section: rag-eval run refuses this config; rag-eval retrieval runs "
+                "it" + (f", leaving {len(left)} gates unchecked ({', '.join(left)})" if left else "")
+            )
     return 0

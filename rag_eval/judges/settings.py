@@ -172,6 +172,12 @@ class CriterionConfig(Settings):
             raise ValueError("a rubric needs pass_level: the lowest of its levels that passes")
         if self.gate_only and self.counts_as_failure:
             raise ValueError("gate_only and counts_as_failure exclude each other: a gate-only criterion never shows")
+        if "reference" in self.sees and self.applies == "unanswerable":
+            # Unanswerable questions have no reference answer, and answers without one are skipped.
+            raise ValueError(
+                "a criterion that sees the reference never decides an unanswerable question (they have none); "
+                "remove reference from sees, or apply it to answerable ones"
+            )
         return self
 
     def criterion(self) -> Criterion:

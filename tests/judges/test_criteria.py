@@ -226,6 +226,14 @@ BAD = [
         "judges.criteria.coin.aim",
         "greater than 0.5",
     ),
+    # User trial 4 F18: it could never decide an answer (unanswerable questions have no reference).
+    (
+        "blind",
+        "      question: Does it match the reference?\n      sees: [answer, reference]\n      applies: unanswerable\n",
+        12,
+        "judges.criteria.blind",
+        "never decides an unanswerable question",
+    ),
     # User trial 4 F3: "remove it" would have dropped `pass: no` and inverted the criterion.
     (
         "typo",
