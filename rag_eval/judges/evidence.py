@@ -310,9 +310,10 @@ class Said:
         # How close the call was: a reader sees a verdict against the model's own word, and a P a hair
         # from the cut-off is a different matter from one far across it.
         gap = abs(self.p - self.cutoff)
-        side = "under" if self.p < self.cutoff else "at or over"
+        side = "under" if self.p < self.cutoff else "above"
         how = "less than 0.01" if gap < 0.005 else f"{gap:.2f}"
-        return f'the model wrote "{word}" ({p}); {cut} decided {self.verdict}, P {how} {side} it'
+        # "0.04 under it" (not "P 0.04 under it", which read as P = 0.04: user trial 4 F15).
+        return f'the model wrote "{word}" ({p}); {cut} decided {self.verdict}, {how} {side} it'
 
 
 def _role(found_in: str | None) -> str | None:

@@ -178,7 +178,7 @@ def test_the_reason_for_an_overturned_decision_is_asked_with_the_decided_word_fo
     assert "logprobs" not in reason_request and reason_request["max_tokens"] <= 40
     assert j.reason == (
         'the answer says "The service listens on port 8443 by default."; '
-        'the model wrote "No" (P(refused) = 0.54); the calibrated cut-off 0.59 decided answered, P 0.04 under it'
+        'the model wrote "No" (P(refused) = 0.54); the calibrated cut-off 0.59 decided answered, 0.04 under it'
     )
     assert "declines" not in j.reason
     ev = j.details["evidence"]
@@ -217,7 +217,7 @@ def test_an_endpoint_that_does_not_continue_the_reply_gets_the_plain_words():
     with ScriptedServer(reply=reply, probability=lambda body: 0.544) as s:
         j = _judge(s, cutoffs={"refusal": 0.589}, run=_refusal)
         one_call = _judge(s, reasons="model", cutoffs={"refusal": 0.589}, run=_refusal)
-    plain = 'the model wrote "No" (P(refused) = 0.54); the calibrated cut-off 0.59 decided answered, P 0.04 under it'
+    plain = 'the model wrote "No" (P(refused) = 0.54); the calibrated cut-off 0.59 decided answered, 0.04 under it'
     assert j.reason == one_call.reason == plain
     assert j.details["evidence"]["shown"] == one_call.details["evidence"]["shown"] == "plain"
     assert j.details["evidence"]["quotes"][0]["verified"] is False

@@ -224,10 +224,10 @@ def test_a_verdict_within_the_server_s_numeric_noise_of_its_cut_off_is_uncertain
     assert mark_close_call(far) == far
     # A plain-words reason says what the cut-off alone would decide, not that it decided; decided
     # again (an adaptation), it reads as it was.
-    plain = 'the model wrote "Yes" (P(correct) = 0.84); the calibrated cut-off 0.84 decided incorrect, P less than 0.01 under it'
+    plain = 'the model wrote "Yes" (P(correct) = 0.84); the calibrated cut-off 0.84 decided incorrect, less than 0.01 under it'
     worded = mark_close_call(verdict(0.842615).model_copy(update={"reason": plain}))
     assert worded.reason.startswith(
-        'the model wrote "Yes" (P(correct) = 0.84); the calibrated cut-off 0.84 would decide incorrect, P less than'
+        'the model wrote "Yes" (P(correct) = 0.84); the calibrated cut-off 0.84 would decide incorrect, less than'
     )
     assert " decided " not in worded.reason and without_uncertain_note(worded.reason) == plain
 
