@@ -22,9 +22,21 @@ def headline(d: DiffData | dict) -> str:
     if d.empty:
         # A judged figure is compared on the answers both runs decided: one left uncertain in a run
         # is in neither side, so "all N questions" would overstate what agrees.
+        # A figure compared on few of them says little (user trial 4 F14: 1 of 6 answers decided in
+        # both runs read as "no difference" while its values moved from 1.00 to 0.50).
+        thin = sorted(
+            (e.n, name)
+            for name, e in d.figures.items()
+            if name.startswith("generation.") and e.n < d.shared_questions / 2
+        )
+        fewest = (
+            f"; {len(thin)} figure{'s' * (len(thin) > 1)} compared on fewer (as few as {thin[0][0]}: {thin[0][1]})"
+            if thin
+            else ""
+        )
         return (
             f"No difference: every figure agrees on every question both runs decided it for "
-            f"({d.shared_questions} questions compared by id)."
+            f"({d.shared_questions} questions compared by id{fewest})."
         )
     changed = d.changed()
     worse = [n for n, e in changed.items() if e.settled(d.alpha) and e.direction < 0]

@@ -548,3 +548,22 @@ def test_a_change_of_the_judges_cut_offs_between_runs_is_named(tmp_path, capsys)
     assert (
         "correctness cut-offs: correct 0.500 -> correct 0.220 (verdicts are not comparable)" in second.changes[0].what
     )
+
+
+def test_no_difference_says_which_figures_were_compared_on_few_answers():
+    """User trial 4 F14: "No difference" while a criterion's figure, decided on 1 of 6 answers in both
+    runs, moved from 1.00 to 0.50 between the runs' own summaries."""
+    from rag_eval.report.diff_report import headline
+
+    same = {"base": 1.0, "new": 1.0, "diff": 0.0, "n": 9}
+    data = {
+        "empty": True,
+        "shared_questions": 10,
+        "figures": {"retrieval.bm25.hit@3": same, "generation.plain.names_api": {**same, "n": 1}},
+    }
+    assert headline(data) == (
+        "No difference: every figure agrees on every question both runs decided it for (10 questions compared by "
+        "id; 1 figure compared on fewer (as few as 1: generation.plain.names_api))."
+    )
+    data["figures"]["generation.plain.names_api"]["n"] = 8
+    assert headline(data).endswith("(10 questions compared by id).")
