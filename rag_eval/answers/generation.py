@@ -8,6 +8,7 @@ each answer completes; a rerun skips the (question, prompt) pairs already there.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass, replace
@@ -22,12 +23,12 @@ from rag_eval.answers.settings import GenerationConfig
 from rag_eval.base_records import FAILED_BEFORE, StageReuse, required
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
-from rag_eval.data.testset import normalise
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import track_async
 from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.custom import import_object
+from rag_eval.retrievers.mapping import TextMatcher, chunk_of
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.types import Chunk, Corpus, Question
@@ -288,12 +289,13 @@ def read_answers_file(
     """The answers of a ``generation.answers`` file by (question id, prompt); DataError listing every
     record without question_id and answer, and every question_id the test set does not hold (with
     the closest one: a typo would otherwise drop the question from every figure). With ``corpus``,
-    each line's ``contexts`` are read as chunk ids, a chunk's text standing for its id; one that is
-    neither is a problem (it would be judged as a passage and never count as retrieved)."""
+    each line's ``contexts`` are read as chunk ids, a text matched to the chunk it is (or that holds
+    it) standing for its id; a text the corpus does not hold stays the passage it is (the user's
+    system chunks its own way); an id-like string the corpus does not have is a problem."""
     known = set(question_ids)
     by_id: dict[tuple[str, str], _SuppliedAnswer] = {}
     problems = []
-    texts: dict[str, str] | None = None
+    matcher: TextMatcher | None = None
     for rec in read_records(path, "answers"):
         line = _SuppliedAnswer.model_validate(rec.data)
         qid, answer = line.question_id, line.answer
@@ -316,9 +318,8 @@ def read_answers_file(
             )
             continue
         if corpus is not None and line.contexts is not None:
-            if texts is None:
-                texts = {normalise(c.text): c.id for c in corpus.chunks if c.text}
-            line.contexts = _context_ids(line.contexts, corpus, texts, rec.where, problems)
+            matcher = matcher or TextMatcher(corpus)
+            line.contexts = _context_ids(line.contexts, corpus, matcher, rec.where, problems)
         by_id[(str(qid), str(line.prompt))] = line
     if problems:
         raise DataError(problems)
@@ -326,10 +327,11 @@ def read_answers_file(
 
 
 def _context_ids(
-    given: Any, corpus: Corpus, texts: dict[str, str], where: str, problems: list[Problem]
+    given: Any, corpus: Corpus, matcher: TextMatcher, where: str, problems: list[Problem]
 ) -> list[str] | None:
-    """An answers file line's contexts as chunk ids (a chunk's text read as its id); a problem for
-    each that is neither, or for contexts that are no list of strings."""
+    """An answers file line's contexts as chunk ids where the corpus has them (by id, or by text);
+    a text it does not hold kept as it is; a problem for an id-like string it does not have, or for
+    contexts that are no list of strings."""
     if not isinstance(given, list) or not all(isinstance(c, str) for c in given):
         problems.append(
             Problem(
@@ -341,21 +343,29 @@ def _context_ids(
         return None
     ids = []
     for c in given:
-        cid = c if c in corpus.index else texts.get(normalise(c))
-        if cid is None:
-            shown = c if len(c) <= 60 else c[:57] + "..."
+        idx = chunk_of(corpus, matcher, c, c)
+        if idx is not None:
+            ids.append(corpus.chunks[idx].id)
+        elif _id_like(c):
+            close = difflib.get_close_matches(c, list(corpus.index), n=1, cutoff=0.6)
             problems.append(
                 Problem(
                     f"{where} (contexts)",
-                    f"context '{shown}' is neither a chunk id of the corpus nor the text of one of its chunks, "
-                    "so whether the answer had the relevant passage cannot be told",
-                    f"give the ids of the chunks the answer was given, as the corpus names them "
-                    f"({did_you_mean(c, [k.id for k in corpus.chunks][:2000])}), or their texts word for word",
+                    f"context '{c}' is no chunk id of the corpus (nor a passage's text), so whether the answer "
+                    "had the relevant passage cannot be told",
+                    (f"did you mean '{close[0]}'? " if close else "")
+                    + "give the ids of the chunks the answer was given, as the corpus names them, or the "
+                    "passages' texts",
                 )
             )
-            continue
-        ids.append(cid)
+        else:
+            ids.append(c)  # the user's own passage: judged as given; its relevance read from evidence quotes
     return ids
+
+
+def _id_like(text: str) -> bool:
+    """A chunk id rather than a passage: one token of up to 200 characters."""
+    return len(text) <= 200 and not any(ch.isspace() for ch in text.strip())
 
 
 def supplied_answers(
@@ -398,13 +408,14 @@ def supplied_answers(
             if qid not in ids:
                 continue  # a question of the test set that the sample left out
             q = ids[qid]
-            contexts = d.contexts or [c.id for c in contexts_for(res, corpus, g, q)]
+            # [] is the system's own answer from no passage: not the configured retriever's top k.
+            contexts = d.contexts if d.contexts is not None else [c.id for c in contexts_for(res, corpus, g, q)]
             records.append(
                 {
                     "question_id": qid,
                     "prompt": prompt,
                     "prompt_hash": None,
-                    "retriever": OWN_CONTEXTS if d.contexts else g.retriever,
+                    "retriever": OWN_CONTEXTS if d.contexts is not None else g.retriever,
                     "contexts": contexts,
                     "answer": d.answer,
                     "model": "supplied",

@@ -22,6 +22,7 @@ from rag_eval.attribution.records import (
 from rag_eval.base_records import Figure, Model, Num, PairedComparison, required
 from rag_eval.calibration.lexical import Blend
 from rag_eval.config import AuditConfig
+from rag_eval.data.testset import normalise
 from rag_eval.judges.criteria import half_width_for, labels_for
 from rag_eval.judges.judge_records import CriterionSection, EscalationSection, JudgesSection, JudgingInfo
 from rag_eval.judges.judgement import Judgement
@@ -246,9 +247,10 @@ def attribution_section(
             relevant = {cid for cid, grade in q.qrels.items() if grade > 0}
             if gen.retriever == OWN_CONTEXTS and q.answerable and relevant:
                 # The user's system retrieved these contexts: they, not a configured retriever, hold
-                # the relevant passage or not (user trial 4 F12).
-                got = bool(relevant & set(gen.contexts))
-                miss_why = None if got else "no relevant chunk among the contexts the answers file gives"
+                # the relevant passage or not (user trial 4 F12). A passage of its own (no chunk of the
+                # corpus) is relevant where it holds an evidence quote, as a deployed system's is.
+                got = own_contexts_hold(q, gen.contexts, relevant)
+                miss_why = None if got else "no relevant passage among the contexts the answers file gives"
             outcome, why = attribute(
                 q,
                 got,
@@ -284,6 +286,15 @@ def attribution_section(
         faithfulness_threshold=threshold,
         faithfulness_judge=deciding,
     )
+
+
+def own_contexts_hold(q: Question, contexts: list[str], relevant: set[str]) -> bool:
+    """Whether an answers file's contexts (chunk ids, or passages of the user's own) hold the
+    question's answer: a relevant chunk, or a passage holding one of its evidence quotes."""
+    if relevant & set(contexts):
+        return True
+    quotes = [n for raw in q.evidence if (n := normalise(raw))]
+    return any(quote in normalise(c) for c in contexts for quote in quotes)
 
 
 def judge_brief(j: Judgement) -> JudgeBrief:

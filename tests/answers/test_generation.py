@@ -245,8 +245,9 @@ def test_an_answers_file_naming_no_question_of_the_test_set_is_refused_and_a_mis
 
 def test_an_answers_files_own_contexts_decide_whether_the_relevant_passage_was_given(small_project, capsys):
     """User trial 4 F12: an answer given only an irrelevant passage came out ok (retrieval read from
-    the configured retriever's ranking), and contexts that were no chunk (an unknown id, a text) were
-    accepted silently."""
+    the configured retriever's ranking), and an unknown chunk id was accepted silently. Review 55
+    M3/M5: a passage of the user's own chunking stays a passage (relevant where it holds an evidence
+    quote), and an empty list is the system's own answer from no passage."""
     from rag_eval.cli import main
 
     path = small_project / "answers.jsonl"
@@ -255,33 +256,37 @@ def test_an_answers_files_own_contexts_decide_whether_the_relevant_passage_was_g
         {"question_id": "q1", "answer": "Lists.", "contexts": ["py/tuples"]},  # the relevant py/lists not given
         {"question_id": "q2", "answer": "A set.", "contexts": ["py/sets"]},
         {"question_id": "q1", "prompt": "v2", "answer": "Lists.", "contexts": [f"  {lists} "]},  # its text
+        # q2's evidence quote, in a passage of the system's own chunking: relevant.
+        {
+            "question_id": "q2",
+            "prompt": "v2",
+            "answer": "A set.",
+            "contexts": ["Sets: an unordered collection of distinct hashable objects, fast."],
+        },
+        {"question_id": "q1", "prompt": "v3", "answer": "Lists.", "contexts": []},  # nothing retrieved
     ]
     with ScriptedServer(reply=structured_reply) as s:
         judges = (
             f"judges:\n  metrics: [refusal]\n  llm: {{provider: openai, model: scripted, base_url: '{s.base_url}'}}\n"
         )
-        path.write_text(
-            "".join(
-                json.dumps(r) + "\n"
-                for r in [
-                    *rows,
-                    {"question_id": "q2", "prompt": "v2", "answer": "x", "contexts": ["py/nope", "Sets are fast."]},
-                ]
-            )
-        )
+        bad = {"question_id": "q2", "prompt": "v4", "answer": "x", "contexts": ["py/nope", "py/set"]}
+        path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, bad]))
         cfg = _project(small_project, s.base_url, f"  answers: {path}\n{judges}")
         capsys.readouterr()
         assert main(["--quiet", "validate", cfg.config_path]) == 2
         err = capsys.readouterr().err
-        assert f"{path}:4 (contexts): context 'py/nope' is neither a chunk id of the corpus" in err
-        assert "context 'Sets are fast.' is neither" in err and "did you mean" in err
+        assert f"{path}:6 (contexts): context 'py/nope' is no chunk id of the corpus" in err
+        assert "context 'py/set' is no chunk id" in err and "did you mean 'py/sets'?" in err
+        assert "known:" not in err  # no list of every chunk id
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         run_audit(cfg)
     run_dir = max((small_project / "runs").iterdir(), key=lambda p: (p / "report.json").exists())
     report = json.loads((run_dir / "report.json").read_text())
-    rows_out = {(r["question_id"], r["prompt"]): r for r in report["attribution"]["rows"]}
-    assert rows_out[("q1", "system")]["outcome"] == "retrieval_miss"
-    assert rows_out[("q1", "system")]["why"] == "no relevant chunk among the contexts the answers file gives"
-    assert rows_out[("q2", "system")]["outcome"] != "retrieval_miss"
-    assert rows_out[("q1", "v2")]["outcome"] != "retrieval_miss"
-    assert [c["id"] for c in rows_out[("q1", "v2")]["contexts"]] == ["py/lists"]  # the text read as its chunk
+    out = {(r["question_id"], r["prompt"]): r for r in report["attribution"]["rows"]}
+    assert out[("q1", "system")]["outcome"] == "retrieval_miss"
+    assert out[("q1", "system")]["why"] == "no relevant passage among the contexts the answers file gives"
+    assert out[("q2", "system")]["outcome"] != "retrieval_miss"
+    assert out[("q1", "v2")]["outcome"] != "retrieval_miss"
+    assert [c["id"] for c in out[("q1", "v2")]["contexts"]] == ["py/lists"]  # the text read as its chunk
+    assert out[("q2", "v2")]["outcome"] != "retrieval_miss"  # its own passage holds the quote
+    assert out[("q1", "v3")]["outcome"] == "retrieval_miss" and out[("q1", "v3")]["contexts"] == []
