@@ -35,10 +35,7 @@ from rag_eval.judges.evidence import Said, explain
 from rag_eval.judges.judgement import Judgement
 from rag_eval.judges.registry import JUDGES, Inputs, prompt_files, variants
 from rag_eval.judges.statements import (  # split_statements: also from here (cascade, pipeline)
-    ALL_SENTENCES,
-    MAX_STATEMENTS,
     split_statements,
-    states_something,
     without_markers,
 )
 from rag_eval.judges.yesno import REASONS_WANTED, Decision, YesNoPrompt, load_prompt
@@ -392,11 +389,7 @@ class ScoredJudges:
             question,
             # A lead-in ("..., follow these steps:") states nothing: judged, it read as unsupported (user
             # trial 4 F13: a faithful answer called unfaithful on "need", "follow", "steps").
-            [
-                c
-                for s in split_statements(answer, limit=ALL_SENTENCES)
-                if (c := without_markers(s)) and states_something(c)
-            ][:MAX_STATEMENTS],
+            [c for s in split_statements(answer, claims_only=True) if (c := without_markers(s))],
             contexts,
             "answer",
             answer,

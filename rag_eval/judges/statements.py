@@ -9,12 +9,17 @@ MAX_STATEMENTS = 8
 ALL_SENTENCES = 10**6  # split_statements' limit where every sentence is wanted
 
 
-def split_statements(text: str, *, limit: int = MAX_STATEMENTS) -> list[str]:
-    """Sentences and list items of a text (a cheap split instead of an LLM call), at most ``limit``."""
+def split_statements(text: str, *, limit: int = MAX_STATEMENTS, claims_only: bool = False) -> list[str]:
+    """Sentences and list items of a text (a cheap split instead of an LLM call), at most ``limit``.
+    ``claims_only``: without the lead-ins and questions (``states_something``), dropped before short
+    fragments are joined to their neighbours, so "Tuples are mutable. Need more?" keeps its claim;
+    all of them where nothing else is left."""
     parts = []
     for line in re.split(r"\n+", text or ""):
         line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip()
         parts += [p.strip() for p in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])", line) if p.strip()]
+    if claims_only:
+        parts = [p for p in parts if states_something(p)] or parts
     merged: list[str] = []
     for p in parts:
         # A fragment of one or two words ("Yes.", "In Python 3.") belongs with its neighbour.

@@ -52,3 +52,15 @@ def test_a_lead_in_or_a_question_is_no_statement_to_judge(tmp_path):
         "Open the link sent to your e-mail address.",
         "Choose a new password.",
     ]
+
+
+def test_a_question_fragment_never_takes_its_claim_with_it():
+    """Review 55 H1: "Need more?" (two words) was joined to the claim before it, and the joined
+    sentence, ending in "?", was dropped: a false claim went unjudged; an answer of one claim and
+    a question had no statement left."""
+    assert split_statements("Tuples are mutable too. Need more?", claims_only=True) == ["Tuples are mutable too."]
+    assert split_statements("HTTP/2 is on by default in httpx. Anything else?", claims_only=True) == [
+        "HTTP/2 is on by default in httpx."
+    ]
+    assert split_statements("Want more?", claims_only=True) == ["Want more?"]  # nothing else: judged as it is
+    assert split_statements("Tuples are mutable too. Need more?") == ["Tuples are mutable too. Need more?"]
