@@ -132,6 +132,17 @@ def attribute(
         faithfulness_threshold=faithfulness_threshold,
         faithfulness_judge=faithfulness_judge,
     )
+    if outcome == "uncertain":
+        # Either way the uncertain verdict goes, a failed counts_as_failure criterion fails the answer
+        # at generation (review 55 M1, as F6 within the built-in judges).
+        for name, j in judgements.items():
+            spec = JUDGES.get(name)
+            criterion = spec.criterion if spec is not None else None
+            if criterion is not None and criterion.counts_as_failure and j.status == "judged" and j.verdict == "fail":
+                return "failed_criterion", (
+                    f"{name} failed: {j.reason or criterion.question}; a generation failure whichever way "
+                    f"the uncertain verdict goes ({why})"
+                )
     if outcome not in GOOD:
         return outcome, why
     for name, j in judgements.items():

@@ -382,6 +382,19 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
     wanted = {role for lead in leads for role in lead.sources}
     wanted = set() if "answer" in wanted else wanted
     role_of = {name: role for role, pairs in sources.items() for name, _ in pairs}
+    if wanted:
+        # A quote found in the answer first may be in a context too (an extractive answer copies it):
+        # looked for there, it is the evidence it is (review 55 M2).
+        in_wanted = [pair for role in sorted(wanted) for pair in sources.get(role, [])]
+        own = [
+            again
+            if q.verified
+            and role_of.get(q.found_in or "") not in wanted
+            and (again := check_quote(q.text, in_wanted, prompt.template)).verified
+            else q
+            for q in own
+        ]
+        quotes = own
     evidence_quotes = [q for q in own if q.verified and (not wanted or role_of.get(q.found_in or "") in wanted)]
     if not said.overturned and not copied and evidence_quotes:
         shown_from, reason = "model", model_reason

@@ -118,3 +118,23 @@ def test_an_uncertain_verdict_leaves_the_outcome_uncertain_only_where_it_could_c
     # Two uncertain steps with nothing decided after: uncertain, naming the first.
     got, why = outcome(ANS, ok_judges(correctness=unsure(), faithfulness=unsure(0.4)))
     assert got == "uncertain" and why.startswith("correctness uncertain")
+
+
+def test_a_failed_counting_criterion_after_an_uncertain_verdict_is_a_failure():
+    """Review 55 M1: correctness uncertain and a counts_as_failure criterion judged fail was
+    'uncertain', though either way the answer fails (incorrect, or failed_criterion)."""
+    from rag_eval.judges.registry import Criterion, set_criteria
+
+    set_criteria({"no_advice": Criterion(question="Does it give legal advice?", passes="no", counts_as_failure=True)})
+    try:
+        unsure = Judgement("x", "a", "p", "uncertain", probability=0.6, details={"band": [0.5, 0.7]})
+        fail = Judgement("no_advice", "a", "p", "judged", verdict="fail", reason="it advises")
+        got, why = attribute(ANS, True, GEN, ok_judges(correctness=unsure, no_advice=fail), faithfulness_threshold=0.5)
+        assert got == "failed_criterion" and why.startswith("no_advice failed: it advises; a generation failure")
+        passed = Judgement("no_advice", "a", "p", "judged", verdict="pass")
+        assert (
+            attribute(ANS, True, GEN, ok_judges(correctness=unsure, no_advice=passed), faithfulness_threshold=0.5)[0]
+            == "uncertain"
+        )
+    finally:
+        set_criteria({})

@@ -444,3 +444,20 @@ def test_a_supported_verdict_stands_on_a_quote_of_the_context_not_of_the_claim(f
     else:
         assert row["reason"] == "no quote of the context: the model's reason quotes the answer itself"
         assert claim not in row["reason"]
+
+
+def test_a_quote_in_both_the_claim_and_the_context_is_evidence_of_support():
+    """Review 55 M2: an extractive answer copies the context; the model's quote is found in the
+    answer first, and was taken for a quote of the claim itself (hidden, a request more)."""
+    sentence = "Set http2=True on the Client to switch it on."
+    context = f"http2 - A boolean. {sentence} Defaults to False."
+
+    async def run(scored):
+        return await scored.faithfulness("q1", "base", "How do I turn on HTTP/2?", sentence, [context])
+
+    with ScriptedServer(reply=lambda body: f'Yes: the context states "{sentence}"', probability=lambda b: 0.95) as s:
+        f = _judge(s, run=run)
+        assert s.calls == 1  # no forced quote asked
+    [row] = f.details["statements"]
+    assert row["reason"] == f'the context states "{sentence}"' and row["evidence"]["shown"] == "model"
+    assert row["evidence"]["quotes"][0]["found_in"] == "context 1"
