@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from rag_eval.words import names
+
 MAX_STATEMENTS = 8
 ALL_SENTENCES = 10**6  # split_statements' limit where every sentence is wanted
 
@@ -35,7 +37,11 @@ def states_something(sentence: str) -> bool:
     reset it, follow these steps:") and not a question. The citations judge's ``makes_claim`` asks
     more of a claim; the statement judges drop only these, which support cannot be asked of."""
     t = sentence.strip()
-    return bool(t) and not t.endswith((":", "?"))
+    if not t or t.endswith("?"):
+        return False
+    # A lead-in with a number or a code name carries a claim ("The default timeout is 30 seconds, and
+    # you can change it like this:"): judged (review 55 M11).
+    return not t.endswith(":") or bool(re.search(r"\d", t) or names(t))
 
 
 # A citation marker of numbers ("[1]", "[1, 3]", "[2-4]"): it names a passage, it states nothing.

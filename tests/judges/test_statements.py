@@ -64,3 +64,13 @@ def test_a_question_fragment_never_takes_its_claim_with_it():
     ]
     assert split_statements("Want more?", claims_only=True) == ["Want more?"]  # nothing else: judged as it is
     assert split_statements("Tuples are mutable too. Need more?") == ["Tuples are mutable too. Need more?"]
+
+
+def test_a_lead_in_with_a_number_or_a_name_carries_a_claim():
+    """Review 55 M11: 'The default timeout is 30 seconds, and you can change it like this:' was dropped
+    with its claim."""
+    from rag_eval.judges.statements import states_something
+
+    assert states_something("The default timeout is 30 seconds, and you can change it like this:")
+    assert states_something("Use httpx.Client like this:")
+    assert not states_something("To get a new password, you need to follow these steps:")
