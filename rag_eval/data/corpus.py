@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,33 @@ def _from_folder(folder: Path, cc: CorpusConfig) -> Corpus:
     return Corpus(chunks, source=str(folder))
 
 
-MARKDOWN = (".md", ".markdown")  # the extensions whose "# ..." lines are headings
+# The extensions whose "# ..." lines are headings; a .txt file is read as Markdown where its "# "
+# lines each stand before a blank line (a heading's look), not before code as a comment does.
+MARKDOWN = (".md", ".markdown", ".mdx", ".mdown", ".mkd", ".qmd", ".rmd")
+_HASH_LINE = re.compile(r"^#{1,6}\s+\S")
+
+
+def reads_as_markdown(doc_id: str, text: str) -> bool:
+    """Whether a document's "# ..." lines are headings: a Markdown file, or a .txt file whose every
+    "# " line outside a code fence is followed by a blank line (llms.txt, Markdown exported as
+    text); a comment line of a shell or Python snippet is followed by code."""
+    suffix = Path(doc_id).suffix.lower()
+    if suffix in MARKDOWN:
+        return True
+    if suffix != ".txt":
+        return False
+    lines, fence, found = text.splitlines(), "", False
+    for i, line in enumerate(lines):
+        marker = line.lstrip()[:3]
+        if marker in ("```", "~~~") and (not fence or marker == fence):
+            fence = "" if fence else marker
+            continue
+        if fence or not _HASH_LINE.match(line):
+            continue
+        found = True
+        if i + 1 < len(lines) and lines[i + 1].strip():
+            return False
+    return found
 
 
 def chunk_document(doc_id: str, text: str, cc: CorpusConfig) -> list[Chunk]:
@@ -182,7 +209,7 @@ def chunk_document(doc_id: str, text: str, cc: CorpusConfig) -> list[Chunk]:
         pieces = [("", p) for p in split_fixed(text, ch.size, ch.overlap)]
         ids = [f"{doc_id}#{i}" for i in range(len(pieces))]
     else:
-        markdown = Path(doc_id).suffix.lower() in MARKDOWN
+        markdown = reads_as_markdown(doc_id, text)
         for s in split_by_heading(text, markdown=markdown):
             if not s.text.strip():
                 continue  # a document of a heading alone (a stub) holds nothing to retrieve

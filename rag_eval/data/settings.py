@@ -17,10 +17,11 @@ class ChunkerConfig(Settings):
 
     type: Literal["heading", "fixed"] = Field(
         "heading",
-        description="heading: one chunk per section, cut at every underlined (reST or setext) heading and, in .md "
-        "and .markdown files, every # heading outside a code fence (a # line of a .txt or .rst file is a comment, "
-        "not a heading); text before the first heading is the chunk <file>#intro, a document of headings alone is "
-        "skipped, said on the console; fixed: pieces of at most size characters, "
+        description="heading: one chunk per section, cut at every underlined (reST or setext) heading and, in "
+        "Markdown files (.md, .markdown, .mdx, .qmd, ..., and a .txt whose every '# ' line stands before a blank "
+        "line), every # heading outside a code fence (a # line of a .rst file, or one before code, is a comment); "
+        "text before the first heading is the chunk <file>#intro, a document of headings alone is skipped, said "
+        "on the console; fixed: pieces of at most size characters, "
         "cut at paragraph, line and word breaks (langchain's RecursiveCharacterTextSplitter)",
     )
     size: int = Field(

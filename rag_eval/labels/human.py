@@ -541,6 +541,11 @@ def misnamed_columns(records: list[tuple[dict, str]], columns: Mapping[str, str]
     notes) are left alone."""
     wanted = [*columns, *(col for col, _ in OPTIONAL_LABELS.values())]
     squashed = {_squashed(c): c for c in wanted}
+    # A column named after its judge (refusal, correctness, citations) is the likeliest slip: too far
+    # from its label column (refused, correct, citations_support) for difflib (review 55 M9).
+    for name, spec in JUDGES.items():
+        if spec.human_label in wanted:
+            squashed.setdefault(_squashed(name), spec.human_label)
     problems = []
     seen: set[str] = set()
     for row, where in records:

@@ -55,3 +55,15 @@ def test_a_document_of_headings_alone_is_skipped_and_said(tmp_path, capsys):
     (docs / "a.md").write_text("# Nothing here\n")
     with pytest.raises(DataError, match="no document in the folder holds any text"):
         load_corpus(cfg)
+
+
+def test_a_text_file_written_in_markdown_and_other_markdown_extensions_split_at_headings():
+    """Review 55 M10: llms.txt (Markdown saved as text) and .mdx became one chunk each."""
+    cc = CorpusConfig(folder="x")
+    markdown = "# Install\n\nRun pip install x.\n\n# Configure\n\nEdit x.yaml.\n"
+    for name in ("llms.txt", "guide.mdx", "guide.md"):
+        assert [c.id for c in chunk_document(name, markdown, cc)] == [f"{name}#install", f"{name}#configure"]
+    # A comment before code, as in trial 4 F1, is no heading; nor any '#' line of a .rst file.
+    comments = "Setup\n\n# install with pip\npip install httpx\n"
+    assert len(chunk_document("notes.txt", comments, cc)) == 1
+    assert len(chunk_document("notes.rst", markdown, cc)) == 1

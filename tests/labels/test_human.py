@@ -555,6 +555,11 @@ def test_a_misnamed_label_column_is_refused_not_dropped(tmp_path):
     assert f"{path}:2 (Correct): column 'Correct' is no label column of this run" in text
     assert "did you mean 'correct'?" in text and "did you mean 'refused'?" in text
     assert "did you mean 'citations_support'?" in text and "my notes" not in text
+    # Review 55 M9: a column named after its judge.
+    path.write_text("question_id,prompt,refusal,correctness\nq1,base,yes,no\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        read_labels(path, {("q1", "base")})
+    assert "did you mean 'refused'?" in str(err.value) and "did you mean 'correct'?" in str(err.value)
     path.write_text("question_id,prompt,correct,my notes\nq1,base,yes,looked twice\n", encoding="utf-8")
     [label] = read_labels(path, {("q1", "base")})
     assert label.values["correct"] is True
