@@ -476,9 +476,9 @@ def bootstrap_kappa(
         return Estimate(None, None, None, n)
     lo, hi = np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2])
     k = cohen_kappa(labels, predictions)
-    if hi - lo <= 1e-12 and k == 1.0:
-        # Every resample agreed perfectly (a few items, all decided right): [1, 1] would claim a
-        # certainty the items cannot give, so none is given. (A judge saying one thing has kappa 0
+    if hi - lo <= 1e-12 and k == 1.0 and n < 30:
+        # Every resample of a few items agreed perfectly: [1, 1] would claim a certainty so few items
+        # cannot give, so none is given (with many, the bootstrap's bound stands). (A judge saying one thing has kappa 0
         # on every resample by construction: that interval stands.)
         return Estimate(k, None, None, n)
     return Estimate(None if math.isnan(k) else k, float(lo), float(hi), n)

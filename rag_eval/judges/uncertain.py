@@ -17,6 +17,7 @@ least the target (the judge's ``band_target`` in the registry); it is saved besi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -260,6 +261,7 @@ def mark(j: Judgement, bands: dict[str, Band], threshold: float) -> Judgement:
             "status": "uncertain",
             "verdict": None,
             "score": None,
+            "reason": would_decide(j.reason),  # its band left it uncertain (review 55 M12)
             "details": {
                 **j.details,
                 **extra,
@@ -287,14 +289,21 @@ _NOTE = "; left uncertain: "
 def without_uncertain_note(reason: str | None) -> str | None:
     """A reason without the note ``_uncertain`` added, its "would decide" as it was (a verdict
     decided again gets its own)."""
-    if not reason or _NOTE not in reason:
+    if not reason:
         return reason
-    return reason.split(_NOTE)[0].replace(_WOULD, _DECIDED)
+    return _WOULD.sub(r"\1 decided ", reason.split(_NOTE)[0])
 
 
 # A plain-words reason ("the calibrated cut-off 0.84 decided incorrect, ...") of a verdict then left
-# uncertain says what the cut-off alone would decide, not that it decided.
-_DECIDED, _WOULD = " decided ", " would decide "
+# uncertain says what the cut-off alone would decide, not that it decided. Only that clause: a
+# model's own words are left as written (review 55 L7).
+_DECIDED = re.compile(r"(cut-off \d+\.\d+) decided ")
+_WOULD = re.compile(r"(cut-off \d+\.\d+) would decide ")
+
+
+def would_decide(reason: str | None) -> str | None:
+    """``reason`` with its cut-off's "decided" as "would decide" (the verdict is left uncertain)."""
+    return _DECIDED.sub(r"\1 would decide ", reason) if reason else reason
 
 
 def _uncertain(j: Judgement, band: list[float] | None, why: str) -> Judgement:
@@ -302,7 +311,7 @@ def _uncertain(j: Judgement, band: list[float] | None, why: str) -> Judgement:
     after its reason."""
     # The band shown beside an uncertain verdict: the one it fell in (None: not a band's doing).
     details = {**j.details, "leaning": j.verdict, "leaning_score": j.score, LEFT_UNCERTAIN: why, "band": band}
-    said = j.reason.replace(f"{_DECIDED}{j.verdict}", f"{_WOULD}{j.verdict}") if j.reason and j.verdict else j.reason
+    said = would_decide(j.reason)
     reason = f"{said}{_NOTE}{why}" if said else _NOTE.removeprefix("; ") + why
     return j.model_copy(
         update={"status": "uncertain", "verdict": None, "score": None, "details": details, "reason": reason}

@@ -27,7 +27,9 @@ def headline(d: DiffData | dict) -> str:
         thin = sorted(
             (e.n, name)
             for name, e in d.figures.items()
-            if name.startswith("generation.") and e.n < d.shared_questions / 2
+            # Two answers or fewer: a figure of a subset by design (refusal_accuracy: the unanswerable
+            # questions) is not flagged for its size alone (review 55 L3).
+            if name.startswith("generation.") and e.n <= 2 < d.shared_questions
         )
         fewest = (
             f"; {len(thin)} figure{'s' * (len(thin) > 1)} compared on fewer (as few as {thin[0][0]}: {thin[0][1]})"

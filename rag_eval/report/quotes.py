@@ -110,7 +110,9 @@ def shown_quotes(quotes: list[Quote]) -> list[Quote]:
     out = []
     for q in quotes:
         key = (" ".join(str(q.text).split()), q.found_in)
-        one_word = len(key[0].split()) == 1 and len(key[0]) < 8  # as evidence.check_quote's too_short
+        # A made-up plain word ("No") is no quote; a found one is hidden only where check_quote said
+        # too_short ("8443", "False", "h2" are evidence: review 55 L4).
+        one_word = not q.verified and key[0].isalpha() and len(key[0]) < 8
         if q.copies_prompt or q.too_short or one_word or key in seen:
             continue
         seen.add(key)

@@ -68,6 +68,10 @@ def test_mark_records_the_uncertain_decision_with_its_probability_and_leaning():
         "correctness", "q", "b", "judged", 1.0, "correct", probability=0.6, details={"variant": "correctness_short"}
     )
     assert mark(other, bands, 0.5).status == "judged"
+    # Review 55 M12: an overturned verdict's plain words say what the cut-off would decide, not that it did.
+    said = 'the model wrote "No" (P(correct) = 0.60); the calibrated cut-off 0.57 decided correct, 0.03 above it'
+    worded = mark(j.model_copy(update={"reason": said}), bands, 0.5)
+    assert worded.reason == said.replace("0.57 decided correct", "0.57 would decide correct")
     f = Judgement("faithfulness_yesno", "q", "b", "judged", 0.5, probability=0.6)
     f.details = {"statements": [{"p_supported": 0.95}, {"p_supported": 0.6}]}
     fu = mark(f, {"faithfulness_yesno": Band(0.5, 0.8, "t")}, 0.75)
