@@ -345,7 +345,10 @@ def _markers(text: str, given: _Given, pattern: re.Pattern[str] | None, used: se
     for m in _BRACKETS.finditer(text):
         a, b = m.span()
         content = m.group(1)
-        if content.startswith("^") or text[b : b + 1] in ("(", ":") or text[a - 1 : a] == "!":
+        # "[1]:" is a definition only where it starts its line; "... the following code [1]:" cites
+        # (review 55 M6: the lead-in of a code block lost its citation).
+        definition = text[b : b + 1] == ":" and not text[:a].rsplit("\n", 1)[-1].strip()
+        if content.startswith("^") or text[b : b + 1] == "(" or definition or text[a - 1 : a] == "!":
             continue  # a footnote, a Markdown link or image, a definition
         if a != chain_end and (text[a - 1 : a] == "]" or _indexing(text, a, b)):
             continue  # [text][ref], a[1]

@@ -266,3 +266,14 @@ def test_a_fenced_code_block_goes_whole_with_the_sentence_before_it():
     # A block before any sentence stands alone; ~~~ fences too.
     first = read_citations("~~~\nx = 1\n~~~\nIt sets x [1].", CONTEXTS[:1])
     assert [s.text for s in first.sentences] == ["~~~\nx = 1\n~~~", "It sets x."]
+
+
+def test_a_cited_lead_in_of_a_code_block_keeps_its_citation():
+    """Review 55 M6: "[1]:" anywhere was read as a source definition, so "Install it [1]:" and its
+    code block were judged as an uncited claim."""
+    got = read_citations("Install it with pip [1]:\n```bash\npip install tool\n```", CONTEXTS)
+    [s] = got.sentences
+    assert s.text.startswith("Install it with pip:") and [c.contexts for c in s.citations] == [[0]]
+    # At a line's start it is still the answer's own list of sources.
+    listed = read_citations("Install it with pip [1].\n\n[1]: Install guide", CONTEXTS)
+    assert [c.contexts for c in listed.sentences[0].citations] == [[0]] and len(listed.sentences) == 1

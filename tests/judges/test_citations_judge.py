@@ -377,7 +377,8 @@ def test_a_run_with_the_judge_has_a_citations_label_column_read_into_its_figure(
     assert main(["--quiet", "label", str(run_dir), "--n", "4", "--uniform"]) == 0
     csv_path = run_dir / "labels" / "labels.csv"
     header = next(csv.reader(csv_path.open(encoding="utf-8")))
-    assert "citations_support" in header and "correct" in header
+    # No correctness judge ran: no 'correct' column to fill for nothing (user trial 4 F16).
+    assert "citations_support" in header and "refused" in header and "correct" not in header
     assert "Does each citation support its sentence?" in (run_dir / "labels" / "labels.html").read_text()
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     cells = {"q1": "yes", "q2": "no", "q3": "no"}
