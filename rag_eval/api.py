@@ -183,6 +183,9 @@ class Result(Run):
     # what kept them from being checked (a gate naming a figure the run lacks, a CI file not written).
     gate_results: list[GateResult] | None = field(default=None, repr=False)
     gate_problem: RagEvalError | OSError | None = field(default=None, repr=False)
+    # Gates of the config this stage alone could not check (``retrieval()``: those on answers):
+    # listed as skipped in the CI files, so a CI reader sees them left, not gone.
+    unchecked_gates: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def read(cls, run_dir: str | Path, audit_config: AuditConfig | None = None) -> Result:
@@ -420,6 +423,7 @@ def retrieval(
     baseline = _check_baseline(baseline, cfg)
     run_dir = run_retrieval(cfg, out=str(out) if out else None, inputs=_inputs(cfg, corpus, test_set))
     result = Result.read(run_dir, cfg.model_copy(update={"gates": _retrieval_gates(cfg)}))
+    result.unchecked_gates = {k: cfg.gates[k] for k in unchecked_by_retrieval(cfg)}
     return _gated(_with_baseline(result, baseline), gates)
 
 
@@ -653,7 +657,10 @@ def ci_gates(
     """Every gate's result (``result.gates()``), with the CI files asked for written: a JUnit XML
     file (one test case per gate), a Markdown summary of gates and figures (also appended to
     ``$GITHUB_STEP_SUMMARY`` when set). ``suite``: the JUnit suite's name (audit, retrieval, compare)."""
-    results = result.gates()
+    results = result.gates() + [
+        GateResult(figure, rule, None, True, f"skipped: {figure} is not checked by this stage", skipped=True)
+        for figure, rule in result.unchecked_gates.items()
+    ]
     extra = diff_gate_markdown(result.diff.to_json()) if result.diff is not None else None
     write_ci_outputs(
         results,

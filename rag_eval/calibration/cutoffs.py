@@ -59,6 +59,11 @@ def _read(path) -> dict:
         return {}
 
 
+def user_saved() -> dict:
+    """The user's own saved calibrations (``judge-check --save``), without the shipped ones."""
+    return _read(user_path())
+
+
 def saved() -> dict:
     """Every saved calibration: the shipped ones, overridden by the user's."""
     return {**_read(files("rag_eval.calibration").joinpath(SHIPPED)), **_read(user_path())}

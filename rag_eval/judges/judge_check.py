@@ -29,7 +29,16 @@ from pydantic import field_validator
 
 from rag_eval.base_records import Model, required
 from rag_eval.calibration.adaptation import Item
-from rag_eval.calibration.cutoffs import balanced_accuracy, blends_for, fit_cutoff, out_of_fold
+from rag_eval.calibration.cutoffs import (
+    SavedCalibration,
+    balanced_accuracy,
+    blends_for,
+    fit_cutoff,
+    out_of_fold,
+    user_path,
+    user_saved,
+)
+from rag_eval.calibration.cutoffs import key as calibration_key
 from rag_eval.calibration.cutoffs import save as save_calibration
 from rag_eval.data.records import read_records
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
@@ -549,9 +558,16 @@ def run_judge_check(
             if len(mine_cases) < MIN_SAVE_CASES or fewest < MIN_SAVE_PER_VERDICT:
                 # A cut-off and band fitted on a handful of cases would decide every later audit with
                 # this judge model (user trial 4 F17: 2 cases saved an empty band).
+                earlier = user_saved().get(calibration_key(identity, variant, scored.prompt_hash(variant)))
+                still = (
+                    f"; the calibration you saved before (n {SavedCalibration.load(earlier).n}) still applies: "
+                    f"delete its entry from {user_path()} to decide as shipped"
+                    if isinstance(earlier, dict)
+                    else ""
+                )
                 overall.not_saved[variant] = (
                     f"{len(mine_cases)} cases, {fewest} of its rarer verdict: saving needs "
-                    f"{MIN_SAVE_CASES} cases with {MIN_SAVE_PER_VERDICT} of each verdict"
+                    f"{MIN_SAVE_CASES} cases with {MIN_SAVE_PER_VERDICT} of each verdict{still}"
                 )
                 continue
             save_calibration(

@@ -58,7 +58,10 @@ def summary_markdown(
             shown = r.shown or (
                 fmt(node, 3) if isinstance(node, dict) else ("–" if r.value is None else f"{r.value:.3f}")
             )
-            state = "skipped (no baseline)" if r.skipped else "pass" if r.passed else "**FAIL**"
+            skipped_why = (
+                "not checked by this stage" if r.value is None and "not checked" in r.message else "no baseline"
+            )
+            state = f"skipped ({skipped_why})" if r.skipped else "pass" if r.passed else "**FAIL**"
             lines.append(f"| `{r.figure}` | {shown} | {r.rule} | {state} |")
         for r in results:
             if not r.passed:

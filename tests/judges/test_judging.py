@@ -496,5 +496,9 @@ def test_judge_check_saves_each_correctness_prompt_with_its_own_case_count(tmp_p
         assert "not saved: correctness_short: 3 cases, 1 of its rarer verdict" in out and "saved to" not in out
         assert "4-fold cross-validated" not in out and "5-fold cross-validated" in out  # 7 cases: 5 folds hold one
         assert main(["--quiet", "judge-check", *args, str(cases((6, 5), (5, 5)))]) == 0
+        assert saved() == {"correctness": 11, "correctness_short": 10}
+        assert "cut-offs and bands saved to" in capsys.readouterr().out
+        # Review 55 M7: too few cases again: the earlier calibration stays in force, and is said to.
+        assert main(["--quiet", "judge-check", *args, str(cases((2, 2), (2, 1)))]) == 0
+    assert "the calibration you saved before (n 11) still applies: delete its entry" in capsys.readouterr().out
     assert saved() == {"correctness": 11, "correctness_short": 10}
-    assert "cut-offs and bands saved to" in capsys.readouterr().out
