@@ -277,3 +277,9 @@ def test_a_cited_lead_in_of_a_code_block_keeps_its_citation():
     # At a line's start it is still the answer's own list of sources.
     listed = read_citations("Install it with pip [1].\n\n[1]: Install guide", CONTEXTS)
     assert [c.contexts for c in listed.sentences[0].citations] == [[0]] and len(listed.sentences) == 1
+
+
+def test_an_unclosed_fence_does_not_swallow_the_rest_into_one_claim():
+    """Review 55 L2: a fence never closed made every later sentence part of the lead-in's claim."""
+    got = read_citations("Install it [1].\n```bash\npip install tool\n\nThen configure it. Run it.", CONTEXTS)
+    assert len(got.sentences) >= 3 and got.sentences[0].text.startswith("Install it.")
