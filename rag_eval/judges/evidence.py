@@ -412,6 +412,9 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
         elif copied or not model_reason:
             shown_from = "none"
             reason = "no quote: the model's own reason repeats its prompt" if copied else "no reason given"
+            if said.model_said is not None:
+                # At least what decided it (user trial 4 F15: a decided failure shown with no reason).
+                reason += f'; the model wrote "{said.model_said}" (P({said.positive}) = {said.p:.2f})'
         elif (elsewhere := next((q for q in own if q.verified and q not in evidence_quotes), None)) is not None:
             shown_from = "none"
             place = {"answer": "the answer", "reference": "the reference"}.get(elsewhere.found_in or "")

@@ -236,7 +236,7 @@ def test_a_copied_reason_is_not_shown_as_evidence():
     assert j.verdict == "answered" and ev["model_reason_copies_prompt"]
     assert ev["shown"] == "none" and not ev["verified"]
     assert [(q["text"], q["copies_prompt"]) for q in ev["quotes"]] == [("100 °C.", True)]
-    assert j.reason == "no quote: the model's own reason repeats its prompt"
+    assert j.reason == 'no quote: the model\'s own reason repeats its prompt; the model wrote "Yes" (P(refused) = 0.10)'
 
 
 def test_a_verified_quote_in_the_models_own_reason_needs_no_second_request():
