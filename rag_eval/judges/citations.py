@@ -431,8 +431,8 @@ def _sentences(text: str, markers: list[_Marker]) -> list[CitedSentence]:
     pos = 0
     text = _hold(text, markers)  # markers held first: their places are the whole segment's
     for m in _FENCED.finditer(text):
-        last = m.group(0).rstrip("\n").rsplit("\n", 1)[-1].strip()
-        if m.group(0).count("\n") < 1 or last != m.group(1):
+        closing = m.group(0).rstrip("\n").rsplit("\n", 1)[-1].strip()
+        if m.group(0).count("\n") < 1 or closing != m.group(1):
             continue  # a fence never closed: its lines stay sentences, not one lead-in's claim (review 55 L2)
         _prose(text[pos : m.start()], markers, out)
         block = m.group(0).strip("\n")
