@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from rag_eval.answers.answer_records import OWN_CONTEXTS, Answer
 from rag_eval.answers.settings import GenerationConfig
@@ -268,14 +268,20 @@ async def generate(
 
 
 class _SuppliedAnswer(BaseModel):
-    """A line of the user's answers file as written: ``supplied_answers`` checks it."""
+    """A line of the user's answers file as written: ``supplied_answers`` checks it. Ragas' column
+    names are read too (``response``, ``retrieved_contexts``), as ``judge_answers`` reads them."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     question_id: Any = None
-    answer: Any = None
+    answer: Any = Field(None, validation_alias=AliasChoices("answer", "response"))
     prompt: Any = "system"
-    contexts: Any = None
+    contexts: Any = Field(None, validation_alias=AliasChoices("contexts", "retrieved_contexts"))
+
+
+# The keys an answers file's line may have (Ragas' names too): another key close to one of them is
+# a slip that would drop what it holds (user trial 5 F1: "context" left the answer on the retriever's passages).
+ANSWER_KEYS = ("question_id", "answer", "prompt", "contexts", "response", "retrieved_contexts")
 
 
 def is_answers_file(value: str) -> bool:
@@ -296,8 +302,19 @@ def read_answers_file(
     by_id: dict[tuple[str, str], _SuppliedAnswer] = {}
     problems = []
     matcher: TextMatcher | None = None
+    first: dict[tuple[str, str], str] = {}
     for rec in read_records(path, "answers"):
         line = _SuppliedAnswer.model_validate(rec.data)
+        for k in rec.data:
+            close = difflib.get_close_matches(str(k), ANSWER_KEYS, n=1, cutoff=0.75) if k not in ANSWER_KEYS else []
+            if close:
+                problems.append(
+                    Problem(
+                        f"{rec.where} ({k})",
+                        f"unknown key '{k}': what it holds would be dropped",
+                        f"did you mean '{close[0]}'? (keys: question_id, answer, prompt, contexts)",
+                    )
+                )
         qid, answer = line.question_id, line.answer
         if qid is None or not isinstance(answer, str):
             problems.append(
@@ -320,7 +337,19 @@ def read_answers_file(
         if corpus is not None and line.contexts is not None:
             matcher = matcher or TextMatcher(corpus)
             line.contexts = _context_ids(line.contexts, corpus, matcher, rec.where, problems)
-        by_id[(str(qid), str(line.prompt))] = line
+        key = (str(qid), str(line.prompt))
+        if key in first:
+            # Two versions of a system appended to one file without prompts: the first was dropped.
+            problems.append(
+                Problem(
+                    rec.where,
+                    f"a second answer to question '{qid}' for prompt '{line.prompt}' (first at {first[key]})",
+                    "keep one, or give each version of the system its own prompt name",
+                )
+            )
+            continue
+        first[key] = rec.where
+        by_id[key] = line
     if problems:
         raise DataError(problems)
     return by_id

@@ -290,3 +290,34 @@ def test_an_answers_files_own_contexts_decide_whether_the_relevant_passage_was_g
     assert [c["id"] for c in out[("q1", "v2")]["contexts"]] == ["py/lists"]  # the text read as its chunk
     assert out[("q2", "v2")]["outcome"] != "retrieval_miss"  # its own passage holds the quote
     assert out[("q1", "v3")]["outcome"] == "retrieval_miss" and out[("q1", "v3")]["contexts"] == []
+
+
+def test_an_answers_file_reads_ragas_names_and_refuses_a_misspelt_key_or_a_second_answer(tmp_path):
+    """User trial 5 F1/F2: 'context' (for contexts) was dropped silently, leaving the answer on the
+    configured retriever's passages; 'retrieved_contexts' (Ragas' name, which judge_answers reads)
+    too; a second answer to one question and prompt replaced the first without a word."""
+    from rag_eval.answers.generation import read_answers_file
+    from rag_eval.errors import DataError
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text(
+        json.dumps({"question_id": "q1", "response": "Lists.", "retrieved_contexts": ["py/lists"], "latency": 3})
+        + "\n",
+        encoding="utf-8",
+    )
+    [(key, line)] = read_answers_file(path, ["q1", "q2"]).items()
+    assert key == ("q1", "system") and (line.answer, line.contexts) == ("Lists.", ["py/lists"])
+    path.write_text(
+        json.dumps({"question_id": "q1", "answer": "x", "context": ["py/lists"]})
+        + "\n"
+        + json.dumps({"question_id": "q2", "answer": "y"})
+        + "\n"
+        + json.dumps({"question_id": "q2", "answer": "z"})
+        + "\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError) as err:
+        read_answers_file(path, ["q1", "q2"])
+    text = str(err.value)
+    assert f"{path}:1 (context): unknown key 'context'" in text and "did you mean 'contexts'?" in text
+    assert f"{path}:3: a second answer to question 'q2' for prompt 'system' (first at {path}:2)" in text
