@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from rag_eval.answers.answer_records import Answer
+from rag_eval.attribution.records import JudgeBrief
 from rag_eval.base_records import Model
 from rag_eval.judges.details import details_of
 from rag_eval.judges.registry import JUDGES, decider
@@ -82,18 +83,8 @@ class _CitationsDetails(Model):
     sentences: list[_CitedSentence] | None = None
 
 
-class _Skipped(Model):
-    """A judge's record read as not run: the chain goes on without it (``_builtin``'s ``unsure``)."""
-
-    status: str = "skipped"
-    score: float | None = None
-    verdict: str | None = None
-    reason: str | None = None
-    error: str | None = None
-    probability: float | None = None
-
-
-_SKIPPED = _Skipped()
+# A judge's record read as not run: the chain goes on without it (``_builtin``'s ``unsure``).
+_SKIPPED = JudgeBrief(status="skipped")
 
 
 class Verdict(Protocol):
