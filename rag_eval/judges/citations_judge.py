@@ -58,13 +58,21 @@ KINDS = ("supported", "miscited", "uncited", "unsupported")  # a claim's kinds, 
 VERDICTS = ("cited", "miscited", "uncited", "unsupported")
 _WORST = {"supported": 0, "uncited": 1, "miscited": 2, "unsupported": 3}
 
-# Sentences that make no factual claim: they say the material does not answer, ask, or lead in.
-_DOCS = r"(?:documents?|context|passages?|sources?|provided|given|information|text|docs?)"
+# Sentences that make no factual claim: they say the material does not answer, ask, or lead in. The
+# material must be what the negation bears on ("the documents do not say ..."): "the context manager
+# does not close the file" and "text with no markup" are claims (user trial 5 F3).
+_DOCS = r"(?:documents?|documentation|context|contexts|passages?|sources?|docs|information|text|excerpts?)"
+_REPORT = (
+    r"(?:say|says|mention|mentions|contain|contains|provide|provides|specify|specifies|cover|covers|address|"
+    r"addresses|include|includes|answer|answers|explain|explains|state|states|discuss|discusses|describe|"
+    r"describes|give|gives|list|lists|tell|tells|show|shows|offer|offers)"
+)
 _NO_ANSWER = re.compile(
-    rf"\b(?:do(?:es)?\s*n[o']t|did\s*n[o']t|not|never|no)\b[^.]*\b(?:say|says|mention|mentions|mentioned|contain|"
-    rf"contains|provide|provides|provided|specify|specifies|specified|cover|covers|address|addresses|include|"
-    rf"includes|answer|explain|explains|state|states|discuss|discusses|describe|describes|information)\b"
-    rf"|\b{_DOCS}\b[^.]*\b(?:do(?:es)?\s*n[o']t|not|no)\b"
+    rf"\b{_DOCS}\s+(?:(?:provided|given|above|here|retrieved)\s+)?(?:do(?:es)?\s*n[o']t|did\s*n[o']t|never)\s+"
+    rf"(?:\w+\s+)?{_REPORT}\b"
+    rf"|\bno\s+(?:information|mention|details?|data)\b[^.]*\b{_DOCS}\b"
+    rf"|\bnot\s+(?:mentioned|specified|covered|stated|provided|described|given|found|included|listed|explained)\s+"
+    rf"in\s+(?:the\s+)?(?:(?:provided|given|retrieved)\s+)?{_DOCS}\b"
     r"|\bI (?:do not|don't|cannot|can't) (?:know|answer|tell|find)\b|\bcannot (?:be )?(?:answer|determine)",
     re.I,
 )
@@ -78,7 +86,7 @@ def makes_claim(text: str) -> bool:
     t = text.strip()
     if len(_WORD.findall(t)) < 3 or t.endswith("?") or t.endswith(":"):
         return False
-    return not (_NO_ANSWER.search(t) and re.search(rf"\b{_DOCS}\b", t, re.I))
+    return not _NO_ANSWER.search(t)
 
 
 @dataclass(frozen=True)

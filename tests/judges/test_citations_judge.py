@@ -227,6 +227,14 @@ def test_a_citation_naming_no_given_passage_supports_nothing_and_is_never_releva
         ("Yes.", False),
         ("The timeout is not set by default.", True),
         ("Lists are mutable sequences.", True),
+        # User trial 5 F3: claims that hold a word of the material beside a negation.
+        ("The context manager does not close the file.", True),
+        ("Rich prints the text with no markup applied.", True),
+        ("If no total is provided, the bar pulses.", True),
+        ("Escaped text is not interpreted as markup.", True),
+        ("There is no information about the author in the provided documents.", False),
+        ("The author is not mentioned in the documents.", False),
+        ("The context doesn't provide details on that.", False),
     ],
 )
 def test_which_sentences_make_a_claim(sentence, claim):
