@@ -64,7 +64,7 @@ from rag_eval.report.screen import one_screen
 from rag_eval.resources import shipped_prompt, shipped_prompts
 from rag_eval.retrievers.lint import Finding, fails, generic_labels, split_evidence
 from rag_eval.retrievers.retrieval_records import QuestionRecord
-from rag_eval.rundir import not_being_written, write_json, write_text
+from rag_eval.rundir import finished_run, not_being_written, write_json, write_text
 from rag_eval.system.trace_audit import traces_config
 from rag_eval.system.trial import describe, try_system
 from rag_eval.testgen.question_writer import run_generate
@@ -700,6 +700,7 @@ def render_report(
     is written beside the audit's own (``report.labelled.*``, ``report.adapted.*``), never over it."""
     run_dir = Path(run_dir)
     not_being_written(run_dir)  # its report is about to be written again by that process
+    finished_run(run_dir, "its report rendered again")
     report = _read_run(run_dir).report
     if adapt and not labels:
         raise DataError(Problem("--adapt", "adapting the judges needs the run's labels", "add --labels FILE"))

@@ -80,6 +80,23 @@ def not_being_written(run_dir: Path) -> None:
         raise busy(run_dir, who)
 
 
+def finished_run(run_dir: Path, what: str) -> None:
+    """Refuse (DataError) ``what`` on a run folder whose status.json says it did not finish: its
+    report.json holds what was done before it stopped, which a re-render would show as a finished
+    audit without its verdicts (user trial 5 F5). A folder without status.json (written before it
+    existed) is let through."""
+    status = read_status(run_dir)
+    if status is None or status.finished:
+        return
+    raise DataError(
+        Problem(
+            str(run_dir / "status.json"),
+            f"the run {status.unfinished_why()}, so {what} would show part of an audit as a whole one",
+            "resume it first (rag-eval run CONFIG --resume RUN_DIR), then run this again",
+        )
+    )
+
+
 def lock_run(run_dir: Path) -> IO[str]:
     """Take ``run_dir``'s writer lock for this process (held until the handle is closed, or the
     process ends); a ``busy`` error when a live process holds it."""

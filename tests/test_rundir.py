@@ -95,3 +95,21 @@ def test_a_writer_lock_taken_while_a_reader_checks_it_waits_for_the_reader(tmp_p
     with pytest.raises(ConfigError, match="another rag-eval process is writing"):
         lock_run(tmp_path)
     blocker.close()
+
+
+def test_report_and_label_refuse_a_run_that_did_not_finish(small_project, capsys):
+    """User trial 5 F5: `report RUN` re-rendered an interrupted run as a finished audit without its
+    verdicts (the in-progress banner gone), and `label` said 'the run judged no answers'."""
+    import rag_eval
+    from rag_eval.cli import main
+
+    run_dir = rag_eval.retrieval(str(small_project / "audit.yaml")).run_dir
+    (run_dir / "status.json").write_text('{"status": "interrupted", "at": "2026-12-05T14:15:00+00:00"}')
+    before = (run_dir / "report.md").read_text()
+    for args, what in ((["report", str(run_dir)], "its report rendered again"), (["label", str(run_dir)], "a draw")):
+        capsys.readouterr()
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"{run_dir / 'status.json'}: the run was interrupted, so {what}" in err, err
+        assert "resume it first (rag-eval run CONFIG --resume RUN_DIR)" in err
+    assert (run_dir / "report.md").read_text() == before and not (run_dir / "labels").exists()

@@ -16,7 +16,7 @@ from rag_eval.labels.merge import DrawSpec, Merged, draw_into, page_rows
 from rag_eval.orchestration.run_contexts import RunContexts, run_contexts
 from rag_eval.report.report_records import Report
 from rag_eval.report.triage import labels_plan
-from rag_eval.rundir import not_being_written
+from rag_eval.rundir import finished_run, not_being_written
 
 
 @dataclass
@@ -82,6 +82,7 @@ def draw_labels(
     page tracks progress toward."""
     run_dir = Path(run_dir)
     not_being_written(run_dir)
+    finished_run(run_dir, "a draw of its answers to label")
     sampler = Sampler(run_dir)
     raw = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     out = Path(out) if out is not None else run_dir / "labels"
