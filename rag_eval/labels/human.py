@@ -461,6 +461,8 @@ def read_labels(
     if path.suffix.lower() in (".json", ".jsonl"):
         records = [(r.data, r.where) for r in read_records(path, "labels")]
     else:
+        if twice := [p for p in header_problems(path, columns) if "is given" in p.what]:
+            raise DataError(twice)
         text = read_text(path, "labels")
         reader = csv.DictReader(io.StringIO(text))
         missing = [c for c in ("question_id", "prompt") if c not in (reader.fieldnames or [])]
@@ -529,6 +531,32 @@ def read_labels(
             Problem(str(path), "no answer is labelled yet", f"fill in yes or no under {', '.join(columns)}")
         )
     return labels
+
+
+def header_problems(path: Path, columns: Mapping[str, str]) -> list[Problem]:
+    """What is wrong with a CSV labels file's columns before a row is read: a column name given twice
+    (a reader keeps the last: the first's labels would be dropped, user trial 5 F6) and a filled
+    column whose name is a label column misspelt (``misnamed_columns``). None for JSON files."""
+    if not path.exists() or path.suffix.lower() in (".json", ".jsonl"):
+        return []
+    text = read_text(path, "labels")
+    header = next(csv.reader(io.StringIO(text)), [])
+    problems = [
+        Problem(
+            f"{path}:1 ({name})",
+            f"column '{name}' is given {len(at)} times (columns {', '.join(map(str, at))}): "
+            "all but the last would be dropped",
+            "merge them into one column (keep every label in it), then remove the others",
+        )
+        for name in dict.fromkeys(header)
+        if name and len(at := [i + 1 for i, h in enumerate(header) if h == name]) > 1
+    ]
+    reader = csv.DictReader(io.StringIO(text))
+    records, prev = [], 1
+    for row in reader:
+        records.append((row, f"{path}:{prev + 1}"))
+        prev = reader.line_num
+    return problems + misnamed_columns(records, {**columns, **optional_columns(header)})
 
 
 def _squashed(name: str) -> str:

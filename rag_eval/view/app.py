@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from rag_eval.errors import RagEvalError
 from rag_eval.labels.columns import run_columns
+from rag_eval.labels.human import header_problems
 from rag_eval.orchestration.diff import diff_runs
 from rag_eval.orchestration.history import headline_figures
 from rag_eval.report.assemble import summary
@@ -319,6 +320,10 @@ async def post_label(request: Request) -> Response:
     item = next((it for it in queue if it.key == key), None)
     if item is None:
         return JSONResponse({"error": f"question {key[0]} with prompt {key[1]} is not in the labelling queue"}, 404)
+    if problems := header_problems(labels_file.labels_path(path), columns):
+        # Writing would add a correctly named column beside the misspelt one, and a rename then
+        # duplicates it (user trial 5 F6): the file is fixed first, by the person.
+        return JSONResponse({"error": "; ".join(f"{p} (fix: {p.fix})" for p in problems)}, 409)
     labels_file.update(labels_file.labels_path(path), _labelled(report, queue, item, values, note, path))
     # The page that opens next shows the figures: no need to compute them twice.
     if request.query_params.get("figures") == "0":

@@ -373,3 +373,21 @@ def test_the_labelling_page_of_a_run_being_written_says_so(tmp_path):
     finally:
         lock.close()
     assert c.get("/runs/compare-labelled/label", follow_redirects=True).status_code == 200
+
+
+def test_a_labels_file_with_a_misnamed_or_doubled_column_is_not_written_to(client):
+    """User trial 5 F6: the view appended a correctly named column beside a misspelt one; renamed as
+    the fix said, the file then had the column twice and report --labels kept only the last."""
+    c, folder, first, _ = client
+    assert _label(c, first, "q1", correct=False).status_code == 200
+    path = folder / first / "labels" / "labels.csv"
+    text = path.read_text()
+    path.write_text(text.replace(",correct,", ",corect,", 1))
+    before = path.read_text()
+    refused = _label(c, first, "q2", correct=True)
+    assert refused.status_code == 409 and "column 'corect' is no label column" in refused.json()["error"]
+    assert path.read_text() == before  # nothing appended
+    path.write_text(text.replace(",faithful,", ",correct,", 1))  # 'correct' twice
+    twice = _label(c, first, "q2", correct=True)
+    assert twice.status_code == 409 and "column 'correct' is given 2 times" in twice.json()["error"]
+    assert main(["report", str(folder / first), "--labels", str(path)]) == 2
