@@ -23,12 +23,13 @@ from rag_eval.answers.settings import GenerationConfig
 from rag_eval.base_records import FAILED_BEFORE, StageReuse, required
 from rag_eval.config import AuditConfig
 from rag_eval.data.records import read_records
+from rag_eval.data.testset import normalise
 from rag_eval.errors import ConfigError, DataError, Problem, did_you_mean
 from rag_eval.hashing import inputs_hash
 from rag_eval.progress import track_async
 from rag_eval.resources import shipped_prompt
 from rag_eval.retrievers.custom import import_object
-from rag_eval.retrievers.mapping import TextMatcher, chunk_of
+from rag_eval.retrievers.mapping import TextMatcher
 from rag_eval.retrievers.stage import RetrievalResults
 from rag_eval.rundir import read_jsonl, write_text
 from rag_eval.types import Chunk, Corpus, Question
@@ -372,7 +373,12 @@ def _context_ids(
         return None
     ids = []
     for c in given:
-        idx = chunk_of(corpus, matcher, c, c)
+        # By id, or by the whole chunk's text: an excerpt of a chunk stays the passage it is, judged
+        # as given (widened to its chunk, an answer was judged on text its system never gave:
+        # user trial 5 F7).
+        idx = corpus.index.get(c)
+        if idx is None:
+            idx = matcher.exact.get(normalise(c))
         if idx is not None:
             ids.append(corpus.chunks[idx].id)
         elif _id_like(c):

@@ -321,3 +321,19 @@ def test_an_answers_file_reads_ragas_names_and_refuses_a_misspelt_key_or_a_secon
     text = str(err.value)
     assert f"{path}:1 (context): unknown key 'context'" in text and "did you mean 'contexts'?" in text
     assert f"{path}:3: a second answer to question 'q2' for prompt 'system' (first at {path}:2)" in text
+
+
+def test_an_excerpt_of_a_chunk_stays_the_passage_the_system_gave(small_project):
+    """User trial 5 F7: an excerpt was widened to its whole chunk: the answer was judged on text its
+    system never gave, and counted as retrieved though the excerpt lacks the evidence."""
+    from rag_eval.answers.generation import read_answers_file
+    from rag_eval.data.inputs import load_inputs
+
+    cfg = load_config(small_project / "audit.yaml")
+    corpus = load_inputs(cfg).corpus
+    path = small_project / "answers.jsonl"
+    whole = "A set object is an unordered collection of distinct hashable objects."
+    part = "A set object is an unordered collection"
+    path.write_text(json.dumps({"question_id": "q2", "answer": "x", "contexts": [whole, part]}) + "\n")
+    [line] = read_answers_file(path, ["q2"], corpus).values()
+    assert line.contexts == ["py/sets", part]
