@@ -84,6 +84,8 @@ def makes_claim(text: str) -> bool:
     ("For example:"), not a sentence that only says the material does not answer, and of three
     words or more."""
     t = text.strip()
+    if t.startswith(("```", "~~~")):
+        return False  # a code example with no sentence before it illustrates, it claims nothing (trial 5 F11)
     if len(_WORD.findall(t)) < 3 or t.endswith("?") or t.endswith(":"):
         return False
     return not _NO_ANSWER.search(t)

@@ -396,6 +396,11 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
         ]
         quotes = own
     evidence_quotes = [q for q in own if q.verified and (not wanted or role_of.get(q.found_in or "") in wanted)]
+    gives_context = "context" in sources and bool(re.search(r"\b(?:context|passage)s?\b", model_reason, re.I))
+    if gives_context:
+        # "the context gives "<a sentence of the answer>"": a quote found only in the answer, which the
+        # model's reason gives as the context's, is not shown as what the context says (trial 5 F8).
+        evidence_quotes = [q for q in evidence_quotes if role_of.get(q.found_in or "") != "answer"]
     if not said.overturned and not copied and evidence_quotes:
         shown_from, reason = "model", model_reason
     elif mode == "quote" and leads:
@@ -419,7 +424,7 @@ async def explain(prompt, llm, values: dict[str, str], decision, said: Said, sou
             shown_from = "none"
             place = {"answer": "the answer", "reference": "the reference"}.get(elsewhere.found_in or "")
             reason = (
-                f"no quote of {leads[0].noun if leads else 'its inputs'}: the model's reason quotes "
+                f"no quote of {'the context' if gives_context or not leads else leads[0].noun}: the model's reason quotes "
                 f"{place or elsewhere.found_in} itself"
             )
         else:

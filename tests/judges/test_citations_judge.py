@@ -235,6 +235,8 @@ def test_a_citation_naming_no_given_passage_supports_nothing_and_is_never_releva
         ("There is no information about the author in the provided documents.", False),
         ("The author is not mentioned in the documents.", False),
         ("The context doesn't provide details on that.", False),
+        # User trial 5 F11: a code example with no sentence before it claims nothing.
+        ('```python\nConfirm.ask("Continue?")\n```', False),
     ],
 )
 def test_which_sentences_make_a_claim(sentence, claim):

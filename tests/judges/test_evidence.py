@@ -461,3 +461,24 @@ def test_a_quote_in_both_the_claim_and_the_context_is_evidence_of_support():
     [row] = f.details["statements"]
     assert row["reason"] == f'the context states "{sentence}"' and row["evidence"]["shown"] == "model"
     assert row["evidence"]["quotes"][0]["found_in"] == "context 1"
+
+
+def test_an_unsupported_claim_is_never_shown_as_what_the_context_gives():
+    """User trial 5 F8: 'the context gives "<the invented sentence>"', the quote found only in the
+    answer, stood as the reason of a statement judged not supported."""
+    claim = "You can also change it globally with the RICH_THEME environment variable."
+    context = "Syntax uses the monokai theme by default."
+
+    def reply(body):
+        forced = _forced(body)
+        if forced is None:
+            return f'No: the context gives "{claim}"'
+        return forced + ("RICH_THEME environment variable" if forced.endswith('the answer says "') else "monokai") + '"'
+
+    async def run(scored):
+        return await scored.faithfulness("q1", "base", "Which theme?", claim, [context])
+
+    with ScriptedServer(reply=reply, probability=lambda body: 0.95) as s:
+        f = _judge(s, run=run)
+    [row] = f.details["statements"]
+    assert row["supported"] is False and "the context gives" not in row["reason"]
