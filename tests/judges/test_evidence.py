@@ -417,6 +417,30 @@ def test_a_quote_no_input_holds_is_not_shown_as_what_the_passage_says():
     assert [q["verified"] for q in row["evidence"]["quotes"]] == [True, False]
 
 
+def _scripted(first: str, quote):
+    """A scripted model: ``first`` as its reply, and to a forced reason the quote ``quote(forced)``."""
+
+    def reply(body):
+        forced = _forced(body)
+        return first if forced is None else forced + quote(forced) + '"'
+
+    return reply
+
+
+def _statement(reply, question: str, claim: str, context: str, p: float = 0.95) -> tuple[dict, int]:
+    """faithfulness_yesno on one statement with one context, the model scripted by ``reply``: the
+    statement's record and the calls made."""
+
+    async def run(scored):
+        return await scored.faithfulness("q1", "base", question, claim, [context])
+
+    with ScriptedServer(reply=reply, probability=lambda body: p) as s:
+        f = _judge(s, run=run)
+        calls = s.calls
+    [row] = f.details["statements"]
+    return row, calls
+
+
 @pytest.mark.parametrize("forced_quote", ["Set http2=True on the Client to switch it on", "it is on by default"])
 def test_a_supported_verdict_stands_on_a_quote_of_the_context_not_of_the_claim(forced_quote):
     """User trial 4 F7: 'the passage states "HTTP/2 is switched on by default"' quoted the sentence
@@ -424,19 +448,8 @@ def test_a_supported_verdict_stands_on_a_quote_of_the_context_not_of_the_claim(f
     claim needs a quote of the context: it is asked for; failing one, the shown reason says so."""
     claim = "HTTP/2 is switched on by default in an httpx Client."
     context = "http2 - A boolean. Set http2=True on the Client to switch it on. Defaults to False."
-
-    def reply(body):
-        forced = _forced(body)
-        if forced is None:
-            return f'Yes: the passage states "{claim}"'
-        return forced + forced_quote + '"'
-
-    async def run(scored):
-        return await scored.faithfulness("q1", "base", "Is HTTP/2 on by default?", claim, [context])
-
-    with ScriptedServer(reply=reply, probability=lambda body: 0.95) as s:
-        f = _judge(s, run=run)
-    [row] = f.details["statements"]
+    reply = _scripted(f'Yes: the passage states "{claim}"', lambda forced: forced_quote)
+    row, _ = _statement(reply, "Is HTTP/2 on by default?", claim, context)
     assert row["supported"] is True
     if forced_quote in context:
         assert row["reason"] == f'context 1 says "{forced_quote}"'
@@ -452,13 +465,8 @@ def test_a_quote_in_both_the_claim_and_the_context_is_evidence_of_support():
     sentence = "Set http2=True on the Client to switch it on."
     context = f"http2 - A boolean. {sentence} Defaults to False."
 
-    async def run(scored):
-        return await scored.faithfulness("q1", "base", "How do I turn on HTTP/2?", sentence, [context])
-
-    with ScriptedServer(reply=lambda body: f'Yes: the context states "{sentence}"', probability=lambda b: 0.95) as s:
-        f = _judge(s, run=run)
-        assert s.calls == 1  # no forced quote asked
-    [row] = f.details["statements"]
+    row, calls = _statement(lambda body: f'Yes: the context states "{sentence}"', "How to?", sentence, context)
+    assert calls == 1  # no forced quote asked
     assert row["reason"] == f'the context states "{sentence}"' and row["evidence"]["shown"] == "model"
     assert row["evidence"]["quotes"][0]["found_in"] == "context 1"
 
@@ -469,16 +477,9 @@ def test_an_unsupported_claim_is_never_shown_as_what_the_context_gives():
     claim = "You can also change it globally with the RICH_THEME environment variable."
     context = "Syntax uses the monokai theme by default."
 
-    def reply(body):
-        forced = _forced(body)
-        if forced is None:
-            return f'No: the context gives "{claim}"'
-        return forced + ("RICH_THEME environment variable" if forced.endswith('the answer says "') else "monokai") + '"'
-
-    async def run(scored):
-        return await scored.faithfulness("q1", "base", "Which theme?", claim, [context])
-
-    with ScriptedServer(reply=reply, probability=lambda body: 0.95) as s:
-        f = _judge(s, run=run)
-    [row] = f.details["statements"]
+    reply = _scripted(
+        f'No: the context gives "{claim}"',
+        lambda forced: "RICH_THEME environment variable" if forced.endswith('the answer says "') else "monokai",
+    )
+    row, _ = _statement(reply, "Which theme?", claim, context)
     assert row["supported"] is False and "the context gives" not in row["reason"]
